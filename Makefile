@@ -1,0 +1,47 @@
+# The front door. `make help` lists the targets; `make demo` and `make test` are the two that matter.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# pip warns about every package it does not find in this machine's local wheel folders; that is noise here.
+PIP := $(PY) -m pip --quiet --disable-pip-version-check
+QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
+
+.PHONY: help venv lint typecheck test test-fast bench lock clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): requirements/dev.lock pyproject.toml
+	@interp=$$(scripts/find-python 13) && echo "using $$interp" && \
+	  { [ -x $(PY) ] || "$$interp" -m venv $(VENV); }
+	$(PIP) install -r requirements/dev.lock $(QUIET_PIP)
+	$(PIP) install --no-deps --no-build-isolation -e . $(QUIET_PIP)
+	@touch $(STAMP)
+
+venv: $(STAMP) ## create .venv with a Python 3.13 it finds and the pinned dependencies
+
+lint: $(STAMP) ## ruff
+	$(VENV)/bin/ruff check .
+
+typecheck: $(STAMP) ## mypy on the package
+	$(VENV)/bin/mypy layers/core/rebalancer
+
+test: lint typecheck ## lint, type-check and run every test (unit, integration, e2e)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP) ## unit tests only
+	$(PY) -m pytest -q tests/unit
+
+bench: $(STAMP) ## planning-time benchmark (10 / 100 / 1,000 teams x 15 instance types)
+	$(PY) -m rebalancer.bench
+
+lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the network)
+	rm -rf .venv-lock && "$$(scripts/find-python 13)" -m venv .venv-lock
+	.venv-lock/bin/pip install --quiet -r requirements/dev.in
+	.venv-lock/bin/pip freeze --exclude-editable > requirements/dev.lock && rm -rf .venv-lock
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .aws-sam

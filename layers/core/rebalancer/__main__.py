@@ -1,0 +1,3 @@
+from rebalancer.cli import main
+
+main()

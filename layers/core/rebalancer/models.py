@@ -1,0 +1,161 @@
+"""The cluster snapshot, in the shapes AWS returns, so that what `collect` stores can be replayed.
+
+Field names of AWS shapes are kept exactly as the API spells them (PascalCase): a snapshot is DescribeCluster,
+ListClusterNodes and DescribeComputeQuota output plus the demand read from Kueue.
+"""
+
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+
+
+class AwsShape(BaseModel):
+    """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class InstanceGroup(AwsShape):
+    InstanceGroupName: str
+    InstanceType: str
+    CurrentCount: NonNegativeInt = 0
+    TargetCount: NonNegativeInt | None = None
+    Status: str | None = None
+
+
+class Cluster(AwsShape):
+    ClusterName: str
+    ClusterArn: str
+    ClusterStatus: str | None = None
+    InstanceGroups: tuple[InstanceGroup, ...] = ()
+
+
+class NodeStatus(AwsShape):
+    Status: str
+    Message: str | None = None
+
+
+class ClusterNode(AwsShape):
+    InstanceGroupName: str
+    InstanceId: str
+    InstanceType: str
+    InstanceStatus: NodeStatus
+
+
+class AcceleratorPartitionConfig(AwsShape):
+    Type: str
+    Count: NonNegativeInt
+
+
+class ComputeQuotaResource(AwsShape):
+    InstanceType: str
+    Count: NonNegativeInt | None = None
+    Accelerators: NonNegativeInt | None = None
+    VCpu: NonNegativeFloat | None = None
+    MemoryInGiB: NonNegativeFloat | None = None
+    AcceleratorPartition: AcceleratorPartitionConfig | None = None
+
+
+class SharingConfig(AwsShape):
+    Strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
+    BorrowLimit: NonNegativeInt | None = None
+    AbsoluteBorrowLimits: tuple[ComputeQuotaResource, ...] | None = None
+
+
+class QuotaConfig(AwsShape):
+    ComputeQuotaResources: tuple[ComputeQuotaResource, ...] = ()
+    ResourceSharingConfig: SharingConfig | None = None
+    PreemptTeamTasks: Literal["Never", "LowerPriority"] | None = None
+
+
+class QuotaTarget(AwsShape):
+    TeamName: str
+    FairShareWeight: NonNegativeInt | None = None
+
+
+class ComputeQuota(AwsShape):
+    """A DescribeComputeQuota response."""
+
+    ComputeQuotaId: str
+    Name: str
+    ComputeQuotaVersion: int
+    Status: str
+    ComputeQuotaTarget: QuotaTarget
+    ComputeQuotaConfig: QuotaConfig = Field(default_factory=QuotaConfig)
+    ComputeQuotaArn: str | None = None
+    ClusterArn: str | None = None
+    ActivationState: Literal["Enabled", "Disabled"] | None = None
+    CreationTime: datetime | None = None
+    LastModifiedTime: datetime | None = None
+
+    @property
+    def team(self) -> str:
+        return self.ComputeQuotaTarget.TeamName
+
+    def resource(self, instance_type: str) -> ComputeQuotaResource | None:
+        return next((r for r in self.ComputeQuotaConfig.ComputeQuotaResources if r.InstanceType == instance_type),
+                    None)
+
+
+class Resources(BaseModel):
+    """Amounts of one team's demand on one instance type. All optional; absent means zero."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    accelerators: NonNegativeFloat = 0
+    vcpu: NonNegativeFloat = 0
+    memory_gib: NonNegativeFloat = 0
+    partitions: NonNegativeFloat = 0
+
+    def get(self, resource: str) -> float:
+        return float(getattr(self, resource))
+
+
+class Demand(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    in_use: Resources = Field(default_factory=Resources)
+    pending: Resources = Field(default_factory=Resources)
+
+    def total(self, resource: str) -> float:
+        return self.in_use.get(resource) + self.pending.get(resource)
+
+
+HEALTHY_NODE_STATUS = "Running"
+
+
+class Snapshot(BaseModel):
+    """Everything a plan is computed from. `demand[team][instance_type]`; a team with no entry has zero demand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    taken_at: datetime
+    cluster: Cluster
+    nodes: tuple[ClusterNode, ...] = ()
+    quotas: tuple[ComputeQuota, ...] = ()
+    demand: dict[str, dict[str, Demand]] = Field(default_factory=dict)
+
+    def healthy_nodes(self) -> Counter[str]:
+        """Healthy (Running) nodes per instance type."""
+        return Counter(n.InstanceType for n in self.nodes if n.InstanceStatus.Status == HEALTHY_NODE_STATUS)
+
+    def unhealthy_nodes(self) -> Counter[str]:
+        return Counter(n.InstanceType for n in self.nodes if n.InstanceStatus.Status != HEALTHY_NODE_STATUS)
+
+    def instance_types(self) -> tuple[str, ...]:
+        types = {g.InstanceType for g in self.cluster.InstanceGroups} | {n.InstanceType for n in self.nodes}
+        return tuple(sorted(types))
+
+    def quota_of(self, team: str) -> ComputeQuota | None:
+        return next((q for q in self.quotas if q.team == team), None)
+
+    def demand_of(self, team: str, instance_type: str) -> Demand:
+        return self.demand.get(team, {}).get(instance_type, Demand())
