@@ -133,7 +133,8 @@ HEALTHY_NODE_STATUS = "Running"
 
 
 class Snapshot(BaseModel):
-    """Everything a plan is computed from. `demand[team][instance_type]`; a team with no entry has zero demand."""
+    """Everything a plan is computed from. `demand[team][instance_type]` (or `[team]["<type>:<mig profile>"]` for
+    MIG partitions); a team with no entry has zero demand."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -142,6 +143,8 @@ class Snapshot(BaseModel):
     nodes: tuple[ClusterNode, ...] = ()
     quotas: tuple[ComputeQuota, ...] = ()
     demand: dict[str, dict[str, Demand]] = Field(default_factory=dict)
+    # Healthy MIG partitions per instance type and profile (node allocatable `nvidia.com/mig-…`); see allocation.py.
+    mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""

@@ -13,6 +13,7 @@ from rebalancer.errors import InvalidInput, RebalancerError
 
 # name → "module:attribute" of a click command. One line per command.
 COMMANDS: dict[str, str] = {
+    "plan": "rebalancer.cli.plan_cmd:plan",
     "schema": "rebalancer.cli.schema_cmd:schema",
 }
 

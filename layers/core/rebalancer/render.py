@@ -1,0 +1,55 @@
+"""A plan for people: a rich table of before → after per team and pool, with the reasons, in 80 columns."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from rebalancer.plan import Change, Plan
+
+UNITS = {"accelerators": "acc", "vcpu": "vCPU", "partitions": "part", "memory_gib": "GiB"}
+
+
+def _pool(c: Change) -> str:
+    return f"{c.instance_type}:{c.mig_profile}" if c.mig_profile else c.instance_type
+
+
+def _move(c: Change) -> Text:
+    style = "red" if c.after < c.before else "green"
+    return Text.assemble(f"{c.before:g} → ", (f"{c.after:g}", style), f" {UNITS.get(c.resource, c.resource)}")
+
+
+def plan_table(plan: Plan) -> Table:
+    table = Table(title=f"plan for {plan.cluster_name} ({plan.mode})", title_justify="left", expand=False,
+                  show_lines=True)
+    table.add_column("team", no_wrap=True, max_width=14)
+    table.add_column("pool", max_width=18, overflow="fold")
+    table.add_column("before → after", no_wrap=True)
+    table.add_column("why", ratio=1, min_width=20)
+    for c in plan.changes:
+        table.add_row(c.team, _pool(c), _move(c), c.reason)
+    return table
+
+
+def plan_renderable(plan: Plan) -> RenderableType:
+    parts: list[RenderableType] = []
+    if plan.changes:
+        parts.append(plan_table(plan))
+    else:
+        parts.append(Text(f"{plan.cluster_name}: no change needed", style="bold"))
+    if plan.requests:
+        if plan.mode == "dry-run":
+            verdict = Text("dry run: nothing will be applied", style="yellow")
+        elif plan.requires_approval:
+            verdict = Text("needs approval:", style="yellow")
+        else:
+            verdict = Text("applies without approval", style="green")
+        parts.append(Text(f"{len(plan.requests)} request(s), decreases first; ").append_text(verdict))
+        parts.extend(Text(f"  - {r}") for r in plan.approval_reasons)
+    parts.extend(Text(f"warning: {w}", style="yellow") for w in plan.warnings)
+    return Group(*parts)
+
+
+def render_plan(plan: Plan, console: Console) -> None:
+    console.print(plan_renderable(plan))
