@@ -1,0 +1,102 @@
+"""boto3 clients with the retry policy we want, and AWS errors turned into one line of the right error kind.
+
+Endpoints follow botocore's own configuration (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_SAGEMAKER`, ...), which is how
+the CLI and the tests point at the emulator; nothing here special-cases it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+
+from rebalancer.errors import ConflictError, PermanentError, RebalancerError, TransientError
+
+RetryMode = Literal["standard", "adaptive"]
+
+# Error codes worth a retry at a higher level (the state machine's Retry) once botocore's own retries are spent.
+TRANSIENT_CODES = frozenset({
+    "ThrottlingException", "Throttling", "ThrottledException", "RequestThrottledException", "TooManyRequestsException",
+    "RequestLimitExceeded", "RequestThrottled", "SlowDown", "LimitExceededException", "ServiceUnavailable",
+    "ServiceUnavailableException", "InternalFailure", "InternalServerError", "InternalError", "RequestTimeout",
+    "RequestTimeoutException",
+})
+CONFLICT_CODES = frozenset({"ConflictException"})
+
+
+@dataclass
+class AwsClients:
+    """Lazily made, reused clients of one session. `max_attempts` counts the first try."""
+
+    region: str | None = None
+    profile: str | None = None
+    retry_mode: RetryMode = "standard"
+    max_attempts: int = 10
+    _session: boto3.Session | None = field(default=None, init=False, repr=False)
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def session(self) -> boto3.Session:
+        if self._session is None:
+            self._session = boto3.Session(region_name=self.region, profile_name=self.profile)
+        return self._session
+
+    @property
+    def region_name(self) -> str:
+        region = self.session.region_name
+        if not region:
+            raise PermanentError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
+        return region
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            config = Config(retries={"mode": self.retry_mode, "max_attempts": self.max_attempts},
+                            user_agent_extra="hyperpod-rebalancer")
+            self._clients[service] = self.session.client(service, region_name=self.region_name,  # type: ignore[call-overload]
+                                                         config=config)
+        return self._clients[service]
+
+
+def error_code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def error_message(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Message", "")).strip() or "(no message)"
+
+
+def describe_error(call: str, resource: str, e: ClientError) -> str:
+    """`UpdateComputeQuota on quota q-123: ConflictException: version 3 is stale` — which call, which resource,
+    what AWS said."""
+    return f"{call} on {resource}: {error_code(e)}: {error_message(e)}"
+
+
+def classify(call: str, resource: str, e: ClientError) -> RebalancerError:
+    code = error_code(e)
+    message = describe_error(call, resource, e)
+    status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    if code in CONFLICT_CODES:
+        return ConflictError(message)
+    if code in TRANSIENT_CODES or status >= 500:
+        return TransientError(message)
+    return PermanentError(message)
+
+
+@contextmanager
+def aws_call(call: str, resource: str) -> Iterator[None]:
+    """Run one AWS call; any failure leaves as a TransientError, PermanentError or ConflictError of one line."""
+    try:
+        yield
+    except ClientError as e:
+        raise classify(call, resource, e) from e
+    except NoCredentialsError as e:
+        raise PermanentError(f"{call} on {resource}: no AWS credentials found ({e})") from e
+    except EndpointConnectionError as e:
+        raise TransientError(f"{call} on {resource}: cannot reach the endpoint: {e}") from e
+    except BotoCoreError as e:
+        raise PermanentError(f"{call} on {resource}: {e}") from e

@@ -1,0 +1,215 @@
+"""A loopback Kubernetes API server serving Kueue v1beta1 objects, for tests and the local demo.
+
+Serves GET on the list and get paths of ClusterQueues and Workloads (cluster-wide and per namespace), with
+`limit`/`continue` pagination, an optional bearer-token check, and scripted status errors (403, 404, 500) per
+resource. Object builders shape ClusterQueues and Workloads the way Kueue v1beta1 returns them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+GROUP_VERSION = "kueue.x-k8s.io/v1beta1"
+PREFIX = "/apis/kueue.x-k8s.io/v1beta1"
+KINDS = {"clusterqueues": "ClusterQueue", "workloads": "Workload", "resourceflavors": "ResourceFlavor",
+         "localqueues": "LocalQueue"}
+REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
+
+
+@dataclass
+class KubeState:
+    """What the server serves. Mutate it from the test; the server reads it on every request."""
+
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    errors: dict[str, int] = field(default_factory=dict)  # plural → HTTP status to answer with
+    token: str | None = None  # when set, requests must carry `Authorization: Bearer <token>`
+    seen_authorization: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, *objs: dict[str, Any]) -> None:
+        with self.lock:
+            for o in objs:
+                plural = next(p for p, k in KINDS.items() if k == o["kind"])
+                self.objects[plural].append(o)
+
+
+def _status(code: int, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": REASONS.get(code, "Unknown"), "code": code}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, code: int, body: Mapping[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        state = self.server.state
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        auth = self.headers.get("Authorization", "")
+        with state.lock:
+            state.requests.append(self.path)
+            state.seen_authorization.append(auth)
+        if state.token is not None and auth != f"Bearer {state.token}":
+            self._send(401, _status(401, "Unauthorized"))
+            return
+        parts = url.path.removeprefix(PREFIX).strip("/").split("/")
+        namespace = None
+        if len(parts) >= 3 and parts[0] == "namespaces":
+            namespace, parts = parts[1], parts[2:]
+        if not url.path.startswith(PREFIX) or not parts or parts[0] not in KINDS:
+            self._send(404, _status(404, f"the server could not find the requested resource ({url.path})"))
+            return
+        plural = parts[0]
+        if plural in state.errors:
+            code = state.errors[plural]
+            user = "system:serviceaccount:rebalancer:collector"
+            message = (f'{plural}.kueue.x-k8s.io is forbidden: User "{user}" cannot list resource "{plural}" in API '
+                       f'group "kueue.x-k8s.io" at the cluster scope') if code == 403 else REASONS.get(code, "error")
+            self._send(code, _status(code, message))
+            return
+        with state.lock:
+            items = [o for o in state.objects[plural]
+                     if namespace is None or o["metadata"].get("namespace") == namespace]
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        if len(parts) == 2:
+            found = next((o for o in items if o["metadata"]["name"] == parts[1]), None)
+            if found is None:
+                self._send(404, _status(404, f'{plural}.kueue.x-k8s.io "{parts[1]}" not found'))
+            else:
+                self._send(200, found)
+            return
+        start = int(query.get("continue", ["0"])[0] or 0)
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        end = start + limit if limit else len(items)
+        meta: dict[str, Any] = {"resourceVersion": "1000"}
+        if end < len(items):
+            meta["continue"] = str(end)
+        self._send(200, {"apiVersion": GROUP_VERSION, "kind": KINDS[plural] + "List", "metadata": meta,
+                         "items": items[start:end]})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, state: KubeState):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+
+
+@contextmanager
+def serve(state: KubeState | None = None) -> Iterator[tuple[str, KubeState]]:
+    """Run the fake API server on 127.0.0.1 (a free port) for the duration of the block: yields (url, state)."""
+    st = state or KubeState()
+    server = _Server(st)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="kube-fake",
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", st
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+# Builders, shaped as Kueue v1beta1 returns its objects.
+
+def _quantities(amounts: Mapping[str, int | float | str]) -> list[dict[str, str]]:
+    return [{"name": name, "total": str(q), "borrowed": "0"} for name, q in amounts.items()]
+
+
+def cluster_queue(team: str, nominal: Mapping[str, Mapping[str, int | str]],
+                  reserved: Mapping[str, Mapping[str, int | float | str]] | None = None,
+                  pending_workloads: int = 0, admitted_workloads: int = 0,
+                  usage_only: bool = False) -> dict[str, Any]:
+    """`nominal[flavor][resource]`, `reserved[flavor][resource]` (defaults to nothing reserved)."""
+    name = f"hyperpod-ns-{team}-clusterqueue"
+    resources = sorted({r for per in nominal.values() for r in per})
+    groups = [{"coveredResources": resources,
+               "flavors": [{"name": flavor, "resources": [{"name": r, "nominalQuota": str(q),
+                                                           "borrowingLimit": "0"} for r, q in per.items()]}
+                           for flavor, per in nominal.items()]}]
+    reserved = reserved or {}
+    flavors = [{"name": flavor, "resources": _quantities(per)} for flavor, per in reserved.items()]
+    status: dict[str, Any] = {
+        "pendingWorkloads": pending_workloads, "reservingWorkloads": admitted_workloads,
+        "admittedWorkloads": admitted_workloads, "flavorsUsage": flavors,
+        "conditions": [{"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads",
+                        "lastTransitionTime": "2026-11-30T00:00:00Z"}],
+    }
+    if not usage_only:
+        status["flavorsReservation"] = flavors
+    return {
+        "apiVersion": GROUP_VERSION, "kind": "ClusterQueue",
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1", "generation": 1,
+                     "labels": {"sagemaker.amazonaws.com/quota-allocation": team}},
+        "spec": {"cohort": "shared-pool", "namespaceSelector": {}, "queueingStrategy": "BestEffortFIFO",
+                 "resourceGroups": groups, "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue":
+                                                          "LowerPriority", "borrowWithinCohort": {"policy": "Never"}},
+                 "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"}},
+        "status": status,
+    }
+
+
+def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | None = None,
+            name: str = "main") -> dict[str, Any]:
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [
+        {"name": "trainer", "image": "public.ecr.aws/example/train:latest",
+         "resources": {"requests": {k: str(v) for k, v in requests.items()},
+                       "limits": {k: str(v) for k, v in requests.items() if "/" in k}}}]}
+    if instance_type:
+        spec["nodeSelector"] = {"node.kubernetes.io/instance-type": instance_type}
+    return {"name": name, "count": count, "template": {"metadata": {}, "spec": spec}}
+
+
+def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_on: str | None = None,
+             finished: bool = False, priority_class: str = "training-priority") -> dict[str, Any]:
+    ns = f"hyperpod-ns-{team}"
+    status: dict[str, Any] = {"conditions": []}
+    if admitted_on:
+        status["admission"] = {"clusterQueue": f"{ns}-clusterqueue", "podSetAssignments": [
+            {"name": ps["name"], "count": ps["count"],
+             "flavors": {r: admitted_on for c in ps["template"]["spec"]["containers"]
+                         for r in c["resources"]["requests"]}} for ps in pod_sets]}
+        status["conditions"] += [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved",
+             "lastTransitionTime": "2026-11-30T00:00:00Z"},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "Admitted",
+             "lastTransitionTime": "2026-11-30T00:00:00Z"}]
+    else:
+        status["conditions"].append(
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+             "message": f"couldn't assign flavors to pod set main: insufficient quota in {ns}-clusterqueue",
+             "lastTransitionTime": "2026-11-30T00:00:00Z"})
+    if finished:
+        status["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded",
+                                     "message": "Job finished successfully",
+                                     "lastTransitionTime": "2026-11-30T00:00:00Z"})
+    return {
+        "apiVersion": GROUP_VERSION, "kind": "Workload",
+        "metadata": {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "resourceVersion": "1",
+                     "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"}},
+        "spec": {"active": True, "queueName": f"{ns}-localqueue", "priority": 100,
+                 "priorityClassName": priority_class, "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+                 "podSets": pod_sets},
+        "status": status,
+    }

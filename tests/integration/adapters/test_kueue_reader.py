@@ -1,0 +1,151 @@
+"""The Kueue reader, through the real `kubernetes` client, against a loopback API server serving Kueue objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client as k8s
+from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
+
+from rebalancer.adapters.eks_auth import api_client_with_token
+from rebalancer.adapters.kueue import KueueReader
+from rebalancer.errors import PermanentError, TransientError
+from rebalancer.models import Demand, Resources
+
+P5 = "ml.p5.48xlarge"
+TRN1 = "ml.trn1.32xlarge"
+
+
+@pytest.fixture
+def kube() -> Iterator[tuple[str, KubeState]]:
+    with serve(KubeState(token="t0k3n")) as (url, state):
+        yield url, state
+
+
+def reader(url: str, page_size: int = 500) -> KueueReader:
+    return KueueReader(api_client_with_token(url, lambda: "t0k3n"), page_size=page_size)
+
+
+def test_in_use_from_reservations_and_pending_from_workloads(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(
+        cluster_queue("vision", {P5: {"nvidia.com/gpu": 32, "cpu": 768, "memory": "8Ti"}},
+                      reserved={P5: {"nvidia.com/gpu": 16, "cpu": "384", "memory": "4096Gi"}}, pending_workloads=2),
+        cluster_queue("speech", {TRN1: {"aws.amazon.com/neurondevice": 32}},
+                      reserved={TRN1: {"aws.amazon.com/neurondevice": 16}}),
+        # admitted: already in the reservation, must not count as pending
+        workload("vision", "running", [pod_set(2, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5),
+        # pending: 3 pods × 8 GPUs on p5, plus a launcher without GPUs
+        workload("vision", "big", [pod_set(3, {"nvidia.com/gpu": 8, "cpu": "96", "memory": "1Ti"}, P5),
+                                   pod_set(1, {"cpu": "500m", "memory": "512Mi"}, P5, name="launcher")]),
+        # pending with no node selector: the ClusterQueue offers exactly one flavor for neuron devices
+        workload("speech", "llm", [pod_set(2, {"aws.amazon.com/neurondevice": 16})]),
+        workload("speech", "done", [pod_set(4, {"aws.amazon.com/neurondevice": 16}, TRN1)], finished=True),
+    )
+    got = reader(url).read()
+    assert got.teams == ("speech", "vision")
+    assert got.demand["vision"][P5] == Demand(
+        in_use=Resources(accelerators=16, vcpu=384, memory_gib=4096),
+        pending=Resources(accelerators=24, vcpu=288.5, memory_gib=3072.5))
+    assert got.demand["speech"][TRN1] == Demand(in_use=Resources(accelerators=16), pending=Resources(accelerators=32))
+    assert got.warnings == ()
+    assert set(state.seen_authorization) == {"Bearer t0k3n"}
+
+
+def test_lists_every_page(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    teams = [f"t{i:02d}" for i in range(12)]
+    state.add(*(cluster_queue(t, {P5: {"nvidia.com/gpu": 8}}, reserved={P5: {"nvidia.com/gpu": 1}}) for t in teams))
+    state.add(*(workload(t, f"w{j}", [pod_set(1, {"nvidia.com/gpu": 1}, P5)]) for t in teams for j in range(3)))
+    got = reader(url, page_size=5).read()
+    assert got.teams == tuple(teams)
+    assert all(got.demand[t][P5].pending.accelerators == 3 for t in teams)
+    assert sum("workloads" in r and "continue=" in r for r in state.requests) >= 7  # 36 workloads in pages of 5
+
+
+def test_empty_cluster_has_no_demand(kube: tuple[str, KubeState]) -> None:
+    url, _ = kube
+    got = reader(url).read()
+    assert got.demand == {}
+    assert got.teams == ()
+
+
+def test_other_namespaces_and_queues_are_ignored(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    cq = cluster_queue("x", {P5: {"nvidia.com/gpu": 8}}, reserved={P5: {"nvidia.com/gpu": 8}})
+    cq["metadata"]["name"] = "team-x-queue"
+    wl = workload("y", "w", [pod_set(1, {"nvidia.com/gpu": 1}, P5)])
+    wl["metadata"]["namespace"] = "kube-system"
+    state.add(cq, wl)
+    assert reader(url).read().demand == {}
+
+
+def test_usage_is_read_when_reservations_are_not_reported(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(cluster_queue("a", {P5: {"nvidia.com/gpu": 8}}, reserved={P5: {"nvidia.com/gpu": 5}}, usage_only=True))
+    assert reader(url).read().demand["a"][P5].in_use.accelerators == 5
+
+
+def test_mig_and_neuroncore_requests(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(
+        workload("a", "mig", [pod_set(4, {"nvidia.com/mig-1g.10gb": 2}, P5)]),
+        workload("a", "cores", [pod_set(1, {"aws.amazon.com/neuroncore": 8}, TRN1)]),
+    )
+    got = reader(url).read().demand["a"]
+    assert got[f"{P5}:mig-1g.10gb"].pending.partitions == 8
+    assert got[TRN1].pending.accelerators == 4  # trn1: 2 NeuronCores per device
+
+
+def test_unplaceable_pending_request_is_a_warning(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(cluster_queue("a", {P5: {"nvidia.com/gpu": 8}, "ml.p4d.24xlarge": {"nvidia.com/gpu": 8}}),
+              workload("a", "anywhere", [pod_set(1, {"nvidia.com/gpu": 8})]))
+    got = reader(url).read()
+    assert got.demand == {}
+    assert got.warnings == ("Workload hyperpod-ns-a/anywhere: cannot tell which instance type its nvidia.com/gpu "
+                            "request waits for (no instance-type node selector, no single flavor)",)
+
+
+def test_forbidden_is_one_permanent_line(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.errors["workloads"] = 403
+    state.add(cluster_queue("a", {P5: {"nvidia.com/gpu": 8}}))
+    with pytest.raises(PermanentError) as e:
+        reader(url).read()
+    text = str(e.value)
+    assert "\n" not in text
+    assert text.startswith("Kubernetes list workloads.kueue.x-k8s.io: 403 Forbidden: ")
+    assert 'cannot list resource "workloads"' in text
+
+
+def test_kueue_missing_and_server_errors(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.errors["clusterqueues"] = 404
+    with pytest.raises(PermanentError, match="is Kueue installed"):
+        reader(url).read()
+    state.errors["clusterqueues"] = 500
+    with pytest.raises(TransientError, match="500"):
+        reader(url).read()
+
+
+def test_wrong_token_is_rejected_by_the_server(kube: tuple[str, KubeState]) -> None:
+    url, _ = kube
+    api = api_client_with_token(url, lambda: "stale")
+    with pytest.raises(PermanentError, match="401"):
+        KueueReader(api).read()
+
+
+def test_token_is_remade_when_about_to_expire(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    now = [0.0]
+    tokens = iter(["first", "t0k3n"])
+    state.token = None
+    api = api_client_with_token(url, lambda: next(tokens), clock=lambda: now[0])
+    KueueReader(api).read()
+    now[0] = 50.0
+    KueueReader(api).read()
+    assert state.seen_authorization[0] == "Bearer first"
+    assert state.seen_authorization[-1] == "Bearer t0k3n"
+    assert isinstance(api, k8s.ApiClient)
