@@ -129,6 +129,17 @@ class Demand(BaseModel):
         return self.in_use.get(resource) + self.pending.get(resource)
 
 
+class Utilization(BaseModel):
+    """A team's average accelerator utilization (percent) over a window, from CloudWatch Container Insights.
+    None: no data (no pods of that kind ran, or Container Insights is not set up)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    window_minutes: NonNegativeInt
+    gpu_percent: NonNegativeFloat | None = None
+    neuroncore_percent: NonNegativeFloat | None = None
+
+
 HEALTHY_NODE_STATUS = "Running"
 
 
@@ -145,6 +156,8 @@ class Snapshot(BaseModel):
     demand: dict[str, dict[str, Demand]] = Field(default_factory=dict)
     # Healthy MIG partitions per instance type and profile (node allocatable `nvidia.com/mig-…`); see allocation.py.
     mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)
+    # Per team; informational for now (reports, alarms), the planner does not read it.
+    utilization: dict[str, Utilization] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""
