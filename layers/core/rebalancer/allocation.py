@@ -155,13 +155,12 @@ def fair_shares(pool: PoolInput, surplus: Surplus) -> tuple[list[float], float]:
     cap = max(pool.capacity, 0.0)
     floors, factor = scaled_floors(cap, [c.guarantee for c in claims])
     weights = [c.weight for c in claims]
-    ceilings = [max(f, min(c.demand, c.cap)) for f, c in zip(floors, claims, strict=True)]
-    if sum(ceilings) <= cap + EPS:
-        shares = ceilings
-        if surplus == "spread":
-            shares = water_fill(cap, weights, ceilings, [max(u, c.cap) for u, c in zip(ceilings, claims, strict=True)])
-    else:
-        shares = water_fill(cap, weights, floors, ceilings)
+    # A weight-0 team gets its floor only, even when everything fits (L·0 = 0 at any level).
+    ceilings = [max(f, min(c.demand, c.cap)) if c.weight > 0 else f for f, c in zip(floors, claims, strict=True)]
+    shares = ceilings if sum(ceilings) <= cap + EPS else water_fill(cap, weights, floors, ceilings)
+    if surplus == "spread" and sum(shares) < cap - EPS:
+        # Also when demand exceeds capacity but only weight-0 teams hold it: they get floors, the rest spreads.
+        shares = water_fill(cap, weights, shares, [max(a, c.cap) for a, c in zip(shares, claims, strict=True)])
     return shares, factor
 
 
@@ -274,7 +273,7 @@ def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequenc
     forced = max(0, sum(current) - capacity)
     decreases = [max(0, current[i] - p.after[i]) for i in range(len(claims))]
     voluntary = max(0, sum(decreases) - forced)
-    allowed = min(voluntary, max(budget, 0))
+    allowed = min(voluntary, max(budget - forced, 0))  # forced decreases use the budget first
     note = None
     if allowed < voluntary:
         # Give back part of each decrease (negative cut), then trim increases to stay within capacity.
