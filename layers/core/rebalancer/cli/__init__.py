@@ -15,6 +15,7 @@ from rebalancer.errors import InvalidInput, RebalancerError
 COMMANDS: dict[str, str] = {
     "plan": "rebalancer.cli.plan_cmd:plan",
     "schema": "rebalancer.cli.schema_cmd:schema",
+    "simulate": "rebalancer.cli.simulate_cmd:simulate",
 }
 
 

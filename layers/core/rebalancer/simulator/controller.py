@@ -37,8 +37,9 @@ FAILED_NODE_STATUS = "Failure"
 
 
 def default_policy(teams: list[TeamSpec], instance_type: str, guarantee_fraction: float) -> Policy:
-    """Weights from the teams; each team guaranteed `guarantee_fraction` of its hand-set quota."""
-    return Policy(teams={t.name: TeamPolicy(weight=t.weight, guarantee={
+    """Weights from the teams; each team guaranteed `guarantee_fraction` of its hand-set quota and never planned
+    below what it runs (so that a quota cut does not turn running work into reclaimable borrowing)."""
+    return Policy(teams={t.name: TeamPolicy(weight=t.weight, protected_in_use=True, guarantee={
         instance_type: Amount(value=float(int(t.quota * guarantee_fraction)))}) for t in teams})
 
 

@@ -350,13 +350,17 @@ class Simulation:
                 limit = self._limit(qi, free, room)
                 if limit < 1:
                     continue
+                head: tuple[int, float, int] | None = None  # BestEffortFIFO: the queue's first job that fits
                 for g, heap in sizes.items():
-                    if heap and g <= limit:
-                        negp, enq, j = heap[0]
-                        share = fair_share_key(queues[qi], usage[qi], g) if fair else 0.0
-                        key = (share, negp, enq, j)
-                        if best is None or key < best:
-                            best = key
+                    if heap and g <= limit and (head is None or heap[0] < head):
+                        head = heap[0]
+                if head is None:
+                    continue
+                negp, enq, j = head
+                share = fair_share_key(queues[qi], usage[qi], self.gpus[j]) if fair else 0.0
+                key = (share, negp, enq, j)
+                if best is None or key < best:
+                    best = key
             if best is None:
                 return
             self._start(best[3])
