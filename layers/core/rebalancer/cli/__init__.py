@@ -14,6 +14,7 @@ from rebalancer.errors import InvalidInput, RebalancerError
 # name → "module:attribute" of a click command. One line per command.
 COMMANDS: dict[str, str] = {
     "plan": "rebalancer.cli.plan_cmd:plan",
+    "emulator": "rebalancer.cli.emulator_cmd:emulator",
     "schema": "rebalancer.cli.schema_cmd:schema",
     "simulate": "rebalancer.cli.simulate_cmd:simulate",
 }

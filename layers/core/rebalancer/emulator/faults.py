@@ -1,0 +1,113 @@
+"""Seeded, scriptable fault injection.
+
+A rule says which call it hits (operation, optionally the quota's team or name), when (skip the first `skip`
+matching calls, then fire `times` times, each with `probability` drawn from the injector's seeded RNG) and what
+happens: a ThrottlingException (400, botocore retries it), a 5xx, a slow status transition, an update that ends in
+UpdateFailed, or an "external edit" that bumps the quota's version just before our write is processed.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class FaultKind(StrEnum):
+    THROTTLE = "throttle"
+    SERVER_ERROR = "server-error"
+    SLOW = "slow"
+    UPDATE_FAILED = "update-failed"
+    EXTERNAL_EDIT = "external-edit"
+
+
+# Faults answered before the operation runs (the request has no effect); the others change how it runs.
+WIRE_FAULTS = frozenset({FaultKind.THROTTLE, FaultKind.SERVER_ERROR})
+
+
+@dataclass
+class FaultRule:
+    kind: FaultKind
+    operation: str | None = None  # e.g. "UpdateComputeQuota"; None: any SageMaker operation
+    team: str | None = None  # only calls on this team's quota
+    name: str | None = None  # only calls on the quota / config with this name
+    skip: int = 0
+    times: int | None = 1  # None: every matching call
+    probability: float = 1.0
+    status_code: int = 500  # SERVER_ERROR: 500, 502, 503 or 504
+    extra_reads: int = 3  # SLOW: Describe calls that still see the in-progress status
+    reason: str = "Injected failure: the cluster rejected the new quota."  # UPDATE_FAILED
+    edit: dict[str, Any] | None = None  # EXTERNAL_EDIT: body fields to set; None: a small decrease
+    seen: int = 0
+    fired: int = 0
+
+    def __post_init__(self) -> None:
+        self.kind = FaultKind(self.kind)
+        if self.kind is FaultKind.SERVER_ERROR and not 500 <= self.status_code <= 599:
+            raise ValueError(f"status_code: a server error needs a 5xx status, got {self.status_code}")
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError(f"probability: must be within [0, 1], got {self.probability}")
+
+    @property
+    def exhausted(self) -> bool:
+        return self.times is not None and self.fired >= self.times
+
+    def matches(self, operation: str, team: str | None, name: str | None) -> bool:
+        if self.operation is not None and self.operation != operation:
+            return False
+        if self.team is not None and self.team != team:
+            return False
+        return self.name is None or self.name == name
+
+
+@dataclass(frozen=True)
+class FiredFault:
+    kind: FaultKind
+    operation: str
+    team: str | None
+    name: str | None
+
+
+@dataclass
+class FaultInjector:
+    seed: int = 0
+    rules: list[FaultRule] = field(default_factory=list)
+    log: list[FiredFault] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._lock = threading.Lock()
+
+    def reseed(self, seed: int) -> None:
+        with self._lock:
+            self.seed = seed
+            self._rng = random.Random(seed)
+
+    def add(self, rule: FaultRule) -> FaultRule:
+        with self._lock:
+            self.rules.append(rule)
+        return rule
+
+    def clear(self) -> None:
+        with self._lock:
+            self.rules.clear()
+            self.log.clear()
+
+    def take(self, kinds: frozenset[FaultKind], operation: str, *, team: str | None = None,
+             name: str | None = None) -> FaultRule | None:
+        """The first live rule of one of `kinds` that fires on this call (counting it), or None."""
+        with self._lock:
+            for rule in self.rules:
+                if rule.kind not in kinds or rule.exhausted or not rule.matches(operation, team, name):
+                    continue
+                rule.seen += 1
+                if rule.seen <= rule.skip:
+                    continue
+                if rule.probability < 1.0 and self._rng.random() >= rule.probability:
+                    continue
+                rule.fired += 1
+                self.log.append(FiredFault(rule.kind, operation, team, name))
+                return rule
+        return None

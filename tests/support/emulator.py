@@ -1,0 +1,147 @@
+"""The HyperPod task-governance emulator for tests: moto's SageMaker plus compute quotas, scheduler configs,
+server-side rules, an invariant monitor, fault injection and cluster controls (`rebalancer.emulator`).
+
+Two ways to run it, each yielding an `EmulatorHandle` with `.client(...)` (a boto3 client factory), `.emulator`
+(the control API, `rebalancer.emulator.Emulator`) and `.endpoint` (None in-process):
+
+    from support.emulator import in_process_emulator, http_emulator
+
+    def test_something():
+        with http_emulator(seed_demo=True) as emu:            # ThreadedMotoServer-like server on 127.0.0.1
+            sm = emu.client()                                  # boto3 SageMaker client, endpoint_url set
+            quotas = sm.list_compute_quotas(ClusterArn=emu.demo.cluster_arn)["ComputeQuotaSummaries"]
+            emu.emulator.fail_node(DEMO.cluster_name, "gpu-p5-0")   # node health (ListClusterNodes shows it)
+            emu.emulator.inject("throttle", "UpdateComputeQuota", times=3)   # faults, see FaultRule
+            emu.emulator.set_transition_reads(2)               # Updating seen by the next 2 Describe calls
+            assert not emu.emulator.monitor.violations(api_only=True)       # the invariant monitor
+
+Or as pytest fixtures (import them into your test module or conftest): `emulator` (in-process, mock_aws),
+`http_emulator_server` (over HTTP), `any_emulator` (both, parametrized), `demo_emulator` (HTTP, seeded), and
+`instant_retries` (botocore retries without back-off sleeps, so throttling tests stay fast).
+
+The demo cluster (`rebalancer.emulator.DEMO`): cluster `demo-hyperpod` with groups gpu-p5 (ml.p5.48xlarge ×4),
+trainium-trn1 (ml.trn1.32xlarge ×2), gpu-g5 (ml.g5.12xlarge ×3); node ids are `<group>-<i>`; five teams
+(research, training, inference, data-science, platform) with quotas named `<team>-quota` that sum to capacity.
+"""
+
+from __future__ import annotations
+
+import functools
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from moto import mock_aws
+
+from rebalancer.emulator import DEFAULT_ACCOUNT, DEFAULT_REGION, Emulator, SeededDemo, seed_demo
+from rebalancer.emulator.install import install
+from rebalancer.emulator.server import EmulatorServer
+
+REGION = DEFAULT_REGION
+ACCOUNT = DEFAULT_ACCOUNT
+
+
+@dataclass
+class EmulatorHandle:
+    emulator: Emulator
+    endpoint: str | None
+    demo: SeededDemo | None = None
+    region: str = REGION
+
+    def client(self, service: str = "sagemaker", *, max_attempts: int | None = None,
+               parameter_validation: bool = True) -> Any:
+        """A boto3 client for `service` pointed at this emulator. `max_attempts` sets botocore's standard retry
+        mode (throttling and 5xx are retried); `parameter_validation=False` lets invalid requests reach the
+        server. Clients are cached (making a SageMaker client costs ~0.2 s)."""
+        return _client(service, self.region, self.endpoint, max_attempts, parameter_validation)
+
+    @property
+    def sagemaker(self) -> Any:
+        return self.client("sagemaker")
+
+
+@functools.cache
+def _client(service: str, region: str, endpoint: str | None, max_attempts: int | None,
+            parameter_validation: bool) -> Any:
+    retries: dict[str, Any] = {"mode": "standard", "max_attempts": max_attempts} if max_attempts else {}
+    config = Config(retries=retries or None, parameter_validation=parameter_validation)  # type: ignore[arg-type]
+    return boto3.client(service, region_name=region, endpoint_url=endpoint, config=config,
+                        aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing")
+
+
+@contextmanager
+def in_process_emulator(*, seed_demo: bool = False, region: str = REGION) -> Iterator[EmulatorHandle]:
+    """moto's `mock_aws`: boto3 calls never leave the process."""
+    install()
+    with mock_aws():
+        handle = EmulatorHandle(Emulator(ACCOUNT, region), None, region=region)
+        if seed_demo:
+            handle.demo = _seed(handle)
+        yield handle
+
+
+@contextmanager
+def http_emulator(*, seed_demo: bool = False, region: str = REGION) -> Iterator[EmulatorHandle]:
+    """A server on 127.0.0.1 with a free port; real HTTP between boto3 and moto. State is reset around it."""
+    with EmulatorServer(quiet=True) as server:
+        _reset(server.endpoint)
+        handle = EmulatorHandle(Emulator(ACCOUNT, region), server.endpoint, region=region)
+        if seed_demo:
+            handle.demo = _seed(handle)
+        try:
+            yield handle
+        finally:
+            _reset(server.endpoint)
+
+
+def _seed(handle: EmulatorHandle) -> SeededDemo:
+    return seed_demo(handle.emulator)
+
+
+def _reset(endpoint: str) -> None:
+    req = urllib.request.Request(f"{endpoint}/moto-api/reset", data=b"", method="POST")
+    with urllib.request.urlopen(req, timeout=10):
+        pass
+
+
+@pytest.fixture
+def emulator() -> Iterator[EmulatorHandle]:
+    with in_process_emulator() as handle:
+        yield handle
+
+
+@pytest.fixture
+def http_emulator_server() -> Iterator[EmulatorHandle]:
+    with http_emulator() as handle:
+        yield handle
+
+
+@pytest.fixture
+def demo_emulator() -> Iterator[EmulatorHandle]:
+    with http_emulator(seed_demo=True) as handle:
+        yield handle
+
+
+@pytest.fixture(params=["in-process", "http"])
+def any_emulator(request: pytest.FixtureRequest) -> Iterator[EmulatorHandle]:
+    factory: Callable[..., Any] = in_process_emulator if request.param == "in-process" else http_emulator
+    with factory() as handle:
+        yield handle
+
+
+@pytest.fixture
+def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore retries at once instead of sleeping its exponential back-off (create clients after this)."""
+    import botocore.retries.standard as standard
+    import botocore.retryhandler as legacy
+
+    def no_delay(*_: Any, **__: Any) -> float:
+        return 0.0
+
+    monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", no_delay)
+    monkeypatch.setattr(legacy, "delay_exponential", no_delay)
