@@ -216,6 +216,7 @@ class _Pool:
     holds: list[str | None]
     warnings: list[str]
     factor: float
+    spread: bool
 
 
 def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
@@ -256,13 +257,17 @@ def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
                 break
             room = [max(0, after[i] - desired[i]) if holds[i] and c.protected == protected else 0
                     for i, c in enumerate(claims)]
+            before_cut = list(after)
             taken = _cut(after, room, excess, weights, names)
+            for i, was in enumerate(before_cut):
+                if after[i] < was:
+                    holds[i] = f"{holds[i]}, overridden: quotas above capacity"
             if taken:
                 what = "protected in-use amounts" if protected else "cooldown and min_step holds"
                 warnings.append(f"{pool.key}: capacity {capacity} is below the quotas kept by {what}; "
                                 f"overrode them by {taken}")
             excess -= taken
-    return _Pool(pool, shares, desired, after, holds, warnings, factor)
+    return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
 
 
 def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:
@@ -314,7 +319,7 @@ def _reason(p: _Pool, i: int, weight_total: float) -> str:
         parts.append(f"guarantee {_fmt(c.guarantee)}" + (f" scaled to {_fmt(scaled)}" if p.factor < 1 else ""))
     if c.cap < INF and after >= math.floor(c.cap + EPS):
         parts.append(f"cap {_fmt(c.cap)}")
-    if after > c.demand + EPS and after > c.guarantee * p.factor + EPS:
+    if p.spread and after > c.demand + EPS and after > c.guarantee * p.factor + EPS:
         parts.append("surplus spread by weight")
     parts.extend(p.input.notes)
     return "; ".join(parts)

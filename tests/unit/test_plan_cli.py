@@ -1,0 +1,90 @@
+"""`rebalancer plan`: output formats and exit codes, through click's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rebalancer.cli import cli
+from rebalancer.errors import RebalancerError
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT = str(ROOT / "examples/snapshot.json")
+POLICY = str(ROOT / "examples/policy.yaml")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["plan", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_json_output_has_the_documented_keys_and_requests_in_apply_order() -> None:
+    code, out, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY, "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert {"allocations", "changes", "requests", "requires_approval", "warnings"} <= doc.keys()
+    kinds = [c["after"] > c["before"] for c in doc["changes"]]
+    assert kinds == sorted(kinds)  # decreases first
+    assert doc["allocations"]["research"]["ml.p5.48xlarge"] == {"accelerators": 18}
+
+
+def test_table_output_fits_eighty_columns_and_shows_reasons() -> None:
+    code, out, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "16 → 18" in out
+    assert "unhealthy" in out
+
+
+def test_now_drives_the_cooldown() -> None:
+    # speech was last changed on 2026-11-20 at 10:00: ten minutes later it keeps its quota, so vision waits.
+    _, out, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY, "--format", "json", "--now", "2026-11-20T10:10:00Z")
+    cooling = {(c["team"], c["instance_type"]) for c in json.loads(out)["changes"]}
+    _, out, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY, "--format", "json")
+    later = {(c["team"], c["instance_type"]) for c in json.loads(out)["changes"]}
+    trn = "ml.trn1.32xlarge"
+    assert ("speech", trn) in later
+    assert ("vision", trn) in later
+    assert ("speech", trn) not in cooling
+    assert ("vision", trn) not in cooling
+
+
+def test_invalid_policy_exits_2_naming_file_field_and_value(tmp_path: Path) -> None:
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("teams:\n  research:\n    weight: -3\n")
+    code, _, err = run("--snapshot", SNAPSHOT, "--policy", str(bad))
+    assert code == 2
+    assert str(bad) in err
+    assert "teams.research.weight" in err
+    assert "-3" in err
+
+
+def test_unknown_instance_type_in_snapshot_exits_2(tmp_path: Path) -> None:
+    doc = json.loads(Path(SNAPSHOT).read_text())
+    doc["nodes"][0]["InstanceType"] = "ml.p9.96xlarge"
+    bad = tmp_path / "snap.json"
+    bad.write_text(json.dumps(doc))
+    code, _, err = run("--snapshot", str(bad), "--policy", POLICY)
+    assert code == 2
+    assert "ml.p9.96xlarge" in err
+
+
+@pytest.mark.parametrize("args", [("--now", "yesterday"), ("--snapshot", "/nonexistent/snap.json")])
+def test_bad_options_exit_2(args: tuple[str, str]) -> None:
+    opts = {"--snapshot": SNAPSHOT, "--policy": POLICY, args[0]: args[1]}
+    code, _, err = run(*[x for kv in opts.items() for x in kv])
+    assert code == 2
+    assert args[1] in err
+
+
+def test_other_failures_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*_: object) -> None:
+        raise RebalancerError("planning failed")
+
+    monkeypatch.setattr("rebalancer.cli.plan_cmd.make_plan", boom)
+    code, _, err = run("--snapshot", SNAPSHOT, "--policy", POLICY)
+    assert code == 1
+    assert "planning failed" in err
