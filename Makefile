@@ -5,11 +5,12 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+SAM_STAMP := .venv-sam/.installed
 # pip warns about every package it does not find in this machine's local wheel folders; that is noise here.
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
 
-.PHONY: help venv lint typecheck test test-fast bench lock clean
+.PHONY: help venv lint typecheck test test-fast bench lock clean sam-venv build
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,7 +30,7 @@ lint: $(STAMP) ## ruff
 typecheck: $(STAMP) ## mypy on the package
 	$(VENV)/bin/mypy layers/core/rebalancer
 
-test: lint typecheck ## lint, type-check and run every test (unit, integration, e2e)
+test: lint typecheck $(SAM_STAMP) ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q
 
 test-fast: $(STAMP) ## unit tests only
@@ -43,5 +44,15 @@ lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the networ
 	.venv-lock/bin/pip install --quiet -r requirements/dev.in
 	.venv-lock/bin/pip freeze --exclude-editable > requirements/dev.lock && rm -rf .venv-lock
 
+$(SAM_STAMP): requirements/sam.lock
+	@interp=$$(scripts/find-python 13) && { [ -x .venv-sam/bin/python ] || "$$interp" -m venv .venv-sam; }
+	.venv-sam/bin/python -m pip --quiet --disable-pip-version-check install -r requirements/sam.lock $(QUIET_PIP)
+	@touch $(SAM_STAMP)
+
+sam-venv: $(SAM_STAMP) ## aws-sam-cli in its own .venv-sam (its pins clash with .venv); about 75 s the first time
+
+build: $(SAM_STAMP) ## sam build (needs python3.13 on PATH; found by scripts/find-python)
+	PATH="$$(dirname $$(scripts/find-python 13)):$$PATH" SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
+
 clean: ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .aws-sam
+	rm -rf $(VENV) .venv-sam .pytest_cache .mypy_cache .ruff_cache .hypothesis .aws-sam

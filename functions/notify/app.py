@@ -1,0 +1,16 @@
+"""Notify: SNS plain text and Slack Block Kit about what the run did; never fails a rebalance."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rebalancer.app import config, wiring
+from rebalancer.app.notify import notify
+from rebalancer.app.observability import logger, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="state.run.execution_name")
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
+    cfg = config.load(config.NotifyConfig)
+    return notify(event["kind"], event["state"], store=wiring.store(), channels=wiring.channels(cfg))

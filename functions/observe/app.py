@@ -1,0 +1,24 @@
+"""Observe (schedule): per-team idle allocated and pending accelerators, stranded accelerators and an imbalance
+score per cluster, published with Powertools Metrics. The template's alarms on them start a rebalance."""
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rebalancer.app import config, wiring
+from rebalancer.app.observability import logger, metrics, tracer
+from rebalancer.app.observe import measure
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
+    read = wiring.snapshot_reader()
+    worst = [measure(read(name)) for name in config.load(config.EnvConfig).managed_clusters]
+    for m in worst:
+        wiring.publish_team_metrics(m)
+    metrics.add_metric(name="StrandedAccelerators", unit=MetricUnit.Count, value=max(m.stranded for m in worst))
+    metrics.add_metric(name="ImbalanceScore", unit=MetricUnit.None_, value=max(m.score for m in worst))
+    return {m.cluster: {"stranded": m.stranded, "score": round(m.score, 4)} for m in worst}

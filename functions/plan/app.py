@@ -1,0 +1,18 @@
+"""Plan: policy (SSM) + snapshot → plan with reasons, and the decision: no change, dry run, approve, or apply."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rebalancer.app import config, steps, wiring
+from rebalancer.app.observability import logger, tracer
+from rebalancer.app.policy_source import load_policy
+
+
+@logger.inject_lambda_context(correlation_id_path="run.execution_name")
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
+    cfg = config.load(config.EnvConfig)
+    run = steps.RunRef.model_validate(event["run"])
+    return steps.plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
+                      now=wiring.store().now(), mode_override=cfg.mode_override)

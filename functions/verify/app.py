@@ -1,0 +1,16 @@
+"""Verify: one poll of the changed quotas' status; the state machine waits and calls again until done."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rebalancer.app import config, steps, wiring
+from rebalancer.app.observability import logger, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="run.execution_name")
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
+    cfg = config.load(config.VerifyConfig)
+    return steps.verify(int(event["attempt"]), event["apply"]["quota_ids"], writer=wiring.writer(poll_once=True),
+                        poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts)

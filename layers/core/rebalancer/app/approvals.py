@@ -1,0 +1,147 @@
+"""Approvals: RequestApproval stores the task token under an approval id and sends approve / reject controls; a
+decision (signed link or Slack button) calls SendTaskSuccess / SendTaskFailure exactly once. Replays, forgeries and
+expired links get a clear page and change nothing. The approver goes into the audit log."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qsl
+
+from botocore.exceptions import ClientError
+
+from rebalancer.app.notifications import Channel, Message
+from rebalancer.app.notify import approval_id_of, deliver, execution_url
+from rebalancer.app.signing import BadLink, Decision, LinkSigner, slack_request_is_valid
+from rebalancer.app.steps import RunRef, load_plan
+from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, ApprovalStatus, Store
+
+REJECTED_ERROR = "ApprovalRejected"
+
+
+@dataclass
+class Approvals:
+    store: Store
+    sfn: Any
+    signer: LinkSigner
+    channels: list[Channel]
+    slack_signing_secret: str | None = None
+
+    # --- RequestApproval (invoked by the state machine with a task token) -------------------------------------------
+    def request(self, payload: dict[str, Any]) -> dict[str, Any]:
+        run = RunRef.model_validate(payload["run"])
+        plan = load_plan(self.store, run)
+        approval_id = approval_id_of(run.execution_arn)
+        timeout = int(payload["plan"]["approval_timeout_seconds"])
+        decide_by = self.store.now() + timedelta(seconds=timeout)
+        created = self.store.put_approval(ApprovalRecord(
+            approval_id=approval_id, task_token=payload["task_token"], execution_arn=run.execution_arn,
+            cluster_name=run.cluster_name, status="pending", decide_by=decide_by))
+        existing = self.store.get_approval(approval_id)
+        assert existing is not None
+        base = str(payload["base_url"])
+        message = Message(
+            kind="approval_request", cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
+            changes=plan.changes, warnings=plan.warnings, approval_reasons=plan.approval_reasons,
+            approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
+            approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
+            reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by))
+        results = deliver(self.store, self.channels, run.execution_name, message)
+        if created:
+            self.store.audit(run.cluster_name, run.execution_name, "approval-requested", outcome="pending",
+                             detail={"approval_id": approval_id, "decide_by": decide_by.isoformat(),
+                                     "sent": {r.channel: r.error or "ok" for r in results}})
+        return {"approval_id": approval_id, "sent": [r.channel for r in results if r.ok]}
+
+    # --- a decision --------------------------------------------------------------------------------------------
+    def decide(self, approval_id: str, decision: Decision, who: str) -> tuple[int, str]:
+        """(HTTP status, sentence for the page)."""
+        status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
+        try:
+            rec = self.store.decide_approval(approval_id, status, who)
+        except ApprovalNotPending as e:
+            return 409, {"approved": "This change was already approved.",
+                         "rejected": "This change was already rejected.",
+                         "expired": "This approval has expired; nothing was changed.",
+                         "unknown": "There is no such approval."}.get(e.status, f"This approval is {e.status}.")
+        try:
+            if decision == "approve":
+                self.sfn.send_task_success(taskToken=rec.task_token, output=json.dumps(
+                    {"decided_by": who, "decided_at": self.store.now().isoformat()}))
+            else:
+                self.sfn.send_task_failure(taskToken=rec.task_token, error=REJECTED_ERROR, cause=f"rejected by {who}")
+        except ClientError as e:
+            code = e.response["Error"]["Code"]
+            self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval",
+                             outcome=f"not-delivered:{code}", who=who)
+            return 410, "The run is no longer waiting for this decision (it expired or ended); nothing was changed."
+        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval", outcome=status, who=who)
+        return 200, f"Thank you: the change was {status}."
+
+    # --- HTTP API (payload format 2.0) -------------------------------------------------------------------------
+    def http(self, event: dict[str, Any]) -> dict[str, Any]:
+        method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
+        path = event.get("rawPath", "")
+        if path.endswith("/slack/interactions") and method == "POST":
+            return self._slack(event)
+        approval_id = (event.get("pathParameters") or {}).get("id", "")
+        params = dict(event.get("queryStringParameters") or {})
+        if method == "POST":
+            params.update(dict(parse_qsl(_body(event))))
+        try:
+            decision = self.signer.check(approval_id, params, self.store.now())
+        except BadLink as e:
+            return _page(403, "Link not valid", str(e))
+        if method == "GET":
+            # Mail scanners follow links: a GET only shows the form; the POST decides.
+            return _confirm_page(approval_id, decision, params)
+        source = event.get("requestContext", {}).get("http", {}).get("sourceIp", "unknown address")
+        who = (params.get("name") or "").strip()[:80] or f"approval link from {source}"
+        status, text = self.decide(approval_id, decision, who)
+        return _page(status, "Done" if status == 200 else "Nothing changed", text)
+
+    def _slack(self, event: dict[str, Any]) -> dict[str, Any]:
+        body = _body(event)
+        if not self.slack_signing_secret or not slack_request_is_valid(
+                self.slack_signing_secret, body, event.get("headers") or {}, self.store.now()):
+            return {"statusCode": 401, "body": "invalid Slack signature"}
+        try:
+            payload = json.loads(dict(parse_qsl(body))["payload"])
+            action = payload["actions"][0]
+            decision = action["action_id"]
+            approval_id = action["value"]
+            user = payload.get("user", {})
+        except (KeyError, IndexError, ValueError, TypeError):
+            return {"statusCode": 400, "body": "unexpected Slack payload"}
+        if decision not in ("approve", "reject"):
+            return {"statusCode": 200, "body": ""}
+        who = f"slack:{user.get('username') or user.get('name') or user.get('id', 'unknown')}"
+        _, text = self.decide(approval_id, decision, who)
+        return {"statusCode": 200, "headers": {"content-type": "application/json"},
+                "body": json.dumps({"replace_original": False, "text": text})}
+
+
+def _body(event: dict[str, Any]) -> str:
+    body = event.get("body") or ""
+    return base64.b64decode(body).decode() if event.get("isBase64Encoded") else str(body)
+
+
+def _page(status: int, title: str, text: str) -> dict[str, Any]:
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+           f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></body></html>")
+    return {"statusCode": status, "headers": {"content-type": "text/html; charset=utf-8"}, "body": doc}
+
+
+def _confirm_page(approval_id: str, decision: str, params: dict[str, str]) -> dict[str, Any]:
+    hidden = "".join(f"<input type='hidden' name='{k}' value='{html.escape(params[k])}'>"
+                     for k in ("decision", "expires", "sig"))
+    verb = "Approve" if decision == "approve" else "Reject"
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{verb} quota change</title></head><body>"
+           f"<h1>{verb} the quota change?</h1><form method='post' action='{html.escape(approval_id)}'>{hidden}"
+           "<label>Your name <input name='name' required></label> "
+           f"<button type='submit'>{verb}</button></form></body></html>")
+    return {"statusCode": 200, "headers": {"content-type": "text/html; charset=utf-8"}, "body": doc}

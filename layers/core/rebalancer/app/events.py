@@ -1,0 +1,164 @@
+"""Models of the events that start a run, parsed with Powertools' parser (EventBridge envelope fields + typed detail),
+and what the trigger makes of them: which clusters, and why."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.utilities.parser import parse
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from pydantic import BaseModel, ConfigDict, Field
+
+STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
+NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
+CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
+ALARM = "CloudWatch Alarm State Change"
+SCHEDULED = "Scheduled Event"
+
+
+class Detail(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class InstanceGroupStatus(Detail):
+    InstanceGroupName: str
+    InstanceType: str | None = None
+    CurrentCount: int | None = None
+    TargetCount: int | None = None
+    Status: str | None = None
+
+
+class ClusterStateChange(Detail):
+    ClusterArn: str
+    ClusterName: str
+    ClusterStatus: str
+    InstanceGroups: tuple[InstanceGroupStatus, ...] = ()
+
+
+class HealthSummary(Detail):
+    HealthStatus: str
+    HealthStatusReason: str | None = None
+    RepairAction: str | None = None
+    Recommendation: str | None = None
+
+
+class NodeHealth(Detail):
+    ClusterArn: str
+    ClusterName: str
+    InstanceId: str
+    HealthSummary: HealthSummary
+
+
+class ClusterEventDetails(Detail):
+    EventId: str
+    ClusterArn: str
+    ClusterName: str
+    InstanceGroupName: str | None = None
+    InstanceId: str | None = None
+    ResourceType: str | None = None
+    EventTime: datetime | None = None
+    EventLevel: Literal["Info", "Warn", "Error"] | None = None
+    Description: str | None = None
+
+
+class ClusterEvent(Detail):
+    EventDetails: ClusterEventDetails
+
+
+class AlarmState(Detail):
+    value: Literal["OK", "ALARM", "INSUFFICIENT_DATA"]
+    reason: str | None = None
+    timestamp: str | None = None
+
+
+class AlarmStateChange(Detail):
+    alarmName: str  # noqa: N815 (the event spells it so)
+    state: AlarmState
+    previousState: AlarmState | None = None  # noqa: N815
+    configuration: dict[str, Any] = Field(default_factory=dict)
+
+    def cluster_names(self) -> tuple[str, ...]:
+        """ClusterName dimensions of the alarm's metrics; empty when the alarm is not about one cluster."""
+        names: list[str] = []
+        for metric in self.configuration.get("metrics", []) or []:
+            dims = (((metric or {}).get("metricStat") or {}).get("metric") or {}).get("dimensions") or {}
+            if isinstance(dims, dict) and isinstance(dims.get("ClusterName"), str):
+                names.append(dims["ClusterName"])
+        return tuple(dict.fromkeys(names))
+
+
+class StateChangeEvent(EventBridgeModel):
+    source: Literal["aws.sagemaker"]
+    detail_type: Literal["SageMaker HyperPod Cluster State Change"] = Field(alias="detail-type")
+    detail: ClusterStateChange
+
+
+class NodeHealthEvent(EventBridgeModel):
+    source: Literal["aws.sagemaker"]
+    detail_type: Literal["SageMaker HyperPod Cluster Node Health Event"] = Field(alias="detail-type")
+    detail: NodeHealth
+
+
+class HyperPodEvent(EventBridgeModel):
+    source: Literal["aws.sagemaker"]
+    detail_type: Literal["SageMaker HyperPod Cluster Event"] = Field(alias="detail-type")
+    detail: ClusterEvent
+
+
+class AlarmEvent(EventBridgeModel):
+    source: Literal["aws.cloudwatch"]
+    detail_type: Literal["CloudWatch Alarm State Change"] = Field(alias="detail-type")
+    detail: AlarmStateChange
+
+
+class ScheduledEvent(EventBridgeModel):
+    source: Literal["aws.events"]
+    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+TriggerEvent = Annotated[StateChangeEvent | NodeHealthEvent | HyperPodEvent | AlarmEvent | ScheduledEvent,
+                         Field(discriminator="detail_type")]
+
+
+class Trigger(BaseModel):
+    """Why a run starts. `clusters` is empty when the event concerns every managed cluster (schedule, alarm without
+    a ClusterName dimension). `relevant` is False for events that do not call for a run (an alarm leaving ALARM)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str
+    kind: str
+    clusters: tuple[str, ...] = ()
+    summary: str
+    relevant: bool = True
+
+
+def event_id_of(event: Any) -> str:
+    return str(event.get("id", "(no id)")) if isinstance(event, dict) else "(not an object)"
+
+
+def parse_trigger(event: Any) -> Trigger:
+    """Raises pydantic's ValidationError (or Powertools' parser errors) for malformed or unknown events."""
+    parsed: Any = parse(event=event, model=TriggerEvent)  # type: ignore[call-overload]
+    d = parsed.detail
+    match parsed:
+        case StateChangeEvent():
+            groups = ", ".join(f"{g.InstanceGroupName} {g.CurrentCount}/{g.TargetCount}" for g in d.InstanceGroups)
+            return Trigger(event_id=parsed.id, kind="cluster-state", clusters=(d.ClusterName,),
+                           summary=f"cluster {d.ClusterName} is {d.ClusterStatus}" + (f" ({groups})" if groups else ""))
+        case NodeHealthEvent():
+            h = d.HealthSummary
+            return Trigger(event_id=parsed.id, kind="node-health", clusters=(d.ClusterName,),
+                           summary=f"node {d.InstanceId} of {d.ClusterName} is {h.HealthStatus}"
+                                   + (f": {h.HealthStatusReason}" if h.HealthStatusReason else ""))
+        case HyperPodEvent():
+            e = d.EventDetails
+            return Trigger(event_id=parsed.id, kind="cluster-event", clusters=(e.ClusterName,),
+                           summary=f"{e.EventLevel or 'Info'} event on {e.ClusterName}: {e.Description or e.EventId}")
+        case AlarmEvent():
+            return Trigger(event_id=parsed.id, kind="alarm", clusters=d.cluster_names(),
+                           summary=f"alarm {d.alarmName} is {d.state.value}", relevant=d.state.value == "ALARM")
+        case _:
+            return Trigger(event_id=parsed.id, kind="schedule", summary="periodic reconciliation")

@@ -1,0 +1,70 @@
+"""Utilization metrics from a snapshot: per team idle allocated and pending accelerators, and per cluster the
+accelerators stranded (idle in one team while another waits) and an imbalance score (stranded ÷ capacity, 0..1).
+The template's alarms on these start a rebalance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rebalancer import catalog
+from rebalancer.models import Snapshot
+
+
+@dataclass(frozen=True)
+class TeamUsage:
+    team: str
+    allocated: float
+    in_use: float
+    pending: float
+
+    @property
+    def idle(self) -> float:
+        return max(0.0, self.allocated - self.in_use)
+
+
+@dataclass(frozen=True)
+class Imbalance:
+    cluster: str
+    capacity: float
+    teams: tuple[TeamUsage, ...]
+
+    @property
+    def stranded(self) -> float:
+        return min(sum(t.idle for t in self.teams), sum(t.pending for t in self.teams))
+
+    @property
+    def score(self) -> float:
+        return self.stranded / self.capacity if self.capacity else 0.0
+
+
+def _accelerator_types(snapshot: Snapshot) -> list[str]:
+    out = []
+    for itype in snapshot.instance_types():
+        try:
+            spec = catalog.spec(itype)
+        except Exception:  # an unknown type holds no accelerators we can count
+            continue
+        if spec.primary_resource == "accelerators":
+            out.append(itype)
+    return out
+
+
+def measure(snapshot: Snapshot) -> Imbalance:
+    types = _accelerator_types(snapshot)
+    healthy = snapshot.healthy_nodes()
+    capacity = sum(healthy[t] * catalog.spec(t).accelerators for t in types)
+    teams = {q.team for q in snapshot.quotas} | set(snapshot.demand)
+    usage = []
+    for team in sorted(teams):
+        quota = snapshot.quota_of(team)
+        allocated = 0.0
+        for t in types:
+            r = quota.resource(t) if quota else None
+            if r is not None and r.Accelerators is not None:
+                allocated += r.Accelerators
+            elif r is not None:
+                allocated += (r.Count or 0) * catalog.spec(t).accelerators
+        in_use = sum(snapshot.demand_of(team, t).in_use.accelerators for t in types)
+        pending = sum(snapshot.demand_of(team, t).pending.accelerators for t in types)
+        usage.append(TeamUsage(team, allocated, in_use, pending))
+    return Imbalance(snapshot.cluster.ClusterName, float(capacity), tuple(usage))

@@ -1,0 +1,68 @@
+"""Approval links: HMAC-SHA256 over (approval id, decision, expiry), so a link cannot be forged, altered or used
+after it expires. Single use is enforced by the store (pending → decided once). Slack interactions are verified
+with Slack's signing secret through slack_sdk."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+from urllib.parse import urlencode
+
+from slack_sdk.signature import Clock, SignatureVerifier
+
+Decision = Literal["approve", "reject"]
+DECISIONS: tuple[Decision, ...] = ("approve", "reject")
+
+
+class BadLink(Exception):
+    """The link was forged, altered, expired or incomplete. The message is safe to show on a page."""
+
+
+@dataclass(frozen=True)
+class LinkSigner:
+    key: bytes
+
+    def signature(self, approval_id: str, decision: str, expires: int) -> str:
+        msg = f"{approval_id}\n{decision}\n{expires}".encode()
+        return hmac.new(self.key, msg, hashlib.sha256).hexdigest()
+
+    def link(self, base_url: str, approval_id: str, decision: Decision, expires_at: datetime) -> str:
+        expires = int(expires_at.timestamp())
+        query = urlencode({"decision": decision, "expires": expires,
+                           "sig": self.signature(approval_id, decision, expires)})
+        return f"{base_url.rstrip('/')}/approvals/{approval_id}?{query}"
+
+    def check(self, approval_id: str, params: dict[str, str], now: datetime) -> Decision:
+        decision, expires_raw, sig = params.get("decision"), params.get("expires"), params.get("sig")
+        if not decision or not expires_raw or not sig:
+            raise BadLink("This link is incomplete.")
+        if decision not in DECISIONS:
+            raise BadLink("This link names no valid decision.")
+        try:
+            expires = int(expires_raw)
+        except ValueError:
+            raise BadLink("This link is malformed.") from None
+        if not hmac.compare_digest(self.signature(approval_id, decision, expires), sig):
+            raise BadLink("This link is not valid (its signature does not match).")
+        if now.timestamp() >= expires:
+            raise BadLink("This link has expired; the change was not made.")
+        return decision
+
+
+def slack_request_is_valid(signing_secret: str, body: str, headers: dict[str, str], now: datetime) -> bool:
+    """Slack's v0 signature over the raw body, rejecting requests older than five minutes (replays)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    verifier = SignatureVerifier(signing_secret, clock=_FixedClock(now))
+    return verifier.is_valid(body=body, timestamp=lower.get("x-slack-request-timestamp", ""),
+                             signature=lower.get("x-slack-signature", ""))
+
+
+class _FixedClock(Clock):
+    def __init__(self, now: datetime):
+        self._now = now
+
+    def now(self) -> float:
+        return self._now.timestamp()

@@ -1,0 +1,227 @@
+"""The one DynamoDB table (keys pk/sk, TTL attribute `expires_at`): run artifacts, the audit log, approval records,
+the per-cluster lock, per-team last-change times, and Powertools idempotency records.
+
+Item layout (pk / sk):
+  RUN#<execution>        / SNAPSHOT | PLAN | APPLY        gzip'd JSON, too big for Step Functions state
+  RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries skip it)
+  AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
+  APPROVAL#<id>          / APPROVAL                       task token, status, decision expiry
+  CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at; expires_at is the TTL
+  CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
+  idempotency#<function> / <hash>                         Powertools idempotency
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import boto3
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+from boto3.dynamodb.conditions import Attr, Key
+from botocore.exceptions import ClientError
+
+from rebalancer.errors import TransientError
+
+ARTIFACT_RETENTION = timedelta(days=90)
+AUDIT_RETENTION = timedelta(days=400)
+KEY = "pk"
+SORT = "sk"
+TTL = "expires_at"
+
+Artifact = Literal["SNAPSHOT", "PLAN", "APPLY"]
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _epoch(t: datetime) -> int:
+    return int(t.timestamp())
+
+
+@dataclass(frozen=True)
+class LockResult:
+    acquired: bool
+    holder: str
+    acquired_at: datetime
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    approval_id: str
+    task_token: str
+    execution_arn: str
+    cluster_name: str
+    status: ApprovalStatus
+    decide_by: datetime
+    decided_by: str | None = None
+
+
+class ApprovalNotPending(Exception):
+    """The approval was decided already, or expired: a replayed or late link changes nothing."""
+
+    def __init__(self, status: str):
+        super().__init__(status)
+        self.status = status
+
+
+class Store:
+    def __init__(self, table_name: str, *, resource: Any = None, now: Callable[[], datetime] = utcnow):
+        self.table_name = table_name
+        self._resource = resource
+        self._table: Any = None
+        self.now = now
+
+    @property
+    def table(self) -> Any:
+        if self._table is None:
+            self._table = (self._resource or boto3.resource("dynamodb")).Table(self.table_name)
+        return self._table
+
+    def idempotency_layer(self, function: str) -> DynamoDBPersistenceLayer:
+        return DynamoDBPersistenceLayer(table_name=self.table_name, key_attr=KEY, sort_key_attr=SORT,
+                                        static_pk_value=f"idempotency#{function}", expiry_attr=TTL)
+
+    # --- run artifacts ---------------------------------------------------------------------------------------------
+    def put_artifact(self, execution: str, kind: Artifact, document: Any) -> None:
+        body = gzip.compress(json.dumps(document, separators=(",", ":"), sort_keys=True).encode())
+        self.table.put_item(Item={KEY: f"RUN#{execution}", SORT: kind, "body": body,
+                                  TTL: _epoch(self.now() + ARTIFACT_RETENTION)})
+
+    def get_artifact(self, execution: str, kind: Artifact) -> Any:
+        item = self.table.get_item(Key={KEY: f"RUN#{execution}", SORT: kind}, ConsistentRead=True).get("Item")
+        if item is None:
+            return None
+        return json.loads(gzip.decompress(bytes(item["body"].value if hasattr(item["body"], "value")
+                                                 else item["body"])))
+
+    def mark_delivered(self, execution: str, kind: str, channel: str) -> bool:
+        """True the first time; False when this notification already went out on this channel."""
+        try:
+            self.table.put_item(
+                Item={KEY: f"RUN#{execution}", SORT: f"DELIVERED#{kind}#{channel}", "at": self.now().isoformat(),
+                      TTL: _epoch(self.now() + ARTIFACT_RETENTION)},
+                ConditionExpression=Attr(KEY).not_exists())
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def unmark_delivered(self, execution: str, kind: str, channel: str) -> None:
+        self.table.delete_item(Key={KEY: f"RUN#{execution}", SORT: f"DELIVERED#{kind}#{channel}"})
+
+    # --- audit -----------------------------------------------------------------------------------------------------
+    def audit(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
+              before: Any = None, after: Any = None, detail: Any = None) -> None:
+        at = self.now()
+        item: dict[str, Any] = {KEY: f"AUDIT#{cluster_name}", SORT: f"{at.isoformat()}#{execution}#{kind}",
+                                "kind": kind, "execution": execution, "at": at.isoformat(), "outcome": outcome,
+                                TTL: _epoch(at + AUDIT_RETENTION)}
+        for name, value in (("who", who), ("before", before), ("after", after), ("detail", detail)):
+            if value is not None:
+                item[name] = json.dumps(value, sort_keys=True, default=str)
+        self.table.put_item(Item=item)
+
+    def audit_log(self, cluster_name: str) -> list[dict[str, Any]]:
+        """Every audit record of a cluster, oldest first, with JSON fields decoded."""
+        out = []
+        for item in self._query(Key(KEY).eq(f"AUDIT#{cluster_name}")):
+            rec = {k: v for k, v in item.items() if k not in (KEY, SORT, TTL)}
+            for name in ("who", "before", "after", "detail"):
+                if name in rec:
+                    rec[name] = json.loads(rec[name])
+            out.append(rec)
+        return out
+
+    def _query(self, condition: Any) -> Iterator[dict[str, Any]]:
+        kwargs: dict[str, Any] = {"KeyConditionExpression": condition, "ConsistentRead": True}
+        while True:
+            page = self.table.query(**kwargs)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # --- per-cluster lock ------------------------------------------------------------------------------------------
+    def acquire_lock(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None) -> LockResult:
+        """Conditional put: succeeds when there is no lock, it has expired, or it is held by `replace` (a finished
+        run). Otherwise returns the current holder."""
+        now = self.now()
+        cond = Attr(KEY).not_exists() | Attr(TTL).lt(_epoch(now))
+        if replace is not None:
+            cond = cond | Attr("holder").eq(replace)
+        try:
+            self.table.put_item(
+                Item={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK", "holder": holder,
+                      "acquired_at": now.isoformat(), TTL: _epoch(now + ttl)},
+                ConditionExpression=cond)
+            return LockResult(True, holder, now)
+        except ClientError as e:
+            if e.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise TransientError(f"DynamoDB PutItem (lock of {cluster_name}): {e}") from e
+        item = self.table.get_item(Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"}, ConsistentRead=True)["Item"]
+        return LockResult(False, str(item["holder"]), datetime.fromisoformat(str(item["acquired_at"])))
+
+    # --- per-team last change --------------------------------------------------------------------------------------
+    def record_team_change(self, cluster_name: str, team: str, execution: str) -> None:
+        self.table.put_item(Item={KEY: f"CLUSTER#{cluster_name}", SORT: f"TEAM#{team}",
+                                  "last_change_at": self.now().isoformat(), "execution": execution})
+
+    def team_changes(self, cluster_name: str) -> dict[str, datetime]:
+        items = self._query(Key(KEY).eq(f"CLUSTER#{cluster_name}") & Key(SORT).begins_with("TEAM#"))
+        return {str(i[SORT]).removeprefix("TEAM#"): datetime.fromisoformat(str(i["last_change_at"])) for i in items}
+
+    # --- approvals -------------------------------------------------------------------------------------------------
+    def put_approval(self, rec: ApprovalRecord) -> bool:
+        """Stores a pending approval; False when one with this id exists (a retried request)."""
+        try:
+            self.table.put_item(
+                Item={KEY: f"APPROVAL#{rec.approval_id}", SORT: "APPROVAL", "task_token": rec.task_token,
+                      "execution_arn": rec.execution_arn, "cluster_name": rec.cluster_name, "status": rec.status,
+                      "decide_by": rec.decide_by.isoformat(), TTL: _epoch(rec.decide_by + ARTIFACT_RETENTION)},
+                ConditionExpression=Attr(KEY).not_exists())
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        item = self.table.get_item(Key={KEY: f"APPROVAL#{approval_id}", SORT: "APPROVAL"},
+                                   ConsistentRead=True).get("Item")
+        if item is None:
+            return None
+        return ApprovalRecord(approval_id=approval_id, task_token=str(item["task_token"]),
+                              execution_arn=str(item["execution_arn"]), cluster_name=str(item["cluster_name"]),
+                              status=item["status"], decide_by=datetime.fromisoformat(str(item["decide_by"])),
+                              decided_by=item.get("decided_by"))
+
+    def decide_approval(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord:
+        """Pending → decided, once. Raises ApprovalNotPending (with the current status) for a replay or a late
+        decision."""
+        now = self.now()
+        try:
+            self.table.update_item(
+                Key={KEY: f"APPROVAL#{approval_id}", SORT: "APPROVAL"},
+                UpdateExpression="SET #s = :s, decided_by = :w, decided_at = :t",
+                ConditionExpression=Attr("status").eq("pending") & Attr("decide_by").gt(now.isoformat()),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": status, ":w": who, ":t": now.isoformat()})
+        except ClientError as e:
+            if e.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            current = self.get_approval(approval_id)
+            if current is None:
+                raise ApprovalNotPending("unknown") from None
+            late = current.status == "pending"
+            raise ApprovalNotPending("expired" if late else current.status) from None
+        rec = self.get_approval(approval_id)
+        assert rec is not None
+        return rec

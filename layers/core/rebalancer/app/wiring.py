@@ -1,0 +1,125 @@
+"""Clients and adapters, made lazily on first use and reused for the life of the process (a warm Lambda)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any, TypeVar
+
+import boto3
+
+from rebalancer.app import config
+from rebalancer.app.approvals import Approvals
+from rebalancer.app.notifications import Channel, SlackChannel, SnsChannel
+from rebalancer.app.observe import Imbalance
+from rebalancer.app.store import Store
+from rebalancer.models import Cluster, Snapshot
+
+
+@cache
+def client(service: str) -> Any:
+    return boto3.client(service)  # type: ignore[call-overload]
+
+
+@cache
+def store() -> Store:
+    return Store(config.load(config.EnvConfig).table_name)
+
+
+def secret(arn: str) -> str:
+    from aws_lambda_powertools.utilities import parameters
+
+    value = parameters.get_secret(arn, max_age=300)
+    return value if isinstance(value, str) else bytes(value).decode()
+
+
+def channels(cfg: config.NotifyConfig) -> list[Channel]:
+    out: list[Channel] = [SnsChannel(client("sns"), cfg.topic_arn)]
+    if cfg.slack_webhook_secret_arn:
+        out.append(SlackChannel(secret(cfg.slack_webhook_secret_arn).strip()))
+    return out
+
+
+def reset() -> None:
+    """Forget every cached client and configuration (tests, after changing the environment or the endpoint)."""
+    client.cache_clear()
+    store.cache_clear()
+    config.load.cache_clear()
+
+
+# --- adapters ----------------------------------------------------------------------------------------------------
+# How collect reaches Kueue: by default the cluster's EKS API (endpoint from eks:DescribeCluster, a bearer token
+# from presigned STS). The local stack and tests replace it with a client of a loopback Kueue API server.
+KubeClientFactory = Callable[[dict[str, Any]], Any]
+kube_client_factory: KubeClientFactory | None = None
+
+
+def _eks_client(described: dict[str, Any]) -> Any:
+    from rebalancer.adapters.aws import AwsClients
+    from rebalancer.adapters.eks_auth import api_client_for_eks, eks_cluster_name_of
+
+    return api_client_for_eks(AwsClients(), eks_cluster_name_of(described))
+
+
+def snapshot_reader() -> Callable[[str], Snapshot]:
+    from rebalancer.adapters.kueue import KueueReader
+    from rebalancer.adapters.sagemaker import SageMakerReader
+
+    reader = SageMakerReader(client("sagemaker"))
+
+    def read(cluster_name: str) -> Snapshot:
+        taken_at = store().now()
+        described = reader.describe_cluster(cluster_name)
+        cluster = Cluster.model_validate(described)
+        demand = KueueReader((kube_client_factory or _eks_client)(described)).read().demand
+        return Snapshot(taken_at=taken_at, cluster=cluster, nodes=reader.nodes(cluster_name),
+                        quotas=reader.quotas(cluster.ClusterArn), demand=demand)
+
+    return read
+
+
+def writer(*, poll_once: bool = False) -> Any:
+    from rebalancer.adapters.quota_writer import Poller, QuotaWriter
+
+    poller = Poller(sleep=lambda _s: None, timeout=0.0) if poll_once else Poller()
+    return QuotaWriter(client("sagemaker"), poller=poller)
+
+
+T = TypeVar("T")
+
+
+def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Powertools idempotency keyed on the execution: a retried invocation returns the first result."""
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+
+    cfg = IdempotencyConfig(expires_after_seconds=24 * 3600)
+    cfg.register_lambda_context(context)
+
+    @idempotent_function(data_keyword_argument="key", persistence_store=store().idempotency_layer(function),
+                         config=cfg)  # type: ignore[untyped-decorator]
+    def run(key: str) -> dict[str, Any]:  # noqa: ARG001 (the idempotency key)
+        return work()
+
+    result: dict[str, Any] = run(key=key)
+    return result
+
+
+def approvals(cfg: config.ApprovalConfig) -> Approvals:
+    from rebalancer.app.signing import LinkSigner
+
+    signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
+    return Approvals(store=store(), sfn=client("stepfunctions"),
+                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()),
+                     channels=channels(cfg), slack_signing_secret=signing)
+
+
+def publish_team_metrics(m: Imbalance) -> None:
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    from rebalancer.app.observability import NAMESPACE
+
+    for team in m.teams:
+        for name, value in (("IdleAllocatedAccelerators", team.idle), ("PendingAccelerators", team.pending)):
+            with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
+                metric.add_dimension(name="ClusterName", value=m.cluster)
+                metric.add_dimension(name="Team", value=team.team)
