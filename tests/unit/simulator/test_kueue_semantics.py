@@ -101,7 +101,7 @@ def test_borrow_limit_is_a_percent_of_nominal() -> None:
 def test_checkpoint_keeps_work_done_before_the_last_checkpoint() -> None:
     jobs = [job("borrower", "c2", 0, 1000, 9), job("owner", "c1", 250, 10, 6)]
     queues = [QueueSpec("c1", 6), QueueSpec("c2", 6)]
-    raw, ix = simulate(jobs, queues, 12, checkpoint_s=100)
+    raw, _ = simulate(jobs, queues, 12, checkpoint_s=100)
     assert raw.preemptions == [0, 1]
     assert raw.lost_gpu_s[1] == pytest.approx(50 * 9)  # ran 250 s, checkpointed at 200
     # requeued at 250 with 800 s of work left; restarts when the owner finishes at 260

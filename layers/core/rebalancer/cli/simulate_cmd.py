@@ -111,11 +111,15 @@ def _run(scenario: Scenario, names: list[str], *, progress: bool) -> dict[str, S
     if not progress:
         return {n: run_strategy(scenario, n) for n in names}
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
 
     results: dict[str, StrategyResult] = {}
     with Progress(console=Console(stderr=True), transient=True) as bar:
         for n in names:
             task = bar.add_task(n, total=1.0)
-            results[n] = run_strategy(scenario, n, progress=lambda f, task=task: bar.update(task, completed=f))
+
+            def update(fraction: float, task: TaskID = task) -> None:
+                bar.update(task, completed=fraction)
+
+            results[n] = run_strategy(scenario, n, progress=update)
     return results

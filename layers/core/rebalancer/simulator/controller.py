@@ -83,6 +83,8 @@ class PlannerController:
         self._nodes: dict[int, tuple[ClusterNode, ...]] = {}
         self._quotas: dict[tuple[str, int, int], ComputeQuota] = {}
         self.plans = 0
+        self.skipped = 0
+        self._last_unchanged: tuple[object, ...] | None = None
 
     def node_list(self, healthy: int) -> tuple[ClusterNode, ...]:
         if healthy not in self._nodes:
@@ -121,10 +123,23 @@ class PlannerController:
                          for t, n in view.quotas.items()),
             demand=dict(demand))
 
+    def _inputs(self, view: ControllerView) -> tuple[object, ...]:
+        """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
+        cooldown_s = self.policy.stability.cooldown_minutes * 60
+        return (view.healthy_nodes, tuple(view.quotas.items()), tuple(sorted(view.in_use.items())),
+                tuple(sorted(view.pending.items())),
+                frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
+
     def __call__(self, view: ControllerView) -> dict[str, int] | None:
+        # The planner is deterministic: the same inputs that gave no change last time give none again.
+        inputs = self._inputs(view)
+        if inputs == self._last_unchanged:
+            self.skipped += 1
+            return None
         snap = self.snapshot(view)
         plan = make_plan(snap, self.policy, snap.taken_at)
         self.plans += 1
-        if not plan.applies:
-            return None
-        return quotas_from_plan(plan, self.instance_type) or None
+        quotas = quotas_from_plan(plan, self.instance_type) if plan.applies else {}
+        changed = {t: n for t, n in quotas.items() if view.quotas.get(t) != n}
+        self._last_unchanged = None if changed else inputs
+        return changed or None

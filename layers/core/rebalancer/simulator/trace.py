@@ -27,12 +27,12 @@ def _number(raw: str, column: str, where: str, *, integer: bool) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise InvalidInput(f"{column} must be a number, got {raw!r}", source=where, field=column, value=raw) from None
+        raise InvalidInput(f"must be a number, got {raw!r}", source=where, field=column, value=raw) from None
     if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        raise InvalidInput(f"{column} must be a finite number >= 0, got {raw!r}", source=where, field=column,
+        raise InvalidInput(f"must be a finite number >= 0, got {raw!r}", source=where, field=column,
                            value=raw)
     if integer and value != int(value):
-        raise InvalidInput(f"{column} must be a whole number, got {raw!r}", source=where, field=column, value=raw)
+        raise InvalidInput(f"must be a whole number, got {raw!r}", source=where, field=column, value=raw)
     return value
 
 
@@ -59,21 +59,21 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
         job_id = row[idx["job_id"]].strip()
         team = row[idx["team"]].strip()
         if not job_id:
-            raise InvalidInput("job_id is empty", source=where, field="job_id", value=job_id)
+            raise InvalidInput("is empty", source=where, field="job_id", value=job_id)
         if job_id in seen:
-            raise InvalidInput(f"duplicate job_id {job_id!r}", source=where, field="job_id", value=job_id)
+            raise InvalidInput(f"duplicate {job_id!r}", source=where, field="job_id", value=job_id)
         seen.add(job_id)
         if len(team) > TEAM_NAME_MAX or not TEAM_NAME.fullmatch(team):
-            raise InvalidInput(f"team {team!r} is not a valid HyperPod team name (lowercase letters, digits, '-')",
+            raise InvalidInput(f"{team!r} is not a valid HyperPod team name (lowercase letters, digits, '-')",
                                source=where, field="team", value=team)
         submit = _number(row[idx["submit_s"]].strip(), "submit_s", where, integer=False)
         duration = _number(row[idx["duration_s"]].strip(), "duration_s", where, integer=False)
         gpus = _number(row[idx["gpus"]].strip(), "gpus", where, integer=True)
         if gpus < 1:
-            raise InvalidInput(f"gpus must be at least 1, got {row[idx['gpus']]!r}", source=where, field="gpus",
+            raise InvalidInput(f"must be at least 1, got {row[idx['gpus']]!r}", source=where, field="gpus",
                                value=row[idx["gpus"]])
         if duration <= 0:
-            raise InvalidInput(f"duration_s must be above 0, got {row[idx['duration_s']]!r}", source=where,
+            raise InvalidInput(f"must be above 0, got {row[idx['duration_s']]!r}", source=where,
                                field="duration_s", value=row[idx["duration_s"]])
         jobs.append(TraceJob(job_id, team, submit, duration, int(gpus)))
     if not jobs:
