@@ -55,9 +55,10 @@ class EmulatorHandle:
 
     def client(self, service: str = "sagemaker", *, max_attempts: int | None = None,
                parameter_validation: bool = True) -> Any:
-        """A boto3 client for `service` pointed at this emulator. `max_attempts` sets botocore's standard retry
-        mode (throttling and 5xx are retried); `parameter_validation=False` lets invalid requests reach the
-        server. Clients are cached (making a SageMaker client costs ~0.2 s)."""
+        """A boto3 client for `service` pointed at this emulator. `max_attempts` (attempts in all, the first
+        included) selects botocore's standard retry mode (throttling and 5xx are retried);
+        `parameter_validation=False` lets invalid requests reach the server. Clients are cached (making a
+        SageMaker client costs ~0.2 s)."""
         return _client(service, self.region, self.endpoint, max_attempts, parameter_validation)
 
     @property
@@ -68,7 +69,7 @@ class EmulatorHandle:
 @functools.cache
 def _client(service: str, region: str, endpoint: str | None, max_attempts: int | None,
             parameter_validation: bool) -> Any:
-    retries: dict[str, Any] = {"mode": "standard", "max_attempts": max_attempts} if max_attempts else {}
+    retries: dict[str, Any] = {"mode": "standard", "total_max_attempts": max_attempts} if max_attempts else {}
     config = Config(retries=retries or None, parameter_validation=parameter_validation)  # type: ignore[arg-type]
     return boto3.client(service, region_name=region, endpoint_url=endpoint, config=config,
                         aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing")

@@ -156,14 +156,16 @@ def _resolving(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         ref = kwargs.get("cluster_name", args[0] if args else None)
-        cluster = governance(self).cluster(ref) if isinstance(ref, str) else None
-        if cluster is None:
-            raise ResourceNotFound(f"Cluster {ref} not found.")
-        if "cluster_name" in kwargs:
-            kwargs["cluster_name"] = cluster.cluster_name
-        else:
-            args = (cluster.cluster_name, *args[1:])
-        return original(self, *args, **kwargs)
+        gov = governance(self)
+        with gov.lock:  # control actions change nodes from other threads of the server
+            cluster = gov.cluster(ref) if isinstance(ref, str) else None
+            if cluster is None:
+                raise ResourceNotFound(f"Cluster {ref} not found.")
+            if "cluster_name" in kwargs:
+                kwargs["cluster_name"] = cluster.cluster_name
+            else:
+                args = (cluster.cluster_name, *args[1:])
+            return original(self, *args, **kwargs)
 
     return wrapper
 

@@ -45,7 +45,9 @@ class EmulatorServer:
     def start(self) -> str:
         """Serve in a daemon thread; returns the endpoint URL."""
         self._server = self._make()
-        self._thread = threading.Thread(target=self._server.serve_forever, name="emulator-server", daemon=True)
+        # A short poll interval makes stop() quick (werkzeug's default waits up to 0.5 s).
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="emulator-server", daemon=True)
         self._thread.start()
         return self.endpoint
 
