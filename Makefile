@@ -39,6 +39,9 @@ test-fast: $(STAMP) ## unit tests only
 bench: $(STAMP) ## planning-time benchmark (10 / 100 / 1,000 teams x 15 instance types)
 	$(PY) -m rebalancer.bench
 
+bench-sim: $(STAMP) ## replay the whole Philly trace under the four strategies; results into docs/simulation.md
+	$(PY) -m rebalancer.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md
+
 lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the network)
 	rm -rf .venv-lock && "$$(scripts/find-python 13)" -m venv .venv-lock
 	.venv-lock/bin/pip install --quiet -r requirements/dev.in
