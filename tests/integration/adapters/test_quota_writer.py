@@ -7,10 +7,10 @@ the capacity, which the emulator's invariant monitor records.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from support import five_teams
 from support.fake_clock import FakeClock, FakeTime
+from support.five_teams import BEFORE, config, gpus, violations
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.quota_writer import Poller, QuotaWriter, raise_for_report
@@ -20,26 +20,12 @@ from rebalancer.errors import ApplyFailed, ConflictError, TransientError
 from rebalancer.models import ComputeQuota
 from rebalancer.plan import QuotaRequest
 
-P5 = "ml.p5.48xlarge"
-BEFORE = {"a": 10, "b": 8, "c": 6, "d": 4, "e": 4}
 AFTER = {"a": 6, "b": 6, "c": 8, "d": 6, "e": 6}
 ORDER = ["a", "b", "c", "d", "e"]
 
 
-def config(gpus: int) -> dict[str, Any]:
-    return {"ComputeQuotaResources": [{"InstanceType": P5, "Accelerators": gpus}],
-            "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 50},
-            "PreemptTeamTasks": "LowerPriority"}
-
-
-def setup_cluster(emu: Emulator, aws: AwsClients, name: str = "c1") -> tuple[str, tuple[ComputeQuota, ...]]:
-    arn = emu.create_cluster(name, [("p5", P5, 4)])
-    sm = aws.client("sagemaker")
-    for team, gpus in BEFORE.items():
-        sm.create_compute_quota(Name=f"{team}-quota", ClusterArn=arn, ComputeQuotaConfig=config(gpus),
-                                ComputeQuotaTarget={"TeamName": team, "FairShareWeight": 10})
-    emu.settle()
-    return arn, SageMakerReader(sm).quotas(arn)
+def setup_cluster(emu: Emulator, aws: AwsClients) -> tuple[str, tuple[ComputeQuota, ...]]:
+    return five_teams.setup_cluster(emu, aws.client("sagemaker"))
 
 
 def plan_requests(quotas: tuple[ComputeQuota, ...], after: dict[str, int] = AFTER) -> list[QuotaRequest]:
@@ -48,17 +34,6 @@ def plan_requests(quotas: tuple[ComputeQuota, ...], after: dict[str, int] = AFTE
         "ComputeQuotaId": by_team[t].ComputeQuotaId, "TargetVersion": by_team[t].ComputeQuotaVersion,
         "ComputeQuotaConfig": config(after[t]), "ComputeQuotaTarget": {"TeamName": t, "FairShareWeight": 10}})
         for t in ORDER if after[t] != BEFORE[t]]
-
-
-def gpus(emu: Emulator) -> dict[str, int]:
-    return {q["ComputeQuotaTarget"]["TeamName"]: q["ComputeQuotaConfig"]["ComputeQuotaResources"][0]["Accelerators"]
-            for q in emu.quotas()}
-
-
-def violations(emu: Emulator, arn: str) -> list[Any]:
-    records = [r for r in emu.monitor.records if r.cluster_arn == arn]
-    assert records, "the monitor recorded no write at all"
-    return [r for r in records if not r.ok]
 
 
 def writer(aws: AwsClients, clock: FakeClock) -> QuotaWriter:

@@ -14,6 +14,9 @@ from rebalancer.errors import InvalidInput, RebalancerError
 # name → "module:attribute" of a click command. One line per command.
 COMMANDS: dict[str, str] = {
     "plan": "rebalancer.cli.plan_cmd:plan",
+    "snapshot": "rebalancer.cli.live_cmds:snapshot",
+    "apply": "rebalancer.cli.live_cmds:apply",
+    "rollback": "rebalancer.cli.live_cmds:rollback",
     "emulator": "rebalancer.cli.emulator_cmd:emulator",
     "schema": "rebalancer.cli.schema_cmd:schema",
     "simulate": "rebalancer.cli.simulate_cmd:simulate",

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import click
 from rich.console import Console
 
+from rebalancer.cli.live_cmds import LiveSource, live_options
 from rebalancer.errors import InvalidInput
 from rebalancer.models import Snapshot
 from rebalancer.planning import make_plan
@@ -16,10 +17,15 @@ from rebalancer.render import render_plan
 from rebalancer.validation import load_model_file
 
 
-def load_snapshot(snapshot_file: str | None) -> Snapshot:
-    """The snapshot the options name. (A live `--cluster` source belongs here, next to the file.)"""
+def load_snapshot(snapshot_file: str | None, live: LiveSource | None = None) -> Snapshot:
+    """The snapshot the options name: a file, or read live from `--cluster`."""
+    if live is not None and snapshot_file is not None:
+        raise InvalidInput("give --snapshot or --cluster, not both", field="--snapshot", value=snapshot_file)
+    if live is not None:
+        return live.collect(datetime.now(UTC)).snapshot
     if snapshot_file is None:
-        raise InvalidInput("a snapshot is required", field="--snapshot")
+        raise InvalidInput("a snapshot is required (--snapshot FILE, or --cluster NAME to read it live)",
+                           field="--snapshot")
     return load_model_file(Snapshot, snapshot_file)
 
 
@@ -40,9 +46,10 @@ def parse_now(value: str | None, snapshot: Snapshot) -> datetime:
               help="Policy file (YAML or JSON).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--now", help="Planning time, ISO-8601 (default: the snapshot's taken_at). Drives cooldowns.")
-def plan(snapshot_file: str | None, policy_file: str, fmt: str, now: str | None) -> None:
+@live_options(required=False)
+def plan(snapshot_file: str | None, policy_file: str, fmt: str, now: str | None, live: LiveSource | None) -> None:
     """Plan quota changes for a cluster snapshot under a policy. Writes nothing."""
-    snapshot = load_snapshot(snapshot_file)
+    snapshot = load_snapshot(snapshot_file, live)
     policy = load_model_file(Policy, policy_file)
     result = make_plan(snapshot, policy, parse_now(now, snapshot))
     if fmt == "json":

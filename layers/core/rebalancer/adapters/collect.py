@@ -1,0 +1,95 @@
+"""`collect`: a complete snapshot of a cluster from SageMaker (capacity, quotas), Kueue (demand) and CloudWatch
+(utilization). Kueue and CloudWatch are optional; what could not be read is said in the warnings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from kubernetes import client as k8s
+
+from rebalancer.adapters.aws import AwsClients
+from rebalancer.adapters.cloudwatch import CloudWatchReader
+from rebalancer.adapters.eks_auth import (
+    api_client_for_context,
+    api_client_for_eks,
+    api_client_with_token,
+    eks_cluster_name_of,
+)
+from rebalancer.adapters.kueue import KueueReader
+from rebalancer.adapters.sagemaker import SageMakerReader
+from rebalancer.errors import PermanentError, RebalancerError
+from rebalancer.models import Cluster, Snapshot
+
+
+@dataclass(frozen=True)
+class KubeAccess:
+    """How to reach the cluster's Kubernetes API: EKS (endpoint, CA and token from AWS; the default), a kubeconfig
+    context, a plain URL (the loopback fake, for the demo and tests), or not at all."""
+
+    mode: Literal["eks", "context", "url", "none"] = "eks"
+    context: str | None = None
+    url: str | None = None
+
+    def api_client(self, clients: AwsClients, described: dict[str, Any]) -> k8s.ApiClient | None:
+        if self.mode == "none":
+            return None
+        if self.mode == "context":
+            return api_client_for_context(self.context)
+        if self.mode == "url":
+            assert self.url
+            return api_client_with_token(self.url, lambda: "local")
+        return api_client_for_eks(clients, eks_cluster_name_of(described))
+
+
+@dataclass(frozen=True)
+class Collected:
+    snapshot: Snapshot
+    warnings: tuple[str, ...] = ()
+
+
+def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime, kube: KubeAccess | None = None,
+                     metrics_window: timedelta | None = timedelta(hours=1), page_size: int = 100) -> Collected:
+    """Read everything a plan needs. `now` stamps the snapshot and ends the metrics window."""
+    kube = kube or KubeAccess()
+    warnings: list[str] = []
+    sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
+    described = sm.describe_cluster(cluster_name)
+    cluster = Cluster.model_validate(described)
+    nodes = sm.nodes(cluster.ClusterName)
+    quotas = sm.quotas(cluster.ClusterArn)
+
+    demand = {}
+    api = kube.api_client(clients, described)
+    if api is None:
+        warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
+    else:
+        with api:
+            kueue = KueueReader(api).read()
+        demand = kueue.demand
+        warnings += kueue.warnings
+
+    utilization = {}
+    if metrics_window is not None:
+        eks_name = _eks_name(described)
+        teams = sorted({q.team for q in quotas} | set(demand))
+        if eks_name is None:
+            warnings.append("utilization not read: the cluster has no EKS orchestrator to name in Container Insights")
+        elif teams:
+            try:
+                utilization = CloudWatchReader(clients.client("cloudwatch")).utilization(
+                    eks_name, teams, now - metrics_window, now)
+            except RebalancerError as e:  # metrics are informational: a snapshot without them is still useful
+                warnings.append(f"utilization not read: {e}")
+
+    snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand,
+                        utilization=utilization)
+    return Collected(snapshot, tuple(warnings))
+
+
+def _eks_name(described: dict[str, Any]) -> str | None:
+    try:
+        return eks_cluster_name_of(described)
+    except PermanentError:
+        return None

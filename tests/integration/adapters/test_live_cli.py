@@ -1,0 +1,167 @@
+"""`rebalancer snapshot | plan --cluster | apply | rollback` against the emulator over HTTP (AWS_ENDPOINT_URL) and
+the loopback Kueue API server, through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from support.five_teams import BEFORE, P5, gpus, setup_cluster, violations
+from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
+
+from rebalancer.adapters.aws import AwsClients
+from rebalancer.cli import cli
+from rebalancer.emulator.control import Emulator
+from rebalancer.models import Snapshot
+
+POLICY = """
+mode: auto
+stability: {min_step: 1, cooldown_minutes: 0, max_move: 64}
+approval: {moved_accelerators: 64, max_decrease_percent: 100}
+teams:
+  a: {weight: 1, guarantee: {ml.p5.48xlarge: 2}}
+  b: {weight: 1, guarantee: {ml.p5.48xlarge: 2}}
+  c: {weight: 1, guarantee: {ml.p5.48xlarge: 2}}
+  d: {weight: 1, guarantee: {ml.p5.48xlarge: 2}}
+  e: {weight: 1, guarantee: {ml.p5.48xlarge: 2}}
+"""
+
+
+@pytest.fixture
+def kube() -> Iterator[str]:
+    """a and b sit mostly idle; c, d and e queue work."""
+    state = KubeState()
+    nominal = {P5: {"nvidia.com/gpu": 32}}
+    state.add(
+        cluster_queue("a", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        cluster_queue("b", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        cluster_queue("c", nominal, reserved={P5: {"nvidia.com/gpu": 6}}),
+        cluster_queue("d", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        cluster_queue("e", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        workload("c", "big", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]),
+        workload("d", "mid", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]),
+        workload("e", "mid", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]),
+    )
+    with serve(state) as (url, _):
+        yield url
+
+
+@pytest.fixture
+def policy(tmp_path: Path) -> str:
+    p = tmp_path / "policy.yaml"
+    p.write_text(POLICY)
+    return str(p)
+
+
+def run(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+def test_snapshot_reads_cluster_quotas_and_demand(emu: Emulator, aws: AwsClients, kube: str,
+                                                  tmp_path: Path) -> None:
+    arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    out = tmp_path / "snap.json"
+    result = run("snapshot", "--cluster", "c1", "--kube-url", kube, "--metrics-window", "0", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    snap = Snapshot.model_validate_json(out.read_text())
+    assert snap.cluster.ClusterArn == arn
+    assert snap.healthy_nodes() == {P5: 4}
+    assert {q.team: q.ComputeQuotaConfig.ComputeQuotaResources[0].Accelerators for q in snap.quotas} == BEFORE
+    assert snap.demand["c"][P5].pending.accelerators == 8
+    assert snap.demand["a"][P5].in_use.accelerators == 4
+
+
+def test_snapshot_without_kube_says_so(emu: Emulator, aws: AwsClients) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    result = run("snapshot", "--cluster", "c1", "--no-kube")
+    assert result.exit_code == 0
+    assert "warning: Kueue not read (--no-kube)" in result.stderr
+    assert Snapshot.model_validate_json(result.stdout).demand == {}
+
+
+def test_plan_on_the_live_cluster_writes_nothing(emu: Emulator, aws: AwsClients, kube: str, policy: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    result = run("plan", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--format", "json")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert plan["requests"]
+    assert gpus(emu) == BEFORE
+
+
+def test_apply_then_rollback(emu: Emulator, aws: AwsClients, kube: str, policy: str, tmp_path: Path) -> None:
+    arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    planned = json.loads(run("plan", "--cluster", "c1", "--kube-url", kube, "--policy", policy,
+                             "--format", "json").stdout)
+    moves = {c["team"]: c["after"] - c["before"] for c in planned["changes"]}
+    assert min(moves.values()) < 0 < max(moves.values())  # both directions: the order matters
+    saved = tmp_path / "before.json"
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--yes",
+                 "--save-snapshot", str(saved))
+    assert result.exit_code == 0, result.output
+    assert "every quota settled" in result.stdout
+    expected = {t: int(v[P5]["accelerators"]) for t, v in planned["allocations"].items()}
+    assert gpus(emu) == expected
+    assert violations(emu, arn) == []
+
+    result = run("rollback", "--cluster", "c1", "--to", str(saved), "--yes")
+    assert result.exit_code == 0, result.output
+    assert gpus(emu) == BEFORE
+    assert violations(emu, arn) == []
+
+
+def test_apply_asks_first(emu: Emulator, aws: AwsClients, kube: str, policy: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, input="n\n")
+    assert result.exit_code == 1
+    assert "Aborted" in result.output
+    assert gpus(emu) == BEFORE
+
+
+def test_apply_failure_is_reported_and_rolled_back(emu: Emulator, aws: AwsClients, kube: str,
+                                                   policy: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    emu.inject("update-failed", "UpdateComputeQuota", skip=1)
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--yes")
+    assert result.exit_code == 1
+    assert "rollback: restored the state before the apply" in result.stdout
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: quota ")
+    assert "ended in UpdateFailed" in last
+    assert last.endswith("; rolled back")
+    emu.settle()
+    assert gpus(emu) == BEFORE
+
+
+def test_aws_error_is_one_line_without_traceback(emu: Emulator) -> None:
+    result = CliRunner().invoke(cli, ["snapshot", "--cluster", "nope", "--no-kube"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: DescribeCluster on cluster nope: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_debug_shows_the_exception(emu: Emulator) -> None:
+    result = CliRunner().invoke(cli, ["--debug", "snapshot", "--cluster", "nope", "--no-kube"])
+    assert result.exit_code == 1
+    assert result.exception is not None
+
+
+def test_rollback_refuses_a_snapshot_of_another_cluster(emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    snap = run("snapshot", "--cluster", "c1", "--no-kube").stdout
+    other = json.loads(snap)
+    other["cluster"]["ClusterArn"] += "-elsewhere"
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(other))
+    result = run("rollback", "--cluster", "c1", "--to", str(path), "--yes")
+    assert result.exit_code == 2
+    assert "cluster.ClusterArn: the snapshot is of" in result.stderr
+
+
+def test_kube_options_exclude_each_other(emu: Emulator) -> None:
+    result = run("snapshot", "--cluster", "c1", "--no-kube", "--kube-context", "x")
+    assert result.exit_code == 2
+    assert "choose one of --kube-context, --no-kube" in result.stderr

@@ -1,0 +1,43 @@
+"""A small emulated cluster for adapter and CLI tests: 4 × ml.p5.48xlarge (32 GPUs) held by five teams a–e with
+10, 8, 6, 4 and 4 GPUs: the quotas sum to the capacity, so raising one before lowering another trips the
+emulator's invariant monitor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rebalancer.adapters.sagemaker import SageMakerReader
+from rebalancer.emulator.control import Emulator
+from rebalancer.models import ComputeQuota
+
+P5 = "ml.p5.48xlarge"
+BEFORE = {"a": 10, "b": 8, "c": 6, "d": 4, "e": 4}
+
+
+def config(gpus: int) -> dict[str, Any]:
+    return {"ComputeQuotaResources": [{"InstanceType": P5, "Accelerators": gpus}],
+            "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 50},
+            "PreemptTeamTasks": "LowerPriority"}
+
+
+def setup_cluster(emu: Emulator, sm: Any, name: str = "c1") -> tuple[str, tuple[ComputeQuota, ...]]:
+    """Creates the cluster and the settled quotas; returns the cluster ARN and the quotas as read."""
+    arn = emu.create_cluster(name, [("p5", P5, 4)])
+    for team, gpus in BEFORE.items():
+        sm.create_compute_quota(Name=f"{team}-quota", ClusterArn=arn, ComputeQuotaConfig=config(gpus),
+                                ComputeQuotaTarget={"TeamName": team, "FairShareWeight": 10})
+    emu.settle()
+    return arn, SageMakerReader(sm).quotas(arn)
+
+
+def gpus(emu: Emulator) -> dict[str, int]:
+    """Each team's GPUs as the emulator holds them now."""
+    return {q["ComputeQuotaTarget"]["TeamName"]: q["ComputeQuotaConfig"]["ComputeQuotaResources"][0]["Accelerators"]
+            for q in emu.quotas()}
+
+
+def violations(emu: Emulator, arn: str) -> list[Any]:
+    """Writes after which the cluster's quotas summed above its healthy capacity."""
+    records = [r for r in emu.monitor.records if r.cluster_arn == arn]
+    assert records, "the monitor recorded no write at all"
+    return [r for r in records if not r.ok]
