@@ -26,6 +26,7 @@ trainium-trn1 (ml.trn1.32xlarge ×2), gpu-g5 (ml.g5.12xlarge ×3); node ids are 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -86,18 +87,28 @@ def in_process_emulator(*, seed_demo: bool = False, region: str = REGION) -> Ite
         yield handle
 
 
+@functools.cache
+def shared_server() -> EmulatorServer:
+    """One server per test process (port chosen by the OS), so boto3 clients can be reused between tests."""
+    server = EmulatorServer(quiet=True)
+    server.start()
+    atexit.register(server.stop)
+    return server
+
+
 @contextmanager
 def http_emulator(*, seed_demo: bool = False, region: str = REGION) -> Iterator[EmulatorHandle]:
-    """A server on 127.0.0.1 with a free port; real HTTP between boto3 and moto. State is reset around it."""
-    with EmulatorServer(quiet=True) as server:
-        _reset(server.endpoint)
-        handle = EmulatorHandle(Emulator(ACCOUNT, region), server.endpoint, region=region)
+    """The emulator on 127.0.0.1 (a free port); real HTTP between boto3 and moto. All moto state is reset before
+    and after, so tests do not see each other's clusters, quotas or faults."""
+    server = shared_server()
+    _reset(server.endpoint)
+    handle = EmulatorHandle(Emulator(ACCOUNT, region), server.endpoint, region=region)
+    try:
         if seed_demo:
             handle.demo = _seed(handle)
-        try:
-            yield handle
-        finally:
-            _reset(server.endpoint)
+        yield handle
+    finally:
+        _reset(server.endpoint)
 
 
 def _seed(handle: EmulatorHandle) -> SeededDemo:

@@ -1,0 +1,83 @@
+"""The emulator's HTTP controls (RemoteEmulator) and `rebalancer emulator` as a separate process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from support.emulator import EmulatorHandle, http_emulator
+
+from rebalancer.emulator import DEMO
+from rebalancer.emulator.http_control import RemoteEmulator
+
+
+@pytest.fixture
+def emu() -> Iterator[EmulatorHandle]:
+    with http_emulator() as handle:
+        yield handle
+
+
+def test_remote_controls_drive_the_server(emu: EmulatorHandle) -> None:
+    assert emu.endpoint is not None
+    remote = RemoteEmulator(emu.endpoint)
+    seeded = remote.seed_demo()
+    sm = emu.sagemaker
+    assert len(sm.list_compute_quotas(ClusterArn=seeded["cluster_arn"])["ComputeQuotaSummaries"]) == len(DEMO.teams)
+
+    remote.fail_node(DEMO.cluster_name, "gpu-g5-0", "XID 79")
+    node = sm.describe_cluster_node(ClusterName=DEMO.cluster_name, NodeId="gpu-g5-0")["NodeDetails"]
+    assert node["InstanceStatus"] == {"Status": "Failure", "Message": "XID 79"}
+    assert remote.invariant()["violations"] == 1
+
+    remote.resize_instance_group(DEMO.cluster_name, "gpu-g5", 5)
+    assert len(sm.list_cluster_nodes(ClusterName=DEMO.cluster_name, InstanceGroupNameContains="gpu-g5")[
+        "ClusterNodeSummaries"]) == 5
+
+    remote.set_transition_reads(1)
+    qid = seeded["quota_ids"]["research"]
+    assert remote.external_edit("research-quota") == 2
+    sm.update_compute_quota(ComputeQuotaId=qid, TargetVersion=2, ActivationState="Enabled")
+    assert sm.describe_compute_quota(ComputeQuotaId=qid)["Status"] == "Updating"
+    remote.settle()
+    assert sm.describe_compute_quota(ComputeQuotaId=qid)["Status"] == "Updated"
+
+    remote.inject("throttle", "ListComputeQuotas", times=1)
+    with pytest.raises(sm.exceptions.ClientError):
+        emu.client(max_attempts=1).list_compute_quotas()
+    remote.clear_faults()
+    emu.client(max_attempts=1).list_compute_quotas()
+
+
+def test_remote_errors_name_the_problem(emu: EmulatorHandle) -> None:
+    assert emu.endpoint is not None
+    remote = RemoteEmulator(emu.endpoint)
+    with pytest.raises(RuntimeError, match="Cluster nope not found"):
+        remote.fail_node("nope", "n-0")
+    with pytest.raises(RuntimeError, match="meteor-strike"):
+        remote.inject("meteor-strike")
+
+
+@pytest.mark.slow  # a fresh interpreter imports moto: about 4 s
+def test_cli_serves_a_seeded_emulator_until_stopped() -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "rebalancer", "emulator", "--port", "0", "--seed-demo"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "export AWS_ENDPOINT_URL=" in line:
+                break
+        endpoint = lines[-1].strip().removeprefix("export AWS_ENDPOINT_URL=")
+        assert endpoint.startswith("http://127.0.0.1:")
+        sm = boto3.client("sagemaker", endpoint_url=endpoint, region_name="us-east-1")
+        names = {q["Name"] for q in sm.list_compute_quotas()["ComputeQuotaSummaries"]}
+        assert names == {t.quota_name for t in DEMO.teams}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
