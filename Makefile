@@ -37,7 +37,7 @@ test-fast: $(STAMP) ## unit tests only
 	$(PY) -m pytest -q tests/unit
 
 bench: $(STAMP) ## planning-time benchmark (10 / 100 / 1,000 teams x 15 instance types)
-	$(PY) -m rebalancer.bench
+	$(PY) benchmarks/plan_bench.py
 
 bench-sim: $(STAMP) ## replay the whole Philly trace under the four strategies; results into docs/simulation.md
 	$(PY) -m rebalancer.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md

@@ -38,7 +38,7 @@ INF = math.inf
 Surplus = Literal["idle", "spread"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Claim:
     """One team in one pool. Amounts are in the pool's unit; `cap` is INF when the policy sets none."""
 
@@ -69,7 +69,7 @@ class Settings:
     max_move: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     team: str
     pool: str
@@ -298,7 +298,10 @@ def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequenc
 
 
 def _fmt(x: float) -> str:
-    return "∞" if x == INF else f"{x:g}" if x == int(x) else f"{x:.1f}"
+    if x == INF:
+        return "∞"
+    n = int(x)
+    return str(n) if n == x else f"{x:.1f}"
 
 
 def _reason(p: _Pool, i: int, weight_total: float) -> str:
