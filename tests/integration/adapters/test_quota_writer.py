@@ -183,3 +183,17 @@ def test_plan_from_stale_read_is_refused(emu: Emulator, aws: AwsClients, clock: 
                           parameters={**r.parameters, "ComputeQuotaId": "nonexistent0"}) for r in requests[:1]]
     with pytest.raises(ApplyFailed, match="not among the quotas read"):
         writer(aws, clock).apply(arn, stale, before)
+
+
+def test_persistent_5xx_after_the_first_write_is_transient_and_rolled_back(
+        emu: Emulator, aws: AwsClients, clock: FakeClock, backoff: FakeTime) -> None:
+    arn, before = setup_cluster(emu, aws)
+    outage = emu.inject("server-error", "UpdateComputeQuota", skip=1, times=aws.max_attempts, status_code=503)
+    report = writer(aws, clock).apply(arn, plan_requests(before), before)
+    assert [o.result for o in report.outcomes][:2] == ["applied", "failed"]
+    assert outage.fired == aws.max_attempts  # botocore tried every attempt before giving up
+    assert report.rolled_back is True, report.lines()
+    assert gpus(emu) == BEFORE
+    assert violations(emu, arn) == []
+    with pytest.raises(TransientError, match=r"^UpdateComputeQuota on quota \w+ of team b: ServiceUnavailable"):
+        raise_for_report(report)

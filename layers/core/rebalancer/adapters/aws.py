@@ -55,7 +55,7 @@ class AwsClients:
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
-            config = Config(retries={"mode": self.retry_mode, "max_attempts": self.max_attempts},
+            config = Config(retries={"mode": self.retry_mode, "total_max_attempts": self.max_attempts},
                             user_agent_extra="hyperpod-rebalancer")
             self._clients[service] = self.session.client(service, region_name=self.region_name,  # type: ignore[call-overload]
                                                          config=config)

@@ -39,6 +39,7 @@ class ApplyReport(BaseModel):
     succeeded: bool
     error: str | None = None
     conflict: bool = False  # stopped because someone else changed a quota
+    transient: bool = False  # stopped by throttling / 5xx / a status still in progress after the retries
     rollback: tuple[ChangeOutcome, ...] = ()
     rolled_back: bool | None = None  # None: no rollback was needed or attempted
 

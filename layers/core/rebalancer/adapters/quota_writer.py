@@ -124,6 +124,7 @@ class _Run:
     unsettled: set[str] = field(default_factory=set)
     error: str | None = None
     conflict: bool = False
+    transient: bool = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
 
 
 class QuotaWriter:
@@ -154,7 +155,7 @@ class QuotaWriter:
             current[was.ComputeQuotaId] = after
         run = self._execute(steps)
         report = ApplyReport(cluster_arn=cluster_arn, outcomes=tuple(run.outcomes), succeeded=run.error is None,
-                             error=run.error, conflict=run.conflict)
+                             error=run.error, conflict=run.conflict, transient=run.transient)
         if run.error is None or not run.versions or not rollback_on_failure:
             return report
         before_by_id = {q.ComputeQuotaId: q for q in before}
@@ -190,6 +191,7 @@ class QuotaWriter:
                 return run
             except RebalancerError as e:
                 run.error = str(e)
+                run.transient = isinstance(e, TransientError)
                 run.outcomes.append(_outcome(step, "failed", message=str(e)))
                 run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
                 self._settle_all(run, keep_error=True)
@@ -249,6 +251,7 @@ class QuotaWriter:
         except TransientError as e:
             if not keep_error:
                 run.error = str(e)
+                run.transient = True
             return False
         for qid, status in settled.items():
             i = run.index_of[qid]
@@ -341,7 +344,8 @@ class QuotaWriter:
         outcomes = (*skipped, *run.outcomes)
         ok = run.error is None and all(o.result in ("applied", "unchanged") for o in outcomes)
         return ApplyReport(cluster_arn=cluster_arn, outcomes=outcomes, succeeded=ok, error=run.error,
-                           conflict=run.conflict or any(o.result == "conflict" for o in outcomes))
+                           conflict=run.conflict or any(o.result == "conflict" for o in outcomes),
+                           transient=run.transient)
 
 
 def _outcome(step: Step, result: str, *, quota_id: str | None = None, version: int | None = None,
@@ -356,7 +360,8 @@ def _not_attempted(step: Step) -> ChangeOutcome:
 
 
 def raise_for_report(report: ApplyReport) -> None:
-    """For the Lambdas: a failed apply becomes ConflictError or ApplyFailed (the state machine matches the names)."""
+    """For the Lambdas and the CLI: a failed apply becomes ConflictError, TransientError (throttling / 5xx and
+    nothing left half-done: safe to run again later) or ApplyFailed. The state machine matches on the names."""
     if report.succeeded:
         return
     message = report.error or "apply failed"
@@ -364,4 +369,6 @@ def raise_for_report(report: ApplyReport) -> None:
         message += "; rolled back" if report.rolled_back else "; ROLLBACK INCOMPLETE"
     if report.conflict:
         raise ConflictError(message)
+    if report.transient and report.rolled_back is not False:
+        raise TransientError(message)
     raise ApplyFailed(message)
