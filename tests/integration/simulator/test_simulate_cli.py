@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from rebalancer.cli import cli
-from rebalancer.simulator import Scenario, default_teams, load_trace, run_strategy
+from rebalancer.simulator import Failures, NodeEvent, Scenario, StrategyResult, default_teams, load_trace, run_strategy
 from rebalancer.simulator.controller import PlannerController, default_policy
 from rebalancer.simulator.engine import ControllerView
 
@@ -47,7 +47,7 @@ def test_malformed_row_exits_2_naming_the_line(tmp_path: Path) -> None:
 
 
 def test_report_writes_markdown_and_plots(tmp_path: Path) -> None:
-    code, _, _ = run("--strategies", "builtin,rebalancer", "--report", str(tmp_path), "--no-progress")
+    code, _, _ = run("--strategies", "rebalancer", "--report", str(tmp_path), "--no-progress")
     assert code == 0
     md = (tmp_path / "report.md").read_text()
     assert "| rebalancer |" in md
@@ -85,3 +85,42 @@ def test_rebalancer_reduces_entitlement_deficit_on_the_sample() -> None:
     builtin = run_strategy(sc, "builtin")
     rebalancer = run_strategy(sc, "rebalancer")
     assert rebalancer.entitlement_deficit_gpu_hours < builtin.entitlement_deficit_gpu_hours
+
+
+def _quota_sums_after(result: StrategyResult, t_s: float) -> list[tuple[int, int]]:
+    tl = result.timeline
+    assert tl is not None
+    return [(sum(tl.quota[team][i] for team in tl.quota), tl.capacity[i])
+            for i, t in enumerate(tl.times_s) if t >= t_s]
+
+
+def test_controller_shrinks_quotas_to_the_healthy_capacity_after_node_failures() -> None:
+    jobs = load_trace(SAMPLE)
+    down = tuple(NodeEvent(5 * 86400.0, n, "fail") for n in range(4))
+    up = tuple(NodeEvent(10 * 86400.0, n, "repair") for n in range(4))
+    sc = Scenario(jobs=jobs, teams=default_teams(jobs, 128, 8), nodes=16, controller_interval_s=3600,
+                  failures=Failures(explicit=down + up))
+    builtin = run_strategy(sc, "builtin")
+    rebalancer = run_strategy(sc, "rebalancer")
+    during = [s for s in _quota_sums_after(rebalancer, 5 * 86400 + 2 * 3600) if s[1] == 96]
+    assert during
+    assert all(total <= capacity for total, capacity in during)
+    assert all(total > capacity for total, capacity in _quota_sums_after(builtin, 5 * 86400) if capacity == 96)
+    assert builtin.failure_kills > 0
+
+
+def test_node_events_file_errors_name_the_line(tmp_path: Path) -> None:
+    events = tmp_path / "nodes.csv"
+    events.write_text("time_s,node,event\n3600,1,fail\n7200,99,repair\n")
+    code, _, err = run("--node-events", str(events))
+    assert code == 2
+    assert f"{events}:3: node: must be a node number from 0 to 15, got '99'" in err
+
+
+def test_same_seed_same_result_with_the_planner_in_the_loop() -> None:
+    jobs = load_trace(SAMPLE)[:100]
+    sc = Scenario(jobs=jobs, teams=default_teams(jobs, 64, 8), nodes=8, controller_interval_s=7200,
+                  failures=Failures(mtbf_hours=200, repair_hours=6), seed=3)
+    first = run_strategy(sc, "rebalancer").output()
+    assert first == run_strategy(sc, "rebalancer").output()
+    assert first["quota_changes"] > 0

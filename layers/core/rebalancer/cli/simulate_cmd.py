@@ -10,6 +10,7 @@ import click
 from rebalancer.errors import InvalidInput
 from rebalancer.policy import Policy
 from rebalancer.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
+from rebalancer.simulator.node_events import load_node_events
 from rebalancer.simulator.teams import default_teams, load_teams
 from rebalancer.simulator.trace import load_trace
 from rebalancer.validation import load_model_file
@@ -61,13 +62,16 @@ def _table(capacity: int, results: dict[str, StrategyResult]) -> None:
               help="Checkpoint interval of jobs; 0: a preempted job loses all its work.")
 @click.option("--node-mtbf-hours", type=float, help="Mean time between failures of each node (default: none).")
 @click.option("--node-repair-hours", type=float, default=4, show_default=True)
+@click.option("--node-events", "node_events_path", type=click.Path(dir_okay=False),
+              help="CSV time_s,node,event (fail|repair): explicit node failures and repairs.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), help="Write report.md and PNG plots here.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | None, strategies: str,
              policy_path: str | None, controller_interval_minutes: float, apply_delay_minutes: float,
-             checkpoint_minutes: float, node_mtbf_hours: float | None, node_repair_hours: float, seed: int, fmt: str,
+             checkpoint_minutes: float, node_mtbf_hours: float | None, node_repair_hours: float,
+             node_events_path: str | None, seed: int, fmt: str,
              report_dir: str | None, no_progress: bool) -> None:
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
@@ -83,11 +87,12 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | N
     jobs = load_trace(trace_path)
     teams = load_teams(teams_path) if teams_path else default_teams(jobs, gpus, gpus_per_node)
     policy = load_model_file(Policy, policy_path) if policy_path else None
+    explicit = load_node_events(node_events_path, gpus // gpus_per_node) if node_events_path else ()
     scenario = Scenario(
         jobs=jobs, teams=teams, nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node,
         controller_interval_s=controller_interval_minutes * 60, apply_delay_s=apply_delay_minutes * 60,
         checkpoint_s=checkpoint_minutes * 60, failures=Failures(mtbf_hours=node_mtbf_hours,
-                                                                repair_hours=node_repair_hours),
+                                                                repair_hours=node_repair_hours, explicit=explicit),
         seed=seed, policy=policy)
     scenario.check()
     results = _run(scenario, names, progress=not no_progress and len(jobs) > 2000)

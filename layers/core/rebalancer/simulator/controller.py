@@ -82,6 +82,7 @@ class PlannerController:
                                           TargetCount=nodes, Status="InService"),))
         self._nodes: dict[int, tuple[ClusterNode, ...]] = {}
         self._quotas: dict[tuple[str, int, int], ComputeQuota] = {}
+        self._demands: dict[tuple[int, int], dict[str, Demand]] = {}
         self.plans = 0
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
@@ -110,12 +111,16 @@ class PlannerController:
                 CreationTime=EPOCH, LastModifiedTime=EPOCH + timedelta(seconds=modified_s))
         return self._quotas[key]
 
+    def demand(self, in_use: int, pending: int) -> dict[str, Demand]:
+        key = (in_use, pending)
+        if key not in self._demands:
+            self._demands[key] = {self.instance_type: Demand(in_use=Resources(accelerators=in_use),
+                                                             pending=Resources(accelerators=pending))}
+        return self._demands[key]
+
     def snapshot(self, view: ControllerView) -> Snapshot:
-        it = self.instance_type
         demand: Mapping[str, dict[str, Demand]] = {
-            t: {it: Demand(in_use=Resources(accelerators=view.in_use.get(t, 0)),
-                           pending=Resources(accelerators=view.pending.get(t, 0)))}
-            for t in view.quotas}
+            t: self.demand(view.in_use.get(t, 0), view.pending.get(t, 0)) for t in view.quotas}
         return Snapshot(
             taken_at=EPOCH + timedelta(seconds=view.now_s), cluster=self.cluster,
             nodes=self.node_list(view.healthy_nodes),

@@ -148,6 +148,7 @@ class Simulation:
         self.versions = [1] * nq
         self.modified = [0.0] * nq
         self.pending_applies = 0
+        self.staged: dict[int, dict[str, int]] = {}  # quota changes waiting for their apply event
         self.idle_ticks = 0
         self.node_rngs = [random.Random(f"{config.seed}:node:{i}") for i in range(config.nodes)]
         self.ent = [0.0] * nt
@@ -237,7 +238,7 @@ class Simulation:
                 self._repair_node(a)
         elif kind == APPLY:
             self.pending_applies -= 1
-            self._apply(self._staged.pop(a))
+            self._apply(self.staged.pop(a))
         elif kind == TICK:
             self._tick()
         elif kind == SAMPLE:
@@ -451,12 +452,8 @@ class Simulation:
             self._push(self.now + self.node_rngs[node].expovariate(1 / (f.mtbf_hours * 3600)), NODE, node, 0)
 
     # --- controller ---------------------------------------------------------------------------------------------
-    _staged: dict[int, dict[str, int]]
-
     def _tick(self) -> None:
         assert self.controller is not None
-        if not hasattr(self, "_staged"):
-            self._staged = {}
         up = sum(self.nodes_up)
         view = ControllerView(
             now_s=self.now, healthy_nodes=up, failed_nodes=len(self.nodes_up) - up,
@@ -468,7 +465,7 @@ class Simulation:
         new = self.controller(view)
         if new is not None and any(new.get(q.name, q.nominal) != q.nominal for q in self.queues):
             self.seq += 1
-            self._staged[self.seq] = new
+            self.staged[self.seq] = new
             self.pending_applies += 1
             self._push(self.now + self.cfg.apply_delay_s, APPLY, self.seq)
             self.idle_ticks = 0
