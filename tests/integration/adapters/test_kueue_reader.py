@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 from kubernetes import client as k8s
-from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
+from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 
 from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.kueue import KueueReader
+from rebalancer.adapters.kueue import KueueReader, NodeReader
 from rebalancer.errors import PermanentError, TransientError
 from rebalancer.models import Demand, Resources
 
@@ -149,3 +149,28 @@ def test_token_is_remade_when_about_to_expire(kube: tuple[str, KubeState]) -> No
     assert state.seen_authorization[0] == "Bearer first"
     assert state.seen_authorization[-1] == "Bearer t0k3n"
     assert isinstance(api, k8s.ApiClient)
+
+
+def test_mig_capacity_counts_ready_schedulable_nodes(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(
+        node("p5-0", P5, {"nvidia.com/gpu": 4, "nvidia.com/mig-1g.10gb": 14, "nvidia.com/mig-3g.40gb": 4}),
+        node("p5-1", P5, {"nvidia.com/mig-1g.10gb": 7}),
+        node("p5-2", P5, {"nvidia.com/mig-1g.10gb": 7}, ready=False),
+        node("p5-3", P5, {"nvidia.com/mig-1g.10gb": 7}, unschedulable=True),
+        node("p5-4", P5, {"nvidia.com/mig-9g.99gb": 1}),
+        node("g5-0", "ml.g5.12xlarge", {"nvidia.com/gpu": 4}),
+    )
+    api = api_client_with_token(url, lambda: "t0k3n")
+    mig, warnings = NodeReader(api, page_size=2).mig_capacity()
+    assert mig == {P5: {"mig-1g.10gb": 21, "mig-3g.40gb": 4}}
+    assert warnings == ("node p5-4: nvidia.com/mig-9g.99gb on ml.p5.48xlarge is not a MIG profile this tool "
+                        "knows; ignored",)
+    assert sum(r.startswith("/api/v1/nodes") for r in state.requests) == 3  # 6 nodes, pages of 2
+
+
+def test_nodes_forbidden_is_one_line(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.errors["nodes"] = 403
+    with pytest.raises(PermanentError, match=r"^Kubernetes list nodes: 403 Forbidden: "):
+        NodeReader(api_client_with_token(url, lambda: "t0k3n")).mig_capacity()

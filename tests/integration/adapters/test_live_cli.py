@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from support.five_teams import BEFORE, P5, gpus, setup_cluster, violations
-from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
+from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.cli import cli
@@ -165,3 +165,17 @@ def test_kube_options_exclude_each_other(emu: Emulator) -> None:
     result = run("snapshot", "--cluster", "c1", "--no-kube", "--kube-context", "x")
     assert result.exit_code == 2
     assert "choose one of --kube-context, --no-kube" in result.stderr
+
+
+def test_snapshot_reads_mig_capacity_and_survives_a_forbidden_node_list(emu: Emulator, aws: AwsClients) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    state = KubeState()
+    state.add(node("p5-0", P5, {"nvidia.com/mig-1g.10gb": 7}))
+    with serve(state) as (url, _):
+        ok = run("snapshot", "--cluster", "c1", "--kube-url", url, "--metrics-window", "0")
+        state.errors["nodes"] = 403
+        forbidden = run("snapshot", "--cluster", "c1", "--kube-url", url, "--metrics-window", "0")
+    assert Snapshot.model_validate_json(ok.stdout).mig == {P5: {"mig-1g.10gb": 7}}
+    assert forbidden.exit_code == 0
+    assert Snapshot.model_validate_json(forbidden.stdout).mig == {}
+    assert "warning: MIG capacity not read: Kubernetes list nodes: 403 Forbidden" in forbidden.stderr

@@ -17,7 +17,7 @@ from rebalancer.adapters.eks_auth import (
     api_client_with_token,
     eks_cluster_name_of,
 )
-from rebalancer.adapters.kueue import KueueReader
+from rebalancer.adapters.kueue import KueueReader, NodeReader
 from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.errors import PermanentError, RebalancerError
 from rebalancer.models import Cluster, Snapshot
@@ -61,14 +61,20 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime, k
     quotas = sm.quotas(cluster.ClusterArn)
 
     demand = {}
+    mig: dict[str, dict[str, int]] = {}
     api = kube.api_client(clients, described)
     if api is None:
         warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
     else:
         with api:
             kueue = KueueReader(api).read()
-        demand = kueue.demand
-        warnings += kueue.warnings
+            demand = kueue.demand
+            warnings += kueue.warnings
+            try:
+                mig, mig_warnings = NodeReader(api).mig_capacity()
+                warnings += mig_warnings
+            except RebalancerError as e:  # only MIG pools need it; say so rather than fail the snapshot
+                warnings.append(f"MIG capacity not read: {e}")
 
     utilization = {}
     if metrics_window is not None:
@@ -83,7 +89,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime, k
             except RebalancerError as e:  # metrics are informational: a snapshot without them is still useful
                 warnings.append(f"utilization not read: {e}")
 
-    snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand,
+    snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand, mig=mig,
                         utilization=utilization)
     return Collected(snapshot, tuple(warnings))
 

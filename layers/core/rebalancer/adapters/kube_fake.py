@@ -19,7 +19,8 @@ from urllib.parse import parse_qs, urlparse
 GROUP_VERSION = "kueue.x-k8s.io/v1beta1"
 PREFIX = "/apis/kueue.x-k8s.io/v1beta1"
 KINDS = {"clusterqueues": "ClusterQueue", "workloads": "Workload", "resourceflavors": "ResourceFlavor",
-         "localqueues": "LocalQueue"}
+         "localqueues": "LocalQueue", "nodes": "Node"}
+CORE_PREFIX = "/api/v1"
 REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
@@ -71,11 +72,14 @@ class _Handler(BaseHTTPRequestHandler):
         if state.token is not None and auth != f"Bearer {state.token}":
             self._send(401, _status(401, "Unauthorized"))
             return
-        parts = url.path.removeprefix(PREFIX).strip("/").split("/")
+        core = url.path.startswith(CORE_PREFIX + "/")
+        parts = url.path.removeprefix(CORE_PREFIX if core else PREFIX).strip("/").split("/")
         namespace = None
         if len(parts) >= 3 and parts[0] == "namespaces":
             namespace, parts = parts[1], parts[2:]
-        if not url.path.startswith(PREFIX) or not parts or parts[0] not in KINDS:
+        known = (core and parts[:1] == ["nodes"]) or (url.path.startswith(PREFIX) and parts and parts[0] in KINDS
+                                                       and parts[0] != "nodes")
+        if not known:
             self._send(404, _status(404, f"the server could not find the requested resource ({url.path})"))
             return
         plural = parts[0]
@@ -103,8 +107,8 @@ class _Handler(BaseHTTPRequestHandler):
         meta: dict[str, Any] = {"resourceVersion": "1000"}
         if end < len(items):
             meta["continue"] = str(end)
-        self._send(200, {"apiVersion": GROUP_VERSION, "kind": KINDS[plural] + "List", "metadata": meta,
-                         "items": items[start:end]})
+        self._send(200, {"apiVersion": "v1" if core else GROUP_VERSION, "kind": KINDS[plural] + "List",
+                         "metadata": meta, "items": items[start:end]})
 
 
 class _Server(ThreadingHTTPServer):
@@ -167,6 +171,21 @@ def cluster_queue(team: str, nominal: Mapping[str, Mapping[str, int | str]],
                                                           "LowerPriority", "borrowWithinCohort": {"policy": "Never"}},
                  "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"}},
         "status": status,
+    }
+
+
+def node(name: str, instance_type: str, allocatable: Mapping[str, int | str], *, ready: bool = True,
+         unschedulable: bool = False) -> dict[str, Any]:
+    """A Node as the core v1 API returns it (labels as HyperPod sets them)."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance_type,
+                                              "sagemaker.amazonaws.com/compute-type": "hyperpod"}},
+        "spec": {"unschedulable": True} if unschedulable else {},
+        "status": {"allocatable": {k: str(v) for k, v in allocatable.items()},
+                   "conditions": [{"type": "Ready", "status": "True" if ready else "False",
+                                   "reason": "KubeletReady" if ready else "KubeletNotReady",
+                                   "lastTransitionTime": "2026-11-30T00:00:00Z"}]},
     }
 
 

@@ -223,14 +223,66 @@ class KueueReader:
                            warnings=tuple(dict.fromkeys(acc.warnings)))
 
 
-def _api_error(plural: str, e: ApiException) -> Exception:
-    what = f"Kubernetes list {plural}.{GROUP}"
+class NodeReader:
+    """Healthy MIG partitions per instance type and profile: the `nvidia.com/mig-<profile>` allocatable of Ready,
+    schedulable nodes (the snapshot's `mig`). Only needed when a policy has MIG pools."""
+
+    def __init__(self, api_client: k8s.ApiClient, page_size: int = 500, request_timeout: float = 30):
+        self.api = k8s.CoreV1Api(api_client)
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+
+    def _nodes(self) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": self.request_timeout,
+                                      "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                response = self.api.list_node(**kwargs)
+            except ApiException as e:
+                raise _api_error("nodes", e, group="") from e
+            except urllib3.exceptions.HTTPError as e:
+                raise TransientError(f"Kubernetes list nodes: cannot reach the API server: {e}") from e
+            page = json.loads(response.data)
+            yield from page.get("items", []) or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def mig_capacity(self) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
+        out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        warnings: list[str] = []
+        for node in self._nodes():
+            labels = node.get("metadata", {}).get("labels", {}) or {}
+            instance_type = next((labels[k] for k in INSTANCE_TYPE_LABELS if k in labels), None)
+            if instance_type is None or node.get("spec", {}).get("unschedulable") or not _condition(node, "Ready"):
+                continue
+            for resource, quantity in (node.get("status", {}).get("allocatable", {}) or {}).items():
+                if not resource.startswith(MIG_RESOURCE_PREFIX):
+                    continue
+                profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
+                try:
+                    known = profile in catalog.spec(instance_type).mig_profiles
+                except UnknownInstanceType:
+                    known = False
+                if not known:
+                    warnings.append(f"node {node['metadata'].get('name')}: {resource} on {instance_type} is not a "
+                                    "MIG profile this tool knows; ignored")
+                    continue
+                out[instance_type][profile] += int(parse_quantity(quantity))
+        return {t: dict(p) for t, p in sorted(out.items())}, tuple(warnings)
+
+
+def _api_error(plural: str, e: ApiException, group: str = GROUP) -> Exception:
+    what = f"Kubernetes list {plural}.{group}" if group else f"Kubernetes list {plural}"
     reason = _status_message(e)
     if e.status == 404:
         return PermanentError(f"{what}: 404 Not Found: is Kueue installed (task governance enabled)? {reason}")
     if e.status in (401, 403):
         return PermanentError(f"{what}: {e.status} {e.reason}: {reason} (the role needs list on clusterqueues and "
-                              "workloads in kueue.x-k8s.io: an EKS access entry or RBAC binding)")
+                              "workloads in kueue.x-k8s.io, and on nodes: an EKS access entry or RBAC binding)")
     if e.status in (429,) or (e.status or 0) >= 500:
         return TransientError(f"{what}: {e.status} {e.reason}: {reason}")
     return PermanentError(f"{what}: {e.status} {e.reason}: {reason}")
