@@ -1,4 +1,4 @@
-"""Server-side rules of the compute-quota API, through a real boto3 client against the in-process emulator."""
+"""Server-side rules of the compute-quota API, through a real boto3 client: in-process and over HTTP on loopback."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from support.emulator import EmulatorHandle, in_process_emulator
+from support.emulator import EmulatorHandle, http_emulator, in_process_emulator
 
 from rebalancer.emulator import DEMO, Emulator
 
 P5, TRN1, G5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.g5.12xlarge"
 
 
-@pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    with in_process_emulator(seed_demo=True) as handle:
+@pytest.fixture(params=["in-process", "http"])
+def emu(request: pytest.FixtureRequest) -> Iterator[EmulatorHandle]:
+    start = in_process_emulator if request.param == "in-process" else http_emulator
+    with start(seed_demo=True) as handle:
         yield handle
 
 
