@@ -72,8 +72,9 @@ def test_controller_snapshot_is_what_collect_would_read_and_plan_moves_quota_to_
     assert snap.quota_of(busy) is not None
     assert snap.quota_of(busy).ComputeQuotaVersion == 3  # type: ignore[union-attr]
     assert snap.demand_of(busy, "ml.p5.48xlarge").total("accelerators") == quotas[busy] + 64
-    new = ctl(view)
-    assert new is not None
+    decision = ctl(view)
+    assert decision is not None
+    new = decision.quotas
     assert new[busy] > quotas[busy]
     assert new.get(idle, quotas[idle]) < quotas[idle]
     assert sum({**quotas, **new}.values()) <= 120  # within healthy capacity

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rebalancer.simulator.engine import ControllerView, Failures, NodeEvent, SimConfig, Simulation
+from rebalancer.simulator.engine import ControllerView, Decision, Failures, NodeEvent, SimConfig, Simulation
 from rebalancer.simulator.kueue import QueueSpec
 from rebalancer.simulator.run import Scenario, run_strategy
 from rebalancer.simulator.teams import TeamSpec
@@ -12,9 +12,9 @@ from rebalancer.simulator.trace import TraceJob
 def test_quota_change_takes_effect_after_the_apply_delay() -> None:
     seen: list[ControllerView] = []
 
-    def controller(view: ControllerView) -> dict[str, int] | None:
+    def controller(view: ControllerView) -> Decision | None:
         seen.append(view)
-        return {"a": 8, "b": 0} if view.pending.get("a") else None
+        return Decision({"a": 8, "b": 0}) if view.pending.get("a") else None
 
     queues = [QueueSpec("a", 0, borrow_limit_percent=50), QueueSpec("b", 8, borrow_limit_percent=50)]
     jobs = [TraceJob("j", "a", 0, 100, 4)]
@@ -51,3 +51,18 @@ def test_same_seed_same_result() -> None:
     assert a["failure_kills"] > 0  # the seed matters: failures happened
     c = run_strategy(_scenario(8), "builtin").output()
     assert c != a
+
+
+def test_a_plan_needing_approval_waits_for_it_and_no_other_plan_runs_meanwhile() -> None:
+    calls: list[float] = []
+
+    def controller(view: ControllerView) -> Decision | None:
+        calls.append(view.now_s)
+        return Decision({"a": 8, "b": 0}, needs_approval=True) if view.quotas["a"] == 0 else None
+
+    queues = [QueueSpec("a", 0, borrow_limit_percent=50), QueueSpec("b", 8, borrow_limit_percent=50)]
+    jobs = [TraceJob("j", "a", 0, 7200, 4)]
+    cfg = SimConfig(nodes=1, gpus_per_node=8, controller_interval_s=900, apply_delay_s=120, approval_delay_s=1800)
+    raw = Simulation(jobs, ["a", "b"], queues, [0, 1], cfg, controller).run()
+    assert raw.job_wait_s == [1920.0]
+    assert calls[:3] == [0.0, 2700.0, 3600.0]  # the ticks at 900 and 1800 s fall while the approval is pending

@@ -58,6 +58,8 @@ def _table(capacity: int, results: dict[str, StrategyResult]) -> None:
               help="Policy for the rebalancer strategy. Default: the teams' weights, half their quota guaranteed.")
 @click.option("--controller-interval-minutes", type=float, default=15, show_default=True)
 @click.option("--apply-delay-minutes", type=float, default=2, show_default=True)
+@click.option("--approval-minutes", type=float, default=0, show_default=True,
+              help="Extra delay of a plan that requires approval (until an admin approves it).")
 @click.option("--checkpoint-minutes", type=float, default=0, show_default=True,
               help="Checkpoint interval of jobs; 0: a preempted job loses all its work.")
 @click.option("--node-mtbf-hours", type=float, help="Mean time between failures of each node (default: none).")
@@ -70,9 +72,9 @@ def _table(capacity: int, results: dict[str, StrategyResult]) -> None:
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | None, strategies: str,
              policy_path: str | None, controller_interval_minutes: float, apply_delay_minutes: float,
-             checkpoint_minutes: float, node_mtbf_hours: float | None, node_repair_hours: float,
-             node_events_path: str | None, seed: int, fmt: str,
-             report_dir: str | None, no_progress: bool) -> None:
+             approval_minutes: float, checkpoint_minutes: float, node_mtbf_hours: float | None,
+             node_repair_hours: float, node_events_path: str | None, seed: int, fmt: str, report_dir: str | None,
+             no_progress: bool) -> None:
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
     if gpus_per_node <= 0 or gpus < gpus_per_node or gpus % gpus_per_node:
@@ -81,9 +83,10 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | N
     _positive(controller_interval_minutes, "--controller-interval-minutes")
     _positive(node_mtbf_hours, "--node-mtbf-hours")
     _positive(node_repair_hours, "--node-repair-hours")
-    if apply_delay_minutes < 0 or checkpoint_minutes < 0:
-        raise InvalidInput("must not be negative", field="--apply-delay-minutes/--checkpoint-minutes",
-                           value=min(apply_delay_minutes, checkpoint_minutes))
+    for flag, value in (("--apply-delay-minutes", apply_delay_minutes), ("--approval-minutes", approval_minutes),
+                        ("--checkpoint-minutes", checkpoint_minutes)):
+        if value < 0:
+            raise InvalidInput(f"must not be negative, got {value:g}", field=flag, value=value)
     jobs = load_trace(trace_path)
     teams = load_teams(teams_path) if teams_path else default_teams(jobs, gpus, gpus_per_node)
     policy = load_model_file(Policy, policy_path) if policy_path else None
@@ -91,6 +94,7 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | N
     scenario = Scenario(
         jobs=jobs, teams=teams, nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node,
         controller_interval_s=controller_interval_minutes * 60, apply_delay_s=apply_delay_minutes * 60,
+        approval_delay_s=approval_minutes * 60,
         checkpoint_s=checkpoint_minutes * 60, failures=Failures(mtbf_hours=node_mtbf_hours,
                                                                 repair_hours=node_repair_hours, explicit=explicit),
         seed=seed, policy=policy)
@@ -106,8 +110,8 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | N
 
         setup = (f"Trace `{Path(trace_path).name}`: {len(jobs)} jobs, {len(teams)} teams; {scenario.capacity} GPUs "
                  f"({scenario.nodes} × {scenario.instance_type}); controller every {controller_interval_minutes:g} "
-                 f"min, apply delay {apply_delay_minutes:g} min; checkpoint {checkpoint_minutes:g} min; node MTBF "
-                 f"{node_mtbf_hours or 'none'} h; seed {seed}.")
+                 f"min, apply delay {apply_delay_minutes:g} min, approval {approval_minutes:g} min; checkpoint "
+                 f"{checkpoint_minutes:g} min; node MTBF {node_mtbf_hours or 'none'} h; seed {seed}.")
         path = write_report(results, report_dir, title="Simulation report", setup=setup)
         click.echo(f"report: {path}", err=True)
 

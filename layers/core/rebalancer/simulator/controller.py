@@ -26,7 +26,7 @@ from rebalancer.models import (
 )
 from rebalancer.plan import Plan
 from rebalancer.policy import Amount, Policy, TeamPolicy
-from rebalancer.simulator.engine import ControllerView
+from rebalancer.simulator.engine import ControllerView, Decision
 from rebalancer.simulator.teams import TeamSpec
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -135,7 +135,7 @@ class PlannerController:
                 tuple(sorted(view.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
-    def __call__(self, view: ControllerView) -> dict[str, int] | None:
+    def __call__(self, view: ControllerView) -> Decision | None:
         # The planner is deterministic: the same inputs that gave no change last time give none again.
         inputs = self._inputs(view)
         if inputs == self._last_unchanged:
@@ -147,4 +147,4 @@ class PlannerController:
         quotas = quotas_from_plan(plan, self.instance_type) if plan.applies else {}
         changed = {t: n for t, n in quotas.items() if view.quotas.get(t) != n}
         self._last_unchanged = None if changed else inputs
-        return changed or None
+        return Decision(changed, plan.requires_approval) if changed else None

@@ -52,8 +52,16 @@ class ControllerView:
     pending: dict[str, int]
 
 
-# A controller returns the quotas to set (team → GPUs), or None for no change.
-Controller = Callable[[ControllerView], dict[str, int] | None]
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Quotas to set (team → GPUs); `needs_approval` delays them by the configured approval time."""
+
+    quotas: dict[str, int]
+    needs_approval: bool = False
+
+
+# A controller returns a decision, or None for no change.
+Controller = Callable[[ControllerView], Decision | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,7 @@ class SimConfig:
     checkpoint_s: float = 0.0
     controller_interval_s: float = 900.0
     apply_delay_s: float = 120.0
+    approval_delay_s: float = 0.0
     sample_interval_s: float = 3600.0
     failures: Failures = field(default_factory=Failures)
     seed: int = 0
@@ -454,6 +463,9 @@ class Simulation:
     # --- controller ---------------------------------------------------------------------------------------------
     def _tick(self) -> None:
         assert self.controller is not None
+        if self.pending_applies:  # one execution per cluster: no new plan while one waits for approval or apply
+            self._push(self.now + self.cfg.controller_interval_s, TICK)
+            return
         up = sum(self.nodes_up)
         view = ControllerView(
             now_s=self.now, healthy_nodes=up, failed_nodes=len(self.nodes_up) - up,
@@ -462,12 +474,13 @@ class Simulation:
             quota_modified_s={q.name: m for q, m in zip(self.queues, self.modified, strict=True)},
             in_use={q.name: self.usage[i] for i, q in enumerate(self.queues)},
             pending={t: self.team_pending[i] for i, t in enumerate(self.teams)})
-        new = self.controller(view)
-        if new is not None and any(new.get(q.name, q.nominal) != q.nominal for q in self.queues):
+        decision = self.controller(view)
+        if decision is not None and any(decision.quotas.get(q.name, q.nominal) != q.nominal for q in self.queues):
             self.seq += 1
-            self.staged[self.seq] = new
+            self.staged[self.seq] = decision.quotas
             self.pending_applies += 1
-            self._push(self.now + self.cfg.apply_delay_s, APPLY, self.seq)
+            delay = self.cfg.apply_delay_s + (self.cfg.approval_delay_s if decision.needs_approval else 0.0)
+            self._push(self.now + delay, APPLY, self.seq)
             self.idle_ticks = 0
         else:
             self.idle_ticks += 1

@@ -35,6 +35,7 @@ class Scenario:
     gpus_per_node: int = 8
     controller_interval_s: float = 900.0
     apply_delay_s: float = 120.0
+    approval_delay_s: float = 0.0
     checkpoint_s: float = 0.0
     borrow_limit_percent: int = 50
     failures: Failures = field(default_factory=Failures)
@@ -87,6 +88,7 @@ def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] 
     config = SimConfig(
         nodes=sc.nodes, gpus_per_node=sc.gpus_per_node, share_unallocated=sharing, fair_share=sharing,
         checkpoint_s=sc.checkpoint_s, controller_interval_s=sc.controller_interval_s, apply_delay_s=sc.apply_delay_s,
+        approval_delay_s=sc.approval_delay_s,
         failures=sc.failures, seed=sc.seed, label=strategy)
     if strategy == "rebalancer" and controller is None:
         controller = controller_for(sc)
