@@ -81,3 +81,15 @@ def test_cli_serves_a_seeded_emulator_until_stopped() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_remote_controls_address_one_region(emu: EmulatorHandle) -> None:
+    assert emu.endpoint is not None
+    ireland = RemoteEmulator(emu.endpoint, region="eu-west-1")
+    ireland.create_cluster("eu", [("g", "ml.g6e.12xlarge", 1)])
+    ireland.fail_node("eu", "g-0")
+    assert emu.sagemaker.list_clusters()["ClusterSummaries"] == []
+    eu = boto3.client("sagemaker", endpoint_url=emu.endpoint, region_name="eu-west-1")
+    assert [c["ClusterName"] for c in eu.list_clusters()["ClusterSummaries"]] == ["eu"]
+    assert [r["operation"] for r in ireland.invariant()["records"]] == ["control:node-status"]
+    assert RemoteEmulator(emu.endpoint).invariant()["records"] == []

@@ -11,7 +11,7 @@ Routes (JSON bodies; `account_id` and `region` optional, default 123456789012 / 
   POST /_emulator/faults/clear             {}
   POST /_emulator/external-edit            {"name", "edit"?, "cluster"?}
   POST /_emulator/seed-demo                {}
-  GET  /_emulator/invariant                → {"records": [...], "violations": n}
+  GET  /_emulator/invariant                → {"records": [...], "violations": n}  (account_id / region in the query)
 Errors come back as {"error": "..."} with status 400 (bad request) or 404 (unknown resource).
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -87,7 +88,9 @@ def control_middleware(app: WsgiApp) -> WsgiApp:
             length = int(environ.get("CONTENT_LENGTH") or 0)
             raw = environ["wsgi.input"].read(length) if length else b""
             body = json.loads(raw) if raw else {}
-            emu = Emulator(body.get("account_id", DEFAULT_ACCOUNT), body.get("region", DEFAULT_REGION))
+            query = {k: v[-1] for k, v in urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).items()}
+            where = {**query, **body}
+            emu = Emulator(where.get("account_id", DEFAULT_ACCOUNT), where.get("region", DEFAULT_REGION))
             payload = _route(emu, environ.get("REQUEST_METHOD", "GET"), path, body)
         except (ResourceNotFound, LookupError) as e:
             status, payload = 404, {"error": str(e)}
