@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.lp_fairness import reference_shares
+from support.props import properties
 
 from rebalancer.allocation import INF, Claim, PoolInput, Settings, allocate, fair_shares
 
@@ -22,7 +23,7 @@ def cases(draw: st.DrawFn) -> tuple[PoolInput, str]:
         st.sampled_from(["idle", "spread"]))
 
 
-@settings(max_examples=60, deadline=None)
+@properties(60)
 @given(cases())
 def test_engine_matches_progressive_filling_lp(case: tuple[PoolInput, str]) -> None:
     pool, surplus = case

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 import random
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from support.props import properties
 
 from rebalancer.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
 
@@ -38,6 +39,7 @@ def run(pool: PoolInput, surplus: str = "idle") -> list[int]:
     return [o.after for o in result.pools[0].outcomes]
 
 
+@properties()
 @given(pools(), surpluses)
 def test_allocations_fit_capacity_respect_caps_and_are_non_negative(pool: PoolInput, surplus: str) -> None:
     a = run(pool, surplus)
@@ -46,6 +48,7 @@ def test_allocations_fit_capacity_respect_caps_and_are_non_negative(pool: PoolIn
         assert 0 <= x <= c.cap
 
 
+@properties()
 @given(pools(), surpluses)
 def test_guarantees_are_honoured_when_capacity_allows(pool: PoolInput, surplus: str) -> None:
     if sum(c.guarantee for c in pool.claims) <= pool.capacity:
@@ -53,6 +56,7 @@ def test_guarantees_are_honoured_when_capacity_allows(pool: PoolInput, surplus: 
             assert x >= c.guarantee
 
 
+@properties()
 @given(pools())
 def test_scaled_guarantees_are_proportional_when_capacity_is_short(pool: PoolInput) -> None:
     total = sum(c.guarantee for c in pool.claims)
@@ -63,6 +67,7 @@ def test_scaled_guarantees_are_proportional_when_capacity_is_short(pool: PoolInp
             assert s >= c.guarantee * factor - 1e-6
 
 
+@properties()
 @given(pools())
 def test_no_capacity_idle_while_a_team_under_its_cap_wants_more(pool: PoolInput) -> None:
     a = run(pool, "spread")
@@ -75,6 +80,7 @@ def test_no_capacity_idle_while_a_team_under_its_cap_wants_more(pool: PoolInput)
         assert sum(a) == math.floor(pool.capacity)
 
 
+@properties()
 @given(pools(), surpluses)
 def test_integers_are_within_one_unit_of_the_continuous_allocation(pool: PoolInput, surplus: str) -> None:
     shares, _ = fair_shares(pool, surplus)  # type: ignore[arg-type]
@@ -82,6 +88,7 @@ def test_integers_are_within_one_unit_of_the_continuous_allocation(pool: PoolInp
         assert abs(x - s) < 1 + EPS
 
 
+@properties()
 @given(pools(), surpluses, st.randoms(use_true_random=False))
 def test_result_does_not_depend_on_the_order_of_teams(pool: PoolInput, surplus: str, rnd: random.Random) -> None:
     shuffled = list(pool.claims)
@@ -91,6 +98,7 @@ def test_result_does_not_depend_on_the_order_of_teams(pool: PoolInput, surplus: 
     assert dict(zip((c.team for c in shuffled), run(other, surplus), strict=True)) == base
 
 
+@properties()
 @given(pools(), surpluses)
 def test_reallocating_from_the_result_changes_nothing(pool: PoolInput, surplus: str) -> None:
     first = run(pool, surplus)
@@ -100,6 +108,7 @@ def test_reallocating_from_the_result_changes_nothing(pool: PoolInput, surplus: 
     assert run(again, surplus) == first
 
 
+@properties()
 @given(pools(), surpluses, st.integers(1, 40))
 def test_more_capacity_never_lowers_the_continuous_allocation(pool: PoolInput, surplus: str, extra: int) -> None:
     more = PoolInput(pool.key, pool.resource, pool.capacity + extra, pool.claims)
@@ -109,6 +118,7 @@ def test_more_capacity_never_lowers_the_continuous_allocation(pool: PoolInput, s
         assert b >= a - 1e-6
 
 
+@properties()
 @given(pools(), surpluses, st.integers(1, 40))
 def test_more_capacity_lowers_an_integer_allocation_by_at_most_one_unit(pool: PoolInput, surplus: str,
                                                                         extra: int) -> None:
@@ -118,7 +128,7 @@ def test_more_capacity_lowers_an_integer_allocation_by_at_most_one_unit(pool: Po
         assert b >= a - 1
 
 
-@settings(max_examples=50)
+@properties(50)
 @given(pools(), st.integers(0, 60), st.integers(1, 5))
 def test_stability_rules_never_break_capacity(pool: PoolInput, max_move: int, min_step: int) -> None:
     cooled = tuple(Claim(c.team, c.weight, c.guarantee, c.cap, c.demand, c.current, in_use=c.current / 2,

@@ -6,9 +6,10 @@ import random
 
 import botocore.session
 from botocore.validate import ParamValidator
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.clusters import T0, apply_plan, apply_request, quota_sum, snapshot
+from support.props import properties
 
 from rebalancer import catalog
 from rebalancer.models import Snapshot
@@ -57,7 +58,7 @@ def outsiders_hold(snap: Snapshot, pol: Policy, pool: str) -> float:
     return sum(held(q, key) for q in snap.quotas if q.team not in pol.teams)
 
 
-@settings(max_examples=60, deadline=None)
+@properties(60)
 @given(cases())
 def test_a_pool_never_goes_above_capacity_at_any_step(case: tuple[Snapshot, Policy]) -> None:
     snap, pol = case
@@ -75,7 +76,7 @@ def test_a_pool_never_goes_above_capacity_at_any_step(case: tuple[Snapshot, Poli
         assert quota_sum(s, p) <= limit[p] + 1e-9
 
 
-@settings(max_examples=60, deadline=None)
+@properties(60)
 @given(cases())
 def test_every_request_validates_against_the_sdk_model(case: tuple[Snapshot, Policy]) -> None:
     snap, pol = case
@@ -84,7 +85,7 @@ def test_every_request_validates_against_the_sdk_model(case: tuple[Snapshot, Pol
         assert not report.has_errors(), report.generate_report()
 
 
-@settings(max_examples=60, deadline=None)
+@properties(60)
 @given(cases())
 def test_planning_on_the_applied_result_changes_nothing(case: tuple[Snapshot, Policy]) -> None:
     snap, pol = case
@@ -92,7 +93,7 @@ def test_planning_on_the_applied_result_changes_nothing(case: tuple[Snapshot, Po
     assert make_plan(applied, pol, T0).requests == ()
 
 
-@settings(max_examples=40, deadline=None)
+@properties(40)
 @given(cases(), st.randoms(use_true_random=False))
 def test_plan_is_deterministic_whatever_the_order_of_quotas(case: tuple[Snapshot, Policy],
                                                               rnd: random.Random) -> None:
