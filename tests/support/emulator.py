@@ -72,8 +72,10 @@ def _client(service: str, region: str, endpoint: str | None, max_attempts: int |
             parameter_validation: bool) -> Any:
     retries: dict[str, Any] = {"mode": "standard", "total_max_attempts": max_attempts} if max_attempts else {}
     config = Config(retries=retries or None, parameter_validation=parameter_validation)  # type: ignore[arg-type]
-    return boto3.client(service, region_name=region, endpoint_url=endpoint, config=config,
-                        aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing")
+    session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
+                                    aws_session_token="testing", region_name=region)
+    make: Callable[..., Any] = session.client  # boto3-stubs overloads want a literal service name
+    return make(service, endpoint_url=endpoint, config=config)
 
 
 @contextmanager
