@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from support.five_teams import BEFORE, P5, gpus, setup_cluster, violations
+from support.five_teams import BEFORE, P5, config, gpus, setup_cluster, violations
 from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 
 from rebalancer.adapters.aws import AwsClients
@@ -179,3 +179,23 @@ def test_snapshot_reads_mig_capacity_and_survives_a_forbidden_node_list(emu: Emu
     assert forbidden.exit_code == 0
     assert Snapshot.model_validate_json(forbidden.stdout).mig == {}
     assert "warning: MIG capacity not read: Kubernetes list nodes: 403 Forbidden" in forbidden.stderr
+
+
+def test_rollback_leaves_an_edit_made_while_it_asked(emu: Emulator, aws: AwsClients, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    saved = tmp_path / "before.json"
+    saved.write_text(run("snapshot", "--cluster", "c1", "--no-kube").stdout)
+    emu.external_edit("a-quota", {"ComputeQuotaConfig": config(2)})
+    emu.external_edit("b-quota", {"ComputeQuotaConfig": config(2)})
+
+    def admin_edits_while_we_ask(*args: object, **kwargs: object) -> bool:
+        emu.external_edit("a-quota", {"ComputeQuotaConfig": config(1)})
+        return True
+
+    monkeypatch.setattr("click.confirm", admin_edits_while_we_ask)
+    result = run("rollback", "--cluster", "c1", "--to", str(saved))
+    assert result.exit_code == 1
+    assert gpus(emu) == {**BEFORE, "a": 1}  # b restored; a keeps the edit nobody here saw
+    assert "conflict" in result.stdout
+    assert violations(emu, arn) == []

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 import boto3
+import botocore.loaders
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
@@ -43,7 +46,9 @@ class AwsClients:
     @property
     def session(self) -> boto3.Session:
         if self._session is None:
-            self._session = boto3.Session(region_name=self.region, profile_name=self.profile)
+            core = botocore.session.get_session()
+            core.register_component("data_loader", _shared_loader())
+            self._session = boto3.Session(botocore_session=core, region_name=self.region, profile_name=self.profile)
         return self._session
 
     @property
@@ -60,6 +65,13 @@ class AwsClients:
             self._clients[service] = self.session.client(service, region_name=self.region_name,  # type: ignore[call-overload]
                                                          config=config)
         return self._clients[service]
+
+
+@cache
+def _shared_loader() -> botocore.loaders.Loader:
+    """One loader per process: the SageMaker service model is parsed once, not once per session (a warm Lambda
+    and the tests make many sessions)."""
+    return botocore.loaders.create_loader()
 
 
 def error_code(e: ClientError) -> str:

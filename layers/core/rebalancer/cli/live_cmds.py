@@ -216,7 +216,10 @@ def rollback(live: LiveSource, to_file: str, yes: bool, poll_interval: float, ti
             click.echo(f"warning: quota {q.Name} of team {q.team} is not in the snapshot; left as it is", err=True)
     if not yes:
         click.confirm(f"Restore {len(target.quotas)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
-    report = _writer(live, poll_interval, timeout).rollback(cluster.ClusterArn, target.quotas)
+    # Versions as shown above: a quota edited after this point is left alone, not overwritten unseen.
+    shown = {qid: q.ComputeQuotaVersion for qid, q in current.items()}
+    report = _writer(live, poll_interval, timeout).rollback(cluster.ClusterArn, target.quotas,
+                                                            expected_versions=shown)
     for line in report.lines():
         click.echo(line)
     raise_for_report(report)
