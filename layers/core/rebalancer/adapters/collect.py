@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -49,9 +50,11 @@ class Collected:
     warnings: tuple[str, ...] = ()
 
 
-def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime, kube: KubeAccess | None = None,
+def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
+                     kube: KubeAccess | Callable[[dict[str, Any]], k8s.ApiClient | None] | None = None,
                      metrics_window: timedelta | None = timedelta(hours=1), page_size: int = 100) -> Collected:
-    """Read everything a plan needs. `now` stamps the snapshot and ends the metrics window."""
+    """Read everything a plan needs. `now` stamps the snapshot and ends the metrics window. `kube` is how to reach
+    Kueue: a KubeAccess, or a factory taking the DescribeCluster output (what the Lambdas inject)."""
     kube = kube or KubeAccess()
     warnings: list[str] = []
     sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
@@ -62,7 +65,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime, k
 
     demand = {}
     mig: dict[str, dict[str, int]] = {}
-    api = kube.api_client(clients, described)
+    api = kube.api_client(clients, described) if isinstance(kube, KubeAccess) else kube(described)
     if api is None:
         warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
     else:
