@@ -18,7 +18,10 @@ from rebalancer.emulator.server import EmulatorServer
 def emulator(port: int, seed: bool, transition_reads: int) -> None:
     """Serve SageMaker (moto) with compute quotas and scheduler configs; point the AWS CLI or boto3 at it."""
     server = EmulatorServer("127.0.0.1", port)
-    server.start()
+    try:
+        server.start()
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
     emu = Emulator()
     emu.set_transition_reads(transition_reads)
     endpoint = server.endpoint

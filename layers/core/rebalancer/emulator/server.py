@@ -5,6 +5,7 @@ Like moto's ThreadedMotoServer (same app, same request handler), with port 0 mea
 
 from __future__ import annotations
 
+import socket
 import threading
 from typing import Any
 
@@ -32,6 +33,11 @@ class EmulatorServer:
         self._thread: threading.Thread | None = None
 
     def _make(self) -> BaseWSGIServer:
+        if self.port:
+            # werkzeug prints and exits when the port is taken; an OSError lets the caller say it in one line.
+            with socket.socket() as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind((self.host, self.port))
         app: Any = control_middleware(DomainDispatcherApplication(create_backend_app))
         return make_server(self.host, self.port, app, threaded=True,
                            request_handler=_QuietHandler if self.quiet else MotoRequestHandler)
