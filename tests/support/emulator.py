@@ -56,8 +56,8 @@ class EmulatorHandle:
 
     def client(self, service: str = "sagemaker", *, max_attempts: int | None = None,
                parameter_validation: bool = True) -> Any:
-        """A boto3 client for `service` pointed at this emulator. `max_attempts` (attempts in all, the first
-        included) selects botocore's standard retry mode (throttling and 5xx are retried);
+        """A boto3 client for `service` pointed at this emulator, in botocore's standard retry mode (throttling
+        and 5xx are retried; `max_attempts` counts attempts in all, the first included, default 3);
         `parameter_validation=False` lets invalid requests reach the server. Clients are cached (making a
         SageMaker client costs ~0.2 s)."""
         return _client(service, self.region, self.endpoint, max_attempts, parameter_validation)
@@ -70,8 +70,12 @@ class EmulatorHandle:
 @functools.cache
 def _client(service: str, region: str, endpoint: str | None, max_attempts: int | None,
             parameter_validation: bool) -> Any:
-    retries: dict[str, Any] = {"mode": "standard", "total_max_attempts": max_attempts} if max_attempts else {}
-    config = Config(retries=retries or None, parameter_validation=parameter_validation)  # type: ignore[arg-type]
+    # Always botocore's standard mode: its back-off is looked up per retry, so `instant_retries` also reaches
+    # clients cached before the fixture ran (legacy mode binds its delay function when the client is made).
+    retries: dict[str, Any] = {"mode": "standard"}
+    if max_attempts:
+        retries["total_max_attempts"] = max_attempts
+    config = Config(retries=retries, parameter_validation=parameter_validation)  # type: ignore[arg-type]
     session = boto3.session.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
                                     aws_session_token="testing", region_name=region)
     make: Callable[..., Any] = session.client  # boto3-stubs overloads want a literal service name
