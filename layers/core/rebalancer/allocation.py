@@ -304,7 +304,7 @@ def _fmt(x: float) -> str:
     return str(n) if n == x else f"{x:.1f}"
 
 
-def _reason(p: _Pool, i: int, weight_total: float) -> str:
+def _reason(p: _Pool, i: int, weight_total: str) -> str:
     c = p.input.claims[i]
     after, before = p.after[i], c.current
     parts: list[str] = []
@@ -316,7 +316,7 @@ def _reason(p: _Pool, i: int, weight_total: float) -> str:
         parts.append(f"demand {_fmt(c.demand)} < allocation {_fmt(before)}")
     else:
         parts.append(f"demand {_fmt(c.demand)} = allocation {_fmt(before)}")
-    parts.append(f"weight {_fmt(c.weight)} of {_fmt(weight_total)}")
+    parts.append(f"weight {_fmt(c.weight)} of {weight_total}")
     if c.guarantee:
         scaled = c.guarantee * p.factor
         parts.append(f"guarantee {_fmt(c.guarantee)}" + (f" scaled to {_fmt(scaled)}" if p.factor < 1 else ""))
@@ -343,7 +343,7 @@ def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
                 p.warnings.append(note)
     results = []
     for p in work:
-        weight_total = sum(c.weight for c in p.input.claims)
+        weight_total = _fmt(sum(c.weight for c in p.input.claims))
         outcomes = tuple(
             Outcome(team=c.team, pool=p.input.key, resource=p.input.resource, before=c.current, after=p.after[i],
                     fair=p.shares[i], desired=p.desired[i],

@@ -112,6 +112,9 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     team_names = sorted(policy.teams)
     cooling = {t: _cooldown(quotas.get(t), policy, now) for t in team_names}
     no_demand: dict[str, Demand] = {}
+    no_holdings: dict[str, float] = {}
+    rows = [(t, policy.teams[t], snapshot.demand.get(t, no_demand), held_by.get(t, no_holdings), cooling[t])
+            for t in team_names]
     pools = []
     for name in sorted(keys):
         key = PoolKey.parse(name)
@@ -137,21 +140,17 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw:g}")
             capacity = 0.0
         claims = []
-        for team in team_names:
-            tp = policy.teams[team]
-            d = snapshot.demand.get(team, no_demand).get(name)
+        for team, tp, demands, holds, cooldown in rows:
+            d = demands.get(name)
             if d is None:
                 demand = in_use = 0.0
             else:
                 in_use = float(getattr(d.in_use, resource))
                 demand = float(math.ceil(in_use + getattr(d.pending, resource) - EPS))
-            guarantee = float(math.floor(tp.guarantee_for(name, raw) + EPS)) if tp.guarantee else 0.0
-            cap = tp.cap_for(name, raw) if tp.cap else math.inf
-            claims.append(Claim(
-                team, tp.weight, guarantee, float(math.floor(cap + EPS)) if cap != math.inf else cap,
-                demand, held_by[team].get(name, 0.0) if team in held_by else 0.0, in_use,
-                tp.protected_in_use, cooling[team],
-            ))
+            guarantee = float(math.floor(tp.guarantee_for(name, raw) + EPS)) if name in tp.guarantee else 0.0
+            cap = float(math.floor(tp.cap_for(name, raw) + EPS)) if name in tp.cap else math.inf
+            claims.append(Claim(team, tp.weight, guarantee, cap, demand, holds.get(name, 0.0), in_use,
+                                tp.protected_in_use, cooldown))
         pools.append(PoolInput(name, resource, capacity, tuple(claims), tuple(notes)))
     return pools, warnings
 
