@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
 from rebalancer.errors import PermanentError
 from rebalancer.models import Utilization
@@ -18,8 +19,13 @@ END = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 START = END - timedelta(hours=1)
 
 
-@pytest.fixture
-def cw() -> Iterator[Any]:
+@pytest.fixture(params=["in-process", "http"])
+def cw(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """moto's CloudWatch in process, and over HTTP on loopback (the emulator server is moto)."""
+    if request.param == "http":
+        request.getfixturevalue("emu")  # resets the server's state and points AWS_ENDPOINT_URL at it
+        yield AwsClients(region="us-east-1").client("cloudwatch")
+        return
     with mock_aws():
         yield boto3.client("cloudwatch", region_name="us-east-1")
 
