@@ -32,6 +32,7 @@ def test_remote_controls_drive_the_server(emu: EmulatorHandle) -> None:
     node = sm.describe_cluster_node(ClusterName=DEMO.cluster_name, NodeId="gpu-g5-0")["NodeDetails"]
     assert node["InstanceStatus"] == {"Status": "Failure", "Message": "XID 79"}
     assert remote.invariant()["violations"] == 1
+    assert [e["detail"]["InstanceId"] for e in remote.events()] == ["gpu-g5-0"]
 
     remote.resize_instance_group(DEMO.cluster_name, "gpu-g5", 5)
     assert len(sm.list_cluster_nodes(ClusterName=DEMO.cluster_name, InstanceGroupNameContains="gpu-g5")[

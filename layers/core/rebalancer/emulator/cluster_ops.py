@@ -11,6 +11,7 @@ from typing import Any
 
 from moto.sagemaker.models import ClusterNode
 
+from rebalancer.emulator import events
 from rebalancer.emulator.errors import ResourceNotFound, ValidationError
 from rebalancer.emulator.governance import Governance
 from rebalancer.sdk_model import cluster_instance_types, sagemaker_model
@@ -67,6 +68,7 @@ def set_node_status(g: Governance, cluster_name: str, node_id: str, status: str,
         node.status = status
         node.status_message = message
         g.check_invariant("control:node-status", cluster.arn, node_id)
+        g.emit(events.NODE_HEALTH, events.node_health_detail(cluster, node, message))
 
 
 def _add_nodes(g: Governance, cluster: Any, group: dict[str, Any], count: int) -> None:
@@ -110,6 +112,7 @@ def resize_instance_group(g: Governance, cluster_name: str, group_name: str, cou
                 del cluster.nodes[n.instance_id]
         group["CurrentCount"] = group["TargetCount"] = count
         g.check_invariant("control:resize", cluster.arn, group_name)
+        g.emit(events.STATE_CHANGE, events.state_change_detail(cluster))
 
 
 def add_instance_group(g: Governance, cluster_name: str, spec: dict[str, Any]) -> None:
@@ -134,6 +137,7 @@ def delete_instance_group(g: Governance, cluster_name: str, group_name: str) -> 
             del cluster.nodes[n.instance_id]
         cluster.instance_groups.remove(group)
         g.check_invariant("control:delete-group", cluster.arn, group_name)
+        g.emit(events.STATE_CHANGE, events.state_change_detail(cluster))
 
 
 def with_group_defaults(account_id: str, spec: dict[str, Any]) -> dict[str, Any]:

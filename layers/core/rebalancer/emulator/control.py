@@ -113,6 +113,12 @@ class Emulator:
         cluster_ops.add_instance_group(self.gov, cluster, {
             "InstanceGroupName": s.name, "InstanceType": s.instance_type, "InstanceCount": s.count})
 
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """EventBridge-shaped events of the cluster changes made here (node health, resizes), oldest first.
+        Nothing delivers them: hand them to the trigger in e2e tests and the demo."""
+        return list(self.gov.events)
+
     def healthy_capacity(self, cluster: str) -> dict[tuple[str, str], float]:
         return self.gov.cluster_capacity(cluster_ops.require_cluster(self.gov, cluster))
 

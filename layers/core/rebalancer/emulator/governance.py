@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rebalancer.catalog import spec
-from rebalancer.emulator import capacity
+from rebalancer.emulator import capacity, events
 from rebalancer.emulator.errors import ConflictException, ResourceNotFound, ValidationError
 from rebalancer.emulator.faults import FaultInjector, FaultKind
 from rebalancer.emulator.invariant import InvariantMonitor, InvariantRecord
@@ -65,6 +65,7 @@ class Governance:
         self.monitor = InvariantMonitor()
         self.clock: Clock = utc_now
         self.resources: dict[str, Resource] = {}
+        self.events: list[dict[str, Any]] = []
         self._serial = 0
 
     # ---- ids and lookups -------------------------------------------------------------------------------------
@@ -114,6 +115,15 @@ class Governance:
         team = target.get("TeamName") if isinstance(target, dict) else None
         name = params.get("Name")
         return team, name if isinstance(name, str) else None
+
+    def emit(self, detail_type: str, detail: dict[str, Any]) -> dict[str, Any]:
+        """Record an EventBridge-shaped event (see events.py); returns it."""
+        with self.lock:
+            time = _aware(self.clock()).strftime("%Y-%m-%dT%H:%M:%SZ")
+            event = events.envelope(detail_type, detail, account_id=self.account_id, region=self.region, time=time,
+                                    serial=len(self.events) + 1)
+            self.events.append(event)
+            return event
 
     # ---- the invariant ---------------------------------------------------------------------------------------
 

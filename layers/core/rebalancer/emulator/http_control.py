@@ -11,6 +11,7 @@ Routes (JSON bodies; `account_id` and `region` optional, default 123456789012 / 
   POST /_emulator/faults/clear             {}
   POST /_emulator/external-edit            {"name", "edit"?, "cluster"?}
   POST /_emulator/seed-demo                {}
+  GET  /_emulator/events                   → {"events": [EventBridge-shaped cluster events]}
   GET  /_emulator/invariant                → {"records": [...], "violations": n}  (account_id / region in the query)
 Errors come back as {"error": "..."} with status 400 (bad request) or 404 (unknown resource).
 """
@@ -43,6 +44,8 @@ def _route(emu: Emulator, method: str, path: str, body: dict[str, Any]) -> Any:
     route = path.removeprefix(PREFIX).rstrip("/")
     if method == "GET" and route == "invariant":
         return _records(emu)
+    if method == "GET" and route == "events":
+        return {"events": emu.events}
     if method != "POST":
         raise LookupError(f"no route {method} {path}")
     if route == "clusters":
@@ -162,6 +165,11 @@ class RemoteEmulator:
     def seed_demo(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("seed-demo")
         return result
+
+    def events(self) -> list[dict[str, Any]]:
+        query = f"?account_id={self.account_id}&region={self.region}"
+        events: list[dict[str, Any]] = self._call(f"events{query}", method="GET")["events"]
+        return events
 
     def invariant(self) -> dict[str, Any]:
         query = f"?account_id={self.account_id}&region={self.region}"
