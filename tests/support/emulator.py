@@ -14,6 +14,8 @@ Two ways to run it, each yielding an `EmulatorHandle` with `.client(...)` (a bot
             emu.emulator.inject("throttle", "UpdateComputeQuota", times=3)   # faults, see FaultRule
             emu.emulator.set_transition_reads(2)               # Updating seen by the next 2 Describe calls
             assert not emu.emulator.monitor.violations(api_only=True)       # the invariant monitor
+            emu.emulator.events        # EventBridge-shaped node-health / state-change events to hand to the trigger
+            emu.emulator.external_edit("research-quota")   # an admin edits it in the console: version + 1
 
 Or as pytest fixtures (import them into your test module or conftest): `emulator` (in-process, mock_aws),
 `http_emulator_server` (over HTTP), `any_emulator` (both, parametrized), `demo_emulator` (HTTP, seeded), and
