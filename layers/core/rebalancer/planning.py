@@ -10,6 +10,9 @@ How a quota's resource entries are read and written:
   rule), `VCpu` + proportional `MemoryInGiB` (CPU-only types), or `AcceleratorPartition` (MIG); an entry that goes
   to zero is removed; every other entry, the sharing config, the preemption setting and the fair-share weight are
   kept as they are.
+Percent guarantees and caps are of the pool's healthy capacity (before what teams outside the policy hold),
+rounded down to whole units; demand is rounded up. Teams with a quota but not in the policy keep it, and what they
+hold is taken out of the capacity the policy's teams share.
 Requests are ordered: every decrease before any increase, so the sum of quotas of a pool never exceeds its
 capacity between two calls. A team with both decreases and increases gets two UpdateComputeQuota requests; the
 second carries TargetVersion = version read + 1, which is what the first one returns (an applier that sees a

@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import botocore.session
+import pytest
 from botocore.validate import ParamValidator
 from support.clusters import T0, apply_request, quota, quota_sum, snapshot
 
+from rebalancer.errors import InvalidInput
 from rebalancer.models import Snapshot
 from rebalancer.plan import Plan
 from rebalancer.planning import make_plan
@@ -156,3 +158,16 @@ def test_example_plan_validates_against_the_sdk() -> None:
     validate(plan)
     assert plan.changes
     assert any("1 node of ml.p5.48xlarge unhealthy" in c.reason for c in plan.changes)
+
+
+def test_an_unknown_mig_profile_in_the_snapshot_is_invalid_input_naming_it() -> None:
+    snap = snapshot({P5: 1}, mig={P5: {"mig-9g.99gb": 1}})
+    with pytest.raises(InvalidInput, match=r"mig\.ml\.p5\.48xlarge\.mig-9g\.99gb.*mig-9g\.99gb"):
+        make_plan(snap, policy({"a": {}}), T0)
+
+
+def test_percent_guarantee_is_of_healthy_capacity_rounded_down() -> None:
+    snap = snapshot({G5: (3, 1)}, pending={"b": {G5: 16}})
+    plan = make_plan(snap, policy({"a": {"guarantee": {G5: "30%"}}, "b": {}}), T0)
+    assert plan.allocations["a"][G5] == {"accelerators": 3}  # 30 % of 12 healthy = 3.6 → 3
+    assert plan.allocations["b"][G5] == {"accelerators": 9}
