@@ -40,12 +40,9 @@ def error_text(error: Any) -> str | None:
     return f"{error.get('Error')}: {cause}" if cause else str(error.get("Error"))
 
 
-def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any]) -> Message:
+def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any],
+                decided_by: str | None = None) -> Message:
     error = state.get("rollback_error") if kind == "rollback_failed" else state.get("error")
-    approval = state.get("approval") if isinstance(state.get("approval"), dict) else {}
-    decided_by = approval.get("decided_by") if approval else None
-    if kind == "rejected":
-        decided_by = error_text(error)
     return Message(kind=kind, cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
                    changes=plan.changes if plan else (), warnings=plan.warnings if plan else (),
                    approval_reasons=plan.approval_reasons if plan and kind == "approval_request" else (),
@@ -71,10 +68,14 @@ def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Ch
     run = RunRef.model_validate(state["run"])
     doc = store.get_artifact(run.execution_name, "PLAN")
     plan = Plan.model_validate(doc) if doc else None
+    approval_id = approval_id_of(run.execution_arn)
     if kind == "expired":
         with contextlib.suppress(ApprovalNotPending):
-            store.decide_approval(approval_id_of(run.execution_arn), "expired", "timeout")
-    results = deliver(store, channels, run.execution_name, message_for(kind, run, plan, state))
+            store.decide_approval(approval_id, "expired", "timeout")
+    # Who decided comes from the approval record: the store is the source of truth, not the task's output.
+    approval = store.get_approval(approval_id) if plan and plan.requires_approval else None
+    decided_by = approval.decided_by if approval and approval.status in ("approved", "rejected") else None
+    results = deliver(store, channels, run.execution_name, message_for(kind, run, plan, state, decided_by))
     failed = [r for r in results if not r.ok]
     store.audit(run.cluster_name, run.execution_name, f"notify-{kind}",
                 outcome="sent" if not failed else ("failed" if len(failed) == len(results) else "partial"),

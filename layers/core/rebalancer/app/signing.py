@@ -55,9 +55,11 @@ class LinkSigner:
 def slack_request_is_valid(signing_secret: str, body: str, headers: dict[str, str], now: datetime) -> bool:
     """Slack's v0 signature over the raw body, rejecting requests older than five minutes (replays)."""
     lower = {k.lower(): v for k, v in headers.items()}
+    timestamp, signature = lower.get("x-slack-request-timestamp"), lower.get("x-slack-signature")
+    if not timestamp or not signature or not timestamp.isdigit():
+        return False
     verifier = SignatureVerifier(signing_secret, clock=_FixedClock(now))
-    return verifier.is_valid(body=body, timestamp=lower.get("x-slack-request-timestamp", ""),
-                             signature=lower.get("x-slack-signature", ""))
+    return verifier.is_valid(body=body, timestamp=timestamp, signature=signature)
 
 
 class _FixedClock(Clock):

@@ -1,0 +1,321 @@
+"""End to end: the real state machine definition on moto's Step Functions interpreter, every Lambda served by the
+project's handlers in process, against the HyperPod emulator and a loopback Kueue API server. Notifications are
+read where they arrive: SNS through an SQS subscription, Slack through a loopback server receiving the webhook POST.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from support.emulator import EmulatorHandle, in_process_emulator
+from support.events import load_event
+from support.kube_api import KubeState, pod_set, serve, workload
+
+from rebalancer.app.local_stack import LocalStack, SlackReceiver
+from rebalancer.emulator import DEMO
+
+# Each test deploys the stack and runs executions on moto's interpreter (ANTLR-parsed ASL): seconds, not millis.
+pytestmark = pytest.mark.slow
+
+CLUSTER = DEMO.cluster_name
+P5 = "ml.p5.48xlarge"
+SLACK_SECRET = "e2e-slack-signing-secret"
+
+AUTO = """
+mode: auto
+stability: {cooldown_minutes: 0, max_move: 64}
+approval: {moved_accelerators: 1000, max_decrease_percent: 100}
+teams:
+  research: {weight: 3, guarantee: {ml.p5.48xlarge: 4}}
+  training: {weight: 3, guarantee: {ml.p5.48xlarge: 4}}
+  inference: {weight: 2, guarantee: {ml.p5.48xlarge: 4}}
+  data-science: {weight: 1}
+  platform: {weight: 1}
+"""
+APPROVE = AUTO.replace("mode: auto", "mode: approve")
+
+
+class Clock:
+    """The functions' clock: starts at the wall time (the emulator stamps quotas with it), ticks a millisecond per
+    reading (so audit records keep their order) and jumps by hand."""
+
+    def __init__(self) -> None:
+        self.t = datetime.now(UTC)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            self.t += timedelta(milliseconds=1)
+            return self.t
+
+    def advance(self, minutes: float) -> None:
+        self.t += timedelta(minutes=minutes)
+
+
+@dataclass
+class World:
+    emu: EmulatorHandle
+    kube: KubeState
+    kube_url: str
+    slack: SlackReceiver
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.emu, self.kube, self.slack))
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    with in_process_emulator(seed_demo=True) as emu, serve() as (url, kube), SlackReceiver() as slack:
+        # research waits for 3 × 8 H100s; training runs 8; nobody else uses ml.p5.48xlarge.
+        kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
+                 workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
+        yield World(emu, kube, url, slack)
+
+
+def stack_for(world: World, policy: str, **kwargs: Any) -> LocalStack:
+    return LocalStack(clusters={CLUSTER: policy}, kube_url=world.kube_url, slack_webhook_url=world.slack.url,
+                      slack_signing_secret=SLACK_SECRET, **kwargs)
+
+
+def node_event() -> dict[str, Any]:
+    event = load_event("hyperpod-node-health")
+    event["detail"]["ClusterName"] = CLUSTER
+    return event
+
+
+def quotas(emu: EmulatorHandle) -> dict[str, dict[str, Any]]:
+    """team → (config, target) as DescribeComputeQuota returns them now."""
+    sm = emu.sagemaker
+    out = {}
+    for s in sm.list_compute_quotas(ClusterArn=emu.emulator.cluster_arn(CLUSTER))["ComputeQuotaSummaries"]:
+        q = sm.describe_compute_quota(ComputeQuotaId=s["ComputeQuotaId"])
+        out[q["ComputeQuotaTarget"]["TeamName"]] = {"config": q["ComputeQuotaConfig"],
+                                                    "target": q["ComputeQuotaTarget"],
+                                                    "version": q["ComputeQuotaVersion"]}
+    return out
+
+
+def accelerators(q: dict[str, Any], instance_type: str) -> int:
+    for r in q["config"]["ComputeQuotaResources"]:
+        if r["InstanceType"] == instance_type:
+            return int(r.get("Accelerators", 0))
+    return 0
+
+
+def run_once(stack: LocalStack) -> tuple[str, dict[str, Any]]:
+    out = stack.trigger(node_event())
+    assert out["status"] == "started", out
+    arn = stack.executions()[-1]
+    return arn, stack.wait(arn)
+
+
+def stored_plan(stack: LocalStack, arn: str) -> dict[str, Any]:
+    from rebalancer.app import wiring
+
+    plan: dict[str, Any] = wiring.store().get_artifact(arn.rsplit(":", 1)[-1], "PLAN")
+    return plan
+
+
+def kinds(stack: LocalStack) -> list[tuple[str, str]]:
+    return [(a["kind"], a["outcome"]) for a in stack.audit(CLUSTER)]
+
+
+def links(message: str) -> dict[str, str]:
+    return dict(re.findall(r"^(Approve|Reject): (\S+)$", message, flags=re.MULTILINE))
+
+
+def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
+    emu, _kube, slack = world
+    before = quotas(emu)
+    clock = Clock()
+    with stack_for(world, AUTO, now=clock) as stack:
+        arn, done = run_once(stack)
+        assert done["status"] == "SUCCEEDED"
+        assert stack.states_entered(arn) == ["Begin", "Collect", "Plan", "Decide", "Apply", "StartVerify", "Verify",
+                                             "Verified", "NotifyApplied", "Applied"]
+        plan = stored_plan(stack, arn)
+        after = quotas(emu)
+        # The emulator now holds exactly the plan's allocations, and every changed quota got a new version.
+        for change in plan["changes"]:
+            assert accelerators(after[change["team"]], change["instance_type"]) == change["after"], change
+            assert after[change["team"]]["version"] > before[change["team"]]["version"]
+        assert accelerators(after["research"], P5) > accelerators(before["research"], P5)
+        assert not emu.emulator.monitor.violations(api_only=True)
+        assert kinds(stack) == [("trigger", "started"), ("plan", "apply"), ("apply", "applied"),
+                                ("notify-applied", "sent")]
+        [sns] = stack.sns_messages()
+        assert sns["Subject"] == f"Quotas rebalanced on {CLUSTER}"
+        assert f"research {P5} accelerators: {accelerators(before['research'], P5)} -> " \
+               f"{accelerators(after['research'], P5)}" in sns["Message"]
+        [post] = slack.posts
+        assert post["blocks"][0]["text"]["text"] == f"Quotas rebalanced on {CLUSTER}"
+        assert any("research" in b.get("text", {}).get("text", "") for b in post["blocks"])
+
+        clock.advance(10)  # a new debounce window; the first run has ended, so its lock is taken over
+        arn2, done2 = run_once(stack)
+        assert done2["status"] == "SUCCEEDED"
+        assert stack.states_entered(arn2)[-1] == "NoChange"
+        assert quotas(emu) == after
+        assert stack.sns_messages() == []
+
+
+def test_approval_by_signed_link(world: World) -> None:
+    emu, _kube, slack = world
+    with stack_for(world, APPROVE) as stack:
+        stack.trigger(node_event())
+        [arn] = stack.executions()
+        stack.wait_for_state(arn, "RequestApproval")
+        stack.wait_until(lambda: bool(slack.posts), timeout=10, what="the approval request on Slack")
+        [request] = stack.sns_messages()
+        assert request["Subject"] == f"Approval needed: quota changes on {CLUSTER}"
+        url = links(request["Message"])
+        before = quotas(emu)
+
+        forged = url["Approve"].replace("decision=approve", "decision=reject")
+        assert stack.http("POST", forged, form={"name": "mallory"})["statusCode"] == 403
+        page = stack.http("GET", url["Approve"])
+        assert page["statusCode"] == 200
+        assert "<form method='post'" in page["body"]
+        assert quotas(emu) == before  # showing the page decides nothing
+        decided = stack.http("POST", url["Approve"].split("?")[0], form={
+            **dict(p.split("=") for p in url["Approve"].split("?")[1].split("&")), "name": "alice"})
+        assert decided["statusCode"] == 200, decided["body"]
+        done = stack.wait(arn)
+        assert done["status"] == "SUCCEEDED"
+        assert "Apply" in stack.states_entered(arn)
+        assert stack.states_entered(arn)[-1] == "Applied"
+        replay = stack.http("POST", url["Approve"].split("?")[0], form={
+            **dict(p.split("=") for p in url["Approve"].split("?")[1].split("&")), "name": "alice"})
+        assert replay["statusCode"] == 409
+        assert "already approved" in replay["body"]
+
+        audit = stack.audit(CLUSTER)
+        [approval] = [a for a in audit if a["kind"] == "approval"]
+        assert (approval["outcome"], approval["who"]) == ("approved", "alice")
+        [applied] = stack.sns_messages()
+        assert "Decided by: alice" in applied["Message"]
+        assert quotas(emu) != before
+        buttons = [e["action_id"] for b in slack.posts[0]["blocks"] if b["type"] == "actions" for e in b["elements"]]
+        assert buttons[:2] == ["approve", "reject"]
+
+
+def _slack_request(body: str, secret: str, now: datetime) -> dict[str, str]:
+    ts = str(int(now.timestamp()))
+    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
+            "Content-Type": "application/x-www-form-urlencoded"}
+
+
+def test_rejection_from_slack_changes_nothing(world: World) -> None:
+    emu, _kube, slack = world
+    clock = Clock()
+    with stack_for(world, APPROVE, now=clock) as stack:
+        before = quotas(emu)
+        stack.trigger(node_event())
+        [arn] = stack.executions()
+        stack.wait_for_state(arn, "RequestApproval")
+        stack.wait_until(lambda: bool(slack.posts), timeout=10, what="the approval request on Slack")
+        [reject] = [e for b in slack.posts[0]["blocks"] if b["type"] == "actions" for e in b["elements"]
+                    if e["action_id"] == "reject"]
+        payload = {"type": "block_actions", "user": {"id": "U1", "username": "bob"},
+                   "actions": [{"action_id": "reject", "value": reject["value"]}]}
+        body = urlencode({"payload": json.dumps(payload)})
+        unsigned = stack.http("POST", "https://x/slack/interactions", body=body)
+        assert unsigned["statusCode"] == 401
+        answer = stack.http("POST", "https://x/slack/interactions", body=body,
+                            headers=_slack_request(body, SLACK_SECRET, clock()))
+        assert answer["statusCode"] == 200
+        assert "rejected" in json.loads(answer["body"])["text"]
+        done = stack.wait(arn)
+        assert done["status"] == "SUCCEEDED"
+        assert stack.states_entered(arn)[-2:] == ["NotifyRejected", "Rejected"]
+        assert quotas(emu) == before
+        assert ("approval", "rejected") in kinds(stack)
+        assert [a["who"] for a in stack.audit(CLUSTER) if a["kind"] == "approval"] == ["slack:bob"]
+        messages = {m["kind"]: m for m in stack.sns_messages()}  # SQS keeps no order
+        assert sorted(messages) == ["approval_request", "rejected"]
+        assert "Decided by: slack:bob" in messages["rejected"]["Message"]
+
+
+def test_approval_timeout_expires_and_a_late_click_changes_nothing(world: World) -> None:
+    emu, _kube, _slack = world
+    # The policy's smallest timeout is a minute; the plan's output is shortened so the test does not wait for it.
+    shorten = {"plan": lambda out: {**out, "approval_timeout_seconds": 1}}
+    with stack_for(world, APPROVE, hooks=shorten) as stack:
+        before = quotas(emu)
+        stack.trigger(node_event())
+        [arn] = stack.executions()
+        done = stack.wait(arn)
+        assert done["status"] == "SUCCEEDED"
+        assert stack.states_entered(arn)[-3:] == ["RequestApproval", "NotifyExpired", "Expired"]
+        timed_out = [e for e in stack.history(arn) if e["type"] == "TaskTimedOut"]
+        assert timed_out
+        messages = {m["kind"]: m for m in stack.sns_messages()}  # SQS keeps no order
+        assert sorted(messages) == ["approval_request", "expired"]
+        late = stack.http("POST", links(messages["approval_request"]["Message"])["Approve"], form={"name": "carol"})
+        assert late["statusCode"] in (403, 409)  # the link has expired, or the record says so
+        assert quotas(emu) == before
+
+
+def test_apply_failing_midway_is_rolled_back_to_the_exact_before_state(world: World) -> None:
+    emu, _kube, slack = world
+    with stack_for(world, AUTO) as stack:
+        before = quotas(emu)
+        emu.emulator.inject("update-failed", "UpdateComputeQuota", skip=2)
+        arn, done = run_once(stack)
+        assert done["status"] == "FAILED"
+        assert done["error"] == "RebalanceRolledBack"
+        entered = stack.states_entered(arn)
+        assert entered[-4:] == ["Apply", "Rollback", "NotifyRolledBack", "RolledBack"]
+        after = quotas(emu)
+        assert {t: (q["config"], q["target"]) for t, q in after.items()} == \
+               {t: (q["config"], q["target"]) for t, q in before.items()}
+        assert not emu.emulator.monitor.violations(api_only=True)
+        assert [k for k in kinds(stack) if k[0] in ("apply", "rollback")] == [("apply", "failed"),
+                                                                              ("rollback", "restored")]
+        [sns] = stack.sns_messages()
+        assert sns["Subject"] == f"Rebalance of {CLUSTER} failed and was rolled back"
+        assert "Error: ApplyFailed" in sns["Message"]
+        assert slack.posts[-1]["blocks"][0]["text"]["text"] == sns["Subject"]
+
+
+def test_a_burst_of_fifty_duplicate_events_starts_one_execution(world: World) -> None:
+    with stack_for(world, APPROVE) as stack:
+        event = node_event()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            outcomes = list(pool.map(lambda _: stack.trigger(event), range(50)))
+        statuses = [o["status"] for o in outcomes]
+        assert statuses.count("started") == 1
+        assert statuses.count("debounced") == 49
+        [arn] = stack.executions()
+        stack.wait_for_state(arn, "RequestApproval")
+        assert [a["kind"] for a in stack.audit(CLUSTER)].count("trigger") == 1
+
+
+def test_malformed_and_foreign_events_start_nothing_and_are_counted(world: World,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with stack_for(world, AUTO) as stack:
+        capsys.readouterr()
+        foreign = node_event()
+        foreign["detail"]["ClusterName"] = "someone-elses-cluster"
+        results = [stack.trigger(load_event("malformed-missing-detail")),
+                   stack.trigger(load_event("malformed-unknown-type")),
+                   stack.trigger({"not": "an event"}),
+                   stack.trigger(foreign)]
+        assert [r["status"] for r in results] == ["malformed", "malformed", "malformed", "ignored"]
+        assert results[0]["event_id"] == "bad-00000001"
+        assert stack.executions() == []
+        emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        assert sum(m.get("MalformedEvents", [0])[0] for m in emitted if "MalformedEvents" in m) == 3
+        assert sum(1 for m in emitted if "EventsIgnored" in m) == 1
