@@ -121,6 +121,7 @@ class LocalStack:
     root: Path = field(default_factory=tpl.find_root)
     env: dict[str, str] = field(default_factory=dict)  # more overrides of the functions' environment
     hooks: dict[str, Hook] = field(default_factory=dict)  # function name → rewrite of its result (tests)
+    approval_api_url: str = APPROVAL_API_URL  # base of the signed links (the demo serves the HTTP API on loopback)
 
     def __post_init__(self) -> None:
         self.template = tpl.load_template(self.root)
@@ -203,7 +204,7 @@ class LocalStack:
         self._exit.enter_context(mock.patch.object(LambdaFunction, "invoke", invoke))
         substitutions = {name: self._function_arn(logical) for name, logical in
                          tpl.substitution_functions(self.template).items()}
-        substitutions["ApprovalApiUrl"] = APPROVAL_API_URL
+        substitutions["ApprovalApiUrl"] = self.approval_api_url
         definition = tpl.substitute(tpl.asl_text(self.root), substitutions)
         self.client("stepfunctions").create_state_machine(
             name=f"{STACK}-rebalance", definition=definition, roleArn=self._role(), type="STANDARD")
