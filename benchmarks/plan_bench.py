@@ -80,6 +80,18 @@ def synthetic(teams: int, types: list[str], seed: int = 7) -> tuple[Snapshot, Po
     return snap, pol
 
 
+def settled(snap: Snapshot, plan_allocations: dict[str, dict[str, dict[str, float]]]) -> Snapshot:
+    """The same cluster once the plan is applied: quotas equal the allocations, so a re-plan changes nothing."""
+    quotas = []
+    for q in snap.quotas:
+        doc = q.model_dump(mode="json", exclude_none=True)
+        pools = plan_allocations.get(q.team, {})
+        doc["ComputeQuotaConfig"]["ComputeQuotaResources"] = [
+            {"InstanceType": pool, "Accelerators": int(amounts["accelerators"])} for pool, amounts in pools.items()]
+        quotas.append(doc)
+    return snap.model_copy(update={"quotas": tuple(type(snap.quotas[0]).model_validate(d) for d in quotas)})
+
+
 def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
     """Median CPU time of this process (not wall time: other work on a shared machine does not count)."""
     fn()  # warm caches (catalog, pydantic validators)
@@ -125,7 +137,7 @@ def lp_deviation(cases: int = 200, seed: int = 11) -> tuple[float, float]:
 def main() -> None:
     types = instance_types()
     table = Table(title=f"planning time, median of {RUNS} runs, one core")
-    for col in ("teams", "types", "pools", "make_plan ms", "engine only ms", "changes"):
+    for col in ("teams", "types", "pools", "make_plan ms", "engine only ms", "changes", "no-op re-plan ms"):
         table.add_column(col, justify="right")
     for teams in (10, 100, 1000):
         snap, pol = synthetic(teams, types)
@@ -134,8 +146,11 @@ def main() -> None:
         settings = Settings(surplus=pol.surplus, min_step=pol.stability.min_step, max_move=pol.stability.max_move)
         total = median_ms(lambda s=snap, p=pol: make_plan(s, p, NOW))
         engine = median_ms(lambda ps=pools, st=settings: allocate(ps, st))
+        steady = settled(snap, plan.allocations)
+        assert not make_plan(steady, pol, NOW).requests, "a settled cluster must need no change"
+        noop = median_ms(lambda s=steady, p=pol: make_plan(s, p, NOW))
         table.add_row(f"{teams:,}", str(len(types)), str(len(pools)), f"{total:.1f}", f"{engine:.1f}",
-                      f"{len(plan.changes):,}")
+                      f"{len(plan.changes):,}", f"{noop:.1f}")
     console = Console()
     console.print(table)
     console.print(f"calibration: a 1,000,000-iteration Python loop takes {calibration_ms():.0f} ms CPU here "
