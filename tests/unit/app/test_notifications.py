@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from rebalancer.app.notifications import Message, render_blocks, render_text
+from rebalancer.plan import Change
+
+
+def _change(team: str, before: float, after: float) -> Change:
+    return Change(team=team, instance_type="ml.p5.48xlarge", resource="accelerators", before=before, after=after,
+                  reason=f"demand of {team}")
+
+
+def test_text_lists_each_change_with_its_reason_and_the_links() -> None:
+    m = Message(kind="approval_request", cluster="c1", changes=(_change("research", 8, 16), _change("infer", 16, 8)),
+                approval_reasons=("moves 8 accelerators",), approve_url="https://a/yes", reject_url="https://a/no",
+                expires="2026-11-30T13:00:00+00:00", warnings=("1 node unhealthy",))
+    subject, body = render_text(m)
+    assert subject == "Approval needed: quota changes on c1"
+    assert "  - research ml.p5.48xlarge accelerators: 8 -> 16 (demand of research)" in body
+    assert "Needs approval because: moves 8 accelerators" in body
+    assert "Approve: https://a/yes\nReject: https://a/no" in body
+    assert "  - 1 node unhealthy" in body
+
+
+def test_subject_fits_sns_limit() -> None:
+    subject, _ = render_text(Message(kind="rollback_failed", cluster="x" * 120))
+    assert len(subject) <= 100
+
+
+def test_blocks_have_buttons_only_for_an_approval_request_and_stay_within_slack_limits() -> None:
+    many = tuple(_change(f"t{i}", i, i + 1) for i in range(80))
+    request = render_blocks(Message(kind="approval_request", cluster="c", approval_id="id1", changes=many,
+                                    execution_url="https://console/x"))
+    assert len(request) <= 50
+    actions = [e for b in request if b["type"] == "actions" for e in b["elements"]]
+    assert [(a["action_id"], a.get("value")) for a in actions[:2]] == [("approve", "id1"), ("reject", "id1")]
+    contexts = [e["text"] for b in request if b["type"] == "context" for e in b["elements"]]
+    assert "…and 40 more changes (see the execution)" in contexts
+    applied = render_blocks(Message(kind="applied", cluster="c", approval_id="id1", changes=many[:2],
+                                    decided_by="alice"))
+    assert not [b for b in applied if b["type"] == "actions"]
+    assert any("*Decided by:* alice" in e["text"] for b in applied if b["type"] == "context" for e in b["elements"])
