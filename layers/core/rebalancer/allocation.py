@@ -310,7 +310,9 @@ def _reason(p: _Pool, i: int, weight_total: str) -> str:
     parts: list[str] = []
     if p.holds[i]:
         parts.append(str(p.holds[i]))
-    if c.demand > before + EPS:
+    if c.demand == 0:
+        parts.append(f"no demand (allocation {_fmt(before)})")
+    elif c.demand > before + EPS:
         parts.append(f"demand {_fmt(c.demand)} > allocation {_fmt(before)}")
     elif c.demand < before - EPS:
         parts.append(f"demand {_fmt(c.demand)} < allocation {_fmt(before)}")
