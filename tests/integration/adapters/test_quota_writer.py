@@ -53,6 +53,27 @@ def test_apply_settles_decreases_before_increases(emu: Emulator, aws: AwsClients
     assert clock.sleeps  # statuses lagged, so the writer had to poll
 
 
+def test_increases_wait_until_the_decreases_read_as_updated(emu: Emulator, aws: AwsClients,
+                                                             clock: FakeClock) -> None:
+    """The monitor counts a quota at its new value as soon as it is written; this checks the wire order instead:
+    no increase is sent before every decrease has been read back as Updated."""
+    arn, before = setup_cluster(emu, aws)
+    emu.set_transition_reads(2)
+    sm = aws.client("sagemaker")
+    wire: list[tuple[str, str, str]] = []
+    sm.meta.events.register("before-parameter-build.sagemaker.UpdateComputeQuota",
+                            lambda params, **_: wire.append(("update", params["ComputeQuotaId"], "")))
+    sm.meta.events.register("after-call.sagemaker.DescribeComputeQuota",
+                            lambda parsed, **_: wire.append(("read", parsed["ComputeQuotaId"], parsed["Status"])))
+    team_of = {q.ComputeQuotaId: q.team for q in before}
+    assert writer(aws, clock).apply(arn, plan_requests(before), before).succeeded
+    first_increase = next(i for i, (kind, qid, _) in enumerate(wire) if kind == "update" and team_of[qid] == "c")
+    settled_before = {team_of[qid] for kind, qid, status in wire[:first_increase]
+                      if kind == "read" and status == "Updated"}
+    assert settled_before == {"a", "b"}
+    assert [team_of[qid] for kind, qid, _ in wire if kind == "update"] == ORDER
+
+
 def test_the_same_requests_in_the_wrong_order_would_trip_the_monitor(emu: Emulator, aws: AwsClients,
                                                                      clock: FakeClock) -> None:
     """The invariant check above can fail: raising first sums above capacity."""
@@ -103,16 +124,17 @@ def test_update_failed_on_the_third_change_rolls_back_to_the_exact_before_state(
     emu.inject("update-failed", "UpdateComputeQuota", team="c")
     report = writer(aws, clock).apply(arn, plan_requests(before), before)
     assert not report.succeeded
-    assert [o.result for o in report.outcomes] == ["applied", "applied", "failed", "not-attempted",
-                                                   "not-attempted"]
+    # increases do not wait for one another, so d and e were written before c's failure showed
+    assert [o.result for o in report.outcomes] == ["applied", "applied", "failed", "applied", "applied"]
     assert report.outcomes[2].status == "UpdateFailed"
     assert report.rolled_back is True, report.lines()
+    assert {o.team for o in report.rollback if o.result == "applied"} == {"a", "b", "c", "d", "e"}
     after = {q.ComputeQuotaId: q for q in SageMakerReader(aws.client("sagemaker")).quotas(arn)}
     for b in before:
         now = after[b.ComputeQuotaId]
         assert now.ComputeQuotaConfig == b.ComputeQuotaConfig
         assert now.ComputeQuotaTarget == b.ComputeQuotaTarget
-        assert now.Status == ("Updated" if b.team in "abc" else "Created")  # d and e were never written
+        assert now.Status == "Updated"
     assert violations(emu, arn) == []
     with pytest.raises(ApplyFailed, match="UpdateFailed"):
         raise_for_report(report)

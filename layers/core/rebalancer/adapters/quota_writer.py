@@ -1,9 +1,9 @@
 """Applying a plan's quota requests to SageMaker, verifying them, and rolling them back.
 
 Rules, in the order they matter:
-- Requests run in the plan's order, each with the TargetVersion the plan read. Before any request that raises a
-  quota (or writes a quota again), every earlier write must have settled (Created / Updated): the sum of the quotas
-  of a pool then never exceeds its capacity between two calls.
+- Requests run in the plan's order, each with the TargetVersion the plan read. Before a request that raises a
+  quota, every earlier decrease must have settled (Created / Updated), and a quota is written again only once its
+  last write has settled: the sum of the quotas of a pool then never exceeds its capacity between two calls.
 - A ConflictException means someone else changed the quota since it was read. We re-read it, stop, and report
   both versions; we never retry with the new version, which would overwrite an edit nobody here has seen.
 - Throttling and 5xx are retried by botocore (retry mode standard or adaptive, on the client). What is left after
@@ -122,6 +122,7 @@ class _Run:
     index_of: dict[str, int] = field(default_factory=dict)  # quota id → its latest outcome
     versions: dict[str, int] = field(default_factory=dict)  # quota id → the version our last write produced
     unsettled: set[str] = field(default_factory=set)
+    decrease_in_flight: bool = False  # an unsettled write lowered a quota: increases wait for it
     error: str | None = None
     conflict: bool = False
     transient: bool = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
@@ -168,7 +169,7 @@ class QuotaWriter:
     def _execute(self, steps: Sequence[Step]) -> _Run:
         run = _Run()
         for i, step in enumerate(steps):
-            needs_settled = step.increases or step.quota_id in run.unsettled
+            needs_settled = (step.increases and run.decrease_in_flight) or step.quota_id in run.unsettled
             if needs_settled and not self._settle_all(run):
                 run.outcomes += [_not_attempted(s) for s in steps[i:]]
                 return run
@@ -215,6 +216,7 @@ class QuotaWriter:
         if version is not None:
             run.versions[qid] = version
         run.unsettled.add(qid)
+        run.decrease_in_flight |= not step.increases
         run.index_of[qid] = len(run.outcomes)
         run.outcomes.append(_outcome(step, "applied", quota_id=qid, version=version))
 
@@ -257,6 +259,7 @@ class QuotaWriter:
             i = run.index_of[qid]
             run.outcomes[i] = run.outcomes[i].model_copy(update={"status": status})
         run.unsettled.clear()
+        run.decrease_in_flight = False
         return run.error is None
 
     def _status(self, quota_id: str) -> tuple[str, ComputeQuota | None]:
