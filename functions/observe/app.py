@@ -20,5 +20,5 @@ def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     for m in worst:
         wiring.publish_team_metrics(m)
     metrics.add_metric(name="StrandedAccelerators", unit=MetricUnit.Count, value=max(m.stranded for m in worst))
-    metrics.add_metric(name="ImbalanceScore", unit=MetricUnit.None_, value=max(m.score for m in worst))
+    metrics.add_metric(name="ImbalanceScore", unit=MetricUnit.NoUnit, value=max(m.score for m in worst))
     return {m.cluster: {"stranded": m.stranded, "score": round(m.score, 4)} for m in worst}

@@ -162,6 +162,13 @@ def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
         assert post["blocks"][0]["text"]["text"] == f"Quotas rebalanced on {CLUSTER}"
         assert any("research" in b.get("text", {}).get("text", "") for b in post["blocks"])
 
+        # A retried Apply (same execution) returns the first result and writes nothing.
+        run = json.loads(stack.describe(arn)["input"]) | {"execution_name": arn.rsplit(":", 1)[-1],
+                                                           "execution_arn": arn}
+        again = stack.invoke("apply", {"run": run, "plan": {}})
+        assert again["quota_ids"]
+        assert quotas(emu) == after
+
         clock.advance(10)  # a new debounce window; the first run has ended, so its lock is taken over
         arn2, done2 = run_once(stack)
         assert done2["status"] == "SUCCEEDED"
@@ -319,3 +326,32 @@ def test_malformed_and_foreign_events_start_nothing_and_are_counted(world: World
         emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
         assert sum(m.get("MalformedEvents", [0])[0] for m in emitted if "MalformedEvents" in m) == 3
         assert sum(1 for m in emitted if "EventsIgnored" in m) == 1
+
+
+def test_an_invalid_policy_stops_the_run_with_a_notification_naming_the_error(world: World) -> None:
+    emu, _kube, _slack = world
+    with stack_for(world, AUTO.replace("weight: 3", "weight: -3", 1)) as stack:
+        before = quotas(emu)
+        arn, done = run_once(stack)
+        assert (done["status"], done["error"]) == ("FAILED", "RebalanceFailed")
+        assert stack.states_entered(arn)[-3:] == ["Plan", "NotifyFailed", "Failed"]
+        [sns] = stack.sns_messages()
+        assert sns["Subject"] == f"Rebalance of {CLUSTER} stopped before changing anything"
+        assert f"Error: InvalidInput: ssm:/hyperpod-rebalancer/policy/{CLUSTER}: teams.research.weight: " \
+            in sns["Message"]
+        assert quotas(emu) == before
+        assert ("plan", "invalid-policy") in kinds(stack)
+
+
+def test_observe_publishes_the_metrics_the_alarms_watch(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    with stack_for(world, AUTO) as stack:
+        capsys.readouterr()
+        result = stack.invoke("observe", load_event("scheduled"))
+        emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    # research waits for 24 H100s while data-science and inference hold 8 idle ones (training uses its 8 of 12).
+    assert result[CLUSTER]["stranded"] > 0
+    cluster_level = [m for m in emitted if "StrandedAccelerators" in m]
+    assert [m["StrandedAccelerators"] for m in cluster_level] == [[result[CLUSTER]["stranded"]]]
+    assert cluster_level[0]["service"] == "hyperpod-rebalancer"
+    pending = {m["Team"]: m["PendingAccelerators"] for m in emitted if "PendingAccelerators" in m}
+    assert pending["research"] == [24.0]

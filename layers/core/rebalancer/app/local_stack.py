@@ -193,7 +193,7 @@ class LocalStack:
         self._create_functions(resources)
         # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,
         # which would otherwise happen on the interpreter's thread in the middle of a run.
-        importlib.import_module("rebalancer.adapters.kueue")
+        importlib.import_module("rebalancer.adapters.collect")
         importlib.import_module("rebalancer.adapters.quota_writer")
         importlib.import_module("rebalancer.adapters.eks_auth")
         stack = self

@@ -13,7 +13,7 @@ from rebalancer.app.approvals import Approvals
 from rebalancer.app.notifications import Channel, SlackChannel, SnsChannel
 from rebalancer.app.observe import Imbalance
 from rebalancer.app.store import Store
-from rebalancer.models import Cluster, Snapshot
+from rebalancer.models import Snapshot
 
 
 @cache
@@ -44,6 +44,7 @@ def reset() -> None:
     """Forget every cached client and configuration (tests, after changing the environment or the endpoint)."""
     client.cache_clear()
     store.cache_clear()
+    aws_clients.cache_clear()
     config.load.cache_clear()
 
 
@@ -54,26 +55,23 @@ KubeClientFactory = Callable[[dict[str, Any]], Any]
 kube_client_factory: KubeClientFactory | None = None
 
 
-def _eks_client(described: dict[str, Any]) -> Any:
+@cache
+def aws_clients() -> Any:
     from rebalancer.adapters.aws import AwsClients
-    from rebalancer.adapters.eks_auth import api_client_for_eks, eks_cluster_name_of
 
-    return api_client_for_eks(AwsClients(), eks_cluster_name_of(described))
+    return AwsClients()
 
 
 def snapshot_reader() -> Callable[[str], Snapshot]:
-    from rebalancer.adapters.kueue import KueueReader
-    from rebalancer.adapters.sagemaker import SageMakerReader
-
-    reader = SageMakerReader(client("sagemaker"))
+    """rebalancer.adapters.collect: SageMaker capacity and quotas, Kueue demand, CloudWatch utilization."""
+    from rebalancer.adapters.collect import collect_snapshot
+    from rebalancer.app.observability import logger
 
     def read(cluster_name: str) -> Snapshot:
-        taken_at = store().now()
-        described = reader.describe_cluster(cluster_name)
-        cluster = Cluster.model_validate(described)
-        demand = KueueReader((kube_client_factory or _eks_client)(described)).read().demand
-        return Snapshot(taken_at=taken_at, cluster=cluster, nodes=reader.nodes(cluster_name),
-                        quotas=reader.quotas(cluster.ClusterArn), demand=demand)
+        collected = collect_snapshot(cluster_name, aws_clients(), now=store().now(), kube=kube_client_factory)
+        for warning in collected.warnings:
+            logger.warning("collect", extra={"cluster": cluster_name, "warning": warning})
+        return collected.snapshot
 
     return read
 
@@ -82,7 +80,7 @@ def writer(*, poll_once: bool = False) -> Any:
     from rebalancer.adapters.quota_writer import Poller, QuotaWriter
 
     poller = Poller(sleep=lambda _s: None, timeout=0.0) if poll_once else Poller()
-    return QuotaWriter(client("sagemaker"), poller=poller)
+    return QuotaWriter(aws_clients().client("sagemaker"), poller=poller)
 
 
 T = TypeVar("T")
