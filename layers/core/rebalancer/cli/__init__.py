@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "emulator": "rebalancer.cli.emulator_cmd:emulator",
     "schema": "rebalancer.cli.schema_cmd:schema",
     "simulate": "rebalancer.cli.simulate_cmd:simulate",
+    "history": "rebalancer.cli.history_cmd:history",
+    "demo": "rebalancer.cli.demo_cmd:demo",
 }
 
 

@@ -1,0 +1,123 @@
+"""`rebalancer history --cluster NAME`: what the deployed controller did to a cluster, from its audit table
+(DynamoDB), oldest first. `--snapshot-of RUN -o FILE` writes the quotas a run started from, for
+`rebalancer rollback --to FILE`. Works against real AWS (your credentials) and the emulator (AWS_ENDPOINT_URL)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from rebalancer.errors import InvalidInput, PermanentError
+
+TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
+
+
+def _changes(before: Any, after: Any) -> str:
+    """{team: {type: n}} before/after → 'research ml.p5.48xlarge 12→8; …'."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return ""
+    parts = []
+    for team in sorted(set(before) | set(after)):
+        b, a = before.get(team) or {}, after.get(team) or {}
+        for pool in sorted(set(b) | set(a)):
+            parts.append(f"{team} {pool.removeprefix('ml.')} {b.get(pool, 0):g}→{a.get(pool, 0):g}")
+    return "\n".join(parts)
+
+
+def short_run(execution: str) -> str:
+    """Execution names are <cluster>-<window start>; the window start tells runs of one cluster apart."""
+    return execution.rsplit("-", 1)[-1]
+
+
+def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
+    """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns."""
+    table = Table(title=f"history of {cluster} (times UTC)", title_justify="left", show_lines=False)
+    table.add_column("run", no_wrap=True)
+    table.add_column("at", no_wrap=True)
+    table.add_column("step", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("who / changes", ratio=1, overflow="fold")
+    previous = None
+    for r in records:
+        run = str(r.get("execution", ""))
+        what = "\n".join(x for x in (r.get("who") or "", _changes(r.get("before"), r.get("after"))) if x)
+        table.add_row(short_run(run) if run != previous else "", str(r.get("at", ""))[11:19],
+                      str(r.get("kind", "")), str(r.get("outcome", "")), what)
+        previous = run
+    return table
+
+
+def _table_name(session: Any, table: str | None, stack: str | None) -> str:
+    if table:
+        return table
+    if not stack:
+        raise InvalidInput("give --table NAME or --stack NAME (the SAM stack whose TableName output to read)",
+                           field="--table")
+    from botocore.exceptions import ClientError
+
+    try:
+        described = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    except ClientError as e:
+        raise PermanentError(f"DescribeStacks {stack}: {e.response['Error'].get('Message', e)}") from None
+    for output in described.get("Outputs", []):
+        if output.get("OutputKey") == TABLE_OUTPUT:
+            return str(output["OutputValue"])
+    raise InvalidInput(f"stack {stack} has no {TABLE_OUTPUT} output", field="--stack", value=stack)
+
+
+@click.command()
+@click.option("--cluster", required=True, help="HyperPod cluster name.")
+@click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE).")
+@click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
+@click.option("--region", help="AWS region (default: your AWS configuration).")
+@click.option("--profile", help="AWS profile.")
+@click.option("--json", "as_json", is_flag=True, help="Print the records as JSON lines.")
+@click.option("--snapshot-of", "snapshot_of", metavar="RUN",
+              help="Write the snapshot run RUN started from (the quotas before its change) instead.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+              help="With --snapshot-of: the file to write (for `rebalancer rollback --to`).")
+def history(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
+            as_json: bool, snapshot_of: str | None, output: str | None) -> None:
+    """What the controller did to a cluster (triggers, plans, approvals, applies, rollbacks), oldest first."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from rebalancer.app.store import Store
+
+    if output and not snapshot_of:
+        raise InvalidInput("--output needs --snapshot-of RUN", field="--output", value=output)
+    session = boto3.Session(region_name=region, profile_name=profile)
+    store = Store(_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    try:
+        if snapshot_of:
+            doc = store.get_artifact(snapshot_of, "SNAPSHOT")
+            if doc is None:
+                raise InvalidInput(f"no snapshot stored for run {snapshot_of} (see `rebalancer history`)",
+                                   field="--snapshot-of", value=snapshot_of)
+            text = json.dumps(doc, indent=2)
+            if output:
+                Path(output).write_text(text + "\n")
+                click.echo(f"snapshot of run {snapshot_of} written to {output}", err=True)
+            else:
+                click.echo(text)
+            return
+        records = store.audit_log(cluster)
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        raise PermanentError(f"reading the audit table {store.table_name}: {err.get('Code')}: "
+                             f"{err.get('Message')}") from None
+    except BotoCoreError as e:
+        raise PermanentError(f"reading the audit table {store.table_name}: {e}") from None
+    if as_json:
+        for r in records:
+            click.echo(json.dumps(r, sort_keys=True, default=str))
+        return
+    if not records:
+        click.echo(f"no history for {cluster} in {store.table_name}")
+        return
+    Console(width=max(Console().width, 80)).print(history_table(records, cluster))

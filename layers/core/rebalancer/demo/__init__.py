@@ -1,0 +1,1 @@
+"""`make demo`: the whole controller, end to end, against the HyperPod emulator on loopback (see `scenarios`)."""
