@@ -10,7 +10,7 @@ SAM_STAMP := .venv-sam/.installed
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
 
-.PHONY: help venv lint typecheck test test-fast bench lock clean sam-venv build
+.PHONY: help demo venv lint typecheck test test-fast bench lock clean sam-venv build
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ lint: $(STAMP) ## ruff
 
 typecheck: $(STAMP) ## mypy on the package
 	$(VENV)/bin/mypy layers/core/rebalancer
+
+demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 only); report in demo-out/
+	$(PY) -m rebalancer demo --out demo-out
 
 test: lint typecheck $(SAM_STAMP) ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q

@@ -92,27 +92,26 @@ def training_queueing(kube: kube_fake.KubeState) -> None:
     set_demand(kube, jobs)
 
 
-def utilization_series(now: datetime, idle: Iterable[str] = (), hours: int = 6,
+def utilization_series(now: datetime, idle: Iterable[str] = (), hours: float = 6,
                        step_minutes: int = 15) -> dict[str, list[tuple[datetime, float]]]:
-    """team → (time, GPU/NeuronCore utilization %) over the last `hours`: busy teams around 70–90 %; teams in
-    `idle` drop to 0 for the last three hours."""
+    """team → (time, GPU/NeuronCore utilization %) over the `hours` before `now`: busy teams between 70 and 90 %,
+    teams in `idle` at 0 throughout."""
     idle = set(idle)
     out: dict[str, list[tuple[datetime, float]]] = {}
-    points = hours * 60 // step_minutes
+    points = int(hours * 60 // step_minutes)
     for i, team in enumerate(TEAMS):
         series = []
         for k in range(points):
             t = now - timedelta(minutes=step_minutes * (points - k))
-            busy = 70.0 + (i * 7 + k * 3) % 20
-            series.append((t, 0.0 if team in idle and k >= points // 2 else busy))
+            series.append((t, 0.0 if team in idle else 70.0 + (i * 7 + t.hour * 5 + t.minute) % 20))
         out[team] = series
     return out
 
 
-def publish_metrics(cloudwatch: Any, now: datetime, idle: Iterable[str] = ()) -> dict[str, list[tuple[datetime,
-                                                                                                   float]]]:
+def publish_metrics(cloudwatch: Any, now: datetime, idle: Iterable[str] = (),
+                    hours: float = 6) -> dict[str, list[tuple[datetime, float]]]:
     """Put the series into CloudWatch as Container Insights would (per-namespace pod_gpu_utilization)."""
-    series = utilization_series(now, idle)
+    series = utilization_series(now, idle, hours)
     for team, points in series.items():
         data = [{"MetricName": METRICS["gpu_percent"], "Timestamp": t, "Value": v, "Unit": "Percent",
                  "Dimensions": [{"Name": "ClusterName", "Value": EKS_CLUSTER},

@@ -14,7 +14,7 @@ from rebalancer.demo.cast import EKS_CLUSTER, TEAMS
 from rebalancer.demo.scenarios import Quotas, ScenarioResult
 
 
-def read_utilization(cloudwatch: Any, end: datetime, hours: int = 6) -> dict[str, list[tuple[datetime, float]]]:
+def read_utilization(cloudwatch: Any, end: datetime, hours: int = 12) -> dict[str, list[tuple[datetime, float]]]:
     """team → (time, GPU utilization %) read back from the emulator's CloudWatch, 15-minute averages."""
     queries = [{"Id": f"t{i}", "Label": team, "ReturnData": True, "MetricStat": {
         "Metric": {"Namespace": NAMESPACE, "MetricName": METRICS["gpu_percent"], "Dimensions": [

@@ -226,7 +226,13 @@ def _alarm_until_approval(world: World, story: Story, result: ScenarioResult) ->
     arn = _run(world, alarm_event(world), result)
     if arn is None:
         return None, {}
-    world.stack.wait_for_state(arn, "RequestApproval", timeout=60)
+    world.stack.wait_until(lambda: "RequestApproval" in world.stack.states_entered(arn)
+                           or world.stack.describe(arn)["status"] != "RUNNING", timeout=60,
+                           what="the run to ask for approval or end")
+    result.states = world.stack.states_entered(arn)
+    if not result.check("the run asks for approval", "RequestApproval" in result.states,
+                        f"{world.stack.describe(arn)['status']}: {' → '.join(result.states)}"):
+        return None, {}
     world.stack.wait_until(lambda: len(world.slack.posts) > seen_posts, timeout=30,
                            what="the approval request on Slack")
     result.plan = stored_plan(arn)
@@ -251,7 +257,7 @@ def _alarm_until_approval(world: World, story: Story, result: ScenarioResult) ->
 def approved_alarm(world: World, story: Story, hours_later: float = 3) -> ScenarioResult:
     world.clock.advance(hours_later)
     cast.research_queueing(world.kube)
-    cast.publish_metrics(world.client("cloudwatch"), world.clock.t, idle=("data-science",))
+    cast.publish_metrics(world.client("cloudwatch"), world.clock.t, idle=("data-science",), hours=hours_later)
     story.chapter("2. Idle here, queueing there", f"{hours_later:g} hours later: data-science's GPUs have been idle "
                   "for hours (Container Insights shows 0 %), while research queues an H100 sweep. The "
                   "stranded-accelerators alarm fires.")
@@ -293,7 +299,8 @@ def approved_alarm(world: World, story: Story, hours_later: float = 3) -> Scenar
 def rejected_alarm(world: World, story: Story, hours_later: float = 2) -> ScenarioResult:
     world.clock.advance(hours_later)
     cast.training_queueing(world.kube)
-    cast.publish_metrics(world.client("cloudwatch"), world.clock.t, idle=("data-science", "platform"))
+    cast.publish_metrics(world.client("cloudwatch"), world.clock.t, idle=("data-science", "platform"),
+                         hours=hours_later)
     story.chapter("3. A plan the admin rejects", f"{hours_later:g} hours later: platform's Neuron CI is done and "
                   f"training queues a {TRN1} job. The alarm fires again; this time the admin says no (a "
                   "platform release is due tonight).")
