@@ -1,0 +1,76 @@
+"""`rebalancer history` against moto: the table found through the stack's TableName output, records oldest first,
+a run's snapshot written for `rollback --to`, and one clear line for what is missing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from click.testing import CliRunner
+from moto import mock_aws
+
+from rebalancer.app.store import Store
+from rebalancer.cli import cli
+
+TEMPLATE = {
+    "Resources": {"Table": {"Type": "AWS::DynamoDB::Table", "Properties": {
+        "TableName": "audit-table", "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
+                                 {"AttributeName": "sk", "AttributeType": "S"}]}}},
+    "Outputs": {"TableName": {"Value": {"Ref": "Table"}}},
+}
+
+
+@pytest.fixture
+def store() -> Iterator[Store]:
+    with mock_aws():
+        boto3.client("cloudformation").create_stack(StackName="rebalancer", TemplateBody=json.dumps(TEMPLATE))
+        t = iter(datetime(2026, 11, 30, 12, tzinfo=UTC) + timedelta(seconds=i) for i in range(100))
+        yield Store("audit-table", now=lambda: next(t))
+
+
+def run(*args: str) -> tuple[int, str]:
+    got = CliRunner().invoke(cli, list(args), env={"REBALANCER_TABLE": None})
+    return got.exit_code, got.output
+
+
+def test_records_oldest_first_through_the_stack_output(store: Store) -> None:
+    store.audit("c1", "c1-20261130T120000", "trigger", outcome="started")
+    store.audit("c1", "c1-20261130T120000", "apply", outcome="applied", who="alice",
+                before={"research": {"ml.p5.48xlarge": 12}}, after={"research": {"ml.p5.48xlarge": 8}})
+    store.audit("c2", "c2-20261130T120000", "trigger", outcome="started")
+    code, out = run("history", "--cluster", "c1", "--stack", "rebalancer", "--json")
+    assert code == 0, out
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("trigger", "started"), ("apply", "applied")]
+    assert records[1]["who"] == "alice"
+    code, table = run("history", "--cluster", "c1", "--table", "audit-table")
+    assert code == 0
+    assert "research p5.48xlarge 12→8" in table
+    assert table.count("20261130T120000") == 1  # the run's id on its first row only
+
+
+def test_snapshot_of_a_run_is_written_for_rollback(store: Store, tmp_path: Path) -> None:
+    store.put_artifact("c1-20261130T120000", "SNAPSHOT", {"quotas": [], "taken_at": "2026-11-30T12:00:00Z"})
+    out_file = tmp_path / "before.json"
+    code, out = run("history", "--cluster", "c1", "--table", "audit-table", "--snapshot-of", "c1-20261130T120000",
+                    "-o", str(out_file))
+    assert code == 0, out
+    assert json.loads(out_file.read_text())["taken_at"] == "2026-11-30T12:00:00Z"
+    code, out = run("history", "--cluster", "c1", "--table", "audit-table", "--snapshot-of", "c1-nope")
+    assert code == 2
+    assert "no snapshot stored for run c1-nope" in out
+
+
+def test_a_stack_without_the_output_and_a_missing_table_are_one_line(store: Store) -> None:
+    code, out = run("history", "--cluster", "c1", "--stack", "no-such-stack")
+    assert code == 1
+    assert out.startswith("error: DescribeStacks no-such-stack")
+    code, out = run("history", "--cluster", "c1", "--table", "no-such-table")
+    assert code == 1
+    assert out.startswith("error: reading the audit table no-such-table: ResourceNotFoundException")
