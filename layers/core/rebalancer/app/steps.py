@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.errors import ApplyFailed, PermanentError, TransientError
 from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.plan import Plan, QuotaRequest
+from rebalancer.plan import Change, Plan, QuotaRequest
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
 
@@ -79,6 +79,15 @@ def load_report(store: Store, run: RunRef) -> ApplyReport | None:
     return None if doc is None else ApplyReport.model_validate(doc)
 
 
+def by_team(changes: Iterable[Change], side: Literal["before", "after"]) -> dict[str, dict[str, float]]:
+    """team → pool → amount, for the audit log (a team may change in several pools at once)."""
+    out: dict[str, dict[str, float]] = {}
+    for c in changes:
+        pool = f"{c.instance_type}:{c.mig_profile}" if c.mig_profile else c.instance_type
+        out.setdefault(c.team, {})[pool] = c.before if side == "before" else c.after
+    return out
+
+
 def changes_table(plan: Plan) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json", exclude_none=True) for c in plan.changes]
 
@@ -114,8 +123,8 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
     store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
     decision = decide(result)
     store.audit(run.cluster_name, run.execution_name, "plan", outcome=decision,
-                before={c.team: {c.instance_type: c.before} for c in result.changes},
-                after={c.team: {c.instance_type: c.after} for c in result.changes},
+                before=by_team(result.changes, "before"),
+                after=by_team(result.changes, "after"),
                 detail={"changes": changes_table(result), "warnings": list(result.warnings),
                         "approval_reasons": list(result.approval_reasons), "trigger": run.trigger})
     return {"decision": decision, "changes": len(result.changes), "requests": len(result.requests),
@@ -132,8 +141,8 @@ def apply(run: RunRef, *, store: Store, writer: Writer, approved_by: str | None 
     report = writer.apply(the_plan.cluster_arn, the_plan.requests, snapshot.quotas, rollback_on_failure=False)
     store.put_artifact(run.execution_name, "APPLY", report.model_dump(mode="json"))
     store.audit(run.cluster_name, run.execution_name, "apply", outcome="applied" if report.succeeded else "failed",
-                who=approved_by, before={c.team: {c.instance_type: c.before} for c in the_plan.changes},
-                after={c.team: {c.instance_type: c.after} for c in the_plan.changes},
+                who=approved_by, before=by_team(the_plan.changes, "before"),
+                after=by_team(the_plan.changes, "after"),
                 detail={"outcomes": report.lines()})
     if not report.succeeded:
         raise ApplyFailed(report.error or "apply failed")
@@ -178,8 +187,8 @@ def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer:
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
     store.audit(run.cluster_name, run.execution_name, "rollback",
                 outcome="restored" if undo.succeeded else "incomplete",
-                before={c.team: {c.instance_type: c.after} for c in the_plan.changes},
-                after={c.team: {c.instance_type: c.before} for c in the_plan.changes},
+                before=by_team(the_plan.changes, "after"),
+                after=by_team(the_plan.changes, "before"),
                 detail={"cause": (error or {}).get("Error"), "outcomes": undo.lines()})
     if not undo.succeeded:
         raise RollbackFailed(undo.error or "rollback incomplete: " + "; ".join(undo.lines()))
