@@ -13,7 +13,7 @@ from rebalancer.cli import cli
 from rebalancer.demo import scenarios
 from rebalancer.demo.scenarios import ADMIN, ScenarioResult, SilentStory
 from rebalancer.demo.world import World, open_world
-from rebalancer.emulator.demo import DEMO, P5, TRN1
+from rebalancer.emulator.demo import DEMO, G5, P5, TRN1
 
 pytestmark = pytest.mark.slow  # one demo run: about 10 s
 
@@ -82,6 +82,10 @@ def test_audit_table_and_rollback(run: tuple[World, dict[str, ScenarioResult]]) 
     approvals = [(a["outcome"], a["who"]) for a in audit if a["kind"] == "approval"]
     assert approvals == [("approved", ADMIN), ("rejected", ADMIN)]
     assert [a["outcome"] for a in audit if a["kind"] == "apply"] == ["applied", "applied"]
+    # A team changed in two pools at once has both in the audit record.
+    [approved] = [a for a in audit if a["kind"] == "apply" and a["execution"] == results["approved-alarm"].execution]
+    assert approved["before"]["data-science"] == {P5: 4, G5: 4}
+    assert approved["after"]["data-science"] == {P5: 0, G5: 0}
     # The rollback restored the quotas the cluster was seeded with (read from the spec, not from the snapshot).
     assert results["rollback"].after == SEEDED
     assert "approval" in results["rollback"].outputs["history"]
