@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urljoin, urlsplit
 
 from rebalancer.app.local_stack import STACK
+from rebalancer.app.template import find_root
 from rebalancer.cli.history_cmd import short_run
 from rebalancer.demo import cast
 from rebalancer.demo.world import World
@@ -31,7 +32,6 @@ Quotas = dict[str, dict[str, int]]  # team → instance type → accelerators
 ADMIN = "alice (platform admin)"
 FAILED_NODE = "gpu-p5-0"
 TABLE = f"{STACK}-table"
-EVENTS_DIR = Path(__file__).resolve().parents[4] / "events"
 
 
 @dataclass
@@ -89,7 +89,7 @@ class SilentStory:
 
 # --- helpers -----------------------------------------------------------------------------------------------------
 def load_event(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((EVENTS_DIR / f"{name}.json").read_text())
+    doc: dict[str, Any] = json.loads((find_root() / "events" / f"{name}.json").read_text())
     return doc
 
 
@@ -382,14 +382,28 @@ def run_cli(args: list[str]) -> tuple[int, str]:
     return got.exit_code, text
 
 
+def _guarded(key: str, title: str, story: Story, scenario: Callable[[], ScenarioResult]) -> ScenarioResult:
+    """A scenario that raises is a failed scenario (with the error), not the end of the demo."""
+    try:
+        return scenario()
+    except Exception as e:  # the demo is a smoke test: report every scenario, whatever broke
+        result = ScenarioResult(key, title, {}, {}, {})
+        result.check("the scenario ran to its end", False, f"{type(e).__name__}: {e}")
+        story.verdict(result)
+        return result
+
+
 def run_all(world: World, story: Story, workdir: Path,
             cli: Callable[[list[str]], tuple[int, str]] = run_cli) -> list[ScenarioResult]:
-    results = [node_failure(world, story)]
-    results.append(approved_alarm(world, story))
-    results.append(rejected_alarm(world, story))
+    results = [_guarded("node-failure", "A p5 node fails", story, lambda: node_failure(world, story)),
+               _guarded("approved-alarm", "Utilization alarm, approved", story,
+                        lambda: approved_alarm(world, story)),
+               _guarded("rejected-alarm", "Second alarm, rejected", story,
+                        lambda: rejected_alarm(world, story))]
     first = results[0].execution
     if first:
-        results.append(history_and_rollback(world, story, first, workdir, cli))
+        results.append(_guarded("rollback", "History and rollback", story,
+                                lambda: history_and_rollback(world, story, first, workdir, cli)))
     else:
         results.append(ScenarioResult("rollback", "History and rollback (skipped: no first run)", {}, {}, {},
                                       [Check("the first run exists", False)]))

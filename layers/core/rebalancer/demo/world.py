@@ -153,11 +153,11 @@ def open_world(policy_text: str, *, clock: Clock | None = None) -> Iterator[Worl
             "AWS_REGION": REGION}))
         for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE"):  # restored on exit by the patch above
             os.environ.pop(name, None)
+        _reset(server.endpoint)  # moto's backends are per process: start from nothing, leave nothing behind
+        stack.callback(_reset, server.endpoint)
         # The cluster and its quotas were set up a day before the story starts (so no cooldown is running).
         the_clock = clock or Clock(datetime.now(UTC) - timedelta(days=1))
         emulator = Emulator(ACCOUNT, REGION, clock=the_clock)
-        _reset(server.endpoint)  # moto's backends are per process: start from nothing, leave nothing behind
-        stack.callback(_reset, server.endpoint)
         seeded = seed_demo(emulator)
         the_clock.advance(24)
         kube_url, kube = stack.enter_context(kube_fake.serve())
