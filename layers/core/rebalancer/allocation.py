@@ -51,6 +51,7 @@ class Claim:
     in_use: float = 0.0
     protected: bool = False
     cooldown: str | None = None  # why the team is cooling down, or None
+    notes: tuple[str, ...] = ()  # facts about this team's amounts quoted in its reason (e.g. a family split)
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +327,7 @@ def _reason(p: _Pool, i: int, weight_total: str) -> str:
         parts.append(f"cap {_fmt(c.cap)}")
     if p.spread and after > c.demand + EPS and after > c.guarantee * p.factor + EPS:
         parts.append("surplus spread by weight")
+    parts.extend(c.notes)
     parts.extend(p.input.notes)
     return "; ".join(parts)
 

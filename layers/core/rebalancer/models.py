@@ -105,6 +105,20 @@ class ComputeQuota(AwsShape):
                     None)
 
 
+class ClusterSchedulerConfig(AwsShape):
+    """A DescribeClusterSchedulerConfig response (SchedulerConfig: PriorityClasses, FairShare,
+    IdleResourceSharing, as the API spells them)."""
+
+    ClusterSchedulerConfigId: str
+    Name: str
+    ClusterSchedulerConfigVersion: int
+    Status: str
+    SchedulerConfig: dict[str, Any] = Field(default_factory=dict)
+    ClusterSchedulerConfigArn: str | None = None
+    ClusterArn: str | None = None
+    LastModifiedTime: datetime | None = None
+
+
 class Resources(BaseModel):
     """Amounts of one team's demand on one instance type. All optional; absent means zero."""
 
@@ -158,6 +172,9 @@ class Snapshot(BaseModel):
     mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)
     # Per team; informational for now (reports, alarms), the planner does not read it.
     utilization: dict[str, Utilization] = Field(default_factory=dict)
+    # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
+    # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
+    scheduler_config: ClusterSchedulerConfig | None = None
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Operation = Literal["UpdateComputeQuota", "CreateComputeQuota"]
+SchedulerOperation = Literal["CreateClusterSchedulerConfig", "UpdateClusterSchedulerConfig"]
+CLUSTER = "(cluster)"  # FieldChange.team of a scheduler-config field
 
 
 class Frozen(BaseModel):
@@ -39,6 +41,26 @@ class QuotaRequest(Frozen):
     parameters: dict[str, Any]
 
 
+class FieldChange(Frozen):
+    """A setting other than an allocation amount that the plan rewrites: a quota field (sharing, preemption,
+    fair-share weight, explicit vCPU / memory, activation, the quota's existence) or a scheduler-config field.
+    `field` is the API path (`ComputeQuotaConfig.ResourceSharingConfig.BorrowLimit`); None means absent."""
+
+    team: str  # CLUSTER for the scheduler config
+    field: str
+    before: Any = None
+    after: Any = None
+    console_edit: bool = False  # the value was set outside the rebalancer and will be replaced
+    reason: str = ""
+
+
+class SchedulerRequest(Frozen):
+    """One Create/UpdateClusterSchedulerConfig call, with exactly the parameters boto3 takes."""
+
+    operation: SchedulerOperation
+    parameters: dict[str, Any]
+
+
 class Plan(Frozen):
     cluster_name: str
     cluster_arn: str
@@ -51,15 +73,23 @@ class Plan(Frozen):
     requires_approval: bool = False
     approval_reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    # Settings the quota requests above rewrite besides amounts (shown to the approver), and the cluster's
+    # scheduler config: apply `scheduler_requests` (at most one) before the quota requests.
+    field_changes: tuple[FieldChange, ...] = ()
+    scheduler_requests: tuple[SchedulerRequest, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not self.requests
+        return not self.requests and not self.scheduler_requests
 
     @property
     def applies(self) -> bool:
         """Whether anything would be written (a dry run never writes)."""
-        return bool(self.requests) and self.mode != "dry-run"
+        return not self.is_empty and self.mode != "dry-run"
+
+    @property
+    def console_edits(self) -> tuple[FieldChange, ...]:
+        return tuple(c for c in self.field_changes if c.console_edit)
 
     def moved(self, resource: str = "accelerators") -> float:
         """Total amount of `resource` taken from teams in this plan (each unit moved counted once)."""
@@ -67,7 +97,7 @@ class Plan(Frozen):
 
     def output(self) -> dict[str, Any]:
         """The documented JSON output of `rebalancer plan --format json`."""
-        return {
+        out: dict[str, Any] = {
             "cluster": self.cluster_name,
             "allocations": self.allocations,
             "changes": [c.model_dump(mode="json", exclude_none=True) for c in self.changes],
@@ -76,3 +106,8 @@ class Plan(Frozen):
             "approval_reasons": list(self.approval_reasons),
             "warnings": list(self.warnings),
         }
+        if self.field_changes:
+            out["field_changes"] = [c.model_dump(mode="json") for c in self.field_changes]
+        if self.scheduler_requests:
+            out["scheduler_requests"] = [r.model_dump(mode="json") for r in self.scheduler_requests]
+        return out

@@ -1,7 +1,10 @@
 """The admin's policy: teams, weights, guarantees, caps, stability and approval rules.
 
 Amounts are in the instance type's primary resource: accelerators (GPUs, Trainium devices) for accelerator types,
-vCPUs for CPU-only types. A key `ml.p5.48xlarge:mig-1g.10gb` names a MIG pool, counted in partitions.
+vCPUs for CPU-only types. A key `ml.p5.48xlarge:mig-1g.10gb` names a MIG pool, counted in partitions. A key may also
+name an instance family (`ml.p5`): the planner divides the amount across the family's types in the cluster.
+Besides allocations the policy states the rest of task governance: per team, explicit vCPU / memory, sharing
+(strategy, borrow limits, fair-share weight, preemption) and `remove`; per cluster, the scheduler config.
 Validators raise ValueError so that pydantic reports the full path of the field; `validation.invalid_input` turns
 that into one line naming the file, the field and the value.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -101,17 +104,98 @@ class Amount(Frozen):
         return f"{self.value:g}%" if self.percent else f"{self.value:g}"
 
 
+def family_types(key: str) -> tuple[str, ...]:
+    """The known types of family `key` (`ml.p5` → ml.p5.48xlarge, ml.p5e.48xlarge, …), or () when `key` is not a
+    family (an instance type, a MIG pool, or nothing known)."""
+    if ":" in key or key in catalog.known_types():
+        return ()
+    return catalog.types_in_family(key)
+
+
+def _check_pool_or_family(key: str) -> None:
+    if family_types(key):
+        return
+    try:
+        PoolKey.parse(key)
+    except ValueError:
+        if ":" not in key and key.count(".") == 1:
+            raise ValueError(f"{key!r} is neither an instance type nor an instance family") from None
+        raise
+
+
+class Sharing(Frozen):
+    """How the team lends and borrows idle compute: ComputeQuotaConfig.ResourceSharingConfig as the API takes it.
+    `absolute_borrow_limits` are per instance type, in the type's primary unit (accelerators or vCPUs)."""
+
+    strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
+    borrow_limit: Annotated[int, Field(ge=0, le=10000)] | None = None  # percent of the team's quota
+    absolute_borrow_limits: dict[str, Annotated[int, Field(ge=0)]] | None = None
+
+    @field_validator("absolute_borrow_limits")
+    @classmethod
+    def _borrow_types(cls, limits: dict[str, int] | None) -> dict[str, int] | None:
+        for key in limits or {}:
+            if ":" in key:
+                raise ValueError(f"absolute_borrow_limits take instance types, not MIG pools: {key!r}")
+            PoolKey.parse(key)
+        if limits is not None and len(limits) > 15:
+            raise ValueError(f"at most 15 absolute borrow limits, got {len(limits)}")
+        return limits
+
+    @model_validator(mode="after")
+    def _borrowing_needs_borrow(self) -> Sharing:
+        if self.strategy != "LendAndBorrow":
+            for name in ("borrow_limit", "absolute_borrow_limits"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} needs strategy LendAndBorrow, not {self.strategy}")
+        return self
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"Strategy": self.strategy}
+        if self.borrow_limit is not None:
+            out["BorrowLimit"] = self.borrow_limit
+        if self.absolute_borrow_limits is not None:
+            out["AbsoluteBorrowLimits"] = [_primary_entry(t, n) for t, n in sorted(self.absolute_borrow_limits.items())]
+        return out
+
+
+def _primary_entry(instance_type: str, amount: int) -> dict[str, Any]:
+    if catalog.spec(instance_type).accelerators:
+        return {"InstanceType": instance_type, "Accelerators": amount}
+    return {"InstanceType": instance_type, "VCpu": float(amount)}
+
+
 class TeamPolicy(Frozen):
     weight: NonNegativeFloat = 1.0
     guarantee: dict[str, Amount] = Field(default_factory=dict)
     cap: dict[str, Amount] = Field(default_factory=dict)
     protected_in_use: bool = False
+    # Explicit vCPU / GiB of memory per accelerator type (absolute, or percent of the type's healthy total). A type
+    # left out gets SageMaker's ratio rule. CPU-only types are allocated in vCPU (guarantee / cap), memory follows.
+    vcpu: dict[str, Amount] = Field(default_factory=dict)
+    memory_gib: dict[str, Amount] = Field(default_factory=dict)
+    sharing: Sharing | None = None  # None: a new quota gets LendAndBorrow 50 %, an existing one keeps its own
+    fair_share_weight: Annotated[int, Field(ge=0, le=100)] | None = None  # None: `weight` rounded into 0-100
+    preempt_team_tasks: Literal["Never", "LowerPriority"] | None = None
+    remove: bool = False  # deactivate the team's quota (ActivationState Disabled); it is never deleted
 
     @field_validator("guarantee", "cap")
     @classmethod
     def _known_pools(cls, amounts: dict[str, Amount]) -> dict[str, Amount]:
         for key in amounts:
-            PoolKey.parse(key)
+            _check_pool_or_family(key)
+        return amounts
+
+    @field_validator("vcpu", "memory_gib")
+    @classmethod
+    def _accelerator_types(cls, amounts: dict[str, Amount]) -> dict[str, Amount]:
+        for key in amounts:
+            s = catalog.spec(PoolKey.parse(key).instance_type)
+            if ":" in key:
+                raise ValueError(f"{key!r}: give vCPU and memory per instance type, not per MIG profile")
+            if not s.accelerators:
+                raise ValueError(f"{key} is a CPU-only type: it is allocated in vCPU through guarantee and cap, "
+                                 "and its memory follows")
         return amounts
 
     @model_validator(mode="after")
@@ -120,6 +204,23 @@ class TeamPolicy(Frozen):
             c = self.cap.get(key)
             if c is not None and c.percent == g.percent and g.value > c.value:
                 raise ValueError(f"guarantee.{key} = {g} is above cap.{key} = {c}")
+        return self
+
+    @model_validator(mode="after")
+    def _family_or_types(self) -> TeamPolicy:
+        named = [(f"{field}.{key}", key) for field in ("guarantee", "cap") for key in getattr(self, field)]
+        for where, key in named:
+            members = set(family_types(key))
+            if not members:
+                continue
+            for other_where, other in named:
+                if other == key:
+                    continue
+                if other.partition(":")[0] in members:
+                    raise ValueError(f"{where} names the family {key} and {other_where} one of its types: "
+                                     "use either the family or its types")
+                if members & set(family_types(other)):
+                    raise ValueError(f"{where} and {other_where} name overlapping families: use one of them")
         return self
 
     def guarantee_for(self, pool: str, capacity: float) -> float:
@@ -141,6 +242,55 @@ class Approval(Frozen):
     moved_accelerators: NonNegativeInt = 16
     max_decrease_percent: Annotated[float, Field(ge=0, le=100)] = 50
     timeout_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
+    # A plan that replaces an edit made outside the rebalancer (in the console) needs approval.
+    console_edits: bool = True
+
+
+PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class PriorityClass(Frozen):
+    name: str
+    weight: Annotated[int, Field(ge=0, le=100)]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if len(name) > 41 or not PRIORITY_CLASS_NAME.fullmatch(name):
+            raise ValueError(f"priority class name {name!r}: lowercase letters, digits and '-', starting and ending "
+                             "with a letter or digit, at most 41 characters")
+        return name
+
+
+OnOff = Literal["Enabled", "Disabled"]
+
+
+class ClusterPolicy(Frozen):
+    """The cluster's scheduler config (Create/UpdateClusterSchedulerConfig). A field left out is not managed."""
+
+    priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10)] | None = None
+    fair_share: OnOff | None = None
+    idle_resource_sharing: OnOff | None = None
+
+    @field_validator("priority_classes")
+    @classmethod
+    def _unique(cls, classes: tuple[PriorityClass, ...] | None) -> tuple[PriorityClass, ...] | None:
+        names = [c.name for c in classes or ()]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"priority class names must be unique: {', '.join(dupes)} repeated")
+        return classes
+
+    def to_api(self) -> dict[str, Any]:
+        """The SchedulerConfig fields this policy manages."""
+        out: dict[str, Any] = {}
+        if self.priority_classes is not None:
+            out["PriorityClasses"] = [{"Name": c.name, "Weight": c.weight} for c in self.priority_classes]
+        if self.fair_share is not None:
+            out["FairShare"] = self.fair_share
+        if self.idle_resource_sharing is not None:
+            out["IdleResourceSharing"] = self.idle_resource_sharing
+        return out
 
 
 class Policy(Frozen):
@@ -149,6 +299,7 @@ class Policy(Frozen):
     stability: Stability = Field(default_factory=Stability)
     approval: Approval = Field(default_factory=Approval)
     teams: dict[str, TeamPolicy]
+    cluster: ClusterPolicy | None = None  # the cluster's scheduler config; None: not managed by the policy
 
     @field_validator("teams")
     @classmethod
@@ -173,4 +324,9 @@ class Policy(Frozen):
         return self
 
     def pools(self) -> set[str]:
+        """Every guarantee and cap key (instance types, MIG pools and families)."""
         return {k for t in self.teams.values() for k in (*t.guarantee, *t.cap)}
+
+    def active_teams(self) -> list[str]:
+        """Teams that share capacity, sorted: every team but those marked `remove`."""
+        return sorted(t for t, tp in self.teams.items() if not tp.remove)

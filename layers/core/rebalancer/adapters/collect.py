@@ -20,6 +20,7 @@ from rebalancer.adapters.eks_auth import (
 )
 from rebalancer.adapters.kueue import KueueReader, NodeReader
 from rebalancer.adapters.sagemaker import SageMakerReader
+from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.errors import PermanentError, RebalancerError
 from rebalancer.models import Cluster, Snapshot
 
@@ -62,6 +63,11 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     cluster = Cluster.model_validate(described)
     nodes = sm.nodes(cluster.ClusterName)
     quotas = sm.quotas(cluster.ClusterArn)
+    try:
+        scheduler_config = SchedulerConfigClient(clients.client("sagemaker")).read(cluster.ClusterArn)
+    except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
+        scheduler_config = None
+        warnings.append(f"scheduler config not read: {e}")
 
     demand = {}
     mig: dict[str, dict[str, int]] = {}
@@ -93,7 +99,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                 warnings.append(f"utilization not read: {e}")
 
     snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand, mig=mig,
-                        utilization=utilization)
+                        utilization=utilization, scheduler_config=scheduler_config)
     return Collected(snapshot, tuple(warnings))
 
 

@@ -14,6 +14,7 @@ from rebalancer.errors import InvalidInput, RebalancerError
 # name → "module:attribute" of a click command. One line per command.
 COMMANDS: dict[str, str] = {
     "plan": "rebalancer.cli.plan_cmd:plan",
+    "diff": "rebalancer.cli.diff_cmd:diff",
     "snapshot": "rebalancer.cli.live_cmds:snapshot",
     "apply": "rebalancer.cli.live_cmds:apply",
     "rollback": "rebalancer.cli.live_cmds:rollback",

@@ -1,0 +1,82 @@
+"""Drift: what differs between the policy and the cluster, field by field. Pure.
+
+Reported: quota settings the policy states (sharing, preemption, fair-share weight, explicit vCPU / memory),
+team lifecycle (a policy team without a quota, a `remove: true` team still active, a deactivated quota of a policy
+team), the scheduler config, and allocations that break the policy (above a cap, below a guarantee that fits, or
+quotas adding up to more than a pool's healthy capacity). Allocations that merely differ from what demand would
+justify are not drift: that is rebalancing (`rebalancer plan`).
+A difference is a console edit when the quota's version is not the one our last write left (`known_versions`,
+from the audit log), or when that is unknown."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rebalancer.allocation import EPS
+from rebalancer.cluster_policy import plan_scheduler_config
+from rebalancer.models import Snapshot
+from rebalancer.plan import CLUSTER
+from rebalancer.planning import build_pools, setting_changes
+from rebalancer.policy import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    subject: str  # a team, or "(cluster)"
+    field: str
+    cluster: Any  # what the cluster has (None: absent)
+    policy: Any  # what the policy wants (None: absent)
+    console_edit: bool = False
+    note: str = ""
+
+    def line(self) -> str:
+        edit = " [console edit]" if self.console_edit else ""
+        note = f"  ({self.note})" if self.note else ""
+        return f"{self.subject}: {self.field}: cluster {_show(self.cluster)} ≠ policy {_show(self.policy)}{edit}{note}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"subject": self.subject, "field": self.field, "cluster": self.cluster, "policy": self.policy,
+                "console_edit": self.console_edit, "note": self.note}
+
+
+def _show(value: Any) -> str:
+    return "(absent)" if value is None else str(value)
+
+
+def find_drift(snapshot: Snapshot, policy: Policy, *,
+               known_versions: Mapping[str, int] | None = None) -> list[Drift]:
+    out: list[Drift] = []
+    if policy.cluster is not None:
+        _, fields = plan_scheduler_config(
+            snapshot.cluster.ClusterName, snapshot.cluster.ClusterArn, snapshot.scheduler_config, policy.cluster,
+            known_version=None if known_versions is None else known_versions.get(CLUSTER))
+        out += [Drift(CLUSTER, f.field, f.before, f.after, f.console_edit) for f in fields]
+    for f in setting_changes(snapshot, policy, known_versions):
+        if f.field == "ComputeQuotaVersion":
+            continue
+        note = f.reason if not f.console_edit else ""
+        out.append(Drift(f.team, f.field, f.before, f.after, f.console_edit, note))
+    out += _allocation_breaches(snapshot, policy)
+    return out
+
+
+def _allocation_breaches(snapshot: Snapshot, policy: Policy) -> list[Drift]:
+    out: list[Drift] = []
+    pools, _ = build_pools(snapshot, policy, snapshot.taken_at)
+    for pool in pools:
+        held = sum(c.current for c in pool.claims)
+        if held > math.floor(pool.capacity + EPS) + EPS:
+            out.append(Drift(CLUSTER, f"quotas of {pool.key}", held, f"≤ {pool.capacity:g}",
+                             note="quotas add up to more than the healthy capacity"))
+        guarantees_fit = sum(c.guarantee for c in pool.claims) <= pool.capacity + EPS
+        for c in pool.claims:
+            if c.current > c.cap + EPS:
+                out.append(Drift(c.team, f"allocation of {pool.key}", c.current, f"≤ cap {c.cap:g}",
+                                 note="above the policy's cap"))
+            elif guarantees_fit and c.current < c.guarantee - EPS:
+                out.append(Drift(c.team, f"allocation of {pool.key}", c.current, f"≥ guarantee {c.guarantee:g}",
+                                 note="below the policy's guarantee"))
+    return out
