@@ -15,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urljoin
 
 import pytest
+from support.approval_page import review_form
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
@@ -190,22 +191,22 @@ def test_approval_by_signed_link(world: World) -> None:
         before = quotas(emu)
 
         forged = url["Approve"].replace("decision=approve", "decision=reject")
-        assert stack.http("POST", forged, form={"name": "mallory"})["statusCode"] == 403
+        assert stack.http("GET", forged)["statusCode"] == 403
         page = stack.http("GET", url["Approve"])
         assert page["statusCode"] == 200
-        assert "<form method='post'" in page["body"]
+        action, fields = review_form(page["body"])
         assert quotas(emu) == before  # showing the page decides nothing
-        decided = stack.http("POST", url["Approve"].split("?")[0], form={
-            **dict(p.split("=") for p in url["Approve"].split("?")[1].split("&")), "name": "alice"})
+        decision_url = urljoin(url["Approve"], action)
+        decided = stack.http("POST", decision_url, form={**fields, "decision": "approve", "name": "alice"})
         assert decided["statusCode"] == 200, decided["body"]
         done = stack.wait(arn)
         assert done["status"] == "SUCCEEDED"
         assert "Apply" in stack.states_entered(arn)
         assert stack.states_entered(arn)[-1] == "Applied"
-        replay = stack.http("POST", url["Approve"].split("?")[0], form={
-            **dict(p.split("=") for p in url["Approve"].split("?")[1].split("&")), "name": "alice"})
+        replay = stack.http("POST", decision_url, form={**fields, "decision": "approve", "name": "alice"})
         assert replay["statusCode"] == 409
-        assert "already approved" in replay["body"]
+        assert "already submitted" in replay["body"]
+        assert "already approved" in stack.http("GET", url["Approve"])["body"]
 
         audit = stack.audit(CLUSTER)
         [approval] = [a for a in audit if a["kind"] == "approval"]
@@ -270,8 +271,8 @@ def test_approval_timeout_expires_and_a_late_click_changes_nothing(world: World)
         assert timed_out
         messages = {m["kind"]: m for m in stack.sns_messages()}  # SQS keeps no order
         assert sorted(messages) == ["approval_request", "expired"]
-        late = stack.http("POST", links(messages["approval_request"]["Message"])["Approve"], form={"name": "carol"})
-        assert late["statusCode"] in (403, 409)  # the link has expired, or the record says so
+        late = stack.http("GET", links(messages["approval_request"]["Message"])["Approve"])
+        assert late["statusCode"] == 410  # the link has expired
         assert quotas(emu) == before
 
 

@@ -5,7 +5,6 @@ expired links get a clear page and change nothing. The approver goes into the au
 from __future__ import annotations
 
 import base64
-import html
 import json
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,9 +13,10 @@ from urllib.parse import parse_qsl
 
 from botocore.exceptions import ClientError
 
+from rebalancer.app.approval_http import ApprovalPages, remember_run
 from rebalancer.app.notifications import Channel, Message
 from rebalancer.app.notify import approval_id_of, deliver, execution_url
-from rebalancer.app.signing import BadLink, Decision, LinkSigner, slack_request_is_valid
+from rebalancer.app.signing import Decision, LinkSigner, slack_request_is_valid
 from rebalancer.app.steps import RunRef, load_plan
 from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, ApprovalStatus, Store
 
@@ -51,6 +51,7 @@ class Approvals:
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
             reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by))
         results = deliver(self.store, self.channels, run.execution_name, message)
+        remember_run(self.store, approval_id, run, int(existing.decide_by.timestamp()))
         if created:
             self.store.audit(run.cluster_name, run.execution_name, "approval-requested", outcome="pending",
                              detail={"approval_id": approval_id, "decide_by": decide_by.isoformat(),
@@ -58,8 +59,8 @@ class Approvals:
         return {"approval_id": approval_id, "sent": [r.channel for r in results if r.ok]}
 
     # --- a decision --------------------------------------------------------------------------------------------
-    def decide(self, approval_id: str, decision: Decision, who: str) -> tuple[int, str]:
-        """(HTTP status, sentence for the page)."""
+    def decide(self, approval_id: str, decision: Decision, who: str, comment: str | None = None) -> tuple[int, str]:
+        """(HTTP status, sentence for the page). The comment, if any, goes into the audit record."""
         status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
         try:
             rec = self.store.decide_approval(approval_id, status, who)
@@ -79,7 +80,8 @@ class Approvals:
             self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval",
                              outcome=f"not-delivered:{code}", who=who)
             return 410, "The run is no longer waiting for this decision (it expired or ended); nothing was changed."
-        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval", outcome=status, who=who)
+        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval", outcome=status, who=who,
+                         detail={"comment": comment} if comment else None)
         return 200, f"Thank you: the change was {status}."
 
     # --- HTTP API (payload format 2.0) -------------------------------------------------------------------------
@@ -88,21 +90,7 @@ class Approvals:
         path = event.get("rawPath", "")
         if path.endswith("/slack/interactions") and method == "POST":
             return self._slack(event)
-        approval_id = (event.get("pathParameters") or {}).get("id", "")
-        params = dict(event.get("queryStringParameters") or {})
-        if method == "POST":
-            params.update(dict(parse_qsl(_body(event))))
-        try:
-            decision = self.signer.check(approval_id, params, self.store.now())
-        except BadLink as e:
-            return _page(403, "Link not valid", str(e))
-        if method == "GET":
-            # Mail scanners follow links: a GET only shows the form; the POST decides.
-            return _confirm_page(approval_id, decision, params)
-        source = event.get("requestContext", {}).get("http", {}).get("sourceIp", "unknown address")
-        who = (params.get("name") or "").strip()[:80] or f"approval link from {source}"
-        status, text = self.decide(approval_id, decision, who)
-        return _page(status, "Done" if status == 200 else "Nothing changed", text)
+        return ApprovalPages(self).handle(event)
 
     def _slack(self, event: dict[str, Any]) -> dict[str, Any]:
         body = _body(event)
@@ -129,19 +117,3 @@ def _body(event: dict[str, Any]) -> str:
     body = event.get("body") or ""
     return base64.b64decode(body).decode() if event.get("isBase64Encoded") else str(body)
 
-
-def _page(status: int, title: str, text: str) -> dict[str, Any]:
-    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
-           f"<body><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p></body></html>")
-    return {"statusCode": status, "headers": {"content-type": "text/html; charset=utf-8"}, "body": doc}
-
-
-def _confirm_page(approval_id: str, decision: str, params: dict[str, str]) -> dict[str, Any]:
-    hidden = "".join(f"<input type='hidden' name='{k}' value='{html.escape(params[k])}'>"
-                     for k in ("decision", "expires", "sig"))
-    verb = "Approve" if decision == "approve" else "Reject"
-    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{verb} quota change</title></head><body>"
-           f"<h1>{verb} the quota change?</h1><form method='post' action='{html.escape(approval_id)}'>{hidden}"
-           "<label>Your name <input name='name' required></label> "
-           f"<button type='submit'>{verb}</button></form></body></html>")
-    return {"statusCode": 200, "headers": {"content-type": "text/html; charset=utf-8"}, "body": doc}

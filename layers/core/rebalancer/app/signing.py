@@ -21,6 +21,10 @@ class BadLink(Exception):
     """The link was forged, altered, expired or incomplete. The message is safe to show on a page."""
 
 
+class LinkExpired(BadLink):
+    """A genuine link (or form) whose time has passed."""
+
+
 @dataclass(frozen=True)
 class LinkSigner:
     key: bytes
@@ -48,7 +52,7 @@ class LinkSigner:
         if not hmac.compare_digest(self.signature(approval_id, decision, expires), sig):
             raise BadLink("This link is not valid (its signature does not match).")
         if now.timestamp() >= expires:
-            raise BadLink("This link has expired; the change was not made.")
+            raise LinkExpired("This link has expired; the change was not made.")
         return decision
 
 

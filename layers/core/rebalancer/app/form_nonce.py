@@ -1,0 +1,67 @@
+"""Per-page CSRF nonces for the review page's Approve / Reject form.
+
+A nonce is `<random>.<mac>`, the MAC an HMAC-SHA256 over (approval id, expiry, random) under a key derived from the
+link-signing key, so a nonce only works for the approval and expiry of the page that issued it and cannot be made up.
+Single use: the first POST claims the nonce with a conditional write in the table; a replay of the form finds it
+claimed. (The decision itself is single-use too: the approval record moves pending → decided once.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from botocore.exceptions import ClientError
+
+from rebalancer.app.signing import BadLink, LinkExpired
+from rebalancer.app.store import KEY, SORT, TTL, Store
+
+NONCE_BYTES = 16
+
+
+def _random_part() -> str:
+    return secrets.token_hex(NONCE_BYTES)
+
+
+@dataclass(frozen=True)
+class FormNonces:
+    link_key: bytes
+    random: Callable[[], str] = field(default=_random_part)  # injected in tests for repeatable pages
+
+    @property
+    def _key(self) -> bytes:
+        # Its own key, so a nonce's MAC can never stand in for a link signature or the other way round.
+        return hmac.new(self.link_key, b"rebalancer form nonce v1", hashlib.sha256).digest()
+
+    def _mac(self, approval_id: str, expires: int, rand: str) -> str:
+        return hmac.new(self._key, f"{approval_id}\n{expires}\n{rand}".encode(), hashlib.sha256).hexdigest()
+
+    def issue(self, approval_id: str, expires: int) -> str:
+        rand = self.random()
+        return f"{rand}.{self._mac(approval_id, expires, rand)}"
+
+    def check(self, approval_id: str, expires: int, nonce: str, now: datetime) -> None:
+        """Raises BadLink when the nonce was not issued for this approval and expiry, or the expiry has passed."""
+        rand, _, mac = nonce.partition(".")
+        if not rand or not mac or not hmac.compare_digest(self._mac(approval_id, expires, rand), mac):
+            raise BadLink("This form was not issued for this approval; open the link from the message again.")
+        if now.timestamp() >= expires:
+            raise LinkExpired("This form has expired; the change was not made.")
+
+
+def claim_nonce(store: Store, approval_id: str, nonce: str, expires: int) -> bool:
+    """True the first time this nonce is submitted; False for a replayed form."""
+    try:
+        store.table.put_item(
+            Item={KEY: f"APPROVAL#{approval_id}", SORT: f"NONCE#{nonce.partition('.')[0]}",
+                  "claimed_at": store.now().isoformat(), TTL: expires + 86_400},
+            ConditionExpression="attribute_not_exists(#k)", ExpressionAttributeNames={"#k": KEY})
+    except ClientError as e:
+        if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
