@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlencode, urljoin, urlsplit
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
 from rebalancer.app.local_stack import STACK
 from rebalancer.app.template import find_root
@@ -149,14 +149,15 @@ def http(method: str, url: str, form: dict[str, str] | None = None) -> tuple[int
 
 
 def click_link(url: str, who: str) -> tuple[int, str, int]:
-    """Open the signed link (GET shows a confirmation form), then submit the form as `who`.
-    Returns (GET status, decision page, POST status)."""
+    """Open the signed link (GET shows the review page), then press the link's button (Approve or Reject) as `who`.
+    A page without the form (decided already) is returned as it is. Returns (GET status, page, POST status or 0)."""
     shown, page = http("GET", url)
     action = re.search(r"<form method='post' action='([^']+)'", page)
     if shown != 200 or action is None:
         return shown, page, 0
     hidden = dict(re.findall(r"<input type='hidden' name='([^']+)' value='([^']*)'>", page))
-    status, answer = http("POST", urljoin(url, action.group(1)), {**hidden, "name": who})
+    decision = dict(parse_qsl(urlsplit(url).query)).get("decision", "")
+    status, answer = http("POST", urljoin(url, action.group(1)), {**hidden, "decision": decision, "name": who})
     return shown, answer, status
 
 
@@ -289,8 +290,10 @@ def approved_alarm(world: World, story: Story, hours_later: float = 3) -> Scenar
     msg = _sns_of(world, "applied", result)
     if msg:
         story.email(str(msg["Subject"]), str(msg["Message"]))
-    _shown, _page, replay_status = click_link(found["Approve"], ADMIN)
-    result.check("the same link again changes nothing (409)", replay_status == 409, f"POST {replay_status}")
+    again, page, replay_status = click_link(found["Approve"], ADMIN)
+    result.check("the same link again shows the decision and offers no buttons",
+                 (again, replay_status) == (200, 0) and "already approved" in page,
+                 f"GET {again}, POST {replay_status}")
     story.quotas(before, result.after, result.capacity)
     story.verdict(result)
     return result
