@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
+from contextlib import ExitStack, redirect_stdout
+from io import StringIO
 from pathlib import Path
 
 import click
@@ -20,17 +23,12 @@ DEFAULT_POLICY = "examples/demo-policy.yaml"
               help="Folder for the report (Markdown + PNG) and the rollback snapshot.")
 def demo(policy_file: str | None, out_dir: str) -> None:
     """Run the four demo scenarios end to end against the emulator; exit 0 only if every one ended as expected."""
-    import logging
-
     from rich.console import Console
 
     started = time.monotonic()
     console = Console(width=80)
-    # The handlers log JSON lines (Powertools) and print EMF metrics; the narrative is the demo's output.
+    # The handlers log JSON lines (Powertools) and print EMF metrics to stdout; the narrative is the demo's output.
     logging.disable(logging.WARNING)
-    from contextlib import redirect_stdout
-    from io import StringIO
-
     from rebalancer.demo import scenarios
     from rebalancer.demo.narrative import RichStory, quota_table
     from rebalancer.demo.report import read_utilization, write_report
@@ -41,24 +39,19 @@ def demo(policy_file: str | None, out_dir: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     console.print("[bold]hyperpod-rebalancer demo[/bold]: the real state machine and Lambda handlers, against an "
                   "emulated HyperPod cluster, Kueue, CloudWatch and Slack, all on 127.0.0.1.")
-    with console.status("starting the emulator, Kueue stand-in and Slack receiver; deploying the stack…"):
-        world_cm = open_world(policy.read_text())
-        world = world_cm.__enter__()
-    try:
+    with ExitStack() as stack:
+        with console.status("starting the emulator, Kueue stand-in and Slack receiver; deploying the stack…"):
+            world = stack.enter_context(open_world(policy.read_text()))
         initial = world.quotas()
         console.print(f"emulator: {world.endpoint}   Kueue API: {world.stack.kube_url}   approvals: "
                       f"{world.gateway.url}")
         console.print(f"policy: {policy}")
         console.print(quota_table(initial, initial, world.healthy_capacity(),
                                   f"{world.cluster}: quotas (accelerators) per team"))
-        story = RichStory(console)
-        noise = StringIO()
-        with redirect_stdout(noise):  # EMF metric lines the handlers print; the story prints to the console
-            console.file = sys.__stdout__ or sys.stdout
-            results = scenarios.run_all(world, story, out)
+        console.file = sys.stdout  # the console keeps the terminal; what the handlers print is dropped
+        with redirect_stdout(StringIO()):
+            results = scenarios.run_all(world, RichStory(console), out)
             utilization = read_utilization(world.client("cloudwatch"), world.clock.t)
-    finally:
-        world_cm.__exit__(None, None, None)
     seconds = time.monotonic() - started
     report = write_report(results, initial, utilization, out, seconds)
     console.print()
