@@ -92,6 +92,12 @@ class Emulator:
     def cluster_arn(self, name: str) -> str:
         return str(cluster_ops.require_cluster(self.gov, name).arn)
 
+    def set_eks_cluster(self, cluster: str, eks_cluster_name: str) -> None:
+        """Name the EKS cluster behind a HyperPod cluster: DescribeCluster then shows Orchestrator.Eks.ClusterArn
+        (what Container Insights metrics are dimensioned by)."""
+        c = cluster_ops.require_cluster(self.gov, cluster)
+        c.eks_cluster_arn = f"arn:aws:eks:{self.region}:{self.account_id}:cluster/{eks_cluster_name}"
+
     def nodes(self, cluster: str, *, group: str | None = None) -> list[dict[str, Any]]:
         c = cluster_ops.require_cluster(self.gov, cluster)
         return [n.summary() for n in c.nodes.values() if group is None or n.instance_group_name == group]

@@ -195,6 +195,19 @@ def _node_status(original: Callable[[Any], dict[str, Any]]) -> Callable[[Any], d
     return describe
 
 
+def _with_orchestrator(original: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+    """DescribeCluster shows Orchestrator.Eks when the cluster was given one (Emulator.set_eks_cluster)."""
+    @functools.wraps(original)
+    def describe(self: Any) -> dict[str, Any]:
+        out = original(self)
+        eks = getattr(self, "eks_cluster_arn", None)
+        if eks:
+            out["Orchestrator"] = {"Eks": {"ClusterArn": eks}}
+        return out
+
+    return describe
+
+
 def _valid_instance_type(self: Any, instance_type: str) -> None:  # noqa: ARG001 (a method of moto's Cluster)
     cluster_ops.check_instance_type(instance_type)
 
@@ -213,6 +226,7 @@ def install() -> None:
         for name in ("describe_cluster", "delete_cluster", "describe_cluster_node", "list_cluster_nodes"):
             setattr(backend, name, _resolving(getattr(backend, name)))
         setattr(sm_models.Cluster, "valid_cluster_node_instance_types", _valid_instance_type)  # noqa: B010
+        setattr(sm_models.Cluster, "describe", _with_orchestrator(sm_models.Cluster.describe))  # noqa: B010
         node = sm_models.ClusterNode
         for name in ("describe", "summary"):
             setattr(node, name, _node_status(getattr(node, name)))
