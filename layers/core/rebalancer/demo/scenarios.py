@@ -119,6 +119,14 @@ def stored_plan(execution_arn: str) -> Plan | None:
     return None if doc is None else Plan.model_validate(doc)
 
 
+def collected_utilization(execution_arn: str) -> dict[str, float | None]:
+    """team → GPU utilization % in the snapshot the run's Collect step stored (Container Insights)."""
+    from rebalancer.app import wiring
+
+    doc = wiring.store().get_artifact(execution_arn.rsplit(":", 1)[-1], "SNAPSHOT") or {}
+    return {team: u.get("gpu_percent") for team, u in (doc.get("utilization") or {}).items()}
+
+
 def fits_capacity(quotas: Quotas, capacity: dict[str, int]) -> tuple[bool, str]:
     totals: dict[str, int] = {}
     for pools in quotas.values():
@@ -236,6 +244,11 @@ def _alarm_until_approval(world: World, story: Story, result: ScenarioResult) ->
         return None, {}
     world.stack.wait_until(lambda: len(world.slack.posts) > seen_posts, timeout=30,
                            what="the approval request on Slack")
+    seen = collected_utilization(arn)
+    story.say("Collect read Container Insights for the last hour: " + ", ".join(
+        f"{team} {'n/a' if pct is None else f'{pct:.0f} %'}" for team, pct in sorted(seen.items())) + ".")
+    result.check("the collected snapshot holds every team's utilization",
+                 sorted(seen) == sorted(cast.TEAMS) and None not in seen.values(), json.dumps(seen))
     result.plan = stored_plan(arn)
     if result.plan is not None:
         story.plan(result.plan)
@@ -268,6 +281,8 @@ def approved_alarm(world: World, story: Story, hours_later: float = 3) -> Scenar
     arn, found = _alarm_until_approval(world, story, result)
     if arn is None or "Approve" not in found:
         return result
+    idle = collected_utilization(arn).get("data-science")
+    result.check("Collect saw data-science idle (0 % GPU)", idle == 0, f"{idle}")
     story.say(f"The admin opens the Approve link ({urlsplit(found['Approve']).netloc}, signed, expires with the "
               "approval) and confirms.")
     shown, _page, status = click_link(found["Approve"], ADMIN)

@@ -159,6 +159,7 @@ def open_world(policy_text: str, *, clock: Clock | None = None) -> Iterator[Worl
         the_clock = clock or Clock(datetime.now(UTC) - timedelta(days=1))
         emulator = Emulator(ACCOUNT, REGION, clock=the_clock)
         seeded = seed_demo(emulator)
+        emulator.set_eks_cluster(DEMO.cluster_name, cast.EKS_CLUSTER)  # Container Insights names the EKS cluster
         the_clock.advance(24)
         kube_url, kube = stack.enter_context(kube_fake.serve())
         cast.steady_demand(kube)
