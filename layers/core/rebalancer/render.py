@@ -36,9 +36,14 @@ def plan_renderable(plan: Plan) -> RenderableType:
     parts: list[RenderableType] = []
     if plan.changes:
         parts.append(plan_table(plan))
-    else:
+    elif not plan.field_changes:
         parts.append(Text(f"{plan.cluster_name}: no change needed", style="bold"))
-    if plan.requests:
+    for f in plan.field_changes:
+        line = Text(f"{f.team}: {f.field}: {_value(f.before)} → {_value(f.after)}")
+        parts.append(line.append(f"  ({f.reason})", style="yellow" if f.console_edit else "dim"))
+    if plan.scheduler_requests:
+        parts.append(Text(f"{plan.scheduler_requests[0].operation} first (cluster scheduler config)"))
+    if not plan.is_empty:
         if plan.mode == "dry-run":
             verdict = Text("dry run: nothing will be applied", style="yellow")
         elif plan.requires_approval:
@@ -49,6 +54,10 @@ def plan_renderable(plan: Plan) -> RenderableType:
         parts.extend(Text(f"  - {r}") for r in plan.approval_reasons)
     parts.extend(Text(f"warning: {w}", style="yellow") for w in plan.warnings)
     return Group(*parts)
+
+
+def _value(v: object) -> str:
+    return "(absent)" if v is None else str(v)
 
 
 def render_plan(plan: Plan, console: Console) -> None:

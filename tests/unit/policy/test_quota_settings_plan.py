@@ -176,3 +176,16 @@ def test_a_deactivated_quota_holds_nothing_and_a_policy_team_gets_it_enabled_aga
     assert req.parameters["ComputeQuotaConfig"]["ComputeQuotaResources"] == [{"InstanceType": P5, "Accelerators": 4}]
     disabled_and_removed = make_plan(snap, policy({"a": {"remove": True}}), T0)
     assert disabled_and_removed.is_empty
+
+
+def test_the_rendered_plan_shows_a_console_edit_and_why_it_needs_approval() -> None:
+    from rich.console import Console
+
+    from rebalancer.render import render_plan
+
+    snap = snapshot({P5: 1}, quotas={"a": {P5: 8}}, in_use={"a": {P5: 8}})
+    console = Console(width=200, record=True)
+    render_plan(make_plan(snap, policy({"a": {"preempt_team_tasks": "Never"}}), T0), console)
+    text = console.export_text()
+    assert "a: ComputeQuotaConfig.PreemptTeamTasks: LowerPriority → Never  (console edit will be replaced)" in text
+    assert "needs approval" in text
