@@ -10,7 +10,7 @@ SAM_STAMP := .venv-sam/.installed
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
 
-.PHONY: help demo venv lint typecheck test test-fast bench lock clean sam-venv build
+.PHONY: help demo venv lint typecheck test test-fast bench lock clean sam-venv build browser
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -33,8 +33,13 @@ typecheck: $(STAMP) ## mypy on the package
 demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 only); report in demo-out/
 	$(PY) -m rebalancer demo --out demo-out
 
-test: lint typecheck $(SAM_STAMP) ## lint, type-check and run every test (unit, integration, e2e)
+test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q
+
+# The approval page's browser tests drive Debian's chromium through Playwright (no browser download of its own).
+# About 70 s the first time (apt-get update + install, measured on the dev machine); nothing after that.
+browser: ## install Debian's chromium for the browser tests if it is missing (needs root, as CI has)
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 test-fast: $(STAMP) ## unit tests only
 	$(PY) -m pytest -q tests/unit

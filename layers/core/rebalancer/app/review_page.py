@@ -46,7 +46,15 @@ input[type=text],textarea{width:100%;font:inherit;padding:.4rem;border:1px solid
 button{font:inherit;font-weight:600;padding:.7rem 1.6rem;border-radius:.4rem;border:0;color:#fff;cursor:pointer}
 button.approve{background:var(--ok)}button.reject{background:var(--bad)}
 .muted{color:var(--muted);font-size:.9rem}
-@media (max-width:40rem){body{padding:.6rem}th.r,td.r{display:none}button{flex:1}}
+@media (max-width:40rem){body{padding:.6rem}button{flex:1}
+ thead{display:none}
+ #quotas tr{display:grid;grid-template-columns:1fr auto auto auto;column-gap:.7rem;padding:.45rem 0;
+  border-bottom:1px solid var(--line)}
+ #quotas td{border:0;padding:0}
+ #quotas td:nth-child(1){grid-area:1/1;font-weight:600}#quotas td:nth-child(2){grid-area:2/1;color:var(--muted)}
+ #quotas td:nth-child(3){grid-area:1/2}#quotas td:nth-child(4){grid-area:1/3}#quotas td:nth-child(5){grid-area:1/4}
+ #quotas td:nth-child(4)::before{content:"→ ";color:var(--muted)}
+ #quotas td.r{grid-area:3/1/4/5;font-size:.88rem}}
 """
 
 
@@ -85,14 +93,14 @@ class Review:
 
 
 def rows_of(plan: Plan) -> list[Row]:
-    """Every team's quota per pool: the plan's changes first (with their reasons), then the quotas it leaves alone."""
+    """Every team's quota per pool, by team: what the plan changes (with its reasons) and what it leaves alone."""
     changed = [Row(c.team, f"{c.instance_type}:{c.mig_profile}" if c.mig_profile else c.instance_type, c.resource,
                    c.before, c.after, c.reason) for c in plan.changes]
     seen = {(r.team, r.pool, r.resource) for r in changed}
     same = [Row(team, pool, resource, amount, amount, "unchanged")
             for team, pools in sorted(plan.allocations.items()) for pool, amounts in sorted(pools.items())
             for resource, amount in sorted(amounts.items()) if (team, pool, resource) not in seen]
-    return changed + same
+    return sorted(changed + same, key=lambda r: (r.team, r.pool, r.resource))
 
 
 def trigger_text(trigger: Mapping[str, Any]) -> str:

@@ -1,0 +1,263 @@
+"""The approval HTTP API's pages against the template's table in moto: the review page decides nothing, the form's
+POST decides once, and every other request gets a clear page, the right status and no change. Step Functions is a
+recorder of SendTaskSuccess / SendTaskFailure (the real ASL round trip is in tests/e2e)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
+
+import boto3
+import pytest
+from moto import mock_aws
+from support.approval_page import has_form, review_form
+from support.template import resources
+
+from rebalancer.app.approvals import Approvals
+from rebalancer.app.form_nonce import FormNonces
+from rebalancer.app.notifications import DeliveryResult, Message
+from rebalancer.app.signing import LinkSigner
+from rebalancer.app.store import Store
+from rebalancer.plan import Change, Plan
+
+T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+ARN = "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:c1-node-health-0001"
+BASE = "https://api.example"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T0
+
+    def __call__(self) -> datetime:
+        self.t += timedelta(milliseconds=1)
+        return self.t
+
+
+@dataclass
+class Sfn:
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def send_task_success(self, **kw: Any) -> None:
+        self.calls.append(("success", kw))
+
+    def send_task_failure(self, **kw: Any) -> None:
+        self.calls.append(("failure", kw))
+
+
+@dataclass
+class Inbox:
+    name: str = "inbox"
+    messages: list[Message] = field(default_factory=list)
+
+    def send(self, message: Message) -> DeliveryResult:
+        self.messages.append(message)
+        return DeliveryResult(self.name, True)
+
+
+PLAN = Plan(
+    cluster_name="c1", cluster_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/c1", taken_at=T0,
+    mode="approve", requires_approval=True, approval_reasons=("moves 16 accelerators, above 8",),
+    warnings=("node gpu-p5-0 <failed> health check",),
+    allocations={"research": {"ml.p5.48xlarge": {"accelerators": 24.0}},
+                 "inference": {"ml.p5.48xlarge": {"accelerators": 8.0}},
+                 "platform": {"ml.g5.8xlarge": {"accelerators": 2.0}}},
+    changes=(Change(team="inference", instance_type="ml.p5.48xlarge", resource="accelerators", before=24, after=8,
+                    reason="idle 90% of its quota"),
+             Change(team="research", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=24,
+                    reason="3 jobs pending for 24 GPUs")))
+
+
+@dataclass
+class Api:
+    approvals: Approvals
+    sfn: Sfn
+    inbox: Inbox
+    clock: Clock
+    store: Store
+
+    @property
+    def approval_id(self) -> str:
+        return str(self.inbox.messages[0].approval_id)
+
+    def link(self, decision: str = "approve") -> str:
+        m = self.inbox.messages[0]
+        return str(m.approve_url if decision == "approve" else m.reject_url)
+
+    def call(self, method: str, url: str, form: dict[str, str] | None = None) -> dict[str, Any]:
+        u = urlsplit(url)
+        event: dict[str, Any] = {"version": "2.0", "rawPath": u.path, "rawQueryString": u.query,
+                                 "requestContext": {"http": {"method": method, "sourceIp": "192.0.2.7"}}}
+        if u.query:
+            event["queryStringParameters"] = dict(parse_qsl(u.query))
+        if form is not None:  # as API Gateway passes a form body: base64
+            event["body"], event["isBase64Encoded"] = base64.b64encode(urlencode(form).encode()).decode(), True
+        return self.approvals.http(event)
+
+    def page_form(self, decision: str = "approve") -> tuple[str, dict[str, str]]:
+        page = self.call("GET", self.link(decision))
+        assert page["statusCode"] == 200, page["body"]
+        action, fields = review_form(page["body"])
+        return urljoin(self.link(decision), action), fields
+
+    def status(self) -> str:
+        rec = self.store.get_approval(self.approval_id)
+        assert rec is not None
+        return rec.status
+
+    def approval_audit(self) -> list[dict[str, Any]]:
+        return [a for a in self.store.audit_log("c1") if a["kind"] == "approval"]
+
+
+@pytest.fixture
+def api() -> Iterator[Api]:
+    with mock_aws():
+        props = resources("AWS::DynamoDB::Table")["Table"]["Properties"]
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName="t", KeySchema=props["KeySchema"], AttributeDefinitions=props["AttributeDefinitions"],
+            BillingMode=props["BillingMode"])
+        clock, sfn, inbox = Clock(), Sfn(), Inbox()
+        store = Store("t", now=clock)
+        store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
+        approvals = Approvals(store=store, sfn=sfn, signer=LinkSigner(b"k" * 32), channels=[inbox])
+        run = {"cluster_name": "c1", "execution_name": "c1-node-health-0001", "execution_arn": ARN,
+               "trigger": {"kind": "node-health", "summary": "node gpu-p5-0 Unhealthy"},
+               "started_at": T0.isoformat()}
+        approvals.request({"run": run, "plan": {"approval_timeout_seconds": 3600}, "task_token": "token-1",
+                           "base_url": BASE})
+        yield Api(approvals, sfn, inbox, clock, store)
+
+
+def test_the_review_page_shows_the_plan_and_decides_nothing(api: Api) -> None:
+    page = api.call("GET", api.link())
+    assert page["statusCode"] == 200
+    body = page["body"]
+    for text in ("c1", "node gpu-p5-0 Unhealthy (node-health)", "moves 16 accelerators, above 8",
+                 "idle 90% of its quota", "3 jobs pending for 24 GPUs", "2026-11-30 13:00 UTC"):
+        assert text in body
+    assert "node gpu-p5-0 &lt;failed&gt; health check" in body  # escaped, not markup
+    assert "ml.g5.8xlarge" in body
+    assert "unchanged" in body
+    assert page["headers"]["referrer-policy"] == "no-referrer"
+    assert "form-action 'self'" in page["headers"]["content-security-policy"]
+    api.call("GET", api.link("reject"))
+    assert (api.status(), api.sfn.calls, api.approval_audit()) == ("pending", [], [])
+
+
+def test_approve_with_a_comment_decides_once_and_audits_it(api: Api) -> None:
+    url, fields = api.page_form()
+    done = api.call("POST", url, {**fields, "decision": "approve", "name": "alice", "comment": "ok <tonight>"})
+    assert done["statusCode"] == 200, done["body"]
+    assert "Approved" in done["body"]
+    assert "console.aws.amazon.com" in done["body"]
+    assert [c[0] for c in api.sfn.calls] == ["success"]
+    assert api.sfn.calls[0][1]["taskToken"] == "token-1"
+    [audit] = api.approval_audit()
+    assert (audit["outcome"], audit["who"], audit["detail"]) == ("approved", "alice", {"comment": "ok <tonight>"})
+
+    replay = api.call("POST", url, {**fields, "decision": "reject", "name": "mallory"})
+    assert replay["statusCode"] == 409
+    assert "already submitted" in replay["body"]
+    later = api.call("GET", api.link("reject"))
+    assert later["statusCode"] == 200
+    assert "already approved by alice" in later["body"]
+    assert not has_form(later["body"])
+    assert len(api.sfn.calls) == 1
+    assert api.status() == "approved"
+
+
+def test_a_fresh_form_after_the_decision_changes_nothing(api: Api) -> None:
+    url, first = api.page_form()
+    _, second = api.page_form("reject")  # two tabs open: each page has its own nonce
+    assert first["nonce"] != second["nonce"]
+    assert api.call("POST", url, {**first, "decision": "reject"})["statusCode"] == 200
+    late = api.call("POST", url, {**second, "decision": "approve"})
+    assert late["statusCode"] == 409
+    assert "already rejected" in late["body"]
+    assert [c[0] for c in api.sfn.calls] == ["failure"]
+    [audit] = api.approval_audit()
+    assert audit["who"] == "approval page from 192.0.2.7"
+    assert "detail" not in audit
+
+
+@pytest.mark.parametrize(("change", "status", "says"), [
+    ({"nonce": ""}, 403, "not issued for this approval"),
+    ({"nonce": "00.11"}, 403, "not issued for this approval"),
+    ({"sig": "0" * 64}, 403, "signature does not match"),
+    ({"link": "reject"}, 403, "signature does not match"),
+    ({"expires": "9999999999"}, 403, "signature does not match"),
+    ({"decision": "maybe"}, 400, "named no decision"),
+    ({"comment": "x" * 501}, 400, "limited to 500 characters"),
+])
+def test_a_bad_form_is_refused_and_consumes_nothing(api: Api, change: dict[str, str], status: int,
+                                                     says: str) -> None:
+    url, fields = api.page_form()
+    form = {**fields, "decision": "approve", **change}
+    answer = api.call("POST", url, form)
+    assert (answer["statusCode"], says in answer["body"]) == (status, True)
+    assert (api.status(), api.sfn.calls) == ("pending", [])
+    assert api.call("POST", url, {**fields, "decision": "approve"})["statusCode"] == 200  # the real form still works
+
+
+def test_a_nonce_of_another_approval_or_expiry_is_refused(api: Api) -> None:
+    url, fields = api.page_form()
+    nonces = FormNonces(api.approvals.signer.key)
+    for nonce in (nonces.issue("another", int(fields["expires"])), nonces.issue(api.approval_id, 9_999_999_999)):
+        answer = api.call("POST", url, {**fields, "nonce": nonce, "decision": "approve"})
+        assert answer["statusCode"] == 403
+        assert "not issued for this approval" in answer["body"]
+    assert api.sfn.calls == []
+
+
+def test_after_the_expiry_the_page_and_the_form_answer_410(api: Api) -> None:
+    url, fields = api.page_form()
+    api.clock.t = T0 + timedelta(hours=1)
+    assert api.call("GET", api.link())["statusCode"] == 410
+    answer = api.call("POST", url, {**fields, "decision": "approve"})
+    assert answer["statusCode"] == 410
+    assert "expired" in answer["body"]
+    assert (api.status(), api.sfn.calls) == ("pending", [])
+
+
+def test_wrong_methods_and_addresses_get_a_page_and_change_nothing(api: Api) -> None:
+    url, fields = api.page_form()
+    opened = api.call("GET", f"{url}?{urlencode({**fields, 'decision': 'approve'})}")
+    assert (opened["statusCode"], opened["headers"]["allow"]) == (405, "POST")
+    assert "changes nothing" in opened["body"]
+    posted_to_link = api.call("POST", api.link(), {**fields, "decision": "approve"})
+    assert (posted_to_link["statusCode"], posted_to_link["headers"]["allow"]) == (405, "GET")
+    assert api.call("GET", f"{BASE}/approvals/nope?decision=approve&expires=1&sig=x")["statusCode"] == 403
+    unknown = api.approvals.signer.link(BASE, "unknown1", "approve", T0 + timedelta(hours=1))
+    assert api.call("GET", unknown)["statusCode"] == 404
+    assert api.call("GET", f"{BASE}/elsewhere")["statusCode"] == 404
+    assert (api.status(), api.sfn.calls) == ("pending", [])
+
+
+def test_slack_buttons_and_the_page_share_one_decision(api: Api) -> None:
+    """The page is open; a Slack rejection comes first; the page's Approve then finds the approval decided."""
+    url, fields = api.page_form()
+    api.approvals.slack_signing_secret = "slack-secret"
+    payload = {"type": "block_actions", "user": {"id": "U1", "username": "bob"},
+               "actions": [{"action_id": "reject", "value": api.approval_id}]}
+    body = urlencode({"payload": json.dumps(payload)})
+    ts = str(int(api.clock.t.timestamp()))
+    sig = "v0=" + hmac.new(b"slack-secret", f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    slack = api.approvals.http({"rawPath": "/slack/interactions", "body": body,
+                                "headers": {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig},
+                                "requestContext": {"http": {"method": "POST"}}})
+    assert "rejected" in json.loads(slack["body"])["text"]
+    late = api.call("POST", url, {**fields, "decision": "approve", "name": "alice"})
+    assert late["statusCode"] == 409
+    assert "already rejected" in late["body"]
+    page = api.call("GET", api.link())
+    assert "already rejected by slack:bob" in page["body"]
+    assert not has_form(page["body"])
+    assert [c[0] for c in api.sfn.calls] == ["failure"]
+    assert [a["who"] for a in api.approval_audit()] == ["slack:bob"]

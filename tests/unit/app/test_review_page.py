@@ -1,0 +1,65 @@
+"""The review page's HTML: every value escaped, every team's quota listed, the form only while pending."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from rebalancer.app.review_page import Review, Row, message_page, review_page, rows_of, trigger_text
+from rebalancer.plan import Change, Plan
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+PLAN = Plan(cluster_name="c1", cluster_arn="arn:aws:sagemaker:us-east-1:1:cluster/c1", taken_at=NOW, mode="approve",
+            allocations={"a": {"ml.p5.48xlarge": {"accelerators": 16.0}, "ml.p4d.24xlarge:1g.5gb": {"partitions": 7.0}},
+                         "b": {"ml.p5.48xlarge": {"accelerators": 0.0}, "ml.g5.8xlarge": {"accelerators": 1.0}}},
+            changes=(Change(team="b", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=0,
+                            reason="no demand"),
+                     Change(team="a", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=16,
+                            reason="demand 16")))
+
+
+def _review(**kw: object) -> Review:
+    base: dict[str, object] = {"approval_id": "id1", "cluster": "c1", "status": "pending",
+                               "decide_by": NOW + timedelta(minutes=90), "now": NOW, "rows": rows_of(PLAN),
+                               "trigger": "alarm", "form": {"nonce": "n"}, "action": "id1/decision"}
+    return Review(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_rows_list_every_team_and_pool_once_with_the_plans_numbers() -> None:
+    assert rows_of(PLAN) == [
+        Row("a", "ml.p4d.24xlarge:1g.5gb", "partitions", 7, 7, "unchanged"),
+        Row("a", "ml.p5.48xlarge", "accelerators", 8, 16, "demand 16"),
+        Row("b", "ml.g5.8xlarge", "accelerators", 1, 1, "unchanged"),
+        Row("b", "ml.p5.48xlarge", "accelerators", 8, 0, "no demand"),
+    ]
+
+
+def test_values_are_escaped() -> None:
+    evil = "<script>alert(1)</script>"
+    page = review_page(_review(cluster=evil, trigger=evil, warnings=(evil,), approval_reasons=(evil,),
+                               rows=[Row(evil, evil, "accelerators", 1, 2, evil)], form={"nonce": "'><b>"}))
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "value='&#x27;&gt;&lt;b&gt;'" in page
+
+
+def test_the_form_is_there_only_while_pending() -> None:
+    assert "<form method='post' action='id1/decision'>" in review_page(_review())
+    decided = review_page(_review(status="approved", decided_by="alice"))
+    assert "<form" not in decided
+    assert "already approved by alice" in decided
+
+
+def test_expiry_and_what_moves_are_shown() -> None:
+    page = review_page(_review())
+    assert "2026-11-30 13:30 UTC (in 1 h 30 min)" in page
+    assert "Moves</dt><dd>8 accelerators, partitions" in page
+
+
+def test_trigger_text() -> None:
+    assert trigger_text({"kind": "alarm", "summary": "imbalance high"}) == "imbalance high (alarm)"
+    assert trigger_text({}) == "not recorded"
+
+
+def test_message_page_links_the_execution_without_referrer() -> None:
+    page = message_page("Approved", "done", execution_url="https://console.example/x?a=1&b=2", ok=True)
+    assert "href='https://console.example/x?a=1&amp;b=2' rel='noreferrer'" in page
