@@ -8,9 +8,12 @@ headers. The API server's authenticator replays the URL against STS to learn who
 from __future__ import annotations
 
 import base64
+import hashlib
+import os
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from botocore.signers import RequestSigner
@@ -74,9 +77,19 @@ def api_client_for_eks(clients: AwsClients, eks_cluster_name: str,
     if not endpoint or not ca:
         raise PermanentError(f"eks:DescribeCluster on EKS cluster {eks_cluster_name}: no endpoint or CA yet "
                              f"(status {cluster.get('status')})")
-    with tempfile.NamedTemporaryFile("wb", prefix="eks-ca-", suffix=".crt", delete=False) as f:
-        f.write(base64.b64decode(ca))
-    return api_client_with_token(endpoint, lambda: eks_token(clients, eks_cluster_name), ca_file=f.name, clock=clock)
+    return api_client_with_token(endpoint, lambda: eks_token(clients, eks_cluster_name), ca_file=_ca_file(ca),
+                                 clock=clock)
+
+
+def _ca_file(ca_base64: str) -> str:
+    """The CA bundle as a file (the client wants a path), one per distinct CA: a warm Lambda reuses it."""
+    data = base64.b64decode(ca_base64)
+    path = Path(tempfile.gettempdir()) / f"eks-ca-{hashlib.sha256(data).hexdigest()[:16]}.crt"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return str(path)
 
 
 def api_client_with_token(host: str, make_token: Callable[[], str], *, ca_file: str | None = None,
