@@ -167,3 +167,24 @@ def test_diff_command_sees_a_console_edit_over_http(demo_emulator: EmulatorHandl
            "[console edit]" in drifted.output
     assert "research: ComputeQuotaConfig.ResourceSharingConfig.BorrowLimit: cluster (absent) ≠ policy 50" \
            in drifted.output
+
+
+def test_apply_command_reconciles_the_scheduler_config_then_the_quotas(
+        demo_emulator: EmulatorHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert demo_emulator.endpoint is not None
+    monkeypatch.setenv("AWS_ENDPOINT_URL", demo_emulator.endpoint)
+    policy_file = tmp_path / "policy.json"
+    teams = {**DEMO_TEAMS, "research": {**DEMO_TEAMS["research"], "preempt_team_tasks": "Never"}}
+    policy_file.write_text(json.dumps({**HOLD, "teams": teams, "cluster": {"fair_share": "Disabled"}}))
+    result = CliRunner().invoke(cli, ["apply", "--cluster", DEMO.cluster_name, "--policy", str(policy_file),
+                                      "--region", "us-east-1", "--no-kube", "--metrics-window", "0", "--yes",
+                                      "--poll-interval", "0.1"])
+    assert result.exit_code == 0, result.output
+    assert "UpdateClusterSchedulerConfig: scheduler config" in result.output
+    after = read(demo_emulator)
+    assert after.scheduler_config is not None
+    assert after.scheduler_config.SchedulerConfig["FairShare"] == "Disabled"
+    assert next(q for q in after.quotas if q.team == "research").ComputeQuotaConfig.PreemptTeamTasks == "Never"
+    rerun = CliRunner().invoke(cli, ["diff", "--cluster", DEMO.cluster_name, "--policy", str(policy_file),
+                                     "--region", "us-east-1"])
+    assert rerun.exit_code == 0, rerun.output

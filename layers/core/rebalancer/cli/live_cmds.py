@@ -178,9 +178,19 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
         click.echo("the policy's mode is dry-run: nothing applied")
         return
     if not yes:
-        click.confirm(f"Apply {len(plan.requests)} request(s) to {snap.cluster.ClusterName}?", abort=True)
+        click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
+                      f"{snap.cluster.ClusterName}?", abort=True)
     from rebalancer.adapters.quota_writer import raise_for_report
 
+    if plan.scheduler_requests:
+        from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+
+        configs = SchedulerConfigClient(live.clients().client("sagemaker"), _writer(live, poll_interval,
+                                                                                    timeout).poller)
+        for r in plan.scheduler_requests:
+            done = configs.apply(r)
+            click.echo(f"{r.operation}: scheduler config {done.ClusterSchedulerConfigId} "
+                       f"v{done.ClusterSchedulerConfigVersion} {done.Status}")
     report = _writer(live, poll_interval, timeout).apply(snap.cluster.ClusterArn, plan.requests, snap.quotas)
     for line in report.lines():
         click.echo(line)
