@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Waiting
+from support.approval_stack import Waiting
 
 from rebalancer.app.review_page import Row, rows_of
 

@@ -9,8 +9,8 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from conftest import Waiting
 from support.approval_page import review_form
+from support.approval_stack import Waiting
 
 pytestmark = pytest.mark.slow  # a stack deploy and a run on moto's interpreter: seconds
 
