@@ -199,3 +199,15 @@ def test_rollback_leaves_an_edit_made_while_it_asked(emu: Emulator, aws: AwsClie
     assert gpus(emu) == {**BEFORE, "a": 1}  # b restored; a keeps the edit nobody here saw
     assert "conflict" in result.stdout
     assert violations(emu, arn) == []
+
+
+def test_plan_on_the_cluster_equals_plan_on_its_snapshot(emu: Emulator, aws: AwsClients, kube: str, policy: str,
+                                                         tmp_path: Path) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    saved = tmp_path / "snap.json"
+    assert run("snapshot", "--cluster", "c1", "--kube-url", kube, "-o", str(saved)).exit_code == 0
+    live = json.loads(run("plan", "--cluster", "c1", "--kube-url", kube, "--policy", policy,
+                          "--format", "json").stdout)
+    offline = json.loads(run("plan", "--snapshot", str(saved), "--policy", policy, "--format", "json").stdout)
+    assert live == offline
+    assert live["requests"]
