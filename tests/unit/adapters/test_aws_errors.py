@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, ParamValidationError
 
 from rebalancer.adapters.aws import aws_call, classify
 from rebalancer.errors import ConflictError, PermanentError, TransientError
@@ -43,3 +43,11 @@ def test_aws_call_wraps_client_and_connection_errors() -> None:
         raise EndpointConnectionError(endpoint_url="https://api.sagemaker.us-east-1.amazonaws.com")
     with pytest.raises(PermanentError, match="no AWS credentials"), aws_call("DescribeCluster", "cluster x"):
         raise NoCredentialsError()
+
+
+def test_multi_line_messages_become_one_line() -> None:
+    report = "Invalid type for parameter TargetVersion,\nvalue: x, type: <class 'str'>"
+    with pytest.raises(PermanentError) as e, aws_call("UpdateComputeQuota", "quota q1 of team a"):
+        raise ParamValidationError(report=report)
+    assert "\n" not in str(e.value)
+    assert str(e.value).startswith("UpdateComputeQuota on quota q1 of team a: Parameter validation failed: Invalid")

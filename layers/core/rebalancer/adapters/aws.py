@@ -78,8 +78,12 @@ def error_code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", "Unknown"))
 
 
+def one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def error_message(e: ClientError) -> str:
-    return str(e.response.get("Error", {}).get("Message", "")).strip() or "(no message)"
+    return one_line(e.response.get("Error", {}).get("Message", "")) or "(no message)"
 
 
 def describe_error(call: str, resource: str, e: ClientError) -> str:
@@ -109,6 +113,6 @@ def aws_call(call: str, resource: str) -> Iterator[None]:
     except NoCredentialsError as e:
         raise PermanentError(f"{call} on {resource}: no AWS credentials found ({e})") from e
     except EndpointConnectionError as e:
-        raise TransientError(f"{call} on {resource}: cannot reach the endpoint: {e}") from e
-    except BotoCoreError as e:
-        raise PermanentError(f"{call} on {resource}: {e}") from e
+        raise TransientError(f"{call} on {resource}: cannot reach the endpoint: {one_line(e)}") from e
+    except BotoCoreError as e:  # e.g. ParamValidationError, whose message spans lines
+        raise PermanentError(f"{call} on {resource}: {one_line(e)}") from e
