@@ -4,6 +4,7 @@ API served on 127.0.0.1 in front of a run waiting in RequestApproval on moto's S
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,10 @@ ARTIFACTS = Path(__file__).resolve().parents[3] / ".artifacts"
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed (make browser installs Debian's package)")
+        missing = "chromium is not installed (make browser installs Debian's package)"
+        if os.environ.get("CI"):
+            pytest.fail(missing)  # CI runs make test, which installs it: a missing browser there is a bug
+        pytest.skip(missing)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -86,8 +90,7 @@ def test_approve_in_the_browser_resumes_the_run(waiting: Waiting, browser: Any) 
            ("approved", "alice", {"comment": "fine: research's deadline is Friday"})
     assert waiting.quotas() != before
 
-    page.go_back()  # the browser's back button re-shows the (cached or re-fetched) page; a resubmit changes nothing
-    page.goto(waiting.links["Approve"])
+    page.go_back()  # no-store: going back fetches the page again, which now offers no buttons
     assert "already approved by alice" in page.content()
     assert page.locator("form").count() == 0
 
