@@ -188,3 +188,23 @@ def test_apply_command_reconciles_the_scheduler_config_then_the_quotas(
     rerun = CliRunner().invoke(cli, ["diff", "--cluster", DEMO.cluster_name, "--policy", str(policy_file),
                                      "--region", "us-east-1"])
     assert rerun.exit_code == 0, rerun.output
+
+
+def test_capacity_freed_by_a_deactivation_is_handed_out_after_it(demo_emulator: EmulatorHandle) -> None:
+    # trn1: 32 devices held research 8, training 16, platform 8. Removing platform lets research's guarantee rise
+    # to 16; the deactivation is written first, so the monitor never sees the sum above capacity.
+    teams = {k: v for k, v in DEMO_TEAMS.items() if k != "platform"}
+    teams["research"] = {**teams["research"], "guarantee": {TRN1: 16}}
+    want = Policy.model_validate({"teams": {**teams, "platform": {"remove": True}},
+                                  "stability": {"cooldown_minutes": 0, "max_move": None}})
+    snap = read(demo_emulator)
+    plan = make_plan(snap, want, snap.taken_at)
+    disable = next(i for i, r in enumerate(plan.requests) if r.parameters.get("ActivationState") == "Disabled")
+    grow = next(i for i, r in enumerate(plan.requests) if r.team == "research" and r.parameters["TargetVersion"] == 2)
+    assert disable < grow
+    apply(demo_emulator, plan, snap)
+    after = read(demo_emulator)
+    research = next(q for q in after.quotas if q.team == "research")
+    assert research.resource(TRN1) is not None
+    assert research.resource(TRN1).Accelerators == 16  # type: ignore[union-attr]
+    assert not demo_emulator.emulator.monitor.violations(api_only=True)
