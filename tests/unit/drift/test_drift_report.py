@@ -81,3 +81,21 @@ def test_diff_command_exits_0_in_sync_and_3_drifted(tmp_path: Path) -> None:
     both = runner.invoke(cli, ["diff", "--policy", str(good)])
     assert both.exit_code == 2
     assert "--cluster" in both.output
+
+
+def test_diff_known_versions_tell_a_policy_change_from_a_console_edit(tmp_path: Path) -> None:
+    snap_file = tmp_path / "snap.json"
+    snap_file.write_text(snapshot({P5: 1}, quotas={"a": {P5: 8}}).model_dump_json())
+    policy_file = tmp_path / "p.json"
+    policy_file.write_text(json.dumps({"teams": {"a": {**SYNCED, "preempt_team_tasks": "Never"}}}))
+    versions = tmp_path / "v.json"
+    versions.write_text(json.dumps({"a": 1}))
+    base = ["diff", "--snapshot", str(snap_file), "--policy", str(policy_file)]
+    ours = CliRunner().invoke(cli, [*base, "--known-versions", str(versions)])
+    assert ours.exit_code == 3
+    assert "[console edit]" not in ours.output
+    assert "policy changed" in ours.output
+    versions.write_text('{"a": "one"}')
+    bad = CliRunner().invoke(cli, [*base, "--known-versions", str(versions)])
+    assert bad.exit_code == 2
+    assert "v.json" in bad.output
