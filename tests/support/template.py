@@ -38,3 +38,11 @@ def function_of_substitution() -> dict[str, str]:
 
 def asl() -> dict[str, Any]:
     return _t.asl(ROOT)
+
+
+def create_table(dynamodb: Any, name: str = "t") -> str:
+    """The template's DynamoDB table (keys, billing) under `name`, through a real (moto) client."""
+    props = resources("AWS::DynamoDB::Table")["Table"]["Properties"]
+    dynamodb.create_table(TableName=name, KeySchema=props["KeySchema"],
+                          AttributeDefinitions=props["AttributeDefinitions"], BillingMode=props["BillingMode"])
+    return name

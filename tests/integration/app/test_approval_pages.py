@@ -18,7 +18,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from support.approval_page import has_form, review_form
-from support.template import resources
+from support.template import create_table
 
 from rebalancer.app.approvals import Approvals
 from rebalancer.app.form_nonce import FormNonces
@@ -119,10 +119,7 @@ class Api:
 @pytest.fixture
 def api() -> Iterator[Api]:
     with mock_aws():
-        props = resources("AWS::DynamoDB::Table")["Table"]["Properties"]
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            TableName="t", KeySchema=props["KeySchema"], AttributeDefinitions=props["AttributeDefinitions"],
-            BillingMode=props["BillingMode"])
+        create_table(boto3.client("dynamodb", region_name="us-east-1"))
         clock, sfn, inbox = Clock(), Sfn(), Inbox()
         store = Store("t", now=clock)
         store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from support.events import load_event
-from support.template import resources
+from support.template import create_table
 
 from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, Store
 from rebalancer.app.trigger import Starter, execution_name
@@ -30,10 +30,7 @@ class Clock:
 @pytest.fixture
 def aws() -> Iterator[None]:
     with mock_aws():
-        props = resources("AWS::DynamoDB::Table")["Table"]["Properties"]
-        boto3.client("dynamodb").create_table(TableName="t", KeySchema=props["KeySchema"],
-                                              AttributeDefinitions=props["AttributeDefinitions"],
-                                              BillingMode=props["BillingMode"])
+        create_table(boto3.client("dynamodb"))
         yield
 
 
