@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 from support.five_teams import BEFORE, P5, config, gpus, setup_cluster, violations
 from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
+from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.cli import cli
@@ -110,6 +111,51 @@ def test_apply_then_rollback(emu: Emulator, aws: AwsClients, kube: str, policy: 
     assert result.exit_code == 0, result.output
     assert gpus(emu) == BEFORE
     assert violations(emu, arn) == []
+
+
+def test_rollback_given_the_audit_table_shows_in_history(emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    table = create_table(aws.client("dynamodb"), "rebalancer-table")
+    saved = tmp_path / "before.json"
+    saved.write_text(run("snapshot", "--cluster", "c1", "--no-kube").stdout)
+    emu.external_edit("a-quota", {"ComputeQuotaConfig": config(2)})
+
+    result = run("rollback", "--cluster", "c1", "--to", str(saved), "--yes", "--table", table)
+    assert result.exit_code == 0, result.output
+    assert gpus(emu) == BEFORE
+    history = run("history", "--cluster", "c1", "--table", table, "--json")
+    assert history.exit_code == 0, history.output
+    records = [json.loads(line) for line in history.stdout.splitlines()]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("rollback", "restored")]
+    assert records[0]["before"]["a"] == {P5: 2}
+    assert records[0]["after"]["a"] == {P5: BEFORE["a"]}
+    assert records[0]["detail"]["source"] == "cli"
+    assert records[0]["who"].startswith("arn:aws:")
+    table_view = run("history", "--cluster", "c1", "--table", table).stdout
+    assert f"a p5.48xlarge 2→{BEFORE['a']}" in table_view
+
+
+def test_rollback_with_a_missing_audit_table_stops_before_writing_and_without_one_just_restores(
+        emu: Emulator, aws: AwsClients, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    saved = tmp_path / "before.json"
+    saved.write_text(run("snapshot", "--cluster", "c1", "--no-kube").stdout)
+    emu.external_edit("a-quota", {"ComputeQuotaConfig": config(2)})
+    monkeypatch.setenv("REBALANCER_TABLE", "no-such-table")
+    result = CliRunner().invoke(cli, ["rollback", "--cluster", "c1", "--to", str(saved), "--yes"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: DescribeTable on audit table no-such-table: ResourceNotFoundException")
+    assert len(result.stderr.strip().splitlines()) == 1
+    monkeypatch.delenv("REBALANCER_TABLE")
+    result = CliRunner().invoke(cli, ["rollback", "--cluster", "c1", "--to", str(saved), "--yes",
+                                      "--stack", "no-such-stack"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: DescribeStacks no-such-stack")
+    assert gpus(emu) == {**BEFORE, "a": 2}  # neither touched a quota
+
+    result = run("rollback", "--cluster", "c1", "--to", str(saved), "--yes")
+    assert result.exit_code == 0, result.output
+    assert gpus(emu) == BEFORE
 
 
 def test_apply_asks_first(emu: Emulator, aws: AwsClients, kube: str, policy: str) -> None:

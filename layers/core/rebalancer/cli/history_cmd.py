@@ -52,7 +52,8 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     return table
 
 
-def _table_name(session: Any, table: str | None, stack: str | None) -> str:
+def audit_table_name(session: Any, table: str | None, stack: str | None) -> str:
+    """--table, else the TableName output of --stack (also used by `rollback` to record itself)."""
     if table:
         return table
     if not stack:
@@ -92,7 +93,7 @@ def history(cluster: str, table: str | None, stack: str | None, region: str | No
     if output and not snapshot_of:
         raise InvalidInput("--output needs --snapshot-of RUN", field="--output", value=output)
     session = boto3.Session(region_name=region, profile_name=profile)
-    store = Store(_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     try:
         if snapshot_of:
             doc = store.get_artifact(snapshot_of, "SNAPSHOT")

@@ -18,7 +18,7 @@ from rich.console import Console
 from rebalancer.catalog import spec
 from rebalancer.errors import InvalidInput, UnknownInstanceType
 from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.planning import held, make_plan
+from rebalancer.planning import held, holdings, make_plan
 from rebalancer.policy import Policy, PoolKey
 from rebalancer.render import render_plan
 from rebalancer.validation import load_model_file
@@ -26,7 +26,9 @@ from rebalancer.validation import load_model_file
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
     from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.collect import Collected
+    from rebalancer.adapters.outcomes import ApplyReport
     from rebalancer.adapters.quota_writer import QuotaWriter
+    from rebalancer.app.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
@@ -198,18 +200,53 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     click.echo(f"applied {len(report.outcomes)} request(s); every quota settled")
 
 
+def _audit_store(live: LiveSource, table: str | None, stack: str | None) -> Store | None:
+    """The controller's audit table when one is named (--table / --stack / $REBALANCER_TABLE), else None."""
+    if not table and not stack:
+        return None
+    from rebalancer.adapters.aws import aws_call
+    from rebalancer.app.store import Store
+    from rebalancer.cli.history_cmd import audit_table_name
+
+    session = live.clients().session
+    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    with aws_call("DescribeTable", f"audit table {store.table_name}"):
+        store.table.load()
+    return store
+
+
+def _record_rollback(store: Store, live: LiveSource, cluster_name: str, to_file: str, report: ApplyReport,
+                     before: list[ComputeQuota], after: list[ComputeQuota]) -> None:
+    """One `rollback` record in the audit log, shaped like the controller's own, so `rebalancer history` shows it."""
+    from rebalancer.adapters.aws import aws_call
+
+    with aws_call("GetCallerIdentity", "the caller"):
+        who = str(live.clients().client("sts").get_caller_identity()["Arn"])
+    execution = f"{cluster_name}-cli{store.now():%Y%m%dT%H%M%S}"
+    with aws_call("PutItem", f"audit table {store.table_name}"):
+        store.audit(cluster_name, execution, "rollback", outcome="restored" if report.succeeded else "incomplete",
+                    who=who, before={q.team: holdings(q) for q in before}, after={q.team: holdings(q) for q in after},
+                    detail={"source": "cli", "to": to_file, "outcomes": report.lines()})
+
+
 @click.command()
 @live_options(required=True)
 @click.option("--to", "to_file", required=True, type=click.Path(dir_okay=False),
               help="Snapshot JSON holding the quotas to restore (from `rebalancer snapshot`).")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
+@click.option("--table", envvar="REBALANCER_TABLE",
+              help="Record the rollback in this audit table (env REBALANCER_TABLE), as `history` reads it.")
+@click.option("--stack", help="Or the SAM stack whose TableName output is the audit table.")
 @with_poll_options
-def rollback(live: LiveSource, to_file: str, yes: bool, poll_interval: float, timeout: float) -> None:
-    """Restore the quotas of a snapshot, with fresh versions, decreases first."""
+def rollback(live: LiveSource, to_file: str, yes: bool, table: str | None, stack: str | None,
+             poll_interval: float, timeout: float) -> None:
+    """Restore the quotas of a snapshot, with fresh versions, decreases first. Given the controller's audit
+    table, the rollback is recorded there and shows in `rebalancer history`."""
     from rebalancer.adapters.quota_writer import raise_for_report
     from rebalancer.adapters.sagemaker import SageMakerReader
 
     target = load_model_file(Snapshot, to_file)
+    audit = _audit_store(live, table, stack)  # a wrong table or stack fails here, before any write
     sm = SageMakerReader(live.clients().client("sagemaker"))
     cluster = sm.cluster(live.cluster)
     if target.cluster.ClusterArn != cluster.ClusterArn:
@@ -232,5 +269,9 @@ def rollback(live: LiveSource, to_file: str, yes: bool, poll_interval: float, ti
                                                             expected_versions=shown)
     for line in report.lines():
         click.echo(line)
+    if audit is not None:
+        _record_rollback(audit, live, cluster.ClusterName, to_file, report,
+                         before=[current[q.ComputeQuotaId] for q in target.quotas if q.ComputeQuotaId in current],
+                         after=list(target.quotas))
     raise_for_report(report)
     click.echo("restored")
