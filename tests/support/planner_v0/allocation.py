@@ -1,0 +1,359 @@
+"""The allocation engine: per pool, who should hold how much. Pure: numbers in, numbers and reasons out.
+
+A *pool* is an instance type's primary resource (accelerators, or vCPUs for CPU-only types) or one MIG profile on
+an instance type (`ml.p5.48xlarge:mig-1g.10gb`, counted in partitions). Each pool is allocated on its own, in the
+five steps of DESIGN.md "Allocation semantics":
+
+1. Guarantees are floors f_i. When they add up to more than the pool's capacity they are scaled down
+   proportionally and a warning says so.
+2. Weighted water-filling: with ceiling u_i = max(f_i, min(demand_i, cap_i)), a_i = clamp(L·w_i, f_i, u_i) with the
+   largest level L for which Σ a_i ≤ capacity (a sort over the 2n breakpoints f_i/w_i and u_i/w_i, O(n log n)).
+3. Surplus: `idle` leaves capacity nobody demands unallocated; `spread` fills again from u_i up to cap_i by weight.
+4. Integers: largest-remainder rounding of the continuous a_i (ties: larger weight first, then team name), never
+   above a team's cap. Every integer is within one unit of its continuous value. Like every quota method,
+   largest remainder can show the Alabama paradox: one more unit of capacity may move a single unit between two
+   teams with equal claims; the continuous allocation itself is monotone in capacity.
+5. Stability, relative to the current quotas: a team in its cooldown keeps its quota; no change smaller than
+   `min_step`; a `protected_in_use` team is never planned below what it runs now (nor above its current quota for
+   that reason). If those holds leave the pool over capacity, increases are trimmed first, then holds are broken
+   (with a warning): the sum of quotas never exceeds the capacity. Finally `max_move` bounds the accelerators taken
+   from teams in one run, across all accelerator pools; decreases forced by lost capacity are never held back.
+
+MIG model (deliberately small): a MIG pool's capacity is the number of partitions of that profile the healthy nodes
+expose (the snapshot's `mig` field, read from node allocatable `nvidia.com/mig-…`). Those partitions occupy
+ceil(partitions / partitions-per-GPU) whole GPUs, which the planner carves out of the type's whole-GPU pool. The
+rebalancer redistributes partitions between teams; it never changes a node's MIG layout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+EPS = 1e-9
+INF = math.inf
+
+Surplus = Literal["idle", "spread"]
+
+
+@dataclass(slots=True)
+class Claim:
+    """One team in one pool. Amounts are in the pool's unit; `cap` is INF when the policy sets none."""
+
+    team: str
+    weight: float
+    guarantee: float = 0.0
+    cap: float = INF
+    demand: float = 0.0
+    current: float = 0.0
+    in_use: float = 0.0
+    protected: bool = False
+    cooldown: str | None = None  # why the team is cooling down, or None
+    notes: tuple[str, ...] = ()  # facts about this team's amounts quoted in its reason (e.g. a family split)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolInput:
+    key: str
+    resource: str
+    capacity: float  # what the policy's teams share (healthy capacity minus what others hold)
+    claims: tuple[Claim, ...]
+    notes: tuple[str, ...] = ()  # capacity facts quoted in every reason of this pool
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    surplus: Surplus = "idle"
+    min_step: int = 1
+    max_move: int | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    team: str
+    pool: str
+    resource: str
+    before: float
+    after: int
+    fair: float  # the continuous allocation of steps 1-3
+    desired: int  # after rounding, before the stability rules
+    reason: str
+
+    @property
+    def changed(self) -> bool:
+        return abs(self.after - self.before) > EPS
+
+
+@dataclass(frozen=True, slots=True)
+class PoolResult:
+    key: str
+    resource: str
+    capacity: float
+    outcomes: tuple[Outcome, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    pools: tuple[PoolResult, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+
+# ---------------------------------------------------------------- steps 1-3: continuous
+
+
+def water_fill(capacity: float, weights: Sequence[float], floors: Sequence[float],
+               ceilings: Sequence[float]) -> list[float]:
+    """a_i = clamp(L·w_i, f_i, u_i) for the largest L with Σ a_i ≤ capacity (needs Σ f_i ≤ capacity, f_i ≤ u_i).
+
+    Σ a_i(L) is piecewise linear in L with breakpoints f_i/w_i (team starts rising) and u_i/w_i (team stops):
+    sweep them in order, keeping the constant part and the slope, and solve the linear piece that crosses capacity.
+    """
+    n = len(weights)
+    events: list[tuple[float, float, float]] = []  # (level, Δslope, Δconstant)
+    const = 0.0
+    for i in range(n):
+        const += floors[i]
+        w = weights[i]
+        if w > 0:
+            events.append((floors[i] / w, w, -floors[i]))
+            if ceilings[i] < INF:
+                events.append((ceilings[i] / w, -w, ceilings[i]))
+    events.sort()
+    slope = 0.0
+    level = INF
+    for at, d_slope, d_const in events:
+        if const + slope * at >= capacity - EPS and slope > 0:
+            level = (capacity - const) / slope
+            break
+        slope += d_slope
+        const += d_const
+    else:
+        if slope > EPS:
+            level = (capacity - const) / slope
+    out = []
+    for i in range(n):
+        w = weights[i]
+        raised = level * w if w > 0 and level < INF else (INF if w > 0 else 0.0)
+        out.append(min(max(raised, floors[i]), ceilings[i]))
+    return out
+
+
+def scaled_floors(capacity: float, guarantees: Sequence[float]) -> tuple[list[float], float]:
+    """Guarantees as floors, scaled down proportionally when they exceed capacity. Returns (floors, factor)."""
+    total = sum(guarantees)
+    if total <= capacity + EPS or total == 0:
+        return list(guarantees), 1.0
+    factor = max(capacity, 0.0) / total
+    return [g * factor for g in guarantees], factor
+
+
+def fair_shares(pool: PoolInput, surplus: Surplus) -> tuple[list[float], float]:
+    """Steps 1-3: the continuous allocation of every claim, and the factor applied to guarantees."""
+    claims = pool.claims
+    cap = max(pool.capacity, 0.0)
+    floors, factor = scaled_floors(cap, [c.guarantee for c in claims])
+    weights = [c.weight for c in claims]
+    # A weight-0 team gets its floor only, even when everything fits (L·0 = 0 at any level).
+    ceilings = [max(f, min(c.demand, c.cap)) if c.weight > 0 else f for f, c in zip(floors, claims, strict=True)]
+    shares = ceilings if sum(ceilings) <= cap + EPS else water_fill(cap, weights, floors, ceilings)
+    if surplus == "spread" and sum(shares) < cap - EPS:
+        # Also when demand exceeds capacity but only weight-0 teams hold it: they get floors, the rest spreads.
+        shares = water_fill(cap, weights, shares, [max(a, c.cap) for a, c in zip(shares, claims, strict=True)])
+    return shares, factor
+
+
+# ---------------------------------------------------------------- step 4: integers
+
+
+def largest_remainder(values: Sequence[float], total: int, uppers: Sequence[float], weights: Sequence[float],
+                      names: Sequence[str]) -> list[int]:
+    """Integers within one unit of `values`, summing to at most `total`, never above `uppers`.
+
+    Each value is rounded down, then the units left go to the largest fractional parts; ties go to the larger
+    weight, then to the name that sorts first, so the result never depends on input order.
+    """
+    base = [math.floor(v + EPS) for v in values]
+    left = total - sum(base)
+    if left <= 0:
+        return base
+    order = sorted(
+        (i for i, v in enumerate(values) if v - base[i] > EPS and base[i] + 1 <= uppers[i] + EPS),
+        key=lambda i: (-(values[i] - base[i]), -weights[i], names[i]),
+    )
+    for i in order[:left]:
+        base[i] += 1
+    return base
+
+
+# ---------------------------------------------------------------- step 5: stability
+
+
+def _cut(values: list[int], room: Sequence[int], amount: int, weights: Sequence[float],
+         names: Sequence[str]) -> int:
+    """Take up to `amount` units from `values`, from each at most `room[i]`, proportionally to room. Returns the
+    amount taken. Deterministic: the proportional part rounds down, the rest goes by largest room, then name."""
+    total_room = sum(room)
+    if amount <= 0 or total_room <= 0:
+        return 0
+    amount = min(amount, total_room)
+    shares = [r * amount / total_room for r in room]
+    takes = largest_remainder(shares, amount, room, weights, names)
+    for i, t in enumerate(takes):
+        values[i] -= t
+    return sum(takes)
+
+
+@dataclass(slots=True)
+class _Pool:
+    """Working state of one pool between the per-pool steps and the cross-pool max_move step."""
+
+    input: PoolInput
+    shares: list[float]
+    desired: list[int]
+    after: list[int]
+    holds: list[str | None]
+    warnings: list[str]
+    factor: float
+    spread: bool
+
+
+def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
+    claims = pool.claims
+    names = [c.team for c in claims]
+    weights = [c.weight for c in claims]
+    capacity = math.floor(max(pool.capacity, 0.0) + EPS)
+    shares, factor = fair_shares(pool, settings.surplus)
+    total = min(capacity, math.floor(sum(shares) + EPS))
+    desired = largest_remainder(shares, total, [c.cap for c in claims], weights, names)
+
+    warnings: list[str] = []
+    if factor < 1:
+        g = sum(c.guarantee for c in claims)
+        warnings.append(f"{pool.key}: guarantees add up to {g:g} but only {capacity} are available; scaled "
+                        f"down to {factor:.0%} of each")
+
+    after = list(desired)
+    holds: list[str | None] = [None] * len(claims)
+    for i, c in enumerate(claims):
+        cur = round(c.current)
+        if c.cooldown and after[i] != cur:
+            after[i], holds[i] = cur, c.cooldown
+        elif 0 < abs(after[i] - cur) < settings.min_step:
+            after[i], holds[i] = cur, f"change of {abs(after[i] - cur)} below min_step {settings.min_step}"
+        if c.protected and after[i] < cur:
+            keep = min(cur, math.ceil(c.in_use - EPS))
+            if after[i] < keep:
+                after[i], holds[i] = keep, f"{keep:g} in use is protected"
+
+    excess = sum(after) - capacity
+    if excess > 0:
+        # Holds kept some quotas up: trim increases first, then break holds (cooldown, min_step, then protection).
+        room = [max(0, after[i] - round(c.current)) for i, c in enumerate(claims)]
+        excess -= _cut(after, room, excess, weights, names)
+        for protected in (False, True):
+            if excess <= 0:
+                break
+            room = [max(0, after[i] - desired[i]) if holds[i] and c.protected == protected else 0
+                    for i, c in enumerate(claims)]
+            before_cut = list(after)
+            taken = _cut(after, room, excess, weights, names)
+            for i, was in enumerate(before_cut):
+                if after[i] < was:
+                    holds[i] = f"{holds[i]}, overridden: quotas above capacity"
+            if taken:
+                what = "protected in-use amounts" if protected else "cooldown and min_step holds"
+                warnings.append(f"{pool.key}: capacity {capacity} is below the quotas kept by {what}; "
+                                f"overrode them by {taken}")
+            excess -= taken
+    return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
+
+
+def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:
+    """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for."""
+    claims = p.input.claims
+    current = [round(c.current) for c in claims]
+    capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
+    forced = max(0, sum(current) - capacity)
+    decreases = [max(0, current[i] - p.after[i]) for i in range(len(claims))]
+    voluntary = max(0, sum(decreases) - forced)
+    allowed = min(voluntary, max(budget - forced, 0))  # forced decreases use the budget first
+    note = None
+    if allowed < voluntary:
+        # Give back part of each decrease (negative cut), then trim increases to stay within capacity.
+        back = [0] * len(claims)
+        _cut(back, decreases, voluntary - allowed, weights, names)
+        for i, b in enumerate(back):
+            p.after[i] -= b  # b ≤ 0
+            if b:
+                p.holds[i] = "max_move reached for this run"
+        excess = sum(p.after) - capacity
+        room = [max(0, p.after[i] - current[i]) for i in range(len(claims))]
+        _cut(p.after, room, excess, weights, names)
+        note = (f"{p.input.key}: max_move reached; {voluntary - allowed} of {voluntary} planned decreases held "
+                "back for a later run")
+    moved = sum(max(0, current[i] - p.after[i]) for i in range(len(claims)))
+    return moved, note
+
+
+def _fmt(x: float) -> str:
+    if x == INF:
+        return "∞"
+    n = int(x)
+    return str(n) if n == x else f"{x:.1f}"
+
+
+def _reason(p: _Pool, i: int, weight_total: str) -> str:
+    c = p.input.claims[i]
+    after, before = p.after[i], c.current
+    parts: list[str] = []
+    if p.holds[i]:
+        parts.append(str(p.holds[i]))
+    if c.demand == 0:
+        parts.append(f"no demand (allocation {_fmt(before)})")
+    elif c.demand > before + EPS:
+        parts.append(f"demand {_fmt(c.demand)} > allocation {_fmt(before)}")
+    elif c.demand < before - EPS:
+        parts.append(f"demand {_fmt(c.demand)} < allocation {_fmt(before)}")
+    else:
+        parts.append(f"demand {_fmt(c.demand)} = allocation {_fmt(before)}")
+    parts.append(f"weight {_fmt(c.weight)} of {weight_total}")
+    if c.guarantee:
+        scaled = c.guarantee * p.factor
+        parts.append(f"guarantee {_fmt(c.guarantee)}" + (f" scaled to {_fmt(scaled)}" if p.factor < 1 else ""))
+    if c.cap < INF and after >= math.floor(c.cap + EPS):
+        parts.append(f"cap {_fmt(c.cap)}")
+    if p.spread and after > c.demand + EPS and after > c.guarantee * p.factor + EPS:
+        parts.append("surplus spread by weight")
+    parts.extend(c.notes)
+    parts.extend(p.input.notes)
+    return "; ".join(parts)
+
+
+def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
+    """All five steps for every pool. `max_move` is shared by the accelerator pools, in pool-key order."""
+    work = [_allocate_pool(pool, settings) for pool in sorted(pools, key=lambda q: q.key)]
+    warnings: list[str] = []
+    budget = settings.max_move
+    for p in work:
+        if budget is not None and p.input.resource == "accelerators":
+            names = [c.team for c in p.input.claims]
+            weights = [c.weight for c in p.input.claims]
+            moved, note = _limit_moves(p, budget, weights, names)
+            budget = max(0, budget - moved)
+            if note:
+                p.warnings.append(note)
+    results = []
+    for p in work:
+        weight_total = _fmt(sum(c.weight for c in p.input.claims))
+        outcomes = tuple(
+            Outcome(team=c.team, pool=p.input.key, resource=p.input.resource, before=c.current, after=p.after[i],
+                    fair=p.shares[i], desired=p.desired[i],
+                    reason=_reason(p, i, weight_total) if p.after[i] != c.current else "")
+            for i, c in enumerate(p.input.claims)
+        )
+        results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, outcomes, tuple(p.warnings)))
+        warnings.extend(p.warnings)
+    return Allocation(tuple(results), tuple(warnings))
