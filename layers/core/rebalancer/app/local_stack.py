@@ -19,14 +19,12 @@ import importlib.util
 import io
 import itertools
 import json
-import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,6 +35,7 @@ import boto3
 
 from rebalancer.app import template as tpl
 from rebalancer.app import wiring
+from rebalancer.app.loopback import LoopbackServer, QuietHandler
 from rebalancer.app.store import Store
 
 STACK = "rebalancer"
@@ -69,7 +68,7 @@ class FakeContext:
         return 300_000
 
 
-class SlackReceiver:
+class SlackReceiver(LoopbackServer):
     """A loopback HTTP server standing in for Slack's incoming webhook: records each POSTed JSON body."""
 
     def __init__(self, status: int = 200):
@@ -77,36 +76,20 @@ class SlackReceiver:
         self.status = status
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                receiver.posts.append(json.loads(body))
+        class Handler(QuietHandler):
+            def respond(self, method: str) -> None:
+                if method != "POST":
+                    super().respond(method)
+                    return
+                receiver.posts.append(json.loads(self.body()))
                 payload = b"ok" if receiver.status == 200 else b"invalid_payload"
-                self.send_response(receiver.status)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.reply(receiver.status, payload, {"Content-Type": "text/plain"})
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name="slack-receiver")
+        super().__init__(Handler, "slack-receiver")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/services/T000/B000/local"
-
-    def __enter__(self) -> SlackReceiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        return f"{self.origin}/services/T000/B000/local"
 
 
 @dataclass

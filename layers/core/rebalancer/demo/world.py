@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from unittest import mock
 
 from rebalancer.adapters import kube_fake
 from rebalancer.app.local_stack import LocalStack, SlackReceiver
+from rebalancer.app.loopback import LoopbackServer, QuietHandler
 from rebalancer.demo import cast
 from rebalancer.emulator import DEMO, Emulator, SeededDemo, seed_demo
 from rebalancer.emulator.server import EmulatorServer
@@ -48,7 +48,7 @@ class Clock:
             self.t += timedelta(hours=hours)
 
 
-class ApprovalGateway:
+class ApprovalGateway(LoopbackServer):
     """The approval HTTP API (API Gateway in AWS) on loopback: each real HTTP request becomes the payload-2.0 event
     the approval function receives, and its answer the HTTP response."""
 
@@ -56,46 +56,20 @@ class ApprovalGateway:
         self.target: Callable[..., dict[str, Any]] | None = None  # LocalStack.http, bound once the stack is up
         gateway = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _forward(self, method: str) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode() or None
+        class Handler(QuietHandler):
+            def respond(self, method: str) -> None:
+                body = self.body().decode() or None
                 assert gateway.target is not None, "the approval API has no stack behind it yet"
                 headers = {k: v for k, v in self.headers.items() if k.lower().startswith(("x-", "content-type"))}
                 out = gateway.target(method, f"{gateway.url}{self.path}", headers=headers, body=body)
-                payload = str(out.get("body", "")).encode()
-                self.send_response(int(out.get("statusCode", 200)))
-                for name, value in (out.get("headers") or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.reply(int(out.get("statusCode", 200)), str(out.get("body", "")).encode(),
+                           dict(out.get("headers") or {}))
 
-            def do_GET(self) -> None:
-                self._forward("GET")
-
-            def do_POST(self) -> None:
-                self._forward("POST")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name="approval-gateway")
+        super().__init__(Handler, "approval-gateway")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> ApprovalGateway:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        return self.origin
 
 
 @dataclass
