@@ -9,21 +9,22 @@ import hashlib
 import hmac
 import json
 import re
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode, urljoin
 
 import pytest
 from support.approval_page import review_form
+from support.approval_stack import POLICY as APPROVE
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
 
 from rebalancer.app.local_stack import LocalStack, SlackReceiver
+from rebalancer.demo.world import Clock
 from rebalancer.emulator import DEMO
 
 # Each test deploys the stack and runs executions on moto's interpreter (ANTLR-parsed ASL): seconds, not millis.
@@ -33,35 +34,7 @@ CLUSTER = DEMO.cluster_name
 P5 = "ml.p5.48xlarge"
 SLACK_SECRET = "e2e-slack-signing-secret"
 
-AUTO = """
-mode: auto
-stability: {cooldown_minutes: 0, max_move: 64}
-approval: {moved_accelerators: 1000, max_decrease_percent: 100}
-teams:
-  research: {weight: 3, guarantee: {ml.p5.48xlarge: 4}}
-  training: {weight: 3, guarantee: {ml.p5.48xlarge: 4}}
-  inference: {weight: 2, guarantee: {ml.p5.48xlarge: 4}}
-  data-science: {weight: 1}
-  platform: {weight: 1}
-"""
-APPROVE = AUTO.replace("mode: auto", "mode: approve")
-
-
-class Clock:
-    """The functions' clock: starts at the wall time (the emulator stamps quotas with it), ticks a millisecond per
-    reading (so audit records keep their order) and jumps by hand."""
-
-    def __init__(self) -> None:
-        self.t = datetime.now(UTC)
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            self.t += timedelta(milliseconds=1)
-            return self.t
-
-    def advance(self, minutes: float) -> None:
-        self.t += timedelta(minutes=minutes)
+AUTO = APPROVE.replace("mode: approve", "mode: auto")
 
 
 @dataclass
@@ -170,7 +143,7 @@ def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
         assert again["quota_ids"]
         assert quotas(emu) == after
 
-        clock.advance(10)  # a new debounce window; the first run has ended, so its lock is taken over
+        clock.advance(minutes=10)  # a new debounce window; the first run has ended, so its lock is taken over
         arn2, done2 = run_once(stack)
         assert done2["status"] == "SUCCEEDED"
         assert stack.states_entered(arn2)[-1] == "NoChange"

@@ -43,9 +43,9 @@ class Clock:
             self.t += timedelta(milliseconds=1)
             return self.t
 
-    def advance(self, hours: float) -> None:
+    def advance(self, hours: float = 0.0, *, minutes: float = 0.0) -> None:
         with self._lock:
-            self.t += timedelta(hours=hours)
+            self.t += timedelta(hours=hours, minutes=minutes)
 
 
 class ApprovalGateway(LoopbackServer):
