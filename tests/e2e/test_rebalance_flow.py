@@ -24,7 +24,7 @@ from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
 
 from rebalancer.app.local_stack import LocalStack, SlackReceiver
-from rebalancer.demo.world import Clock
+from rebalancer.app.ticking_clock import Clock
 from rebalancer.emulator import DEMO
 
 # Each test deploys the stack and runs executions on moto's interpreter (ANTLR-parsed ASL): seconds, not millis.

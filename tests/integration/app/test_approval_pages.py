@@ -25,20 +25,12 @@ from rebalancer.app.form_nonce import FormNonces
 from rebalancer.app.notifications import DeliveryResult, Message
 from rebalancer.app.signing import LinkSigner
 from rebalancer.app.store import Store
+from rebalancer.app.ticking_clock import Clock
 from rebalancer.plan import Change, Plan
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 ARN = "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:c1-node-health-0001"
 BASE = "https://api.example"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        self.t += timedelta(milliseconds=1)
-        return self.t
 
 
 @dataclass
@@ -120,7 +112,7 @@ class Api:
 def api() -> Iterator[Api]:
     with mock_aws():
         create_table(boto3.client("dynamodb", region_name="us-east-1"))
-        clock, sfn, inbox = Clock(), Sfn(), Inbox()
+        clock, sfn, inbox = Clock(T0), Sfn(), Inbox()
         store = Store("t", now=clock)
         store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
         approvals = Approvals(store=store, sfn=sfn, signer=LinkSigner(b"k" * 32), channels=[inbox])

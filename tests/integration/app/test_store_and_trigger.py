@@ -13,18 +13,10 @@ from support.events import load_event
 from support.template import create_table
 
 from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, Store
+from rebalancer.app.ticking_clock import Clock
 from rebalancer.app.trigger import Starter, execution_name
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        self.t += timedelta(milliseconds=1)
-        return self.t
 
 
 @pytest.fixture
@@ -36,7 +28,7 @@ def aws() -> Iterator[None]:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(T0)
 
 
 @pytest.fixture

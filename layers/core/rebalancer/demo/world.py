@@ -10,7 +10,6 @@ emulator: AWS_ENDPOINT_URL points boto3 there for as long as the world is open.
 from __future__ import annotations
 
 import os
-import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,30 +21,13 @@ from unittest import mock
 from rebalancer.adapters import kube_fake
 from rebalancer.app.local_stack import LocalStack, SlackReceiver
 from rebalancer.app.loopback import LoopbackServer, QuietHandler
+from rebalancer.app.ticking_clock import Clock
 from rebalancer.demo import cast
 from rebalancer.emulator import DEMO, Emulator, SeededDemo, seed_demo
 from rebalancer.emulator.server import EmulatorServer
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-
-
-class Clock:
-    """The functions' clock: starts at the wall time (the emulator stamps quotas with it), ticks a millisecond per
-    reading so audit records keep their order, and jumps forward when the story says "hours later"."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.t = start or datetime.now(UTC)
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            self.t += timedelta(milliseconds=1)
-            return self.t
-
-    def advance(self, hours: float = 0.0, *, minutes: float = 0.0) -> None:
-        with self._lock:
-            self.t += timedelta(hours=hours, minutes=minutes)
 
 
 class ApprovalGateway(LoopbackServer):
