@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from rebalancer.errors import InvalidInput
+from rebalancer.simulator.csv_rows import csv_rows
 from rebalancer.simulator.engine import NodeEvent
 
 
 def load_node_events(path: str | Path, nodes: int) -> tuple[NodeEvent, ...]:
-    p = Path(path)
-    try:
-        lines = p.read_text().splitlines()
-    except OSError as e:
-        raise InvalidInput(f"cannot read node events: {e.strerror}", source=str(p)) from None
-    reader = csv.reader(lines)
-    header = [h.strip() for h in next(reader, [])]
-    if header[:3] != ["time_s", "node", "event"]:
-        raise InvalidInput(f"expected the header time_s,node,event, got {','.join(header)!r}", source=f"{p}:1",
-                           field="header", value=header)
     events: list[NodeEvent] = []
-    for row in reader:
-        where = f"{p}:{reader.line_num}"
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) < 3:
-            raise InvalidInput(f"expected 3 columns, got {len(row)}", source=where, value=row)
-        raw_time, raw_node, kind = (c.strip() for c in row[:3])
+    for where, (raw_time, raw_node, kind) in csv_rows(path, "node events", ("time_s", "node", "event")):
         try:
             time_s = float(raw_time)
         except ValueError:

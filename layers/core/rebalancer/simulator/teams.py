@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from pathlib import Path
 
 from rebalancer.errors import InvalidInput
 from rebalancer.policy import TEAM_NAME
+from rebalancer.simulator.csv_rows import csv_rows
 from rebalancer.simulator.trace import TraceJob
 
 
@@ -54,24 +54,9 @@ def default_teams(jobs: Sequence[TraceJob], capacity: int, gpus_per_node: int) -
 
 def load_teams(path: str | Path) -> list[TeamSpec]:
     """CSV `team,weight,guarantee` (guarantee in GPUs: the team's hand-set quota)."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InvalidInput(f"cannot read teams file: {e.strerror}", source=str(p)) from None
-    reader = csv.reader(text.splitlines())
-    header = [h.strip() for h in next(reader, [])]
-    if header[:3] != ["team", "weight", "guarantee"]:
-        raise InvalidInput(f"expected the header team,weight,guarantee, got {','.join(header)!r}",
-                           source=f"{p}:1", field="header", value=header)
     teams: list[TeamSpec] = []
-    for row in reader:
-        where = f"{p}:{reader.line_num}"
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) < 3:
-            raise InvalidInput(f"expected 3 columns, got {len(row)}", source=where, value=row)
-        name, weight, guarantee = (c.strip() for c in row[:3])
+    for where, row in csv_rows(path, "teams file", ("team", "weight", "guarantee")):
+        name, weight, guarantee = row
         if not TEAM_NAME.fullmatch(name):
             raise InvalidInput(f"invalid team name {name!r}", source=where, field="team", value=name)
         try:
@@ -85,5 +70,5 @@ def load_teams(path: str | Path) -> list[TeamSpec]:
                                source=where, value=row)
         teams.append(TeamSpec(name, w, g))
     if not teams:
-        raise InvalidInput("no teams in the file", source=str(p))
+        raise InvalidInput("no teams in the file", source=str(path))
     return teams
