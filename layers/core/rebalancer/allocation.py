@@ -305,31 +305,30 @@ def _fmt(x: float) -> str:
     return str(n) if n == x else f"{x:.1f}"
 
 
-def _reason(p: _Pool, i: int, weight_total: str) -> str:
+def _reason(p: _Pool, i: int, weight_of: str, tail: str) -> str:
+    """Why claim i moves. Only called for claims that change (about 11k of 15k at 1,000 teams): kept to plain
+    concatenation. `weight_of` is " of <total weight>", `tail` the pool's notes already joined."""
     c = p.input.claims[i]
-    after, before = p.after[i], c.current
-    parts: list[str] = []
-    if p.holds[i]:
-        parts.append(str(p.holds[i]))
-    if c.demand == 0:
-        parts.append(f"no demand (allocation {_fmt(before)})")
-    elif c.demand > before + EPS:
-        parts.append(f"demand {_fmt(c.demand)} > allocation {_fmt(before)}")
-    elif c.demand < before - EPS:
-        parts.append(f"demand {_fmt(c.demand)} < allocation {_fmt(before)}")
+    after, before, demand = p.after[i], c.current, c.demand
+    hold = p.holds[i]
+    out = f"{hold}; " if hold else ""
+    if demand == 0:
+        out += f"no demand (allocation {_fmt(before)})"
     else:
-        parts.append(f"demand {_fmt(c.demand)} = allocation {_fmt(before)}")
-    parts.append(f"weight {_fmt(c.weight)} of {weight_total}")
+        sign = ">" if demand > before + EPS else "<" if demand < before - EPS else "="
+        out += f"demand {_fmt(demand)} {sign} allocation {_fmt(before)}"
+    out += f"; weight {_fmt(c.weight)}{weight_of}"
     if c.guarantee:
-        scaled = c.guarantee * p.factor
-        parts.append(f"guarantee {_fmt(c.guarantee)}" + (f" scaled to {_fmt(scaled)}" if p.factor < 1 else ""))
+        out += f"; guarantee {_fmt(c.guarantee)}"
+        if p.factor < 1:
+            out += f" scaled to {_fmt(c.guarantee * p.factor)}"
     if c.cap < INF and after >= math.floor(c.cap + EPS):
-        parts.append(f"cap {_fmt(c.cap)}")
-    if p.spread and after > c.demand + EPS and after > c.guarantee * p.factor + EPS:
-        parts.append("surplus spread by weight")
-    parts.extend(c.notes)
-    parts.extend(p.input.notes)
-    return "; ".join(parts)
+        out += f"; cap {_fmt(c.cap)}"
+    if p.spread and after > demand + EPS and after > c.guarantee * p.factor + EPS:
+        out += "; surplus spread by weight"
+    if c.notes:
+        out += "; " + "; ".join(c.notes)
+    return out + tail
 
 
 def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
@@ -347,13 +346,14 @@ def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
                 p.warnings.append(note)
     results = []
     for p in work:
-        weight_total = _fmt(sum(c.weight for c in p.input.claims))
-        outcomes = tuple(
-            Outcome(team=c.team, pool=p.input.key, resource=p.input.resource, before=c.current, after=p.after[i],
-                    fair=p.shares[i], desired=p.desired[i],
-                    reason=_reason(p, i, weight_total) if p.after[i] != c.current else "")
-            for i, c in enumerate(p.input.claims)
-        )
+        key, resource, claims = p.input.key, p.input.resource, p.input.claims
+        weight_of = " of " + _fmt(sum(c.weight for c in claims))
+        tail = "".join("; " + n for n in p.input.notes)
+        outcomes = tuple([
+            Outcome(c.team, key, resource, c.current, after, fair, desired,
+                    _reason(p, i, weight_of, tail) if after != c.current else "")
+            for i, (c, after, fair, desired) in enumerate(zip(claims, p.after, p.shares, p.desired, strict=True))
+        ])
         results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, outcomes, tuple(p.warnings)))
         warnings.extend(p.warnings)
     return Allocation(tuple(results), tuple(warnings))

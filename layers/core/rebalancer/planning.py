@@ -36,7 +36,7 @@ from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Demand, Snapshot
-from rebalancer.plan import CLUSTER, FieldChange, Plan, QuotaRequest, SchedulerRequest
+from rebalancer.plan import CLUSTER, Change, FieldChange, Plan, QuotaRequest, SchedulerRequest, trusted
 from rebalancer.policy import Policy, PoolKey, TeamPolicy, family_types
 
 MAX_ENTRIES = 15
@@ -53,8 +53,15 @@ def holdings(quota: ComputeQuota, index: int | None = None) -> dict[str, float]:
     With `index`, an unknown instance type is reported at its place in the snapshot's quotas."""
     out: dict[str, float] = {}
     for j, r in enumerate(quota.ComputeQuotaConfig.ComputeQuotaResources):
-        where = None if index is None else f"quotas.{index}.ComputeQuotaConfig.ComputeQuotaResources.{j}.InstanceType"
-        spec = catalog.spec(r.InstanceType, field=where)
+        try:
+            spec = catalog.spec(r.InstanceType)
+        except InvalidInput:
+            if index is None:
+                raise
+            # The field path is built only on failure: this loop runs for every entry of every quota.
+            catalog.spec(r.InstanceType,
+                         field=f"quotas.{index}.ComputeQuotaConfig.ComputeQuotaResources.{j}.InstanceType")
+            raise
         part = r.AcceleratorPartition
         if part is not None:
             name, amount = _pool_name(r.InstanceType, part.Type), float(part.Count)
@@ -179,9 +186,12 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     cooling = {t: _cooldown(quotas.get(t), policy, now) for t in team_names}
     no_demand: dict[str, Demand] = {}
     no_holdings: dict[str, float] = {}
-    rows = [(t, policy.teams[t], snapshot.demand.get(t, no_demand), held_by.get(t, no_holdings), cooling[t],
-             _team_amounts(t, policy.teams[t], raw, warnings))
-            for t in team_names]
+    rows = []
+    for t in team_names:
+        tp = policy.teams[t]
+        amounts = _team_amounts(t, tp, raw, warnings)
+        rows.append((t, tp.weight, tp.protected_in_use, cooling[t], snapshot.demand.get(t, no_demand),
+                     held_by.get(t, no_holdings), amounts.guarantee, amounts.cap, amounts.notes))
     pools = []
     for name in sorted(keys):
         key = parsed[name]
@@ -204,17 +214,20 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
         if capacity < 0:
             warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw[name]:g}")
             capacity = 0.0
-        claims = []
-        for team, tp, demands, holds, cooldown, amounts in rows:
+        claims: list[Claim] = []
+        append = claims.append
+        inf = math.inf
+        # The hot loop of planning (one pass per team and pool): locals only, no attribute chains.
+        for team, weight, protected, cooldown, demands, holds, guarantee, cap, team_notes in rows:
             d = demands.get(name)
             if d is None:
                 demand = in_use = 0.0
             else:
                 in_use = float(getattr(d.in_use, resource))
                 demand = float(math.ceil(in_use + getattr(d.pending, resource) - EPS))
-            claims.append(Claim(team, tp.weight, amounts.guarantee.get(name, 0.0), amounts.cap.get(name, math.inf),
-                                demand, holds.get(name, 0.0), in_use, tp.protected_in_use, cooldown,
-                                amounts.notes.get(name, ())))
+            append(Claim(team, weight, guarantee.get(name, 0.0) if guarantee else 0.0,
+                         cap.get(name, inf) if cap else inf, demand, holds.get(name, 0.0), in_use, protected,
+                         cooldown, team_notes.get(name, ()) if team_notes else ()))
         pools.append(PoolInput(name, resource, capacity, tuple(claims), tuple(notes)))
     return pools, warnings
 
@@ -404,7 +417,8 @@ def _requests(snapshot: Snapshot, policy: Policy, outcomes: dict[str, list[Outco
               known_versions: Mapping[str, int] | None) -> _Requests:
     """Decreases, deactivations and setting changes for every team first, then creations and increases."""
     quotas = {q.team: q for q in snapshot.quotas}
-    healthy = snapshot.healthy_nodes()
+    # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
+    healthy = snapshot.healthy_nodes() if any(tp.vcpu or tp.memory_gib for tp in policy.teams.values()) else {}
     out = _Requests()
     for team in sorted(policy.teams):
         tp = policy.teams[team]
@@ -427,29 +441,29 @@ def setting_changes(snapshot: Snapshot, policy: Policy,
 
 def _update(q: ComputeQuota, version: int, config: dict[str, Any], target: dict[str, Any],
             extra: dict[str, Any]) -> QuotaRequest:
-    return QuotaRequest(operation="UpdateComputeQuota", team=q.team, parameters={
+    return trusted(QuotaRequest, {"operation": "UpdateComputeQuota", "team": q.team, "parameters": {
         "ComputeQuotaId": q.ComputeQuotaId, "TargetVersion": version,
         "ComputeQuotaConfig": config, "ComputeQuotaTarget": target, **extra,
-    })
+    }})
 
 
-def _approval(policy: Policy, changes: list[dict[str, Any]], fields: list[FieldChange]) -> list[str]:
+def _approval(policy: Policy, changes: list[Change], fields: list[FieldChange]) -> list[str]:
     if policy.mode == "dry-run" or not (changes or fields):
         return []
     if policy.mode == "approve":
         return ["mode is approve: every plan needs an admin"]
     reasons = []
-    downs = [c for c in changes if c["after"] < c["before"]]
-    moved = sum(c["before"] - c["after"] for c in downs if c["resource"] == "accelerators")
+    downs = [c for c in changes if c.after < c.before]
+    moved = sum(c.before - c.after for c in downs if c.resource == "accelerators")
     if moved > policy.approval.moved_accelerators:
         reasons.append(f"moves {moved:g} accelerators, above approval.moved_accelerators "
                        f"{policy.approval.moved_accelerators}")
     limit = policy.approval.max_decrease_percent
     for c in downs:
-        before, after = c["before"], c["after"]
+        before, after = c.before, c.after
         if before > 0 and (before - after) / before * 100 > limit + EPS:
-            pool = _pool_name(c["instance_type"], c["mig_profile"])
-            reasons.append(f"{c['team']} loses {(before - after) / before:.0%} of {pool} "
+            pool = _pool_name(c.instance_type, c.mig_profile)
+            reasons.append(f"{c.team} loses {(before - after) / before:.0%} of {pool} "
                            f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
     if policy.approval.console_edits:
         edited: dict[str, list[str]] = {}
@@ -507,21 +521,26 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
     blocked = written.blocked
 
     allocations: dict[str, dict[str, dict[str, float]]] = {}
-    changes: list[dict[str, Any]] = []
+    rows: list[tuple[tuple[bool, str, str, str], Change]] = []
     for pool in result.pools:
         key = PoolKey.parse(pool.key)
-        resource = key.resource
+        name, resource, instance_type, profile = pool.key, key.resource, key.instance_type, key.mig_profile
         for o in pool.outcomes:
-            after = o.after
-            if o.team in blocked and o.after > o.before:
-                after = int(o.before)
-            if after or o.before:
-                allocations.setdefault(o.team, {})[pool.key] = {resource: float(after)}
-            if abs(after - o.before) > EPS:
-                changes.append({"team": o.team, "instance_type": key.instance_type, "resource": resource,
-                                "mig_profile": key.mig_profile, "before": o.before, "after": float(after),
-                                "reason": o.reason})
-    changes.sort(key=lambda c: (c["after"] > c["before"], c["team"], c["instance_type"], c["mig_profile"] or ""))
+            team, before, after = o.team, o.before, o.after
+            if after > before and team in blocked:
+                after = int(before)
+            if after or before:
+                held_by_team = allocations.get(team)
+                if held_by_team is None:
+                    held_by_team = allocations[team] = {}
+                held_by_team[name] = {resource: float(after)}
+            if abs(after - before) > EPS:
+                change = trusted(Change, {"team": team, "instance_type": instance_type, "resource": resource,
+                                          "mig_profile": profile, "before": before, "after": float(after),
+                                          "reason": o.reason})
+                rows.append(((after > before, team, instance_type, profile or ""), change))
+    rows.sort(key=_first)
+    changes = [c for _, c in rows]
     fields = written.fields
     scheduler: list[SchedulerRequest] = []
     if policy.cluster is not None:
@@ -531,11 +550,15 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
         scheduler += [request] if request else []
         fields = cluster_fields + fields
     approval = _approval(policy, changes, fields)
-    # One validation of the whole plan from plain data: much faster than building 10,000 Change objects one by one.
-    return Plan.model_validate({
+    # Every part is already of its declared type (the changes and requests were built above): no validation pass.
+    return trusted(Plan, {
         "cluster_name": snapshot.cluster.ClusterName, "cluster_arn": snapshot.cluster.ClusterArn,
-        "taken_at": snapshot.taken_at, "mode": policy.mode, "allocations": allocations, "changes": changes,
-        "requests": written.first + written.second, "requires_approval": bool(approval),
-        "approval_reasons": approval, "warnings": warnings, "field_changes": fields,
-        "scheduler_requests": scheduler,
+        "taken_at": snapshot.taken_at, "mode": policy.mode, "allocations": allocations, "changes": tuple(changes),
+        "requests": (*written.first, *written.second), "requires_approval": bool(approval),
+        "approval_reasons": tuple(approval), "warnings": tuple(warnings), "field_changes": tuple(fields),
+        "scheduler_requests": tuple(scheduler),
     })
+
+
+def _first(row: tuple[tuple[bool, str, str, str], Change]) -> tuple[bool, str, str, str]:
+    return row[0]
