@@ -15,4 +15,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = steps.RunRef.model_validate(event["run"])
     store = wiring.store()
     return wiring.once("apply", run.execution_name, context,
-                       lambda: steps.apply(run, store=store, writer=wiring.writer()))
+                       lambda: steps.apply(run, store=store, writer=wiring.writer(),
+                                                 configs=wiring.scheduler_configs()))

@@ -14,4 +14,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = steps.RunRef.model_validate(event["run"])
     store = wiring.store()
     return wiring.once("rollback", run.execution_name, context,
-                       lambda: steps.rollback(run, event.get("error"), store=store, writer=wiring.writer()))
+                       lambda: steps.rollback(run, event.get("error"), store=store, writer=wiring.writer(),
+                                                    configs=wiring.scheduler_configs()))

@@ -13,4 +13,6 @@ from rebalancer.app.observability import logger, tracer
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.VerifyConfig)
     return steps.verify(int(event["attempt"]), event["apply"]["quota_ids"], writer=wiring.writer(poll_once=True),
-                        poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts)
+                        poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts,
+                        scheduler_config_id=event["apply"].get("scheduler_config_id"),
+                        configs=wiring.scheduler_configs(poll_once=True))

@@ -92,7 +92,7 @@ def _statements(node: Any) -> list[dict[str, Any]]:
 
 # Actions that AWS documents as supporting no resource-level scope, so "*" is the only valid Resource.
 UNSCOPED_ACTIONS = {
-    "sagemaker:ListComputeQuotas", "cloudwatch:GetMetricData",
+    "sagemaker:ListComputeQuotas", "sagemaker:ListClusterSchedulerConfigs", "cloudwatch:GetMetricData",
     "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
     "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
     "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",

@@ -115,7 +115,8 @@ class ApprovalPages:
                 "nonce": self.nonces.issue(approval_id, int(expires))}
         view = Review(approval_id=approval_id, cluster=rec.cluster_name, status=status, decide_by=rec.decide_by,
                       now=now, rows=rows_of(plan), trigger=trigger_text(trigger), started_at=started_at,
-                      approval_reasons=plan.approval_reasons, warnings=plan.warnings, decided_by=rec.decided_by,
+                      approval_reasons=plan.approval_reasons, warnings=plan.warnings,
+                      settings=plan.field_changes, decided_by=rec.decided_by,
                       execution_url=execution_url(rec.execution_arn), form=form,
                       action=f"{approval_id}/decision")
         return page(200, review_page(view))

@@ -46,7 +46,8 @@ class Approvals:
         base = str(payload["base_url"])
         message = Message(
             kind="approval_request", cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
-            changes=plan.changes, warnings=plan.warnings, approval_reasons=plan.approval_reasons,
+            changes=plan.changes, field_changes=plan.field_changes, warnings=plan.warnings,
+            approval_reasons=plan.approval_reasons,
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
             reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by))

@@ -3,12 +3,13 @@ slack_sdk's WebhookClient). Channels never raise into a run: failures come back 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from rebalancer.plan import Change
+from rebalancer.plan import Change, FieldChange
 
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
                "failed"]
@@ -33,6 +34,7 @@ class Message(BaseModel):
     cluster: str
     execution_url: str | None = None
     changes: tuple[Change, ...] = ()
+    field_changes: tuple[FieldChange, ...] = ()  # settings besides amounts, console edits among them
     warnings: tuple[str, ...] = ()
     approval_reasons: tuple[str, ...] = ()
     error: str | None = None
@@ -56,6 +58,16 @@ def change_line(c: Change) -> str:
     return f"{c.team} {pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)} ({c.reason})"
 
 
+def _value(v: Any) -> str:
+    return "(none)" if v is None else v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+
+
+def field_line(f: FieldChange) -> str:
+    """One setting the plan rewrites: `training ComputeQuotaConfig.PreemptTeamTasks: Never -> LowerPriority
+    (console edit will be replaced)`."""
+    return f"{f.team} {f.field}: {_value(f.before)} -> {_value(f.after)} ({f.reason or 'policy'})"
+
+
 def render_text(m: Message) -> tuple[str, str]:
     """(subject, body) for SNS; the subject fits SNS's 100-character limit."""
     lines = [m.title, ""]
@@ -64,6 +76,10 @@ def render_text(m: Message) -> tuple[str, str]:
     if m.changes:
         lines.append("Changes (before -> after):")
         lines += [f"  - {change_line(c)}" for c in m.changes]
+        lines.append("")
+    if m.field_changes:
+        lines.append("Settings (before -> after):")
+        lines += [f"  - {field_line(f)}" for f in m.field_changes]
         lines.append("")
     if m.approval_reasons:
         lines.append("Needs approval because: " + "; ".join(m.approval_reasons))
@@ -94,6 +110,16 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
         if len(m.changes) > MAX_ROWS:
             blocks.append({"type": "context", "elements": [
                 {"type": "mrkdwn", "text": f"…and {len(m.changes) - MAX_ROWS} more changes (see the execution)"}]})
+    if m.field_changes:
+        room = max(MAX_ROWS - len(m.changes), 5)
+        rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
+                + (":pencil2: _console edit will be replaced_" if f.console_edit else f"_{f.reason or 'policy'}_")
+                for f in m.field_changes[:room]]
+        for row in rows:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.field_changes) > room:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.field_changes) - room} more settings (see the execution)"}]})
     context = []
     if m.approval_reasons:
         context.append("*Needs approval:* " + "; ".join(m.approval_reasons))

@@ -9,7 +9,8 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from rebalancer.plan import Plan
+from rebalancer.app.notifications import field_line
+from rebalancer.plan import FieldChange, Plan
 
 COMMENT_MAX = 500
 NAME_MAX = 80
@@ -86,6 +87,7 @@ class Review:
     started_at: str | None = None
     approval_reasons: Sequence[str] = ()
     warnings: Sequence[str] = ()
+    settings: Sequence[FieldChange] = ()  # settings besides amounts the plan rewrites (console edits among them)
     decided_by: str | None = None
     execution_url: str | None = None
     form: Mapping[str, str] = field(default_factory=dict)  # hidden fields: the signed token and the nonce
@@ -165,6 +167,8 @@ def review_page(r: Review) -> str:
                  "<th>Team</th><th>Instance type</th><th class='n'>Before</th><th class='n'>After</th>"
                  "<th class='n'>Change</th><th class='r'>Reason</th></tr></thead>"
                  f"<tbody>{table_rows}</tbody></table></div>")
+    if r.settings:
+        parts.append(_settings(r.settings))
     if r.status == "pending" and r.form:
         parts.append(_form(r))
     if r.execution_url:
@@ -172,6 +176,15 @@ def review_page(r: Review) -> str:
                      "Step Functions console</a> · approval id "
                      f"<code>{escape(r.approval_id)}</code></p>")
     return document(f"Review quota change on {r.cluster}", "".join(parts))
+
+
+def _settings(settings: Sequence[FieldChange]) -> str:
+    """Settings the change rewrites; an edit someone made in the console is flagged, never replaced unseen."""
+    items = "".join(
+        f"<li class='{'status warn' if f.console_edit else ''}'>"
+        + ("<strong>Console edit will be replaced:</strong> " if f.console_edit else "")
+        + f"{escape(field_line(f))}</li>" for f in settings)
+    return f"<h2>Settings</h2><ul id='settings'>{items}</ul>"
 
 
 def _status(r: Review) -> str:

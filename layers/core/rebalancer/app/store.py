@@ -2,12 +2,13 @@
 the per-cluster lock, per-team last-change times, and Powertools idempotency records.
 
 Item layout (pk / sk):
-  RUN#<execution>        / SNAPSHOT | PLAN | APPLY        gzip'd JSON, too big for Step Functions state
+  RUN#<execution>        / SNAPSHOT | PLAN | APPLY | SCHEDULER   gzip'd JSON, too big for Step Functions state
   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries skip it)
   AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
   APPROVAL#<id>          / APPROVAL                       task token, status, decision expiry
   CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at; expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
+  CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
   idempotency#<function> / <hash>                         Powertools idempotency
 """
 
@@ -33,7 +34,7 @@ KEY = "pk"
 SORT = "sk"
 TTL = "expires_at"
 
-Artifact = Literal["SNAPSHOT", "PLAN", "APPLY"]
+Artifact = Literal["SNAPSHOT", "PLAN", "APPLY", "SCHEDULER"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
 
 
@@ -177,6 +178,18 @@ class Store:
     def team_changes(self, cluster_name: str) -> dict[str, datetime]:
         items = self._query(Key(KEY).eq(f"CLUSTER#{cluster_name}") & Key(SORT).begins_with("TEAM#"))
         return {str(i[SORT]).removeprefix("TEAM#"): datetime.fromisoformat(str(i["last_change_at"])) for i in items}
+
+    # --- versions our writes left (a later plan tells a console edit from a policy change) ------------------------
+    def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None:
+        """Per team (or `(cluster)` for the scheduler config): the version our last applied write produced."""
+        at = self.now().isoformat()
+        for name, version in sorted(versions.items()):
+            self.table.put_item(Item={KEY: f"CLUSTER#{cluster_name}", SORT: f"VERSION#{name}",
+                                      "version": int(version), "execution": execution, "at": at})
+
+    def known_versions(self, cluster_name: str) -> dict[str, int]:
+        items = self._query(Key(KEY).eq(f"CLUSTER#{cluster_name}") & Key(SORT).begins_with("VERSION#"))
+        return {str(i[SORT]).removeprefix("VERSION#"): int(i["version"]) for i in items}
 
     # --- approvals -------------------------------------------------------------------------------------------------
     def put_approval(self, rec: ApprovalRecord) -> bool:

@@ -83,6 +83,15 @@ def writer(*, poll_once: bool = False) -> Any:
     return QuotaWriter(aws_clients().client("sagemaker"), poller=poller)
 
 
+def scheduler_configs(*, poll_once: bool = False) -> Any:
+    """rebalancer.adapters.scheduler_config.SchedulerConfigClient, polled like the quota writer."""
+    from rebalancer.adapters.quota_writer import Poller
+    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+
+    poller = Poller(sleep=lambda _s: None, timeout=0.0) if poll_once else Poller()
+    return SchedulerConfigClient(aws_clients().client("sagemaker"), poller=poller)
+
+
 T = TypeVar("T")
 
 
