@@ -111,16 +111,15 @@ def water_fill(capacity: float, weights: Sequence[float], floors: Sequence[float
     Σ a_i(L) is piecewise linear in L with breakpoints f_i/w_i (team starts rising) and u_i/w_i (team stops):
     sweep them in order, keeping the constant part and the slope, and solve the linear piece that crosses capacity.
     """
-    n = len(weights)
     events: list[tuple[float, float, float]] = []  # (level, Δslope, Δconstant)
+    append = events.append
     const = 0.0
-    for i in range(n):
-        const += floors[i]
-        w = weights[i]
+    for w, f, u in zip(weights, floors, ceilings, strict=True):
+        const += f
         if w > 0:
-            events.append((floors[i] / w, w, -floors[i]))
-            if ceilings[i] < INF:
-                events.append((ceilings[i] / w, -w, ceilings[i]))
+            append((f / w, w, -f))
+            if u < INF:
+                append((u / w, -w, u))
     events.sort()
     slope = 0.0
     level = INF
@@ -133,12 +132,9 @@ def water_fill(capacity: float, weights: Sequence[float], floors: Sequence[float
     else:
         if slope > EPS:
             level = (capacity - const) / slope
-    out = []
-    for i in range(n):
-        w = weights[i]
-        raised = level * w if w > 0 and level < INF else (INF if w > 0 else 0.0)
-        out.append(min(max(raised, floors[i]), ceilings[i]))
-    return out
+    finite = level < INF
+    return [min(max((level * w if finite else INF) if w > 0 else 0.0, f), u)
+            for w, f, u in zip(weights, floors, ceilings, strict=True)]
 
 
 def scaled_floors(capacity: float, guarantees: Sequence[float]) -> tuple[list[float], float]:
