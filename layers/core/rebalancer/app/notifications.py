@@ -7,8 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict
 
+from rebalancer.adapters.aws import one_line
 from rebalancer.plan import Change, FieldChange
 
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
@@ -170,8 +172,8 @@ class SnsChannel:
             self._client.publish(TopicArn=self._topic_arn, Subject=subject, Message=body,
                                  MessageAttributes={"kind": {"DataType": "String", "StringValue": message.kind},
                                                     "cluster": {"DataType": "String", "StringValue": message.cluster}})
-        except Exception as e:
-            return DeliveryResult(self.name, False, f"SNS Publish: {e}")
+        except (ClientError, BotoCoreError) as e:  # AWS said no or was not reached; a bug here still raises
+            return DeliveryResult(self.name, False, f"SNS Publish: {one_line(e)}")
         return DeliveryResult(self.name, True)
 
 
@@ -186,11 +188,13 @@ class SlackChannel:
         self._client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
 
     def send(self, message: Message) -> DeliveryResult:
+        from slack_sdk.errors import SlackClientError  # slack_sdk is loaded only where Slack is configured
+
         subject, _ = render_text(message)
         try:
             response = self._client.send(text=subject, blocks=render_blocks(message))
-        except Exception as e:
-            return DeliveryResult(self.name, False, f"Slack webhook: {e}")
+        except (OSError, SlackClientError) as e:  # network, timeout or a refused request; a bug here still raises
+            return DeliveryResult(self.name, False, f"Slack webhook: {one_line(e)}")
         if response.status_code != 200:
             return DeliveryResult(self.name, False, f"Slack webhook: HTTP {response.status_code}: {response.body}")
         return DeliveryResult(self.name, True)
