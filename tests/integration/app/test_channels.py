@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import boto3
 import pytest
 from moto import mock_aws
+from slack_sdk.http_retry import handler as slack_retry
+from support.fake_clock import FakeTime
 
 from rebalancer.app.local_stack import SlackReceiver
 from rebalancer.app.notifications import Message, SlackChannel, SnsChannel
@@ -32,7 +34,9 @@ def test_slack_delivers_and_a_refusing_webhook_is_a_failed_delivery() -> None:
     assert failed.error == "Slack webhook: HTTP 400: invalid_payload"
 
 
-def test_an_unreachable_slack_is_a_failed_delivery_of_one_line() -> None:
+def test_an_unreachable_slack_is_a_failed_delivery_of_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    backoff = FakeTime()
+    monkeypatch.setattr(slack_retry, "time", backoff)  # slack_sdk retries a refused connection once, after a pause
     with socket.socket() as s:  # a port nobody listens on: bound, never accepting
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -41,6 +45,7 @@ def test_an_unreachable_slack_is_a_failed_delivery_of_one_line() -> None:
     assert failed.error is not None
     assert failed.error.startswith("Slack webhook: ")
     assert "\n" not in failed.error
+    assert len(backoff.slept) == 1
 
 
 def test_sns_publishes_and_a_missing_topic_is_a_failed_delivery(sns: object) -> None:
