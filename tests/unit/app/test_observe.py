@@ -36,3 +36,15 @@ def test_stranded_accelerators_are_idle_in_one_team_while_another_waits() -> Non
 def test_no_waiting_means_nothing_stranded_and_no_capacity_means_score_zero() -> None:
     assert measure(_snapshot({"a": 16}, in_use={}, pending={}, healthy=4)).stranded == 0
     assert measure(_snapshot({"a": 16}, in_use={}, pending={"a": 8}, healthy=0)).score == 0
+
+
+def test_an_instance_type_missing_from_the_catalog_adds_no_capacity() -> None:
+    snap = _snapshot({"a": 16, "b": 16}, in_use={"a": 4, "b": 16}, pending={"b": 8}, healthy=4)
+    doc = snap.model_dump(mode="json")
+    doc["cluster"]["InstanceGroups"].append({"InstanceGroupName": "x", "InstanceType": "ml.zz9.future",
+                                             "CurrentCount": 2})
+    doc["nodes"] += [{"InstanceGroupName": "x", "InstanceId": f"i-x{i}", "InstanceType": "ml.zz9.future",
+                      "InstanceStatus": {"Status": "Running"}} for i in range(2)]
+    m = measure(Snapshot.model_validate(doc))
+    assert m.capacity == 32
+    assert m.stranded == 8

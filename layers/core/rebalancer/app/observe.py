@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rebalancer import catalog
+from rebalancer.errors import UnknownInstanceType
 from rebalancer.models import Snapshot
 
 
@@ -42,7 +43,7 @@ def _accelerator_types(snapshot: Snapshot) -> list[str]:
     for itype in snapshot.instance_types():
         try:
             spec = catalog.spec(itype)
-        except Exception:  # an unknown type holds no accelerators we can count
+        except UnknownInstanceType:  # an unknown type holds no accelerators we can count
             continue
         if spec.primary_resource == "accelerators":
             out.append(itype)
