@@ -8,6 +8,7 @@ pools: the continuous allocation should agree to floating-point precision, the i
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import sys
@@ -155,6 +156,9 @@ def main() -> None:
     console.print(table)
     console.print(f"calibration: a 1,000,000-iteration Python loop takes {calibration_ms():.0f} ms CPU here "
                   "(about 25 ms on a current desktop core)")
+    # CPU time excludes other processes, but on a loaded machine they still share caches and the core's clock.
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    console.print(f"machine load while measuring (1/5/15 min): {load} on {os.cpu_count()} CPUs")
     cont, ints = lp_deviation()
     console.print(f"engine vs LP (HiGHS, progressive filling), 200 random pools: max deviation "
                   f"{cont:.2e} (continuous), {ints:.3f} (integer, bound 1)")
