@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from botocore.exceptions import ClientError
-
 from rebalancer.app.signing import BadLink, LinkExpired
 from rebalancer.app.store import KEY, SORT, TTL, Store
 
@@ -55,13 +53,5 @@ class FormNonces:
 
 def claim_nonce(store: Store, approval_id: str, nonce: str, expires: int) -> bool:
     """True the first time this nonce is submitted; False for a replayed form."""
-    try:
-        store.table.put_item(
-            Item={KEY: f"APPROVAL#{approval_id}", SORT: f"NONCE#{nonce.partition('.')[0]}",
-                  "claimed_at": store.now().isoformat(), TTL: expires + 86_400},
-            ConditionExpression="attribute_not_exists(#k)", ExpressionAttributeNames={"#k": KEY})
-    except ClientError as e:
-        if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return store.put_new({KEY: f"APPROVAL#{approval_id}", SORT: f"NONCE#{nonce.partition('.')[0]}",
+                          "claimed_at": store.now().isoformat(), TTL: expires + 86_400})

@@ -104,11 +104,13 @@ class Store:
 
     def mark_delivered(self, execution: str, kind: str, channel: str) -> bool:
         """True the first time; False when this notification already went out on this channel."""
+        return self.put_new({KEY: f"RUN#{execution}", SORT: f"DELIVERED#{kind}#{channel}",
+                             "at": self.now().isoformat(), TTL: _epoch(self.now() + ARTIFACT_RETENTION)})
+
+    def put_new(self, item: dict[str, Any]) -> bool:
+        """Writes the item unless one with its key exists: True if written, False if it was there already."""
         try:
-            self.table.put_item(
-                Item={KEY: f"RUN#{execution}", SORT: f"DELIVERED#{kind}#{channel}", "at": self.now().isoformat(),
-                      TTL: _epoch(self.now() + ARTIFACT_RETENTION)},
-                ConditionExpression=Attr(KEY).not_exists())
+            self.table.put_item(Item=item, ConditionExpression=Attr(KEY).not_exists())
         except ClientError as e:
             if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
@@ -194,17 +196,10 @@ class Store:
     # --- approvals -------------------------------------------------------------------------------------------------
     def put_approval(self, rec: ApprovalRecord) -> bool:
         """Stores a pending approval; False when one with this id exists (a retried request)."""
-        try:
-            self.table.put_item(
-                Item={KEY: f"APPROVAL#{rec.approval_id}", SORT: "APPROVAL", "task_token": rec.task_token,
-                      "execution_arn": rec.execution_arn, "cluster_name": rec.cluster_name, "status": rec.status,
-                      "decide_by": rec.decide_by.isoformat(), TTL: _epoch(rec.decide_by + ARTIFACT_RETENTION)},
-                ConditionExpression=Attr(KEY).not_exists())
-        except ClientError as e:
-            if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return self.put_new({KEY: f"APPROVAL#{rec.approval_id}", SORT: "APPROVAL", "task_token": rec.task_token,
+                             "execution_arn": rec.execution_arn, "cluster_name": rec.cluster_name,
+                             "status": rec.status, "decide_by": rec.decide_by.isoformat(),
+                             TTL: _epoch(rec.decide_by + ARTIFACT_RETENTION)})
 
     def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         item = self.table.get_item(Key={KEY: f"APPROVAL#{approval_id}", SORT: "APPROVAL"},
