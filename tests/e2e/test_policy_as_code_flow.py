@@ -139,7 +139,7 @@ def console_edit_of_training(emu: EmulatorHandle) -> int:
     """An admin sets training to DontLend in the console (the whole quota config is sent, as the console does)."""
     config = dict(quota(emu, "training")["ComputeQuotaConfig"])
     config["ResourceSharingConfig"] = {"Strategy": "DontLend"}
-    return emu.emulator.external_edit("training-quota", {"ComputeQuotaConfig": config}, cluster=CLUSTER)
+    return int(emu.emulator.external_edit("training-quota", {"ComputeQuotaConfig": config}, cluster=CLUSTER))
 
 
 def test_a_console_edit_waits_for_approval_then_is_replaced_and_a_later_policy_change_is_not_an_edit(
@@ -290,3 +290,40 @@ def test_a_failed_quota_apply_after_the_scheduler_config_was_written_restores_th
     assert rollback["detail"]["scheduler"].startswith("applied       UpdateClusterSchedulerConfig")
     [sns] = s.sns_messages()
     assert sns["Subject"] == f"Rebalance of {CLUSTER} failed and was rolled back"
+
+
+def test_a_scheduler_config_edited_between_plan_and_apply_stops_the_run_and_no_edit_is_overwritten(
+        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, Clock]) -> None:
+    s, _slack, clock = stack
+    config = scheduler_config(emu)
+    assert config is not None
+    s.put_policy(CLUSTER, MOVING)
+    edits: dict[str, int] = {}
+
+    def edit_after_plan(out: dict[str, Any]) -> dict[str, Any]:
+        # Admins change the config and training's sharing while the run is between Plan and Apply.
+        edits["config"] = emu.emulator.external_edit(config["Name"], cluster=CLUSTER, kind=Kind.SCHEDULER_CONFIG)
+        edits["training"] = console_edit_of_training(emu)
+        return out
+
+    s.hooks["plan"] = edit_after_plan
+    before = {t.name: quota(emu, t.name) for t in DEMO.teams}
+    arn, done = run(s, clock)
+    assert (done["status"], done["error"]) == ("FAILED", "RebalanceRolledBack")
+    assert s.states_entered(arn)[-4:] == ["Apply", "Rollback", "NotifyRolledBack", "RolledBack"]
+    [applied] = records(s, arn, "apply")
+    assert applied["outcome"] == "failed"
+    assert "changed by someone else" in applied["detail"]["error"]
+    assert applied["detail"]["scheduler"].startswith("conflict")
+    now = scheduler_config(emu)
+    assert now is not None
+    assert (now["ClusterSchedulerConfigVersion"], now["SchedulerConfig"]["FairShare"]) == (edits["config"],
+                                                                                           "Disabled")
+    training = quota(emu, "training")
+    assert training["ComputeQuotaVersion"] == edits["training"]
+    assert training["ComputeQuotaConfig"]["ResourceSharingConfig"] == {"Strategy": "DontLend"}
+    assert {t: q for t, q in ((t.name, quota(emu, t.name)) for t in DEMO.teams) if t != "training"} == \
+           {t: q for t, q in before.items() if t != "training"}
+    [rollback] = records(s, arn, "rollback")
+    assert rollback["outcome"] == "restored"
+    assert "scheduler" not in rollback["detail"]  # nothing of ours to undo

@@ -20,6 +20,7 @@ from rebalancer.planning import make_plan, setting_changes
 from rebalancer.policy import Policy
 
 Decision = Literal["no_change", "dry_run", "approve", "apply"]
+MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
 
 
 class VerifyTimedOut(PermanentError):
@@ -165,7 +166,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
                         "known_versions": known})
     return {"decision": decision, "changes": len(result.changes), "requests": len(result.requests),
             "scheduler_requests": len(result.scheduler_requests),
-            "console_edits": [field_line(f) for f in result.console_edits],
+            "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
             "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings)}
 
@@ -225,6 +226,9 @@ def apply(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerConfig
         scheduler = apply_scheduler(run, the_plan.scheduler_requests, store=store,
                                     configs=configs) if configs else None
     except RebalancerError as e:
+        # No quota was written: the Rollback step finds an empty report and undoes only the scheduler config.
+        empty = ApplyReport(cluster_arn=the_plan.cluster_arn, succeeded=False, error=str(e))
+        store.put_artifact(run.execution_name, "APPLY", empty.model_dump(mode="json"))
         store.audit(run.cluster_name, run.execution_name, "apply", outcome="failed", who=approved_by,
                     before=by_team(the_plan.changes, "before"), after=by_team(the_plan.changes, "after"),
                     detail={"scheduler": (load_scheduler(store, run) or _no_outcome()).line(),
@@ -295,8 +299,13 @@ def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer:
     expected: dict[str, int] | None = None
     created: list[str] = []
     if report is not None:
-        expected = {o.quota_id: o.version for o in report.outcomes
-                    if o.result == "applied" and o.quota_id in before_ids and o.version is not None}
+        expected = {}
+        for o in report.outcomes:
+            if o.quota_id in before_ids and o.version is not None:
+                expected[o.quota_id] = o.version
+        # As the quota writer's own rollback: only what this run wrote is undone; a quota it never reached may
+        # hold someone else's newer edit.
+        before = [q for q in before if q.ComputeQuotaId in expected]
         created = [o.quota_id for o in report.outcomes
                    if o.operation == "CreateComputeQuota" and o.result == "applied" and o.quota_id]
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
