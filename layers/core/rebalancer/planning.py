@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from rebalancer import catalog
-from rebalancer.allocation import EPS, Claim, Outcome, PoolInput, Settings, allocate, largest_remainder
+from rebalancer.allocation import EPS, Claim, Outcome, PoolInput, PoolResult, Settings, allocate, largest_remainder
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
@@ -451,23 +451,26 @@ def _update(q: ComputeQuota, version: int, config: dict[str, Any], target: dict[
     }})
 
 
-def _approval(policy: Policy, changes: list[Change], fields: list[FieldChange]) -> list[str]:
+# A change before it becomes a Change: team, instance type, resource, MIG profile, before, after, reason.
+_Row = tuple[str, str, str, str | None, float, float, str]
+
+
+def _approval(policy: Policy, changes: list[_Row], fields: list[FieldChange]) -> list[str]:
     if policy.mode == "dry-run" or not (changes or fields):
         return []
     if policy.mode == "approve":
         return ["mode is approve: every plan needs an admin"]
     reasons = []
-    downs = [c for c in changes if c.after < c.before]
-    moved = sum(c.before - c.after for c in downs if c.resource == "accelerators")
+    downs = [c for c in changes if c[5] < c[4]]
+    moved = sum(c[4] - c[5] for c in downs if c[2] == "accelerators")
     if moved > policy.approval.moved_accelerators:
         reasons.append(f"moves {moved:g} accelerators, above approval.moved_accelerators "
                        f"{policy.approval.moved_accelerators}")
     limit = policy.approval.max_decrease_percent
-    for c in downs:
-        before, after = c.before, c.after
+    for team, instance_type, _, profile, before, after, _ in downs:
         if before > 0 and (before - after) / before * 100 > limit + EPS:
-            pool = _pool_name(c.instance_type, c.mig_profile)
-            reasons.append(f"{c.team} loses {(before - after) / before:.0%} of {pool} "
+            pool = _pool_name(instance_type, profile)
+            reasons.append(f"{team} loses {(before - after) / before:.0%} of {pool} "
                            f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
     if policy.approval.console_edits:
         edited: dict[str, list[str]] = {}
@@ -524,10 +527,14 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
     written = _requests(snapshot, policy, by_team, warnings, known_versions)
     blocked = written.blocked
 
+    # Changes are listed decreases first, then by team, instance type and MIG profile. Pools are visited in that
+    # (type, profile) order, so each team's list comes out sorted and only the team names need sorting.
     allocations: dict[str, dict[str, dict[str, float]]] = {}
-    rows: list[tuple[tuple[bool, str, str, str], Change]] = []
-    for pool in result.pools:
-        key = PoolKey.parse(pool.key)
+    downs: dict[str, list[_Row]] = {}
+    ups: dict[str, list[_Row]] = {}
+    keyed = [(PoolKey.parse(pool.key), pool) for pool in result.pools]
+    keyed.sort(key=_type_then_profile)
+    for key, pool in keyed:
         name, resource, instance_type, profile = pool.key, key.resource, key.instance_type, key.mig_profile
         for o in pool.outcomes:
             team, before, after = o.team, o.before, o.after
@@ -539,12 +546,16 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
                     held_by_team = allocations[team] = {}
                 held_by_team[name] = {resource: float(after)}
             if abs(after - before) > EPS:
-                change = trusted(Change, {"team": team, "instance_type": instance_type, "resource": resource,
-                                          "mig_profile": profile, "before": before, "after": float(after),
-                                          "reason": o.reason})
-                rows.append(((after > before, team, instance_type, profile or ""), change))
-    rows.sort(key=_first)
-    changes = [c for _, c in rows]
+                side = ups if after > before else downs
+                row = (team, instance_type, resource, profile, before, float(after), o.reason)
+                team_rows = side.get(team)
+                if team_rows is None:
+                    side[team] = [row]
+                else:
+                    team_rows.append(row)
+    ordered = [row for side in (downs, ups) for team in sorted(side) for row in side[team]]
+    changes = [trusted(Change, {"team": t, "instance_type": i, "resource": r, "mig_profile": m, "before": b,
+                                "after": a, "reason": why}) for t, i, r, m, b, a, why in ordered]
     fields = written.fields
     scheduler: list[SchedulerRequest] = []
     if policy.cluster is not None:
@@ -553,7 +564,7 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
             known_version=None if known_versions is None else known_versions.get(CLUSTER))
         scheduler += [request] if request else []
         fields = cluster_fields + fields
-    approval = _approval(policy, changes, fields)
+    approval = _approval(policy, ordered, fields)
     # Every part is already of its declared type (the changes and requests were built above): no validation pass.
     return trusted(Plan, {
         "cluster_name": snapshot.cluster.ClusterName, "cluster_arn": snapshot.cluster.ClusterArn,
@@ -564,5 +575,5 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
     })
 
 
-def _first(row: tuple[tuple[bool, str, str, str], Change]) -> tuple[bool, str, str, str]:
-    return row[0]
+def _type_then_profile(item: tuple[PoolKey, PoolResult]) -> tuple[str, str]:
+    return item[0].instance_type, item[0].mig_profile or ""
