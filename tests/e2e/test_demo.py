@@ -89,6 +89,10 @@ def test_audit_table_and_rollback(run: tuple[World, dict[str, ScenarioResult]]) 
     # The rollback restored the quotas the cluster was seeded with (read from the spec, not from the snapshot).
     assert results["rollback"].after == SEEDED
     assert "approval" in results["rollback"].outputs["history"]
+    # ... and the rollback done from the CLI is in the audit log too, with the quotas it put back.
+    [rollback] = [a for a in audit if a["kind"] == "rollback"]
+    assert (rollback["outcome"], rollback["detail"]["source"]) == ("restored", "cli")
+    assert {t: q for t, q in rollback["after"].items() if q} == {t: q for t, q in SEEDED.items() if q}
 
 
 def test_history_needs_a_table_or_a_stack() -> None:

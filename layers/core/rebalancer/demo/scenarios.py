@@ -371,11 +371,15 @@ def history_and_rollback(world: World, story: Story, first_run: str, workdir: Pa
         r["InstanceType"]: int(r.get("Accelerators", 0)) for r in q["ComputeQuotaConfig"]["ComputeQuotaResources"]}
         for q in json.loads(snapshot.read_text())["quotas"]}
     code, out = cli(["rollback", "--cluster", world.cluster, "--to", str(snapshot), "--yes", "--no-kube",
-                     "--poll-interval", "0.1", "--timeout", "30"])
-    story.terminal(f"rebalancer rollback --cluster {world.cluster} --to {snapshot.name} --yes", out)
+                     "--table", TABLE, "--poll-interval", "0.1", "--timeout", "30"])
+    story.terminal(f"rebalancer rollback --cluster {world.cluster} --to {snapshot.name} --yes --table {TABLE}", out)
     result.outputs["rollback"] = out
     result.after = world.quotas()
     result.check("rollback exited 0", code == 0, out.strip().splitlines()[-1] if out.strip() else "")
+    recorded = [a for a in world.stack.audit(world.cluster)
+                if a["kind"] == "rollback" and (a.get("detail") or {}).get("source") == "cli"]
+    result.check("the CLI rollback is in the audit log (rebalancer history shows it)",
+                 [a["outcome"] for a in recorded] == ["restored"], f"{len(recorded)} record(s)")
     result.check("every quota is back to before the first change", result.after == dict(sorted(original.items())))
     result.check("quotas fit healthy capacity", *fits_capacity(result.after, result.capacity))
     story.quotas(before, result.after, result.capacity)
