@@ -33,8 +33,10 @@ typecheck: $(STAMP) ## mypy on the package
 demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 only); report in demo-out/
 	$(PY) -m rebalancer demo --out demo-out
 
+# Serial by default: on the shared 2-core dev box `-n 2` (pytest-xdist) was green but not faster (5m20 vs 5m00 wall,
+# +30% CPU: each worker starts its own emulator and stack). Try it elsewhere with `make test PYTEST_ARGS="-n 2"`.
 test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test (unit, integration, e2e)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The approval page's browser tests drive Debian's chromium through Playwright (no browser download of its own).
 # About 70 s the first time (apt-get update + install, measured on the dev machine); nothing after that.
