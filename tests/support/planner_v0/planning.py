@@ -31,13 +31,13 @@ from datetime import datetime
 from typing import Any
 
 from rebalancer import catalog
-from support.planner_v0.allocation import EPS, Claim, Outcome, PoolInput, Settings, allocate, largest_remainder
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Demand, Snapshot
 from rebalancer.plan import CLUSTER, FieldChange, Plan, QuotaRequest, SchedulerRequest
 from rebalancer.policy import Policy, PoolKey, TeamPolicy, family_types
+from support.planner_v0.allocation import EPS, Claim, Outcome, PoolInput, Settings, allocate, largest_remainder
 
 MAX_ENTRIES = 15
 DEFAULT_SHARING: dict[str, Any] = {"Strategy": "LendAndBorrow", "BorrowLimit": 50}
