@@ -15,10 +15,12 @@ Not for the Lambda runtime: it needs moto (a development dependency).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import io
 import itertools
 import json
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -138,6 +140,7 @@ class LocalStack:
 
         self._exit.enter_context(mock.patch.dict(default_user_config,
                                                  {"stepfunctions": {"execute_state_machine": True}}))
+        self._atomic_dynamodb_writes()
         resources = self.template["Resources"]
         table = self._table(resources["Table"]["Properties"])
         topic = self.client("sns").create_topic(Name=f"{STACK}-topic")["TopicArn"]
@@ -191,6 +194,24 @@ class LocalStack:
         definition = tpl.substitute(tpl.asl_text(self.root), substitutions)
         self.client("stepfunctions").create_state_machine(
             name=f"{STACK}-rebalance", definition=definition, roleArn=self._role(), type="STANDARD")
+
+    def _atomic_dynamodb_writes(self) -> None:
+        """DynamoDB applies a conditional write atomically; moto's backend checks the condition and writes in two
+        steps, so two threads (the trigger under a burst, the interpreter's threads) could both win one lock. One
+        process-wide lock around moto's writes gives back the guarantee the per-cluster lock relies on."""
+        from moto.dynamodb.models import DynamoDBBackend
+
+        lock = threading.RLock()
+
+        def locked(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def write(*args: Any, **kwargs: Any) -> Any:
+                with lock:
+                    return original(*args, **kwargs)
+            return write
+
+        for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
+            self._exit.enter_context(mock.patch.object(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name))))
 
     def put_policy(self, cluster: str, policy: str, *, prefix: str = "/hyperpod-rebalancer/policy") -> None:
         from aws_lambda_powertools.utilities import parameters
