@@ -8,15 +8,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 from support.five_teams import BEFORE, P5, config, gpus, setup_cluster, violations
 from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
+from rebalancer.app.steps import known_versions_for
+from rebalancer.app.store import Store
 from rebalancer.cli import cli
 from rebalancer.emulator.control import Emulator
 from rebalancer.models import Snapshot
+from rebalancer.planning import make_plan
+from rebalancer.policy import Policy
 
 POLICY = """
 mode: auto
@@ -133,6 +138,9 @@ def test_rollback_given_the_audit_table_shows_in_history(emu: Emulator, aws: Aws
     assert records[0]["who"].startswith("arn:aws:")
     table_view = run("history", "--cluster", "c1", "--table", table).stdout
     assert f"a p5.48xlarge 2→{BEFORE['a']}" in table_view
+    restored = {q.team: q.ComputeQuotaVersion for q in
+                Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--no-kube").stdout).quotas}
+    assert Store(table, resource=aws.session.resource("dynamodb")).known_versions("c1") == {"a": restored["a"]}
 
 
 def test_rollback_with_a_missing_audit_table_stops_before_writing_and_without_one_just_restores(
@@ -257,3 +265,69 @@ def test_plan_on_the_cluster_equals_plan_on_its_snapshot(emu: Emulator, aws: Aws
     offline = json.loads(run("plan", "--snapshot", str(saved), "--policy", policy, "--format", "json").stdout)
     assert live == offline
     assert live["requests"]
+
+
+def test_apply_given_the_audit_table_shows_in_history_and_leaves_no_console_edit(
+        emu: Emulator, aws: AwsClients, kube: str, policy: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    table = create_table(aws.client("dynamodb"), "rebalancer-table")
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--yes", "--table", table)
+    assert result.exit_code == 0, result.output
+    after = gpus(emu)
+    moved = {t for t in BEFORE if after[t] != BEFORE[t]}
+    assert moved
+
+    history = run("history", "--cluster", "c1", "--table", table, "--json")
+    assert history.exit_code == 0, history.output
+    records = [json.loads(line) for line in history.stdout.splitlines()]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("apply", "applied")]
+    assert {t: v[P5] for t, v in records[0]["before"].items() if t in moved} == {t: BEFORE[t] for t in moved}
+    assert {t: v[P5] for t, v in records[0]["after"].items() if t in moved} == {t: after[t] for t in moved}
+    assert records[0]["detail"]["source"] == "cli"
+    assert records[0]["who"].startswith("arn:aws:")
+
+    # The controller's next run: the versions our writes left are its own, so none of them is a console edit.
+    store = Store(table, resource=aws.session.resource("dynamodb"))
+    recorded = store.known_versions("c1")
+    snap = Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--kube-url", kube,
+                                            "--metrics-window", "0").stdout)
+    assert moved <= set(recorded)
+    assert {q.team: q.ComputeQuotaVersion for q in snap.quotas if q.team in recorded} == recorded
+    edited = Policy.model_validate(yaml.safe_load(POLICY.replace("weight: 1", "weight: 1, preempt_team_tasks: Never")))
+    plan = make_plan(snap, edited, snap.taken_at, known_versions=known_versions_for(recorded, snap, edited))
+    assert {f.team for f in plan.field_changes} >= moved  # rewrites a setting of each team
+    assert plan.console_edits == ()
+    unrecorded = make_plan(snap, edited, snap.taken_at, known_versions={})
+    assert unrecorded.console_edits  # without the recorded versions the same plan sees console edits
+
+
+def test_apply_with_a_missing_audit_table_stops_before_writing(emu: Emulator, aws: AwsClients, kube: str,
+                                                               policy: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    result = CliRunner().invoke(cli, ["apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--yes",
+                                      "--table", "no-such-table"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: DescribeTable on audit table no-such-table: ResourceNotFoundException")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert gpus(emu) == BEFORE
+
+
+def test_apply_failure_given_the_audit_table_is_recorded_as_rolled_back(emu: Emulator, aws: AwsClients, kube: str,
+                                                                        policy: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    table = create_table(aws.client("dynamodb"), "rebalancer-table")
+    emu.inject("update-failed", "UpdateComputeQuota", skip=1)
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--yes", "--table", table)
+    assert result.exit_code == 1
+    emu.settle()
+    assert gpus(emu) == BEFORE
+    records = [json.loads(line) for line in
+               run("history", "--cluster", "c1", "--table", table, "--json").stdout.splitlines()]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("apply", "rolled-back")]
+    # The rollback's writes are ours too: their versions are recorded, not taken later for console edits.
+    store = Store(table, resource=aws.session.resource("dynamodb"))
+    recorded = store.known_versions("c1")
+    current = {q.team: q.ComputeQuotaVersion for q in
+               Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--no-kube").stdout).quotas}
+    assert recorded
+    assert {t: current[t] for t in recorded} == recorded

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import click
 from rich.console import Console
 
+from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.catalog import spec
-from rebalancer.errors import InvalidInput, UnknownInstanceType
+from rebalancer.errors import InvalidInput, RebalancerError, UnknownInstanceType
 from rebalancer.models import ComputeQuota, Snapshot
+from rebalancer.plan import CLUSTER
 from rebalancer.planning import held, holdings, make_plan
 from rebalancer.policy import Policy, PoolKey
 from rebalancer.render import render_plan
@@ -26,7 +28,6 @@ from rebalancer.validation import load_model_file
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
     from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.collect import Collected
-    from rebalancer.adapters.outcomes import ApplyReport
     from rebalancer.adapters.quota_writer import QuotaWriter
     from rebalancer.app.store import Store
 
@@ -141,6 +142,14 @@ def with_poll_options(func: F) -> F:
     return func
 
 
+def audit_options(func: F) -> F:
+    """--table / --stack (env REBALANCER_TABLE): the controller's audit table to record the command in."""
+    func = click.option("--stack", help="Or the SAM stack whose TableName output is the audit table.")(func)
+    return click.option("--table", envvar="REBALANCER_TABLE",
+                        help="Record this in the controller's audit table (env REBALANCER_TABLE), as `history` "
+                             "reads it.")(func)
+
+
 @click.command()
 @live_options(required=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
@@ -161,12 +170,15 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 @click.option("--save-snapshot", type=click.Path(dir_okay=False, writable=True),
               help="Also write the snapshot the plan was made from (the state to roll back to).")
+@audit_options
 @with_poll_options
-def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | None, poll_interval: float,
-          timeout: float) -> None:
+def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | None, table: str | None,
+          stack: str | None, poll_interval: float, timeout: float) -> None:
     """Plan on the live cluster, show the plan, ask, apply (decreases first), verify and print each outcome.
-    On a failure after the first write, the quotas written are restored."""
+    On a failure after the first write, the quotas written are restored. Given the controller's audit table, the
+    apply and the versions it left are recorded there (the controller's next run takes them as its own)."""
     policy = load_model_file(Policy, policy_file)
+    audit = _audit_store(live, table, stack)  # a wrong table or stack fails here, before any read or write
     now = _now()
     snap = live.collect(now).snapshot
     if save_snapshot:
@@ -183,19 +195,41 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
         click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                       f"{snap.cluster.ClusterName}?", abort=True)
     from rebalancer.adapters.quota_writer import raise_for_report
+    from rebalancer.app.steps import by_team
 
+    name = snap.cluster.ClusterName
+    before, after = by_team(plan.changes, "before"), by_team(plan.changes, "after")
+    versions: dict[str, int] = {}
+    scheduler_lines: list[str] = []
     if plan.scheduler_requests:
         from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 
         configs = SchedulerConfigClient(live.clients().client("sagemaker"), _writer(live, poll_interval,
                                                                                     timeout).poller)
         for r in plan.scheduler_requests:
-            done = configs.apply(r)
-            click.echo(f"{r.operation}: scheduler config {done.ClusterSchedulerConfigId} "
-                       f"v{done.ClusterSchedulerConfigVersion} {done.Status}")
+            try:
+                done = configs.apply(r)
+            except RebalancerError as e:
+                if audit is not None:
+                    _record(audit, live, name, "apply", outcome="failed", before=before, after=after,
+                            detail={"scheduler": scheduler_lines, "outcomes": [], "error": str(e)},
+                            versions=versions)
+                raise
+            versions[CLUSTER] = done.ClusterSchedulerConfigVersion
+            scheduler_lines.append(f"{r.operation}: scheduler config {done.ClusterSchedulerConfigId} "
+                                   f"v{done.ClusterSchedulerConfigVersion} {done.Status}")
+            click.echo(scheduler_lines[-1])
     report = _writer(live, poll_interval, timeout).apply(snap.cluster.ClusterArn, plan.requests, snap.quotas)
     for line in report.lines():
         click.echo(line)
+    if audit is not None:
+        versions.update(_versions_left(report))
+        outcome = "applied" if report.succeeded else "rolled-back" if report.rolled_back else "failed"
+        detail: dict[str, Any] = {"outcomes": report.lines(), "versions": versions}
+        if scheduler_lines:
+            detail["scheduler"] = scheduler_lines
+        _record(audit, live, name, "apply", outcome=outcome, before=before, after=after, detail=detail,
+                versions=versions)
     raise_for_report(report)
     click.echo(f"applied {len(report.outcomes)} request(s); every quota settled")
 
@@ -215,18 +249,38 @@ def _audit_store(live: LiveSource, table: str | None, stack: str | None) -> Stor
     return store
 
 
-def _record_rollback(store: Store, live: LiveSource, cluster_name: str, to_file: str, report: ApplyReport,
-                     before: list[ComputeQuota], after: list[ComputeQuota]) -> None:
-    """One `rollback` record in the audit log, shaped like the controller's own, so `rebalancer history` shows it."""
+def _record(store: Store, live: LiveSource, cluster_name: str, kind: str, *, outcome: str, before: Any,
+            after: Any, detail: dict[str, Any], versions: dict[str, int] | None = None) -> None:
+    """One `kind` record in the audit log, shaped like the controller's own, so `rebalancer history` shows it;
+    with `versions` (per team, the version our writes left), the controller's next plan does not take those
+    quotas for console edits."""
     from rebalancer.adapters.aws import aws_call
 
     with aws_call("GetCallerIdentity", "the caller"):
         who = str(live.clients().client("sts").get_caller_identity()["Arn"])
     execution = f"{cluster_name}-cli{store.now():%Y%m%dT%H%M%S}"
     with aws_call("PutItem", f"audit table {store.table_name}"):
-        store.audit(cluster_name, execution, "rollback", outcome="restored" if report.succeeded else "incomplete",
-                    who=who, before={q.team: holdings(q) for q in before}, after={q.team: holdings(q) for q in after},
-                    detail={"source": "cli", "to": to_file, "outcomes": report.lines()})
+        store.audit(cluster_name, execution, kind, outcome=outcome, who=who, before=before, after=after,
+                    detail={"source": "cli", **detail})
+        if versions:
+            store.record_versions(cluster_name, versions, execution)
+
+
+def _record_rollback(store: Store, live: LiveSource, cluster_name: str, to_file: str, report: ApplyReport,
+                     before: list[ComputeQuota], after: list[ComputeQuota]) -> None:
+    _record(store, live, cluster_name, "rollback", outcome="restored" if report.succeeded else "incomplete",
+            before={q.team: holdings(q) for q in before}, after={q.team: holdings(q) for q in after},
+            detail={"to": to_file, "outcomes": report.lines()}, versions=_versions_left(report))
+
+
+def _versions_left(report: ApplyReport) -> dict[str, int]:
+    """team → the version our last write of its quota left: the apply's, or the rollback's when it undid it."""
+    from rebalancer.app.steps import written_versions
+
+    out = written_versions(report)
+    out.update(written_versions(ApplyReport(cluster_arn=report.cluster_arn, succeeded=report.succeeded,
+                                            outcomes=report.rollback)))
+    return out
 
 
 @click.command()
@@ -234,9 +288,7 @@ def _record_rollback(store: Store, live: LiveSource, cluster_name: str, to_file:
 @click.option("--to", "to_file", required=True, type=click.Path(dir_okay=False),
               help="Snapshot JSON holding the quotas to restore (from `rebalancer snapshot`).")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
-@click.option("--table", envvar="REBALANCER_TABLE",
-              help="Record the rollback in this audit table (env REBALANCER_TABLE), as `history` reads it.")
-@click.option("--stack", help="Or the SAM stack whose TableName output is the audit table.")
+@audit_options
 @with_poll_options
 def rollback(live: LiveSource, to_file: str, yes: bool, table: str | None, stack: str | None,
              poll_interval: float, timeout: float) -> None:
