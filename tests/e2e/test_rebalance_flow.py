@@ -233,7 +233,8 @@ def test_approval_timeout_expires_and_a_late_click_changes_nothing(world: World)
     emu, _kube, _slack = world
     # The policy's smallest timeout is a minute; the plan's output is shortened so the test does not wait for it.
     shorten = {"plan": lambda out: {**out, "approval_timeout_seconds": 1}}
-    with stack_for(world, APPROVE, hooks=shorten) as stack:
+    clock = Clock()  # the functions' clock; the state machine's timeout runs on real time
+    with stack_for(world, APPROVE, hooks=shorten, now=clock) as stack:
         before = quotas(emu)
         stack.trigger(node_event())
         [arn] = stack.executions()
@@ -244,6 +245,7 @@ def test_approval_timeout_expires_and_a_late_click_changes_nothing(world: World)
         assert timed_out
         messages = {m["kind"]: m for m in stack.sns_messages()}  # SQS keeps no order
         assert sorted(messages) == ["approval_request", "expired"]
+        clock.advance(minutes=1)  # the admin clicks a minute after the deadline
         late = stack.http("GET", links(messages["approval_request"]["Message"])["Approve"])
         assert late["statusCode"] == 410  # the link has expired
         assert quotas(emu) == before
