@@ -6,10 +6,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import botocore.session
+from botocore.validate import ParamValidator
+
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.plan import Plan, QuotaRequest
 from rebalancer.planning import held
-from rebalancer.policy import PoolKey
+from rebalancer.policy import Policy, PoolKey
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/test01"
@@ -112,3 +115,16 @@ def quota_sum(snap: Snapshot, pool: str) -> float:
 def allocation(snap: Snapshot, team: str, pool: str) -> float:
     q = snap.quota_of(team)
     return held(q, PoolKey.parse(pool)) if q else 0.0
+
+
+def policy(teams: dict[str, dict[str, object]], **rest: object) -> Policy:
+    """A policy whose stability rules hold nothing back (no cooldown, no max_move), so tests see the allocation."""
+    return Policy.model_validate({"teams": teams, "stability": {"cooldown_minutes": 0, "max_move": None}, **rest})
+
+
+def validate(plan: Plan) -> None:
+    """Every request against botocore's SageMaker model, as boto3 would before sending it."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    for r in plan.requests:
+        report = ParamValidator().validate(r.parameters, model.operation_model(r.operation).input_shape)
+        assert not report.has_errors(), report.generate_report()

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from support.clusters import T0, snapshot
+from support.clusters import T0, policy, snapshot
 
 from rebalancer.app.notifications import Message, field_line, render_blocks, render_text
 from rebalancer.app.review_page import Review, review_page, rows_of
 from rebalancer.app.steps import known_versions_for
 from rebalancer.plan import CLUSTER, FieldChange, Plan
 from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
 
 P5 = "ml.p5.48xlarge"
 LEND = {"sharing": {"strategy": "Lend"}}
@@ -20,10 +19,6 @@ EDIT = FieldChange(team="b", field="ComputeQuotaConfig.ResourceSharingConfig.Str
                    after="Lend", console_edit=True, reason="console edit will be replaced")
 POLICY_CHANGE = FieldChange(team=CLUSTER, field="SchedulerConfig.FairShare", before="Disabled", after="Enabled",
                             reason="policy changed")
-
-
-def policy(teams: dict[str, dict[str, object]]) -> Policy:
-    return Policy.model_validate({"teams": teams, "stability": {"cooldown_minutes": 0, "max_move": None}})
 
 
 def test_a_quota_we_never_wrote_is_ours_unless_the_policy_would_rewrite_its_settings() -> None:

@@ -5,14 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import botocore.session
 import pytest
-from botocore.validate import ParamValidator
-from support.clusters import T0, apply_request, quota, quota_sum, snapshot
+from support.clusters import T0, apply_request, policy, quota, quota_sum, snapshot, validate
 
 from rebalancer.errors import InvalidInput
 from rebalancer.models import Snapshot
-from rebalancer.plan import Plan
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
 from rebalancer.validation import load_model_file
@@ -21,19 +18,6 @@ ROOT = Path(__file__).resolve().parents[3]
 
 P5, G5, TRN = "ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge"
 MIG = f"{P5}:mig-1g.10gb"
-
-
-def policy(teams: dict[str, dict[str, object]], **rest: object) -> Policy:
-    return Policy.model_validate({"teams": teams, "stability": {"cooldown_minutes": 0, "max_move": None},
-                                  **rest})
-
-
-def validate(plan: Plan) -> None:
-    """Every request against botocore's SageMaker model, as boto3 would before sending it."""
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    for r in plan.requests:
-        report = ParamValidator().validate(r.parameters, model.operation_model(r.operation).input_shape)
-        assert not report.has_errors(), report.generate_report()
 
 
 def entries(params: dict[str, Any]) -> list[dict[str, Any]]:

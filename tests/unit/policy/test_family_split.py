@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.clusters import T0, snapshot
+from support.clusters import T0, policy, snapshot
 
 from rebalancer.planning import build_pools, make_plan, split_family
-from rebalancer.policy import Policy
 
 P5, P5E, P5_SMALL = "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5.4xlarge"
-
-
-def policy(teams: dict[str, dict[str, object]]) -> Policy:
-    return Policy.model_validate({"teams": teams, "stability": {"cooldown_minutes": 0, "max_move": None}})
 
 
 def test_family_guarantee_is_split_by_healthy_capacity_and_explained() -> None:

@@ -5,29 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import botocore.session
 import pytest
-from botocore.validate import ParamValidator
-from support.clusters import T0, quota, snapshot
+from support.clusters import T0, policy, quota, snapshot, validate
 
 from rebalancer.errors import InvalidInput
-from rebalancer.plan import Plan
 from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
 
 P5, TRN, C5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.c5.xlarge"
-
-
-def policy(teams: dict[str, dict[str, object]], **rest: object) -> Policy:
-    return Policy.model_validate({"teams": teams, "stability": {"cooldown_minutes": 0, "max_move": None},
-                                  **rest})
-
-
-def validate(plan: Plan) -> None:
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    for r in plan.requests:
-        report = ParamValidator().validate(r.parameters, model.operation_model(r.operation).input_shape)
-        assert not report.has_errors(), report.generate_report()
 
 
 def entry(params: dict[str, Any], instance_type: str) -> dict[str, Any]:
