@@ -28,10 +28,10 @@ lint: $(STAMP) ## ruff
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP) ## mypy on the package
-	$(VENV)/bin/mypy layers/core/rebalancer
+	$(VENV)/bin/mypy layers/core/rebalancer tools/rebalancer_tools
 
 demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 only); report in demo-out/
-	$(PY) -m rebalancer demo --out demo-out
+	$(PY) -m rebalancer_tools demo --out demo-out
 
 # Serial by default: on the shared 2-core dev box `-n 2` (pytest-xdist) was green but not faster (5m20 vs 5m00 wall,
 # +30% CPU: each worker starts its own emulator and stack). Try it elsewhere with `make test PYTEST_ARGS="-n 2"`.
@@ -50,7 +50,7 @@ bench: $(STAMP) ## planning-time benchmark (10 / 100 / 1,000 teams x 15 instance
 	$(PY) benchmarks/plan_bench.py
 
 bench-sim: $(STAMP) ## replay the whole Philly trace under the four strategies; results into docs/simulation.md
-	$(PY) -m rebalancer.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md
+	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md
 
 lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the network)
 	rm -rf .venv-lock && "$$(scripts/find-python 13)" -m venv .venv-lock

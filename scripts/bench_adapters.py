@@ -14,13 +14,13 @@ from moto import mock_aws
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
 from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.kube_fake import KubeState, cluster_queue, pod_set, serve, workload
 from rebalancer.adapters.kueue import KueueReader
 from rebalancer.adapters.quota_writer import Poller, QuotaWriter
 from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.emulator.control import Emulator
-from rebalancer.emulator.server import EmulatorServer
 from rebalancer.plan import QuotaRequest
+from rebalancer_tools.emulator.control import Emulator
+from rebalancer_tools.emulator.server import EmulatorServer
+from rebalancer_tools.kube_fake import KubeState, cluster_queue, pod_set, serve, workload
 
 P5 = "ml.p5.48xlarge"
 os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rebalancer.cli import cli
-from rebalancer.demo import scenarios
-from rebalancer.demo.scenarios import ADMIN, ScenarioResult, SilentStory
-from rebalancer.demo.world import World, open_world
-from rebalancer.emulator.demo import DEMO, G5, P5, TRN1
+from rebalancer_tools.cli import cli
+from rebalancer_tools.demo import scenarios
+from rebalancer_tools.demo.scenarios import ADMIN, ScenarioResult, SilentStory
+from rebalancer_tools.demo.world import World, open_world
+from rebalancer_tools.emulator.demo import DEMO, G5, P5, TRN1
 
 pytestmark = pytest.mark.slow  # one demo run: about 10 s
 

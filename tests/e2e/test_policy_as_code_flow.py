@@ -19,9 +19,9 @@ from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import pod_set, serve, workload
 
-from rebalancer.app.local_stack import LocalStack, SlackReceiver
-from rebalancer.emulator import DEMO
-from rebalancer.emulator.resources import Kind
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.emulator.resources import Kind
+from rebalancer_tools.local_stack import LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow  # each test deploys the stack and runs several executions on moto's interpreter
 

@@ -23,9 +23,9 @@ from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
 
-from rebalancer.app.local_stack import LocalStack, SlackReceiver
-from rebalancer.app.ticking_clock import Clock
-from rebalancer.emulator import DEMO
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from rebalancer_tools.ticking_clock import Clock
 
 # Each test deploys the stack and runs executions on moto's interpreter (ANTLR-parsed ASL): seconds, not millis.
 pytestmark = pytest.mark.slow

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rebalancer.app import wiring
-from rebalancer.app.local_stack import LocalStack, SlackReceiver
 from rebalancer.app.notify import approval_id_of
 from rebalancer.app.store import ApprovalRecord
-from rebalancer.demo.world import ApprovalGateway
-from rebalancer.emulator import DEMO
 from rebalancer.plan import Plan
+from rebalancer_tools.demo.world import ApprovalGateway
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.local_stack import LocalStack, SlackReceiver
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import pod_set, serve, workload

@@ -1,8 +1,8 @@
 """The HyperPod task-governance emulator for tests: moto's SageMaker plus compute quotas, scheduler configs,
-server-side rules, an invariant monitor, fault injection and cluster controls (`rebalancer.emulator`).
+server-side rules, an invariant monitor, fault injection and cluster controls (`rebalancer_tools.emulator`).
 
 Two ways to run it, each yielding an `EmulatorHandle` with `.client(...)` (a boto3 client factory), `.emulator`
-(the control API, `rebalancer.emulator.Emulator`) and `.endpoint` (None in-process):
+(the control API, `rebalancer_tools.emulator.Emulator`) and `.endpoint` (None in-process):
 
     from support.emulator import in_process_emulator, http_emulator
 
@@ -21,7 +21,7 @@ Or as pytest fixtures (import them into your test module or conftest): `emulator
 `http_emulator_server` (over HTTP), `any_emulator` (both, parametrized), `demo_emulator` (HTTP, seeded), and
 `instant_retries` (botocore retries without back-off sleeps, so throttling tests stay fast).
 
-The demo cluster (`rebalancer.emulator.DEMO`): cluster `demo-hyperpod` with groups gpu-p5 (ml.p5.48xlarge ×4),
+The demo cluster (`rebalancer_tools.emulator.DEMO`): cluster `demo-hyperpod` with groups gpu-p5 (ml.p5.48xlarge ×4),
 trainium-trn1 (ml.trn1.32xlarge ×2), gpu-g5 (ml.g5.12xlarge ×3); node ids are `<group>-<i>`; five teams
 (research, training, inference, data-science, platform) with quotas named `<team>-quota` that sum to capacity.
 """
@@ -41,9 +41,9 @@ import pytest
 from botocore.config import Config
 from moto import mock_aws
 
-from rebalancer.emulator import DEFAULT_ACCOUNT, DEFAULT_REGION, Emulator, SeededDemo, seed_demo
-from rebalancer.emulator.install import install
-from rebalancer.emulator.server import EmulatorServer
+from rebalancer_tools.emulator import DEFAULT_ACCOUNT, DEFAULT_REGION, Emulator, SeededDemo, seed_demo
+from rebalancer_tools.emulator.install import install
+from rebalancer_tools.emulator.server import EmulatorServer
 
 REGION = DEFAULT_REGION
 ACCOUNT = DEFAULT_ACCOUNT

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.emulator.control import Emulator
 from rebalancer.models import ComputeQuota
+from rebalancer_tools.emulator.control import Emulator
 
 P5 = "ml.p5.48xlarge"
 BEFORE = {"a": 10, "b": 8, "c": 6, "d": 4, "e": 4}

@@ -1,10 +1,10 @@
-"""template.yaml and the ASL of this checkout, through the package's reader (rebalancer.app.template)."""
+"""template.yaml and the ASL of this checkout, through the package's reader (rebalancer_tools.template)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rebalancer.app import template as _t
+from rebalancer_tools import template as _t
 
 ROOT = _t.find_root()
 TEMPLATE = ROOT / "template.yaml"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rebalancer.cli import cli
 from rebalancer.errors import RebalancerError
+from rebalancer_tools.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = str(ROOT / "examples/snapshot.json")
@@ -84,7 +84,7 @@ def test_other_failures_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_: object) -> None:
         raise RebalancerError("planning failed")
 
-    monkeypatch.setattr("rebalancer.cli.plan_cmd.make_plan", boom)
+    monkeypatch.setattr("rebalancer_tools.cli.plan_cmd.make_plan", boom)
     code, _, err = run("--snapshot", SNAPSHOT, "--policy", POLICY)
     assert code == 1
     assert "planning failed" in err

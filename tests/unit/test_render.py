@@ -7,7 +7,7 @@ from support.clusters import T0, snapshot
 
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
-from rebalancer.render import render_plan
+from rebalancer_tools.render import render_plan
 
 G5 = "ml.g5.12xlarge"
 

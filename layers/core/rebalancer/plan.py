@@ -13,6 +13,11 @@ SchedulerOperation = Literal["CreateClusterSchedulerConfig", "UpdateClusterSched
 CLUSTER = "(cluster)"  # FieldChange.team of a scheduler-config field
 
 
+def pool_name(instance_type: str, profile: str | None) -> str:
+    """A pool's name: the instance type, or `type:profile` for one MIG profile's partitions of that type."""
+    return f"{instance_type}:{profile}" if profile else instance_type
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -31,6 +36,10 @@ class Change(Frozen):
     @property
     def delta(self) -> float:
         return self.after - self.before
+
+    @property
+    def pool(self) -> str:
+        return pool_name(self.instance_type, self.mig_profile)
 
 
 class QuotaRequest(Frozen):

@@ -36,16 +36,12 @@ from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Demand, Snapshot
-from rebalancer.plan import CLUSTER, Change, FieldChange, Plan, QuotaRequest, SchedulerRequest, trusted
+from rebalancer.plan import CLUSTER, Change, FieldChange, Plan, QuotaRequest, SchedulerRequest, pool_name, trusted
 from rebalancer.policy import Policy, PoolKey, TeamPolicy, family_types
 
 MAX_ENTRIES = 15
 DEFAULT_SHARING: dict[str, Any] = {"Strategy": "LendAndBorrow", "BorrowLimit": 50}
 DEFAULT_PREEMPT = "LowerPriority"
-
-
-def _pool_name(instance_type: str, profile: str | None) -> str:
-    return f"{instance_type}:{profile}" if profile else instance_type
 
 
 def holdings(quota: ComputeQuota, index: int | None = None) -> dict[str, float]:
@@ -64,7 +60,7 @@ def holdings(quota: ComputeQuota, index: int | None = None) -> dict[str, float]:
             raise
         part = r.AcceleratorPartition
         if part is not None:
-            name, amount = _pool_name(r.InstanceType, part.Type), float(part.Count)
+            name, amount = pool_name(r.InstanceType, part.Type), float(part.Count)
         elif spec.accelerators:
             name = r.InstanceType
             amount = float(r.Accelerators if r.Accelerators is not None else (r.Count or 0) * spec.accelerators)
@@ -160,7 +156,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     for t, profiles in snapshot.mig.items():
         for profile in profiles:
             try:
-                keys.add(str(PoolKey.parse(f"{t}:{profile}")))
+                keys.add(str(PoolKey.parse(pool_name(t, profile))))
             except ValueError as e:
                 raise InvalidInput(str(e), field=f"mig.{t}.{profile}", value=profile) from None
     for h in held_by.values():
@@ -244,7 +240,7 @@ def _entry(instance_type: str, profile: str | None, amount: int) -> dict[str, An
 
 def _entry_pool(entry: dict[str, Any]) -> str:
     part = entry.get("AcceleratorPartition")
-    return _pool_name(entry["InstanceType"], part["Type"] if part else None)
+    return pool_name(entry["InstanceType"], part["Type"] if part else None)
 
 
 def _apply_entries(entries: list[dict[str, Any]], outcomes: Iterable[Outcome]) -> list[dict[str, Any]]:
@@ -254,7 +250,7 @@ def _apply_entries(entries: list[dict[str, Any]], outcomes: Iterable[Outcome]) -
     for i, e in enumerate(entries):
         part = e.get("AcceleratorPartition")
         profile = part["Type"] if part else None
-        pool = f"{e['InstanceType']}:{profile}" if profile else e["InstanceType"]
+        pool = pool_name(e["InstanceType"], profile)
         if pool not in at:
             at[pool] = i
     for o in outcomes:
@@ -469,7 +465,7 @@ def _approval(policy: Policy, changes: list[_Row], fields: list[FieldChange]) ->
     limit = policy.approval.max_decrease_percent
     for team, instance_type, _, profile, before, after, _ in downs:
         if before > 0 and (before - after) / before * 100 > limit + EPS:
-            pool = _pool_name(instance_type, profile)
+            pool = pool_name(instance_type, profile)
             reasons.append(f"{team} loses {(before - after) / before:.0%} of {pool} "
                            f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
     if policy.approval.console_edits:

@@ -28,6 +28,7 @@ from pydantic import (
 
 from rebalancer import catalog
 from rebalancer.errors import UnknownInstanceType
+from rebalancer.plan import pool_name
 
 TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 TEAM_NAME_MAX = 40
@@ -66,7 +67,7 @@ class PoolKey(Frozen):
         return catalog.spec(self.instance_type).primary_resource
 
     def __str__(self) -> str:
-        return f"{self.instance_type}:{self.mig_profile}" if self.mig_profile else self.instance_type
+        return pool_name(self.instance_type, self.mig_profile)
 
 
 class Amount(Frozen):

@@ -11,8 +11,8 @@ import pytest
 from support.fake_clock import FakeClock, FakeTime
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.emulator.control import Emulator
-from rebalancer.emulator.server import EmulatorServer
+from rebalancer_tools.emulator.control import Emulator
+from rebalancer_tools.emulator.server import EmulatorServer
 
 
 @pytest.fixture(scope="session")

@@ -17,11 +17,11 @@ from support.template import create_table
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.app.steps import known_versions_for
 from rebalancer.app.store import Store
-from rebalancer.cli import cli
-from rebalancer.emulator.control import Emulator
 from rebalancer.models import Snapshot
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
+from rebalancer_tools.cli import cli
+from rebalancer_tools.emulator.control import Emulator
 
 POLICY = """
 mode: auto

@@ -6,8 +6,8 @@ import pytest
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.emulator.control import Emulator
 from rebalancer.errors import PermanentError
+from rebalancer_tools.emulator.control import Emulator
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.12xlarge"
 

@@ -11,9 +11,9 @@ from support.emulator import EmulatorHandle, in_process_emulator
 
 from rebalancer.adapters.quota_writer import Poller
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-from rebalancer.emulator import DEMO
-from rebalancer.emulator.resources import Kind
 from rebalancer.plan import SchedulerRequest
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.emulator.resources import Kind
 
 CLUSTER = DEMO.cluster_name
 

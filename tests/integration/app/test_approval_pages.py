@@ -25,8 +25,8 @@ from rebalancer.app.form_nonce import FormNonces
 from rebalancer.app.notifications import DeliveryResult, Message
 from rebalancer.app.signing import LinkSigner
 from rebalancer.app.store import Store
-from rebalancer.app.ticking_clock import Clock
 from rebalancer.plan import Change, Plan
+from rebalancer_tools.ticking_clock import Clock
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 ARN = "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:c1-node-health-0001"

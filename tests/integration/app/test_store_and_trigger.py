@@ -13,8 +13,8 @@ from support.events import load_event
 from support.template import create_table
 
 from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, Store
-from rebalancer.app.ticking_clock import Clock
 from rebalancer.app.trigger import Starter, execution_name
+from rebalancer_tools.ticking_clock import Clock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 

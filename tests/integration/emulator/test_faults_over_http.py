@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 from support.emulator import EmulatorHandle, http_emulator
 
-from rebalancer.emulator import DEMO, FaultKind
+from rebalancer_tools.emulator import DEMO, FaultKind
 
 P5, TRN1, G5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.g5.12xlarge"
 

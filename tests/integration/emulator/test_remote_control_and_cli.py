@@ -11,8 +11,8 @@ import boto3
 import pytest
 from support.emulator import EmulatorHandle, http_emulator
 
-from rebalancer.emulator import DEMO
-from rebalancer.emulator.http_control import RemoteEmulator
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.emulator.http_control import RemoteEmulator
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_remote_errors_name_the_problem(emu: EmulatorHandle) -> None:
 @pytest.mark.slow  # a fresh interpreter imports moto: about 4 s
 def test_cli_serves_a_seeded_emulator_until_stopped() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "rebalancer", "emulator", "--port", "0", "--seed-demo"],
+    proc = subprocess.Popen([sys.executable, "-m", "rebalancer_tools", "emulator", "--port", "0", "--seed-demo"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None

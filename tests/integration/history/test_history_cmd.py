@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from moto import mock_aws
 
 from rebalancer.app.store import Store
-from rebalancer.cli import cli
+from rebalancer_tools.cli import cli
 
 TEMPLATE = {
     "Resources": {"Table": {"Type": "AWS::DynamoDB::Table", "Properties": {

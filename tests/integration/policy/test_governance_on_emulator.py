@@ -15,15 +15,15 @@ from support.emulator import EmulatorHandle, demo_emulator, http_emulator_server
 from rebalancer.adapters.quota_writer import Poller, QuotaWriter
 from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-from rebalancer.cli import cli
-from rebalancer.drift import find_drift
-from rebalancer.emulator import DEMO
-from rebalancer.emulator.resources import Kind
 from rebalancer.errors import ConflictError
 from rebalancer.models import Snapshot
 from rebalancer.plan import CLUSTER, Plan
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
+from rebalancer_tools.cli import cli
+from rebalancer_tools.drift import find_drift
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.emulator.resources import Kind
 
 __all__ = ["demo_emulator", "http_emulator_server"]
 

@@ -7,10 +7,18 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from rebalancer.cli import cli
-from rebalancer.simulator import Failures, NodeEvent, Scenario, StrategyResult, default_teams, load_trace, run_strategy
-from rebalancer.simulator.controller import PlannerController, default_policy
-from rebalancer.simulator.engine import ControllerView
+from rebalancer_tools.cli import cli
+from rebalancer_tools.simulator import (
+    Failures,
+    NodeEvent,
+    Scenario,
+    StrategyResult,
+    default_teams,
+    load_trace,
+    run_strategy,
+)
+from rebalancer_tools.simulator.controller import PlannerController, default_policy
+from rebalancer_tools.simulator.engine import ControllerView
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "examples" / "traces" / "philly-sample.csv"

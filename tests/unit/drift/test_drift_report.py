@@ -8,10 +8,10 @@ from pathlib import Path
 from click.testing import CliRunner
 from support.clusters import quota, snapshot
 
-from rebalancer.cli import cli
-from rebalancer.drift import find_drift
 from rebalancer.models import ClusterSchedulerConfig
 from rebalancer.policy import Policy
+from rebalancer_tools.cli import cli
+from rebalancer_tools.drift import find_drift
 
 P5 = "ml.p5.48xlarge"
 SYNCED = {"sharing": {"strategy": "LendAndBorrow", "borrow_limit": 50}, "preempt_team_tasks": "LowerPriority",

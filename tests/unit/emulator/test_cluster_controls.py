@@ -9,8 +9,8 @@ import pytest
 from botocore.exceptions import ClientError
 from support.emulator import EmulatorHandle
 
-from rebalancer.emulator.errors import ValidationError
 from rebalancer.sdk_model import cluster_instance_types
+from rebalancer_tools.emulator.errors import ValidationError
 
 ROLE = "arn:aws:iam::123456789012:role/hyperpod"
 

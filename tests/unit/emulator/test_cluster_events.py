@@ -7,7 +7,7 @@ import datetime as dt
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from support.emulator import EmulatorHandle
 
-from rebalancer.emulator import DEMO
+from rebalancer_tools.emulator import DEMO
 
 
 def test_node_failure_and_resize_record_events_with_the_injected_clock(emulator: EmulatorHandle) -> None:

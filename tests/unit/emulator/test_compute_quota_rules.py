@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from support.emulator import EmulatorHandle, http_emulator, in_process_emulator
 
-from rebalancer.emulator import DEMO, Emulator
+from rebalancer_tools.emulator import DEMO, Emulator
 
 P5, TRN1, G5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.g5.12xlarge"
 

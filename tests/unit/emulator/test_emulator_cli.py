@@ -6,7 +6,7 @@ import socket
 
 from click.testing import CliRunner
 
-from rebalancer.cli import cli
+from rebalancer_tools.cli import cli
 
 
 def test_a_port_in_use_is_one_clear_line() -> None:

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 from support.emulator import EmulatorHandle, in_process_emulator
 
-from rebalancer.emulator import DEMO
+from rebalancer_tools.emulator import DEMO
 
 
 @pytest.fixture

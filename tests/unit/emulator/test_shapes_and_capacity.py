@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from rebalancer.emulator.capacity import entry_amounts, healthy_capacity, quota_amounts
-from rebalancer.emulator.errors import SerializationException, ValidationError
-from rebalancer.emulator.faults import FaultKind, FaultRule
-from rebalancer.emulator.invariant import excess_of
-from rebalancer.emulator.shapes import validate_request
+from rebalancer_tools.emulator.capacity import entry_amounts, healthy_capacity, quota_amounts
+from rebalancer_tools.emulator.errors import SerializationException, ValidationError
+from rebalancer_tools.emulator.faults import FaultKind, FaultRule
+from rebalancer_tools.emulator.invariant import excess_of
+from rebalancer_tools.emulator.shapes import validate_request
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/abcdef012345"
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rebalancer.simulator.engine import ControllerView, Decision, Failures, NodeEvent, SimConfig, Simulation
-from rebalancer.simulator.kueue import QueueSpec
-from rebalancer.simulator.run import Scenario, run_strategy
-from rebalancer.simulator.teams import TeamSpec
-from rebalancer.simulator.trace import TraceJob
+from rebalancer_tools.simulator.engine import ControllerView, Decision, Failures, NodeEvent, SimConfig, Simulation
+from rebalancer_tools.simulator.kueue import QueueSpec
+from rebalancer_tools.simulator.run import Scenario, run_strategy
+from rebalancer_tools.simulator.teams import TeamSpec
+from rebalancer_tools.simulator.trace import TraceJob
 
 
 def test_quota_change_takes_effect_after_the_apply_delay() -> None:

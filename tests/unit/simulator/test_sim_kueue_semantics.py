@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from rebalancer.simulator.engine import RawResult, SimConfig, Simulation
-from rebalancer.simulator.kueue import QueueSpec
-from rebalancer.simulator.trace import TraceJob
+from rebalancer_tools.simulator.engine import RawResult, SimConfig, Simulation
+from rebalancer_tools.simulator.kueue import QueueSpec
+from rebalancer_tools.simulator.trace import TraceJob
 
 
 def job(job_id: str, team: str, submit: float, duration: float, gpus: int, priority: int = 0) -> TraceJob:

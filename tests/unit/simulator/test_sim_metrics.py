@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rebalancer.simulator.metrics import jain, percentile, water_fill
+from rebalancer_tools.simulator.metrics import jain, percentile, water_fill
 
 
 def test_water_fill_caps_at_demand_and_splits_the_rest_by_weight() -> None:

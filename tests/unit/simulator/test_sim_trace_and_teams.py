@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from rebalancer.errors import InvalidInput
-from rebalancer.simulator.teams import default_teams, load_teams
-from rebalancer.simulator.trace import TraceJob, load_trace, parse_rows
+from rebalancer_tools.simulator.teams import default_teams, load_teams
+from rebalancer_tools.simulator.trace import TraceJob, load_trace, parse_rows
 
 HEADER = "job_id,team,submit_s,duration_s,gpus,extra\n"
 

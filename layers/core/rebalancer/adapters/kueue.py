@@ -24,6 +24,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer import catalog
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 from rebalancer.models import Demand, Resources
+from rebalancer.plan import pool_name
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
 TEAM_NAMESPACE_PREFIX = "hyperpod-ns-"
@@ -93,7 +94,7 @@ class _Accumulator:
             into[team][flavor].add("memory_gib", quantity / GIB)
         elif resource.startswith(MIG_RESOURCE_PREFIX):
             profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
-            into[team][f"{flavor}:{profile}"].add("partitions", quantity)
+            into[team][pool_name(flavor, profile)].add("partitions", quantity)
 
     def result(self) -> dict[str, dict[str, Demand]]:
         out: dict[str, dict[str, Demand]] = {}

@@ -56,7 +56,7 @@ def _amount(x: float) -> str:
 
 
 def change_line(c: Change) -> str:
-    pool = f"{c.instance_type}:{c.mig_profile}" if c.mig_profile else c.instance_type
+    pool = c.pool
     return f"{c.team} {pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)} ({c.reason})"
 
 

@@ -96,7 +96,7 @@ class Review:
 
 def rows_of(plan: Plan) -> list[Row]:
     """Every team's quota per pool, by team: what the plan changes (with its reasons) and what it leaves alone."""
-    changed = [Row(c.team, f"{c.instance_type}:{c.mig_profile}" if c.mig_profile else c.instance_type, c.resource,
+    changed = [Row(c.team, c.pool, c.resource,
                    c.before, c.after, c.reason) for c in plan.changes]
     seen = {(r.team, r.pool, r.resource) for r in changed}
     same = [Row(team, pool, resource, amount, amount, "unchanged")

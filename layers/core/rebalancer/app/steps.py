@@ -99,7 +99,7 @@ def by_team(changes: Iterable[Change], side: Literal["before", "after"]) -> dict
     """team → pool → amount, for the audit log (a team may change in several pools at once)."""
     out: dict[str, dict[str, float]] = {}
     for c in changes:
-        pool = f"{c.instance_type}:{c.mig_profile}" if c.mig_profile else c.instance_type
+        pool = c.pool
         out.setdefault(c.team, {})[pool] = c.before if side == "before" else c.after
     return out
 

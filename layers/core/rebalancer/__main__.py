@@ -1,3 +1,0 @@
-from rebalancer.cli import main
-
-main()

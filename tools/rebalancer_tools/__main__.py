@@ -1,0 +1,3 @@
+from rebalancer_tools.cli import main
+
+main()

@@ -1,0 +1,71 @@
+"""`rebalancer` command line. Each command lives in its own module and is imported only when run, so
+`rebalancer plan` does not pay for the simulator's or the emulator's imports."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from rebalancer.errors import InvalidInput, RebalancerError
+
+# name → "module:attribute" of a click command. One line per command.
+COMMANDS: dict[str, str] = {
+    "plan": "rebalancer_tools.cli.plan_cmd:plan",
+    "diff": "rebalancer_tools.cli.diff_cmd:diff",
+    "snapshot": "rebalancer_tools.cli.live_cmds:snapshot",
+    "apply": "rebalancer_tools.cli.live_cmds:apply",
+    "rollback": "rebalancer_tools.cli.live_cmds:rollback",
+    "emulator": "rebalancer_tools.cli.emulator_cmd:emulator",
+    "schema": "rebalancer_tools.cli.schema_cmd:schema",
+    "simulate": "rebalancer_tools.cli.simulate_cmd:simulate",
+    "history": "rebalancer_tools.cli.history_cmd:history",
+    "demo": "rebalancer_tools.cli.demo_cmd:demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+class Rebalancer(LazyGroup):
+    """Errors become one clear line on stderr: exit 2 for invalid input, 1 for anything else (unless --debug)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InvalidInput as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+        except RebalancerError as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=Rebalancer)
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="hyperpod-rebalancer")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Keep SageMaker HyperPod task-governance quotas matched to what teams need."""
+    ctx.obj = {"debug": debug}
+
+
+def main() -> None:
+    cli(prog_name="rebalancer")

@@ -1,0 +1,63 @@
+"""`rebalancer demo` (what `make demo` runs): the whole controller on the emulator, on 127.0.0.1, in one process."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from contextlib import ExitStack, redirect_stdout
+from io import StringIO
+from pathlib import Path
+
+import click
+
+from rebalancer_tools.template import find_root
+
+DEFAULT_POLICY = "examples/demo-policy.yaml"
+
+
+@click.command()
+@click.option("--policy", "policy_file", type=click.Path(dir_okay=False, exists=True),
+              help=f"Policy of the demo cluster (default: {DEFAULT_POLICY}).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="demo-out", show_default=True,
+              help="Folder for the report (Markdown + PNG) and the rollback snapshot.")
+def demo(policy_file: str | None, out_dir: str) -> None:
+    """Run the four demo scenarios end to end against the emulator; exit 0 only if every one ended as expected."""
+    from rich.console import Console
+
+    started = time.monotonic()
+    console = Console(width=80)
+    # The handlers log JSON lines (Powertools) and print EMF metrics to stdout; the narrative is the demo's output.
+    logging.disable(logging.WARNING)
+    from rebalancer_tools.demo import scenarios
+    from rebalancer_tools.demo.narrative import RichStory, quota_table
+    from rebalancer_tools.demo.report import read_utilization, write_report
+    from rebalancer_tools.demo.world import open_world
+
+    policy = Path(policy_file) if policy_file else find_root() / DEFAULT_POLICY
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    console.print("[bold]hyperpod-rebalancer demo[/bold]: the real state machine and Lambda handlers, against an "
+                  "emulated HyperPod cluster, Kueue, CloudWatch and Slack, all on 127.0.0.1.")
+    with ExitStack() as stack:
+        with console.status("starting the emulator, Kueue stand-in and Slack receiver; deploying the stack…"):
+            world = stack.enter_context(open_world(policy.read_text()))
+        initial = world.quotas()
+        console.print(f"emulator: {world.endpoint}   Kueue API: {world.stack.kube_url}   approvals: "
+                      f"{world.gateway.url}")
+        console.print(f"policy: {policy}")
+        console.print(quota_table(initial, initial, world.healthy_capacity(),
+                                  f"{world.cluster}: quotas (accelerators) per team"))
+        console.file = sys.stdout  # the console keeps the terminal; what the handlers print is dropped
+        with redirect_stdout(StringIO()):
+            results = scenarios.run_all(world, RichStory(console), out)
+            utilization = read_utilization(world.client("cloudwatch"), world.clock.t)
+    seconds = time.monotonic() - started
+    report = write_report(results, initial, utilization, out, seconds)
+    console.print()
+    passed = sum(r.ok for r in results)
+    for r in results:
+        console.print(("[green]✓[/green] " if r.ok else "[bold red]✗[/bold red] ") + r.title)
+    console.print(f"{passed}/{len(results)} scenarios ended as expected in {seconds:.0f} s. Report: {report}")
+    if passed != len(results):
+        sys.exit(1)

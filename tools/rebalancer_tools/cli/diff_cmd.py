@@ -1,0 +1,79 @@
+"""`rebalancer diff`: what differs between the policy and the cluster, field by field. Read-only.
+Exit status 0 in sync, 3 drifted (for scripts and CI); 1/2 on errors as every command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from rebalancer.errors import InvalidInput
+from rebalancer.models import Snapshot
+from rebalancer.policy import Policy
+from rebalancer.validation import load_model_file
+from rebalancer_tools.drift import find_drift
+
+DRIFTED = 3
+
+
+def _live_snapshot(cluster: str, region: str | None, profile: str | None) -> Snapshot:
+    """Capacity, quotas and the scheduler config; no Kueue or CloudWatch (drift does not depend on demand)."""
+    from rebalancer.adapters.aws import AwsClients
+    from rebalancer.adapters.sagemaker import SageMakerReader
+    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+
+    sm = AwsClients(region=region, profile=profile).client("sagemaker")
+    reader = SageMakerReader(sm)
+    described = reader.cluster(cluster)
+    return Snapshot(taken_at=datetime.now(UTC), cluster=described, nodes=reader.nodes(described.ClusterName),
+                    quotas=reader.quotas(described.ClusterArn),
+                    scheduler_config=SchedulerConfigClient(sm).read(described.ClusterArn))
+
+
+def _known_versions(path: str | None) -> dict[str, int] | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise InvalidInput(f"cannot read known versions: {e}", source=path) from None
+    if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+        raise InvalidInput('expected {"<team>": <version>, "(cluster)": <version>}', source=path)
+    return {str(k): int(v) for k, v in data.items()}
+
+
+@click.command()
+@click.option("--cluster", help="HyperPod cluster name (read live).")
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="A snapshot file instead of --cluster.")
+@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False), help="Policy file.")
+@click.option("--region", help="AWS region (default: your AWS configuration).")
+@click.option("--profile", help="AWS profile.")
+@click.option("--known-versions", type=click.Path(dir_okay=False),
+              help='JSON {team: version} our last apply left (from the audit); a quota at another version '
+                   'was edited outside the rebalancer. Without it, every setting that differs may be a console edit.')
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def diff(cluster: str | None, snapshot_file: str | None, policy_file: str, region: str | None,
+         profile: str | None, known_versions: str | None, fmt: str) -> None:
+    """Compare a cluster's quotas and scheduler config with the policy. Exit 0 in sync, 3 drifted."""
+    if (cluster is None) == (snapshot_file is None):
+        raise InvalidInput("give exactly one of --cluster or --snapshot", field="--cluster", value=cluster)
+    policy = load_model_file(Policy, policy_file)
+    snapshot = (load_model_file(Snapshot, snapshot_file) if snapshot_file
+                else _live_snapshot(str(cluster), region, profile))
+    drift = find_drift(snapshot, policy, known_versions=_known_versions(known_versions))
+    name = snapshot.cluster.ClusterName
+    if fmt == "json":
+        click.echo(json.dumps({"cluster": name, "in_sync": not drift, "drift": [d.as_json() for d in drift]},
+                              indent=2, default=str))
+    elif not drift:
+        click.echo(f"{name}: in sync with {policy_file}")
+    else:
+        click.echo(f"{name}: {len(drift)} difference(s) from {policy_file}")
+        for d in drift:
+            click.echo(f"  {d.line()}")
+    if drift:
+        sys.exit(DRIFTED)

@@ -1,0 +1,42 @@
+"""`rebalancer emulator`: the HyperPod task-governance emulator as a server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import click
+
+from rebalancer_tools.emulator import DEFAULT_REGION, DEMO, Emulator, seed_demo
+from rebalancer_tools.emulator.server import EmulatorServer
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True,
+              help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--seed-demo", "seed", is_flag=True,
+              help=f"Create the demo cluster {DEMO.cluster_name!r} with team quotas.")
+@click.option("--transition-reads", type=click.IntRange(0), default=0, show_default=True,
+              help="Describe calls that still see Creating / Updating after each write.")
+def emulator(port: int, seed: bool, transition_reads: int) -> None:
+    """Serve SageMaker (moto) with compute quotas and scheduler configs; point the AWS CLI or boto3 at it."""
+    server = EmulatorServer("127.0.0.1", port)
+    try:
+        server.start()
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
+    emu = Emulator()
+    emu.set_transition_reads(transition_reads)
+    endpoint = server.endpoint
+    click.echo(f"HyperPod emulator listening on {endpoint} (region {DEFAULT_REGION}, account {emu.account_id})")
+    if seed:
+        demo = seed_demo(emu)
+        click.echo(f"seeded cluster {DEMO.cluster_name} ({demo.cluster_arn}) with {len(demo.quota_ids)} team quotas")
+    click.echo("point clients at it:")
+    click.echo(f"  export AWS_ENDPOINT_URL={endpoint}")
+    click.echo(f"  export AWS_DEFAULT_REGION={DEFAULT_REGION} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing")
+    click.echo(f"  aws sagemaker list-compute-quotas   # controls: POST {endpoint}/_emulator/...")
+    click.echo("Ctrl-C stops it.")
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        click.echo("stopping")
+    finally:
+        server.stop()

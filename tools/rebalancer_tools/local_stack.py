@@ -1,0 +1,398 @@
+"""The deployed application without AWS: the template's resources created in moto, the real state machine definition
+(with the template's substitutions) run by moto's Step Functions interpreter, and every Lambda invocation of the
+state machine served by the project's own handlers, in process (moto's `LambdaFunction.invoke` is patched).
+
+Used by the end-to-end tests and the local demo. Run it inside moto's `mock_aws` (with the HyperPod emulator
+installed for the compute-quota API):
+
+    with mock_aws(), LocalStack(clusters={"demo-hyperpod": policy_yaml}, kube_url=url) as stack:
+        stack.trigger(event)                       # the trigger handler, as EventBridge would call it
+        execution = stack.wait(stack.executions()[0])
+        stack.history(execution), stack.sns_messages(), stack.audit("demo-hyperpod")
+
+Not for the Lambda runtime: it needs moto (a development dependency).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import io
+import itertools
+import json
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from unittest import mock
+from urllib.parse import urlparse
+
+import boto3
+
+from rebalancer.app import wiring
+from rebalancer.app.store import Store
+from rebalancer_tools import template as tpl
+from rebalancer_tools.loopback import LoopbackServer, QuietHandler
+
+STACK = "rebalancer"
+ROLE_NAME = "rebalancer-local-role"
+APPROVAL_API_URL = "https://approvals.local.example"
+APPROVAL_KEY = "local-approval-signing-key"
+# Environment the local stack changes from the template's values, and why.
+LOCAL_ENV = {
+    "VERIFY_POLL_SECONDS": "0",  # the emulator settles at once (or after N reads); no need to wait between polls
+    "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon here
+    "POWERTOOLS_METRICS_FUNCTION_NAME": "local",
+}
+
+Hook = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass
+class FakeContext:
+    """The parts of the Lambda context that Powertools reads."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = ""
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000
+
+
+class SlackReceiver(LoopbackServer):
+    """A loopback HTTP server standing in for Slack's incoming webhook: records each POSTed JSON body."""
+
+    def __init__(self, status: int = 200):
+        self.posts: list[dict[str, Any]] = []
+        self.status = status
+        receiver = self
+
+        class Handler(QuietHandler):
+            def respond(self, method: str) -> None:
+                if method != "POST":
+                    super().respond(method)
+                    return
+                receiver.posts.append(json.loads(self.body()))
+                payload = b"ok" if receiver.status == 200 else b"invalid_payload"
+                self.reply(receiver.status, payload, {"Content-Type": "text/plain"})
+
+        super().__init__(Handler, "slack-receiver")
+
+    @property
+    def url(self) -> str:
+        return f"{self.origin}/services/T000/B000/local"
+
+
+@dataclass
+class LocalStack:
+    clusters: dict[str, str]  # managed cluster name → its policy document (YAML or JSON text)
+    kube_url: str | None = None  # a Kueue API server (rebalancer_tools.kube_fake); None ⇒ no demand
+    slack_webhook_url: str | None = None
+    slack_signing_secret: str | None = None
+    now: Callable[[], datetime] | None = None  # the functions' clock (debounce windows, approval expiry, plans)
+    region: str = "us-east-1"
+    account: str = "123456789012"
+    root: Path = field(default_factory=tpl.find_root)
+    env: dict[str, str] = field(default_factory=dict)  # more overrides of the functions' environment
+    hooks: dict[str, Hook] = field(default_factory=dict)  # function name → rewrite of its result (tests)
+    approval_api_url: str = APPROVAL_API_URL  # base of the signed links (the demo serves the HTTP API on loopback)
+
+    def __post_init__(self) -> None:
+        self.template = tpl.load_template(self.root)
+        self._handlers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
+        self._function_of_arn: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self._exit = ExitStack()
+        self.invocations: list[tuple[str, dict[str, Any]]] = []
+        self.state_machine_arn = ""
+        self.queue_url = ""
+
+    # --- lifecycle -------------------------------------------------------------------------------------------------
+    def __enter__(self) -> LocalStack:
+        try:
+            self.deploy()
+        except BaseException:
+            self._exit.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._exit.close()
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=self.region)  # type: ignore[call-overload]
+
+    def deploy(self) -> None:
+        from aws_lambda_powertools.utilities import parameters
+        from moto.awslambda.models import LambdaFunction
+        from moto.core.config import default_user_config
+
+        self._exit.enter_context(mock.patch.dict(default_user_config,
+                                                 {"stepfunctions": {"execute_state_machine": True}}))
+        self._atomic_dynamodb_writes()
+        resources = self.template["Resources"]
+        table = self._table(resources["Table"]["Properties"])
+        topic = self.client("sns").create_topic(Name=f"{STACK}-topic")["TopicArn"]
+        self._subscribe_queue(topic)
+        secrets = self.client("secretsmanager")
+        signing = secrets.create_secret(Name=f"{STACK}-approval-signing", SecretString=APPROVAL_KEY)["ARN"]
+        slack = slack_signing = ""
+        if self.slack_webhook_url:
+            slack = secrets.create_secret(Name=f"{STACK}-slack-webhook", SecretString=self.slack_webhook_url)["ARN"]
+        if self.slack_signing_secret:
+            slack_signing = secrets.create_secret(Name=f"{STACK}-slack-signing",
+                                                  SecretString=self.slack_signing_secret)["ARN"]
+        prefix = "/hyperpod-rebalancer/policy"
+        for cluster, policy in self.clusters.items():
+            self.put_policy(cluster, policy, prefix=prefix)
+        self.state_machine_arn = (f"arn:aws:states:{self.region}:{self.account}:stateMachine:"
+                                  f"{STACK}-rebalance")
+        env = {**tpl.literal_environment(self.template)}
+        for logical_id, res in resources.items():
+            if res["Type"] == "AWS::Serverless::Function":
+                env.update(tpl.literal_environment(self.template, logical_id))
+        env.update({"TABLE_NAME": table, "MANAGED_CLUSTERS": ",".join(self.clusters),
+                    "POLICY_PARAMETER_PREFIX": prefix, "MODE_OVERRIDE": "", "STATE_MACHINE_ARN":
+                    self.state_machine_arn, "TOPIC_ARN": topic, "SLACK_WEBHOOK_SECRET_ARN": slack,
+                    "SLACK_SIGNING_SECRET_ARN": slack_signing, "APPROVAL_SIGNING_SECRET_ARN": signing,
+                    "AWS_DEFAULT_REGION": self.region, **LOCAL_ENV, **self.env})
+        self._exit.enter_context(mock.patch.dict("os.environ", env))
+        self._exit.callback(wiring.reset)
+        wiring.reset()
+        parameters.clear_caches()  # type: ignore[no-untyped-call]
+        self._exit.callback(parameters.clear_caches)
+        self._exit.enter_context(mock.patch.object(wiring, "kube_client_factory", self._kube_client))
+        if self.now is not None:
+            clocked = Store(table, now=self.now)
+            self._exit.enter_context(mock.patch.object(wiring, "store", return_value=clocked))
+        self._create_functions(resources)
+        # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,
+        # which would otherwise happen on the interpreter's thread in the middle of a run.
+        importlib.import_module("rebalancer.adapters.collect")
+        importlib.import_module("rebalancer.adapters.quota_writer")
+        importlib.import_module("rebalancer.adapters.eks_auth")
+        stack = self
+
+        def invoke(fn: Any, body: Any, _request_headers: Any, response_headers: Any) -> bytes:
+            return stack._invoke_from_moto(fn.function_name, body, response_headers)
+
+        self._exit.enter_context(mock.patch.object(LambdaFunction, "invoke", invoke))
+        substitutions = {name: self._function_arn(logical) for name, logical in
+                         tpl.substitution_functions(self.template).items()}
+        substitutions["ApprovalApiUrl"] = self.approval_api_url
+        definition = tpl.substitute(tpl.asl_text(self.root), substitutions)
+        self.client("stepfunctions").create_state_machine(
+            name=f"{STACK}-rebalance", definition=definition, roleArn=self._role(), type="STANDARD")
+
+    def _atomic_dynamodb_writes(self) -> None:
+        """DynamoDB applies a conditional write atomically; moto's backend checks the condition and writes in two
+        steps, so two threads (the trigger under a burst, the interpreter's threads) could both win one lock. One
+        process-wide lock around moto's writes gives back the guarantee the per-cluster lock relies on."""
+        from moto.dynamodb.models import DynamoDBBackend
+
+        lock = threading.RLock()
+
+        def locked(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def write(*args: Any, **kwargs: Any) -> Any:
+                with lock:
+                    return original(*args, **kwargs)
+            return write
+
+        for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
+            self._exit.enter_context(mock.patch.object(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name))))
+
+    def put_policy(self, cluster: str, policy: str, *, prefix: str = "/hyperpod-rebalancer/policy") -> None:
+        from aws_lambda_powertools.utilities import parameters
+
+        self.client("ssm").put_parameter(Name=f"{prefix}/{cluster}", Value=policy, Type="String", Overwrite=True)
+        parameters.clear_caches()  # type: ignore[no-untyped-call]
+
+    # --- resources -------------------------------------------------------------------------------------------------
+    def _table(self, props: dict[str, Any]) -> str:
+        ddb = self.client("dynamodb")
+        name = f"{STACK}-table"
+        ddb.create_table(TableName=name, KeySchema=props["KeySchema"],
+                         AttributeDefinitions=props["AttributeDefinitions"], BillingMode=props["BillingMode"])
+        ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
+        return name
+
+    def _subscribe_queue(self, topic: str) -> None:
+        sqs = self.client("sqs")
+        self.queue_url = sqs.create_queue(QueueName=f"{STACK}-notifications")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        self.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+
+    def _role(self) -> str:
+        iam = self.client("iam")
+        try:
+            return str(iam.get_role(RoleName=ROLE_NAME)["Role"]["Arn"])
+        except iam.exceptions.NoSuchEntityException:
+            doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                           "Principal": {"Service": "lambda.amazonaws.com"}}]}
+            return str(iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps(doc))["Role"]["Arn"])
+
+    def _function_arn(self, logical_id: str) -> str:
+        return f"arn:aws:lambda:{self.region}:{self.account}:function:{STACK}-{logical_id}"
+
+    def _create_functions(self, resources: dict[str, Any]) -> None:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("app.py", "def handler(event, context):\n    raise RuntimeError('served in process')\n")
+        lam = self.client("lambda")
+        role = self._role()
+        for logical_id, res in resources.items():
+            if res["Type"] != "AWS::Serverless::Function":
+                continue
+            name = Path(res["Properties"]["CodeUri"]).name
+            lam.create_function(FunctionName=f"{STACK}-{logical_id}", Runtime="python3.13", Role=role,
+                                Handler="app.handler", Code={"ZipFile": buf.getvalue()}, Architectures=["arm64"])
+            self._function_of_arn[f"{STACK}-{logical_id}"] = name
+            self._handlers[name] = self._load_handler(name)
+
+    def _load_handler(self, name: str) -> Callable[[dict[str, Any], Any], Any]:
+        path = self.root / "functions" / name / "app.py"
+        spec = importlib.util.spec_from_file_location(f"rebalancer_function_{name}", path)
+        if spec is None or spec.loader is None:
+            raise FileNotFoundError(f"no handler module at {path}")
+        module: ModuleType = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        handler: Callable[[dict[str, Any], Any], Any] = module.handler
+        return handler
+
+    def _kube_client(self, described: dict[str, Any]) -> Any:
+        from rebalancer.adapters.eks_auth import api_client_with_token
+
+        if self.kube_url is None:
+            from rebalancer_tools.kube_fake import serve
+
+            self.kube_url = self._exit.enter_context(serve())[0]
+        return api_client_with_token(self.kube_url, lambda: "local-token")
+
+    # --- invoking --------------------------------------------------------------------------------------------------
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        """Call a function's handler as Lambda would (fresh context, JSON in and out)."""
+        self.invocations.append((function, event))
+        request_id = f"req-{next(self._ids):06d}"
+        ctx = FakeContext(function_name=f"{STACK}-{function}", aws_request_id=request_id,
+                          invoked_function_arn=self._function_arn(function))
+        result = self._handlers[function](json.loads(json.dumps(event)), ctx)
+        if function in self.hooks:
+            result = self.hooks[function](result)
+        return json.loads(json.dumps(result))
+
+    def _invoke_from_moto(self, function_name: str, body: Any, response_headers: dict[str, Any]) -> bytes:
+        event = json.loads(body) if isinstance(body, str | bytes) and body else (body or {})
+        try:
+            result = self.invoke(self._function_of_arn[function_name], event)
+        except Exception as e:  # what the Lambda runtime reports for an unhandled exception
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return json.dumps({"errorType": type(e).__name__, "errorMessage": str(e), "stackTrace": []}).encode()
+        return json.dumps(result).encode()
+
+    def trigger(self, event: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.invoke("trigger", event)
+        return result
+
+    def http(self, method: str, url: str, *, form: dict[str, str] | None = None,
+             headers: dict[str, str] | None = None, body: str | None = None) -> dict[str, Any]:
+        """Call the approval function as the HTTP API (payload format 2.0) would for this request."""
+        from urllib.parse import parse_qsl, urlencode
+
+        u = urlparse(url)
+        raw = body if body is not None else (urlencode(form) if form else None)
+        parts = u.path.strip("/").split("/")
+        event: dict[str, Any] = {
+            "version": "2.0", "routeKey": f"{method} {u.path}", "rawPath": u.path, "rawQueryString": u.query,
+            "headers": {"content-type": "application/x-www-form-urlencoded", **(headers or {})},
+            "requestContext": {"http": {"method": method, "path": u.path, "sourceIp": "127.0.0.1",
+                                        "protocol": "HTTP/1.1", "userAgent": "local"}},
+            "isBase64Encoded": False,
+        }
+        if u.query:
+            event["queryStringParameters"] = dict(parse_qsl(u.query))
+        if len(parts) == 2 and parts[0] == "approvals":
+            event["pathParameters"] = {"id": parts[1]}
+        if raw is not None:
+            event["body"] = raw
+        result: dict[str, Any] = self.invoke("approval", event)
+        return result
+
+    # --- observing -------------------------------------------------------------------------------------------------
+    def executions(self) -> list[str]:
+        sfn = self.client("stepfunctions")
+        out = sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
+        return [e["executionArn"] for e in sorted(out, key=lambda e: e["startDate"])]
+
+    def describe(self, execution_arn: str) -> dict[str, Any]:
+        out: dict[str, Any] = self.client("stepfunctions").describe_execution(executionArn=execution_arn)
+        return out
+
+    def wait(self, execution_arn: str, *, timeout: float = 30.0) -> dict[str, Any]:
+        """Until the execution ends (it runs on moto's interpreter thread). Bounded; polls, never sleeps blind."""
+        self.wait_until(lambda: self.describe(execution_arn)["status"] != "RUNNING", timeout=timeout,
+                        what=f"execution {execution_arn} to end")
+        return self.describe(execution_arn)
+
+    def wait_for_state(self, execution_arn: str, state: str, *, timeout: float = 30.0) -> None:
+        self.wait_until(lambda: state in self.states_entered(execution_arn), timeout=timeout,
+                        what=f"execution {execution_arn} to enter {state}")
+
+    @staticmethod
+    def wait_until(ready: Callable[[], bool], *, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"gave up waiting for {what} after {timeout:g} s")
+            time.sleep(0.05)
+
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        sfn = self.client("stepfunctions")
+        events: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"executionArn": execution_arn}
+        while True:
+            page = sfn.get_execution_history(**kwargs)
+            events += page["events"]
+            if not page.get("nextToken"):
+                return events
+            kwargs["nextToken"] = page["nextToken"]
+
+    def states_entered(self, execution_arn: str) -> list[str]:
+        return [e["stateEnteredEventDetails"]["name"] for e in self.history(execution_arn)
+                if "stateEnteredEventDetails" in e]
+
+    def sns_messages(self) -> list[dict[str, Any]]:
+        """Every notification delivered to the topic's SQS subscription so far (drains the queue)."""
+        sqs = self.client("sqs")
+        out: list[dict[str, Any]] = []
+        while True:
+            got = sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+            msgs = got.get("Messages", [])
+            if not msgs:
+                return out
+            for m in msgs:
+                envelope = json.loads(m["Body"])
+                out.append({"Subject": envelope.get("Subject"), "Message": envelope["Message"],
+                            "kind": envelope.get("MessageAttributes", {}).get("kind", {}).get("Value")})
+                sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+    def audit(self, cluster: str) -> list[dict[str, Any]]:
+        return wiring.store().audit_log(cluster)
+
+
+@contextmanager
+def slack_receiver(status: int = 200) -> Iterator[SlackReceiver]:
+    with SlackReceiver(status) as receiver:
+        yield receiver

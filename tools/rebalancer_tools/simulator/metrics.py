@@ -1,0 +1,149 @@
+"""What a run is judged by: utilization, waiting, preemptions and lost work, entitlement deficit, Jain's index."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rebalancer_tools.simulator.engine import RawResult, Timeline
+
+
+def water_fill(capacity: float, weights: Sequence[float], demands: Sequence[float]) -> list[float]:
+    """Weighted max-min fair division of `capacity` among the demands: e_i = min(d_i, L·w_i) with the largest level
+    L for which Σ e_i ≤ capacity. Teams with no demand (or weight 0) get nothing. A metric, not a controller."""
+    out = [0.0] * len(demands)
+    active = [(d / w, i) for i, (d, w) in enumerate(zip(demands, weights, strict=True)) if d > 0 and w > 0]
+    if sum(demands[i] for _, i in active) <= capacity:
+        for _, i in active:
+            out[i] = float(demands[i])
+        return out
+    active.sort()
+    left = capacity
+    wsum = sum(weights[i] for _, i in active)
+    for k, (level, i) in enumerate(active):
+        if level * wsum <= left:
+            out[i] = float(demands[i])
+            left -= demands[i]
+            wsum -= weights[i]
+        else:
+            lvl = left / wsum
+            for _, i2 in active[k:]:
+                out[i2] = lvl * weights[i2]
+            break
+    return out
+
+
+def jain(values: Sequence[float]) -> float:
+    """Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one takes all."""
+    if not values:
+        return 1.0
+    sq = sum(v * v for v in values)
+    return 1.0 if sq == 0 else sum(values) ** 2 / (len(values) * sq)
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_values:
+        return 0.0
+    k = (len(sorted_values) - 1) * p / 100
+    lo = math.floor(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamResult:
+    jobs: int
+    jobs_completed: int
+    wait_p50_s: float
+    wait_p95_s: float
+    wait_mean_s: float
+    preemptions: int
+    lost_gpu_hours: float
+    received_gpu_hours: float
+    entitled_gpu_hours: float
+    entitlement_deficit_gpu_hours: float
+    quota_changes: int
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyResult:
+    name: str
+    utilization: float
+    wait_p50_s: float
+    wait_p95_s: float
+    wait_mean_s: float
+    preemptions: int
+    lost_gpu_hours: float
+    entitlement_deficit_gpu_hours: float
+    jain_index: float
+    quota_changes: int
+    jobs_completed: int
+    jobs_unfinished: int
+    failure_kills: int
+    failure_lost_gpu_hours: float
+    makespan_s: float
+    teams: dict[str, TeamResult] = field(default_factory=dict)
+    timeline: Timeline | None = None
+
+    def output(self) -> dict[str, Any]:
+        """The JSON shape of `rebalancer simulate --format json`, per strategy."""
+        return {
+            "utilization": round(self.utilization, 4),
+            "wait_p50_s": round(self.wait_p50_s, 1),
+            "wait_p95_s": round(self.wait_p95_s, 1),
+            "wait_mean_s": round(self.wait_mean_s, 1),
+            "preemptions": self.preemptions,
+            "lost_gpu_hours": round(self.lost_gpu_hours, 1),
+            "entitlement_deficit_gpu_hours": round(self.entitlement_deficit_gpu_hours, 1),
+            "jain_index": round(self.jain_index, 4),
+            "quota_changes": self.quota_changes,
+            "jobs_completed": self.jobs_completed,
+            "jobs_unfinished": self.jobs_unfinished,
+            "failure_kills": self.failure_kills,
+            "failure_lost_gpu_hours": round(self.failure_lost_gpu_hours, 1),
+            "makespan_s": round(self.makespan_s, 1),
+            "teams": {t: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in _fields(r).items()}
+                      for t, r in self.teams.items()},
+        }
+
+
+def _fields(r: TeamResult) -> dict[str, Any]:
+    return {k: getattr(r, k) for k in r.__slots__}
+
+
+def _waits(raw: RawResult, team: int | None) -> list[float]:
+    return sorted(w for w, t in zip(raw.job_wait_s, raw.job_team, strict=True) if team is None or t == team)
+
+
+def summarize(name: str, raw: RawResult) -> StrategyResult:
+    """Waits are the time each job spent queued (all its queued spells; a job never started counts until the end)."""
+    h = 3600.0
+    teams: dict[str, TeamResult] = {}
+    ratios = []
+    for i, t in enumerate(raw.teams):
+        waits = _waits(raw, i)
+        done = sum(1 for d, jt in zip(raw.job_done, raw.job_team, strict=True) if d and jt == i)
+        teams[t] = TeamResult(
+            jobs=len(waits), jobs_completed=done, wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95),
+            wait_mean_s=sum(waits) / len(waits) if waits else 0.0, preemptions=raw.preemptions[i],
+            lost_gpu_hours=raw.lost_gpu_s[i] / h, received_gpu_hours=raw.received_gpu_s[i] / h,
+            entitled_gpu_hours=raw.entitled_gpu_s[i] / h, entitlement_deficit_gpu_hours=raw.deficit_gpu_s[i] / h,
+            quota_changes=raw.quota_changes[i])
+        if raw.entitled_gpu_s[i] > 0:
+            ratios.append(raw.received_gpu_s[i] / raw.entitled_gpu_s[i])
+    waits = _waits(raw, None)
+    completed = sum(raw.job_done)
+    return StrategyResult(
+        name=name,
+        utilization=raw.busy_gpu_s_window / raw.capacity_gpu_s_window if raw.capacity_gpu_s_window else 0.0,
+        wait_p50_s=percentile(waits, 50), wait_p95_s=percentile(waits, 95),
+        wait_mean_s=sum(waits) / len(waits) if waits else 0.0,
+        preemptions=sum(raw.preemptions), lost_gpu_hours=sum(raw.lost_gpu_s) / h,
+        entitlement_deficit_gpu_hours=sum(raw.deficit_gpu_s) / h, jain_index=jain(ratios),
+        quota_changes=sum(raw.quota_changes), jobs_completed=completed, jobs_unfinished=len(waits) - completed,
+        failure_kills=sum(raw.failure_kills), failure_lost_gpu_hours=sum(raw.failure_lost_gpu_s) / h,
+        makespan_s=raw.end_s, teams=teams, timeline=raw.timeline)

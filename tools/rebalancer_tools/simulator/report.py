@@ -1,0 +1,97 @@
+"""`--report DIR`: a Markdown summary and PNG plots of a simulation run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from rebalancer_tools.simulator.metrics import StrategyResult
+
+HOUR = 3600.0
+DAY = 86400.0
+
+COLUMNS = (
+    ("strategy", "strategy"), ("utilization", "util"), ("wait_p50_s", "wait p50 h"), ("wait_p95_s", "wait p95 h"),
+    ("wait_mean_s", "wait mean h"), ("preemptions", "preempt"), ("lost_gpu_hours", "lost GPU-h"),
+    ("entitlement_deficit_gpu_hours", "deficit GPU-h"), ("jain_index", "Jain"), ("quota_changes", "quota chg"),
+    ("jobs_completed", "done"),
+)
+
+
+def cells(r: StrategyResult) -> list[str]:
+    """One row of the results table, in the units people read (hours, percent)."""
+    return [r.name, f"{r.utilization:.1%}", f"{r.wait_p50_s / HOUR:.2f}", f"{r.wait_p95_s / HOUR:.1f}",
+            f"{r.wait_mean_s / HOUR:.1f}", str(r.preemptions), f"{r.lost_gpu_hours:,.0f}",
+            f"{r.entitlement_deficit_gpu_hours:,.0f}", f"{r.jain_index:.3f}", str(r.quota_changes),
+            str(r.jobs_completed)]
+
+
+def markdown_table(results: Mapping[str, StrategyResult]) -> str:
+    head = [c[1] for c in COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(cells(r)) + " |" for r in results.values()]
+    return "\n".join(lines)
+
+
+def _plots(results: Mapping[str, StrategyResult], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for r in results.values():
+        tl = r.timeline
+        if tl and tl.times_s:
+            util = [b / c if c else 0 for b, c in zip(tl.busy, tl.capacity, strict=True)]
+            ax.plot([t / DAY for t in tl.times_s], util, label=r.name, linewidth=0.8)
+    ax.set_xlabel("day")
+    ax.set_ylabel("GPUs busy / healthy")
+    ax.set_title("Utilization over time")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "utilization.png", dpi=110)
+    plt.close(fig)
+    files.append("utilization.png")
+    reb = results.get("rebalancer")
+    if reb and reb.timeline and reb.timeline.times_s:
+        tl = reb.timeline
+        days = [t / DAY for t in tl.times_s]
+        teams = sorted(tl.quota, key=lambda t: -sum(tl.demand[t]))
+        shown = [t for t in teams if sum(tl.demand[t]) > 0][:8]
+        fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.8 * len(shown) + 0.5), sharex=True, squeeze=False)
+        for ax, team in zip(axes[:, 0], shown, strict=True):
+            ax.fill_between(days, tl.demand[team], step="post", alpha=0.25, color="tab:gray", label="demand")
+            ax.step(days, tl.usage[team], where="post", color="tab:blue", linewidth=0.8, label="running")
+            ax.step(days, tl.quota[team], where="post", color="tab:red", linewidth=1.0, label="quota")
+            ax.set_ylabel(team, rotation=0, ha="right")
+        axes[0, 0].legend(loc="upper right", ncol=3, fontsize="small")
+        axes[0, 0].set_title("rebalancer: each team's quota, running GPUs and demand (largest 8 teams)")
+        axes[-1, 0].set_xlabel("day")
+        fig.tight_layout()
+        fig.savefig(out / "rebalancer-teams.png", dpi=110)
+        plt.close(fig)
+        files.append("rebalancer-teams.png")
+    return files
+
+
+def write_report(results: Mapping[str, StrategyResult], out_dir: str | Path, *, title: str, setup: str) -> Path:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = _plots(results, out)
+    lines = [f"# {title}", "", setup, "", markdown_table(results), ""]
+    for name, r in results.items():
+        lines += [f"## {name}: per team", "",
+                  "| team | jobs | done | wait p50 h | wait p95 h | preempt | lost GPU-h | received GPU-h | "
+                  "entitled GPU-h | deficit GPU-h | quota chg |", "|" + "---|" * 11]
+        for team, t in r.teams.items():
+            lines.append(f"| {team} | {t.jobs} | {t.jobs_completed} | {t.wait_p50_s / HOUR:.2f} | "
+                         f"{t.wait_p95_s / HOUR:.1f} | {t.preemptions} | {t.lost_gpu_hours:,.0f} | "
+                         f"{t.received_gpu_hours:,.0f} | {t.entitled_gpu_hours:,.0f} | "
+                         f"{t.entitlement_deficit_gpu_hours:,.0f} | {t.quota_changes} |")
+        lines.append("")
+    lines += [f"![{f}]({f})" for f in files]
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
