@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
 
 import pytest
 from support import template as t
@@ -51,39 +50,7 @@ def test_approval_waits_for_a_task_token_with_the_plans_timeout() -> None:
     assert [c["ErrorEquals"] for c in state["Catch"]][:2] == [["States.Timeout"], ["ApprovalRejected"]]
 
 
-def _statements(node: Any) -> list[dict[str, Any]]:
-    """Every IAM statement anywhere in the template (inline policies, SAM policy statements, queue policies)."""
-    found: list[dict[str, Any]] = []
-    if isinstance(node, dict):
-        if "Effect" in node and "Action" in node:
-            found.append(node)
-        for value in node.values():
-            found += _statements(value)
-    elif isinstance(node, list):
-        for value in node:
-            found += _statements(value)
-    return found
-
-
-# Actions that AWS documents as supporting no resource-level scope, so "*" is the only valid Resource.
-UNSCOPED_ACTIONS = {
-    "sagemaker:ListComputeQuotas", "sagemaker:ListClusterSchedulerConfigs", "cloudwatch:GetMetricData",
-    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
-    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
-    "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets",
-}
-
-
-def test_no_statement_grants_star_actions_and_star_resources_only_where_aws_requires_it() -> None:
-    statements = _statements(t.template()["Resources"])
-    assert len(statements) >= 8
-    for s in statements:
-        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
-        for a in actions:
-            assert isinstance(a, str), s
-            assert "*" not in a, s
-        if s.get("Resource") == "*":
-            assert set(actions) <= UNSCOPED_ACTIONS, s
+# Resources and actions of every statement: tests/unit/iam (AWS's authorization data).
 
 
 def test_functions_and_handlers_match_the_template() -> None:

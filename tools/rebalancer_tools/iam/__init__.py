@@ -1,0 +1,3 @@
+"""IAM of the deployed stack, outside AWS: each function's policy read from template.yaml (SAM policy templates
+expanded, intrinsics resolved), checked against AWS's authorization data (`catalog`), and enforced on the emulator
+at run time (`enforce`)."""
