@@ -25,7 +25,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -34,10 +34,13 @@ from unittest import mock
 from urllib.parse import urlparse
 
 import boto3
+from botocore.credentials import Credentials
 
 from rebalancer.app import wiring
 from rebalancer.app.store import Store
 from rebalancer_tools import template as tpl
+from rebalancer_tools.iam import policies as iam_policies
+from rebalancer_tools.iam.enforce import Enforcer
 from rebalancer_tools.loopback import LoopbackServer, QuietHandler
 
 STACK = "rebalancer"
@@ -107,6 +110,10 @@ class LocalStack:
     env: dict[str, str] = field(default_factory=dict)  # more overrides of the functions' environment
     hooks: dict[str, Hook] = field(default_factory=dict)  # function name → rewrite of its result (tests)
     approval_api_url: str = APPROVAL_API_URL  # base of the signed links (the demo serves the HTTP API on loopback)
+    # Each handler runs with the credentials of a role holding its policy from template.yaml, and every request it
+    # signs is authorized on the emulator (rebalancer_tools.iam.enforce) — AccessDenied as AWS would answer.
+    enforce_iam: bool = True
+    revoke: dict[str, set[str]] = field(default_factory=dict)  # function name → actions taken out of its policy
 
     def __post_init__(self) -> None:
         self.template = tpl.load_template(self.root)
@@ -116,6 +123,8 @@ class LocalStack:
         self._exit = ExitStack()
         self.invocations: list[tuple[str, dict[str, Any]]] = []
         self.state_machine_arn = ""
+        self.iam: Enforcer | None = None
+        self._credentials: dict[str, Credentials] = {}
         self.queue_url = ""
 
     # --- lifecycle -------------------------------------------------------------------------------------------------
@@ -177,6 +186,15 @@ class LocalStack:
             clocked = Store(table, now=self.now)
             self._exit.enter_context(mock.patch.object(wiring, "store", return_value=clocked))
         self._create_functions(resources)
+        if self.enforce_iam:
+            self._function_roles({
+                "AWS::Partition": "aws", "AWS::Region": self.region, "AWS::AccountId": self.account,
+                "AWS::StackName": STACK, "AWS::URLSuffix": "amazonaws.com", "Table": table,
+                "Table.Arn": f"arn:aws:dynamodb:{self.region}:{self.account}:table/{table}", "Topic": topic,
+                "Topic.TopicName": topic.rsplit(":", 1)[-1], "ApprovalSigningSecret": signing,
+                "SlackWebhookSecretArn": slack, "SlackSigningSecretArn": slack_signing,
+                "RebalanceStateMachine": self.state_machine_arn, "PolicyParameterPrefix": prefix,
+                "EksClusterName": ""})
         # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,
         # which would otherwise happen on the interpreter's thread in the middle of a run.
         importlib.import_module("rebalancer.adapters.collect")
@@ -262,6 +280,29 @@ class LocalStack:
             self._function_of_arn[f"{STACK}-{logical_id}"] = name
             self._handlers[name] = self._load_handler(name)
 
+    def _function_roles(self, values: dict[str, str]) -> None:
+        """One role per principal of the template (collect and observe share ClusterReaderRole), holding the
+        statements template.yaml gives it, minus `revoke`; each function gets its role's credentials."""
+        conditions = dict.fromkeys(self.template.get("Conditions", {}), False)
+        conditions.update({"HasSlackWebhook": bool(values["SlackWebhookSecretArn"]),
+                           "HasSlackSigning": bool(values["SlackSigningSecretArn"])})
+        resolve = iam_policies.Resolver(values, conditions)
+        self.iam = self._exit.enter_context(Enforcer(self.region, self.account))
+        roles: dict[str, Credentials] = {}
+        for logical_id, res in self.template["Resources"].items():
+            if res["Type"] != "AWS::Serverless::Function":
+                continue
+            name = Path(res["Properties"]["CodeUri"]).name
+            principal = iam_policies.role_of(self.template, logical_id)
+            revoked = self.revoke.get(name, set())
+            stmts = [replace(s, actions=tuple(a for a in s.actions if a not in revoked))
+                     for s in iam_policies.statements(self.template, logical_id, resolve)]
+            doc = iam_policies.documents([s for s in stmts if s.actions])
+            role = f"{STACK}-{principal}" + (f"-{name}-revoked" if revoked else "")
+            if role not in roles:
+                roles[role] = self.iam.role(role, doc)
+            self._credentials[name] = roles[role]
+
     def _load_handler(self, name: str) -> Callable[[dict[str, Any], Any], Any]:
         path = self.root / "functions" / name / "app.py"
         spec = importlib.util.spec_from_file_location(f"rebalancer_function_{name}", path)
@@ -288,7 +329,8 @@ class LocalStack:
         request_id = f"req-{next(self._ids):06d}"
         ctx = FakeContext(function_name=f"{STACK}-{function}", aws_request_id=request_id,
                           invoked_function_arn=self._function_arn(function))
-        result = self._handlers[function](json.loads(json.dumps(event)), ctx)
+        with Enforcer.acting_as(self._credentials.get(function)):
+            result = self._handlers[function](json.loads(json.dumps(event)), ctx)
         if function in self.hooks:
             result = self.hooks[function](result)
         return json.loads(json.dumps(result))

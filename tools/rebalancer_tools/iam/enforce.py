@@ -1,0 +1,216 @@
+"""IAM enforced on the emulator (moto in process): requests signed with a role's credentials are authorized against
+that role's policies by moto's policy evaluator (`moto.iam.access_control.IAMPolicy`), on the resource ARNs AWS
+would check (rebalancer_tools.iam.requests); a request that no statement allows gets AWS's AccessDenied.
+
+    with Enforcer(region, account) as iam:
+        creds = iam.role("collect", policy_document)       # a moto IAM role, assumed through moto's STS
+        with iam.acting_as(creds):                         # every boto3 request signed in here is that role's
+            ...
+
+Requests signed with any other credentials (a test's own setup) are not checked: moto's own switch
+(`INITIAL_NO_AUTH_ACTION_COUNT`) would check those too, and on "*" only, as moto does not know resource ARNs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+from unittest import mock
+from urllib.parse import parse_qs, unquote
+
+import boto3
+from botocore.credentials import Credentials
+from botocore.signers import RequestSigner
+
+from rebalancer_tools.iam import requests as iam_requests
+
+_ACTING_AS: contextvars.ContextVar[Credentials | None] = contextvars.ContextVar("acting_as", default=None)
+# The IAM action prefix of each service whose signing name differs from it.
+_IAM_PREFIX = {"monitoring": "cloudwatch"}
+# Services answering in XML (query protocol): AccessDenied goes out as XML there, as JSON elsewhere.
+_QUERY_SERVICES = {"sns", "sts", "iam"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    role: str
+    action: str
+    resource: str
+    allowed: bool
+
+
+@dataclass
+class _Role:
+    name: str
+    arn: str
+    session_arn: str
+    documents: list[dict[str, Any]]
+
+
+@dataclass
+class Enforcer:
+    region: str
+    account: str
+    decisions: list[Decision] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._roles: dict[str, _Role] = {}  # access key id → role
+        self._lock = threading.Lock()
+        self._exit = ExitStack()
+
+    def __enter__(self) -> Enforcer:
+        from moto.core.authorization import ActionAuthenticatorMixin
+
+        enforcer = self
+        original_auth = ActionAuthenticatorMixin._authenticate_and_authorize_normal_action
+        original_signer = RequestSigner.get_auth_instance
+
+        def authorize(response: Any, resource: str = "*") -> None:
+            role = enforcer._role_of(response)
+            if role is None:
+                original_auth(response, resource)
+                return
+            enforcer._authorize(response, role)
+
+        def get_auth_instance(signer: Any, *args: Any, **kwargs: Any) -> Any:
+            creds = _ACTING_AS.get()
+            if creds is not None:
+                kwargs["request_credentials"] = creds
+            return original_signer(signer, *args, **kwargs)
+
+        self._exit.enter_context(mock.patch.object(
+            ActionAuthenticatorMixin, "_authenticate_and_authorize_normal_action", authorize))
+        self._exit.enter_context(mock.patch.object(RequestSigner, "get_auth_instance", get_auth_instance))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._exit.close()
+
+    # --- roles ---------------------------------------------------------------------------------------------------
+    def role(self, name: str, policy: dict[str, Any]) -> Credentials:
+        """Create IAM role `name` holding `policy` inline (moto's IAM), assume it (moto's STS) and return its
+        credentials. Outside `acting_as`, so the harness's own credentials make these calls."""
+        iam = boto3.client("iam", region_name=self.region)
+        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                         "Principal": {"Service": "lambda.amazonaws.com"}}]}
+        arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        iam.put_role_policy(RoleName=name, PolicyName="function", PolicyDocument=json.dumps(policy))
+        got = boto3.client("sts", region_name=self.region).assume_role(RoleArn=arn, RoleSessionName=name)
+        c = got["Credentials"]
+        with self._lock:
+            self._roles[c["AccessKeyId"]] = _Role(name, arn, got["AssumedRoleUser"]["Arn"], [policy])
+        return Credentials(c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+
+    @staticmethod
+    @contextmanager
+    def acting_as(creds: Credentials | None) -> Iterator[None]:
+        token = _ACTING_AS.set(creds)
+        try:
+            yield
+        finally:
+            _ACTING_AS.reset(token)
+
+    # --- checking ------------------------------------------------------------------------------------------------
+    def _role_of(self, response: Any) -> _Role | None:
+        auth = response.headers.get("Authorization", "")
+        key = auth.partition("Credential=")[2].partition("/")[0]
+        return self._roles.get(key)
+
+    def _authorize(self, response: Any, role: _Role) -> None:
+        from moto.iam.access_control import IAMPolicy, IAMRequest, PermissionResult
+
+        operation = response._get_action()
+        service = _service_of(response)
+        IAMRequest(account_id=response.current_account, method=response.method, path=response.raw_path,
+                   data=response.data, body=response.raw_body, headers=response.headers,
+                   action=operation).check_signature()
+        try:
+            pairs = iam_requests.authorized(service, operation, _params(response), self._where())
+        except iam_requests.UnknownOperation as e:
+            self._deny(service, role, f"{service}:{operation}", "*", str(e))
+        for action, resource in pairs:
+            results = [IAMPolicy(json.dumps(d)).is_action_permitted(action, resource) for d in role.documents]
+            allowed = PermissionResult.PERMITTED in results and PermissionResult.DENIED not in results
+            with self._lock:
+                self.decisions.append(Decision(role.name, action, resource, allowed))
+            if not allowed:
+                self._deny(service, role, action, resource)
+
+    def _deny(self, service: str, role: _Role, action: str, resource: str, why: str = "") -> NoReturn:
+        from moto.core.exceptions import JsonRESTError
+        from moto.core.exceptions import _RESTError as RESTError
+
+        message = (f"User: {role.session_arn} is not authorized to perform: {action} on resource: {resource} "
+                   f"because no identity-based policy allows the {action} action") + (f" ({why})" if why else "")
+        if service in _QUERY_SERVICES:
+            error = RESTError("AuthorizationError" if service == "sns" else "AccessDenied", message)
+            error.code = 403
+            raise error
+        denied = JsonRESTError("AccessDeniedException", message)
+        denied.code = 403
+        raise denied
+
+    def _where(self) -> iam_requests.Where:
+        return iam_requests.Where(self.region, self.account, cluster_arn=self._cluster_arn,
+                                  eks_cluster_of=self._eks_cluster_of, secret_arn=self._secret_arn)
+
+    def _cluster_arn(self, ref: str) -> str | None:
+        c = self._cluster(ref)
+        return str(c.arn) if c is not None else None
+
+    def _eks_cluster_of(self, ref: str) -> str | None:
+        c = self._cluster(ref)
+        eks = getattr(c, "eks_cluster_arn", None) if c is not None else None
+        return str(eks).rsplit("/", 1)[-1] if eks else None
+
+    def _cluster(self, ref: str) -> Any:
+        from moto.sagemaker.models import sagemaker_backends
+
+        for c in sagemaker_backends[self.account][self.region].clusters.values():
+            if ref in (c.arn, c.cluster_name):
+                return c
+        return None
+
+    def _secret_arn(self, ref: str) -> str | None:
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        backend = secretsmanager_backends[self.account][self.region]
+        for arn, secret in backend.secrets.items():
+            if ref in (arn, getattr(secret, "name", None), getattr(secret, "arn", None)):
+                return str(getattr(secret, "arn", arn))
+        return None
+
+
+def _service_of(response: Any) -> str:
+    auth = response.headers.get("Authorization", "")
+    scope = auth.partition("Credential=")[2].partition(",")[0].split("/")
+    signing = scope[3] if len(scope) > 3 else ""
+    return _IAM_PREFIX.get(signing, signing)
+
+
+def _params(response: Any) -> dict[str, Any]:
+    """The request's parameters, whatever the protocol (JSON body, query string or form, REST path)."""
+    parsed = getattr(response, "params", None)
+    out: dict[str, Any] = dict(parsed) if isinstance(parsed, dict) else {}
+    body = response.body
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    if isinstance(body, str) and body.strip().startswith("{"):
+        with suppress(ValueError):
+            out = {**json.loads(body), **out}
+    elif isinstance(body, str) and "=" in body:
+        out = {**{k: v[0] for k, v in parse_qs(body).items()}, **out}
+    for k, v in (getattr(response, "querystring", None) or {}).items():
+        out.setdefault(k, v[0] if isinstance(v, list) else v)
+    # REST paths (EKS): /clusters/{name}[/addons/{addonName} | /access-entries/{principalArn}]
+    parts = [unquote(x) for x in str(getattr(response, "raw_path", "") or "").split("?")[0].split("/") if x]
+    if len(parts) >= 2 and parts[0] == "clusters":
+        out.setdefault("name", parts[1])
+        if len(parts) >= 4:
+            out.setdefault({"addons": "addonName", "access-entries": "principalArn"}.get(parts[2], parts[2]), parts[3])
+    return out
