@@ -125,6 +125,7 @@ class LocalStack:
         self.state_machine_arn = ""
         self.iam: Enforcer | None = None
         self._credentials: dict[str, Credentials] = {}
+        self.role_arns: dict[str, str] = {}  # function name → the role it runs with (enforce_iam)
         self.queue_url = ""
 
     # --- lifecycle -------------------------------------------------------------------------------------------------
@@ -185,7 +186,6 @@ class LocalStack:
         if self.now is not None:
             clocked = Store(table, now=self.now)
             self._exit.enter_context(mock.patch.object(wiring, "store", return_value=clocked))
-        self._create_functions(resources)
         if self.enforce_iam:
             self._function_roles({
                 "AWS::Partition": "aws", "AWS::Region": self.region, "AWS::AccountId": self.account,
@@ -195,6 +195,8 @@ class LocalStack:
                 "SlackWebhookSecretArn": slack, "SlackSigningSecretArn": slack_signing,
                 "RebalanceStateMachine": self.state_machine_arn, "PolicyParameterPrefix": prefix,
                 "EksClusterName": ""})
+        # The functions as Lambda holds them (role, environment): what `rebalancer doctor --stack` reads.
+        self._create_functions(resources, {k: v for k, v in env.items() if not k.startswith("AWS_")})
         # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,
         # which would otherwise happen on the interpreter's thread in the middle of a run.
         importlib.import_module("rebalancer.adapters.collect")
@@ -265,7 +267,7 @@ class LocalStack:
     def _function_arn(self, logical_id: str) -> str:
         return f"arn:aws:lambda:{self.region}:{self.account}:function:{STACK}-{logical_id}"
 
-    def _create_functions(self, resources: dict[str, Any]) -> None:
+    def _create_functions(self, resources: dict[str, Any], env: dict[str, str]) -> None:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as z:
             z.writestr("app.py", "def handler(event, context):\n    raise RuntimeError('served in process')\n")
@@ -275,8 +277,10 @@ class LocalStack:
             if res["Type"] != "AWS::Serverless::Function":
                 continue
             name = Path(res["Properties"]["CodeUri"]).name
-            lam.create_function(FunctionName=f"{STACK}-{logical_id}", Runtime="python3.13", Role=role,
-                                Handler="app.handler", Code={"ZipFile": buf.getvalue()}, Architectures=["arm64"])
+            lam.create_function(FunctionName=f"{STACK}-{logical_id}", Runtime="python3.13",
+                                Role=self.role_arns.get(name, role), Handler="app.handler",
+                                Code={"ZipFile": buf.getvalue()}, Architectures=["arm64"],
+                                Environment={"Variables": env})
             self._function_of_arn[f"{STACK}-{logical_id}"] = name
             self._handlers[name] = self._load_handler(name)
 
@@ -302,6 +306,7 @@ class LocalStack:
             if role not in roles:
                 roles[role] = self.iam.role(role, doc)
             self._credentials[name] = roles[role]
+            self.role_arns[name] = f"arn:aws:iam::{self.account}:role/{role}"
 
     def _load_handler(self, name: str) -> Callable[[dict[str, Any], Any], Any]:
         path = self.root / "functions" / name / "app.py"
@@ -329,7 +334,7 @@ class LocalStack:
         request_id = f"req-{next(self._ids):06d}"
         ctx = FakeContext(function_name=f"{STACK}-{function}", aws_request_id=request_id,
                           invoked_function_arn=self._function_arn(function))
-        with Enforcer.acting_as(self._credentials.get(function)):
+        with Enforcer.acting_as(self._credentials.get(function), function):
             result = self._handlers[function](json.loads(json.dumps(event)), ctx)
         if function in self.hooks:
             result = self.hooks[function](result)

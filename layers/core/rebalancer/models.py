@@ -154,6 +154,18 @@ class Utilization(BaseModel):
     neuroncore_percent: NonNegativeFloat | None = None
 
 
+class Governance(BaseModel):
+    """The cluster's task-governance prerequisites as collect found them (rebalancer.prerequisites): the EKS add-on
+    and the Kueue API it installs, and one line per failed check saying what to fix."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    addon_version: str | None = None
+    addon_status: str | None = None
+    kueue_api_version: str | None = None
+    problems: tuple[str, ...] = ()
+
+
 HEALTHY_NODE_STATUS = "Running"
 
 
@@ -175,6 +187,8 @@ class Snapshot(BaseModel):
     # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
     # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
     scheduler_config: ClusterSchedulerConfig | None = None
+    # None when not checked (snapshots from files, `--no-kube`); its problems become warnings of the plan.
+    governance: Governance | None = None
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""

@@ -510,6 +510,8 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
 def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
                known_versions: Mapping[str, int] | None) -> Plan:
     pools, warnings = build_pools(snapshot, policy, now)
+    if snapshot.governance is not None:  # prerequisites collect found missing (rebalancer.prerequisites)
+        warnings[:0] = snapshot.governance.problems
     settings = Settings(surplus=policy.surplus, min_step=policy.stability.min_step,
                         max_move=policy.stability.max_move)
     result = allocate(pools, settings)

@@ -4,9 +4,14 @@ action has none), and every dependent action of a granted action is granted too.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from moto.iam.access_control import IAMPolicy, PermissionResult
 from support import template as t
 
+from rebalancer import prerequisites
 from rebalancer_tools.iam import catalog, policies
 
 REGION, ACCOUNT, STACK = "eu-west-1", "111122223333", "rebalancer"
@@ -90,3 +95,27 @@ def test_a_missing_dependent_action_is_named() -> None:
         "sagemaker:DescribeCluster"}
     wrong_place = _one(["sagemaker:DescribeCluster"], [QUOTAS], "Wrong")
     assert any("on a fitting resource" in p for p in catalog.check([create, wrong_place]))
+
+
+ENV = {"TABLE_NAME": VALUES["Table"], "TOPIC_ARN": VALUES["Topic"],
+       "STATE_MACHINE_ARN": VALUES["RebalanceStateMachine"],
+       "POLICY_PARAMETER_PREFIX": VALUES["PolicyParameterPrefix"],
+       "APPROVAL_SIGNING_SECRET_ARN": VALUES["ApprovalSigningSecret"],
+       "SLACK_WEBHOOK_SECRET_ARN": VALUES["SlackWebhookSecretArn"],
+       "SLACK_SIGNING_SECRET_ARN": VALUES["SlackSigningSecretArn"]}
+FUNCTIONS = {Path(r["Properties"]["CodeUri"]).name: logical for logical, r in TEMPLATE["Resources"].items()
+             if r["Type"] == "AWS::Serverless::Function"}
+
+
+def test_every_function_is_listed_with_the_calls_it_makes() -> None:
+    assert set(prerequisites.FUNCTION_CALLS) == set(FUNCTIONS)
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_the_template_grants_every_call_the_function_makes(function: str) -> None:
+    """What `rebalancer doctor` simulates, evaluated here on the template's own statements (moto's evaluator)."""
+    doc = json.dumps(policies.documents(policies.statements(TEMPLATE, FUNCTIONS[function], RESOLVE)))
+    calls = prerequisites.function_calls(function, ENV, partition="aws", region=REGION, account=ACCOUNT)
+    assert calls
+    denied = [c for c in calls if IAMPolicy(doc).is_action_permitted(*c) is not PermissionResult.PERMITTED]
+    assert denied == []

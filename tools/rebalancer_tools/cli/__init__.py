@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "simulate": "rebalancer_tools.cli.simulate_cmd:simulate",
     "history": "rebalancer_tools.cli.history_cmd:history",
     "demo": "rebalancer_tools.cli.demo_cmd:demo",
+    "doctor": "rebalancer_tools.cli.doctor_cmd:doctor",
 }
 
 

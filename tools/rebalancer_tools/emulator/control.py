@@ -98,6 +98,24 @@ class Emulator:
         c = cluster_ops.require_cluster(self.gov, cluster)
         c.eks_cluster_arn = f"arn:aws:eks:{self.region}:{self.account_id}:cluster/{eks_cluster_name}"
 
+    def provision_eks(self, cluster: str, eks_cluster_name: str, *, addon_version: str | None = "v1.0.0-eksbuild.1",
+                      access_entries: dict[str, list[str]] | None = None) -> None:
+        """The EKS side of task governance for a HyperPod cluster: the EKS cluster (moto's), named as its
+        orchestrator; the task-governance add-on, ACTIVE at `addon_version` (None: not installed); and an access
+        entry per role ARN with its Kubernetes groups. Each prerequisite can be left out to test `doctor`."""
+        from rebalancer.prerequisites import ADDON
+        from rebalancer_tools.emulator import prerequisites
+
+        self.set_eks_cluster(cluster, eks_cluster_name)
+        prerequisites.provision(self.account_id, self.region, eks_cluster_name, addon=ADDON,
+                                addon_version=addon_version, access_entries=access_entries or {})
+
+    def set_addon_status(self, eks_cluster_name: str, status: str, issue: str | None = None) -> None:
+        from rebalancer.prerequisites import ADDON
+        from rebalancer_tools.emulator.prerequisites import set_addon_status
+
+        set_addon_status(self.account_id, self.region, eks_cluster_name, ADDON, status, issue)
+
     def nodes(self, cluster: str, *, group: str | None = None) -> list[dict[str, Any]]:
         c = cluster_ops.require_cluster(self.gov, cluster)
         return [n.summary() for n in c.nodes.values() if group is None or n.instance_group_name == group]

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from kubernetes import client as k8s
 
+from rebalancer import prerequisites
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
 from rebalancer.adapters.eks_auth import (
@@ -53,9 +54,12 @@ class Collected:
 
 def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                      kube: KubeAccess | Callable[[dict[str, Any]], k8s.ApiClient | None] | None = None,
-                     metrics_window: timedelta | None = timedelta(hours=1), page_size: int = 100) -> Collected:
+                     metrics_window: timedelta | None = timedelta(hours=1), page_size: int = 100,
+                     check_prerequisites: bool = False) -> Collected:
     """Read everything a plan needs. `now` stamps the snapshot and ends the metrics window. `kube` is how to reach
-    Kueue: a KubeAccess, or a factory taking the DescribeCluster output (what the Lambdas inject)."""
+    Kueue: a KubeAccess, or a factory taking the DescribeCluster output (what the Lambdas inject).
+    `check_prerequisites`: check the task-governance add-on, Kueue access and Container Insights
+    (rebalancer.prerequisites) into `snapshot.governance` and the warnings."""
     kube = kube or KubeAccess()
     warnings: list[str] = []
     sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
@@ -76,6 +80,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
         warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
     else:
         with api:
+            if check_prerequisites:
+                kueue_access = prerequisites.check_kueue_access(prerequisites.kueue_lister(api))
             kueue = KueueReader(api).read()
             demand = kueue.demand
             warnings += kueue.warnings
@@ -98,8 +104,15 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
             except RebalancerError as e:  # metrics are informational: a snapshot without them is still useful
                 warnings.append(f"utilization not read: {e}")
 
+    governance = None
+    if check_prerequisites:
+        report = prerequisites.check_cluster(clients.client("eks"), clients.client("cloudwatch"), _eks_name(described))
+        if api is not None and report.addon is not None:  # an EKS cluster: add what reading Kueue found
+            report = prerequisites.ClusterReport((*report.checks, kueue_access.check), report.addon, kueue_access)
+        governance = report.governance()
+        warnings += governance.problems
     snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand, mig=mig,
-                        utilization=utilization, scheduler_config=scheduler_config)
+                        utilization=utilization, scheduler_config=scheduler_config, governance=governance)
     return Collected(snapshot, tuple(warnings))
 
 

@@ -68,7 +68,8 @@ def snapshot_reader() -> Callable[[str], Snapshot]:
     from rebalancer.app.observability import logger
 
     def read(cluster_name: str) -> Snapshot:
-        collected = collect_snapshot(cluster_name, aws_clients(), now=store().now(), kube=kube_client_factory)
+        collected = collect_snapshot(cluster_name, aws_clients(), now=store().now(), kube=kube_client_factory,
+                                     check_prerequisites=True)
         for warning in collected.warnings:
             logger.warning("collect", extra={"cluster": cluster_name, "warning": warning})
         return collected.snapshot

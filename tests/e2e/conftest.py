@@ -1,0 +1,38 @@
+"""Every end-to-end test runs with IAM enforced (rebalancer_tools.local_stack); after each, every request a function
+made is checked against the calls `rebalancer doctor` simulates for it (rebalancer.prerequisites.FUNCTION_CALLS),
+so the doctor cannot miss a permission a function needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rebalancer.prerequisites import FUNCTION_CALLS
+from rebalancer_tools.iam.enforce import Decision
+from rebalancer_tools.local_stack import LocalStack
+
+
+@pytest.fixture(autouse=True)
+def _calls_are_the_ones_doctor_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    seen: list[Decision] = []
+    functions_of: dict[str, set[str]] = {}  # role name → the functions that run with it
+    original = LocalStack.__exit__
+
+    def exit_and_keep(self: LocalStack, *exc: Any) -> None:
+        if self.iam is not None:
+            seen.extend(self.iam.decisions)
+            for function, arn in self.role_arns.items():
+                functions_of.setdefault(arn.rsplit("/", 1)[-1], set()).add(function)
+        original(self, *exc)
+
+    def listed(d: Decision) -> bool:
+        # Over HTTP (the demo's emulator server) the caller is not known on the server's thread: its role is.
+        callers = {d.caller} if d.caller else functions_of.get(d.role, set())
+        return any(d.action in {a for a, _ in FUNCTION_CALLS.get(c, ())} for c in callers)
+
+    monkeypatch.setattr(LocalStack, "__exit__", exit_and_keep)
+    yield
+    unlisted = sorted({(d.caller or d.role, d.action) for d in seen if d.allowed and not listed(d)})
+    assert not unlisted, f"calls missing from rebalancer.prerequisites.FUNCTION_CALLS: {unlisted}"
