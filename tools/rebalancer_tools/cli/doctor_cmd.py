@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from rebalancer import prerequisites as pre
+from rebalancer.errors import PermanentError, RebalancerError
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
 
 # Logical ids of the template's functions: SAM names a function <stack>-<LogicalId>-<suffix>.
@@ -31,7 +32,7 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
     described = SageMakerReader(clients.client("sagemaker")).describe_cluster(live.cluster)
     try:
         eks_cluster: str | None = eks_cluster_name_of(described)
-    except Exception:
+    except PermanentError:  # no Orchestrator.Eks: check_cluster says so
         eks_cluster = None
     functions = _functions(clients, stack) if stack else {}
     if collect_role_arn is None and "collect" in functions:
@@ -44,7 +45,7 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
     if eks_cluster is not None and live.kube_mode != "none":
         try:
             api = access.api_client(clients, described)
-        except Exception as e:
+        except RebalancerError as e:
             lines.append(pre.Check("Kueue API", "fail", f"cannot reach the cluster's API server: {e}",
                                    "check your network path to the EKS endpoint"))
         kube = pre.kueue_lister(api) if api is not None else None
