@@ -149,8 +149,8 @@ def decide(plan: Plan) -> Decision:
 
 
 def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
-         mode_override: str = "", send: budgets.Send | None = None) -> dict[str, Any]:
-    """`send` delivers budget messages (thresholds reached, a period's summary); without it none are sent."""
+         mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
     snapshot = load_snapshot(store, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -162,7 +162,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
     snapshot = budgets.with_usage(store, policy, snapshot)
     known = known_versions_for(store.known_versions(run.cluster_name), snapshot, policy)
     result = make_plan(snapshot, policy, now, known_versions=known)
-    announced = budgets.announce(store, policy, snapshot, send) if send else []
+    announced = budgets.announce(store, policy, snapshot, budget_outlet) if budget_outlet else []
     store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
     decision = decide(result)
     store.audit(run.cluster_name, run.execution_name, "plan", outcome=decision,
