@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "history": "rebalancer_tools.cli.history_cmd:history",
     "demo": "rebalancer_tools.cli.demo_cmd:demo",
     "doctor": "rebalancer_tools.cli.doctor_cmd:doctor",
+    "usage": "rebalancer_tools.cli.usage_cmd:usage",
 }
 
 
