@@ -4,10 +4,12 @@ would check (rebalancer_tools.iam.requests); a request that no statement allows 
 
     with Enforcer(region, account) as iam:
         creds = iam.role("collect", policy_document)       # a moto IAM role, assumed through moto's STS
-        with iam.acting_as(creds):                         # every boto3 request signed in here is that role's
+        with iam.acting_as(creds, "collect"):              # every boto3 request signed in here is that role's
             ...
+        iam.decisions                                      # (role, caller, action, resource, allowed), in order
 
-Requests signed with any other credentials (a test's own setup) are not checked: moto's own switch
+The role is known from the request's access key (in process and over HTTP alike); the caller label only in
+process. Requests signed with any other credentials (a test's own setup) are not checked: moto's own switch
 (`INITIAL_NO_AUTH_ACTION_COUNT`) would check those too, and on "*" only, as moto does not know resource ARNs.
 """
 
