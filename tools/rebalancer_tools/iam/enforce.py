@@ -65,6 +65,7 @@ class Enforcer:
         self._roles: dict[str, _Role] = {}  # access key id → role
         self._lock = threading.Lock()
         self._exit = ExitStack()
+        self._iam_sts: tuple[Any, Any] | None = None
 
     def __enter__(self) -> Enforcer:
         from moto.core.authorization import ActionAuthenticatorMixin
@@ -98,16 +99,23 @@ class Enforcer:
     def role(self, name: str, policy: dict[str, Any]) -> Credentials:
         """Create IAM role `name` holding `policy` inline (moto's IAM), assume it (moto's STS) and return its
         credentials. Outside `acting_as`, so the harness's own credentials make these calls."""
-        iam = boto3.client("iam", region_name=self.region)
+        iam, sts = self._clients()
         trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                          "Principal": {"Service": "lambda.amazonaws.com"}}]}
         arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
         iam.put_role_policy(RoleName=name, PolicyName="function", PolicyDocument=json.dumps(policy))
-        got = boto3.client("sts", region_name=self.region).assume_role(RoleArn=arn, RoleSessionName=name)
+        got = sts.assume_role(RoleArn=arn, RoleSessionName=name)
         c = got["Credentials"]
         with self._lock:
             self._roles[c["AccessKeyId"]] = _Role(name, arn, got["AssumedRoleUser"]["Arn"], [policy])
         return Credentials(c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+
+    def _clients(self) -> tuple[Any, Any]:
+        """IAM and STS clients, made once: a boto3 client costs a few hundred milliseconds to make."""
+        if self._iam_sts is None:
+            self._iam_sts = (boto3.client("iam", region_name=self.region),
+                             boto3.client("sts", region_name=self.region))
+        return self._iam_sts
 
     @staticmethod
     @contextmanager
