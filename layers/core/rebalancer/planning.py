@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rebalancer import catalog
+from rebalancer import catalog, mig
 from rebalancer.allocation import EPS, Claim, Outcome, PoolInput, PoolResult, Settings, allocate, largest_remainder
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
@@ -168,7 +168,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     carved: Counter[str] = Counter()
     for t, profiles in snapshot.mig.items():
         for profile, n in profiles.items():
-            carved[t] += math.ceil(n / catalog.mig_partitions_per_gpu(profile))
+            carved[t] += math.ceil(n / mig.partitions_per_gpu_on(t, profile))
     parsed = {name: PoolKey.parse(name) for name in keys}
     raw: dict[str, float] = {}
     for name, key in parsed.items():
