@@ -10,12 +10,9 @@ from collections.abc import Mapping
 
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ClusterSchedulerConfig
+from rebalancer.names import scheduler_config_name
 from rebalancer.plan import CLUSTER, FieldChange, SchedulerRequest
 from rebalancer.policy import ClusterPolicy
-
-
-def scheduler_config_name(cluster_name: str) -> str:
-    return f"{cluster_name}-scheduler"[:63]
 
 
 def plan_scheduler_config(cluster_name: str, cluster_arn: str, current: ClusterSchedulerConfig | None,

@@ -36,6 +36,7 @@ from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Demand, Snapshot
+from rebalancer.names import quota_name
 from rebalancer.plan import CLUSTER, Change, FieldChange, Plan, QuotaRequest, SchedulerRequest, pool_name, trusted
 from rebalancer.policy import Policy, PoolKey, TeamPolicy, family_types
 
@@ -329,7 +330,7 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], ou
         out.blocked.add(team)
         return
     out.second.append(QuotaRequest(operation="CreateComputeQuota", team=team, parameters={
-        "Name": f"{team}-quota",
+        "Name": quota_name(team),
         "ClusterArn": snapshot.cluster.ClusterArn,
         "ComputeQuotaConfig": {"ComputeQuotaResources": entries,
                                "ResourceSharingConfig": tp.sharing.to_api() if tp.sharing else DEFAULT_SHARING,
@@ -337,7 +338,7 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], ou
         "ComputeQuotaTarget": {"TeamName": team, "FairShareWeight": _target_weight(tp)},
         "ActivationState": "Enabled",
     }))
-    out.fields.append(FieldChange(team=team, field="ComputeQuota", after=f"{team}-quota",
+    out.fields.append(FieldChange(team=team, field="ComputeQuota", after=quota_name(team),
                                   reason="team in the policy has no quota: created"))
 
 
