@@ -190,6 +190,9 @@ class Snapshot(BaseModel):
     mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)
     # Per team; informational for now (reports, alarms), the planner does not read it.
     utilization: dict[str, Utilization] = Field(default_factory=dict)
+    # Tags of each quota (ListTags), by ComputeQuotaId; a quota without an entry: not read. Only ownership reads
+    # them (a quota CloudFormation created is held outside the policy, see ownership.py).
+    quota_tags: dict[str, dict[str, str]] = Field(default_factory=dict)
     # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
     # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
     scheduler_config: ClusterSchedulerConfig | None = None

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rebalancer import catalog, mig
+from rebalancer import catalog, mig, ownership
 from rebalancer.allocation import EPS, Claim, Outcome, PoolInput, PoolResult, Settings, allocate, largest_remainder
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
@@ -141,11 +141,12 @@ def _team_amounts(team: str, tp: TeamPolicy, raw: dict[str, float], warnings: li
 
 def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list[PoolInput], list[str]]:
     """The engine's input: for every pool, the capacity the policy's teams share and one claim per team."""
-    warnings: list[str] = []
+    policy, warnings = ownership.held_outside(snapshot, policy)
     quotas = {q.team: q for q in snapshot.quotas}
     outsiders = sorted(t for t in quotas if t not in policy.teams)
-    if outsiders:
-        warnings.append(f"teams with a quota but not in the policy keep it untouched: {', '.join(outsiders)}")
+    unnamed = [t for t in outsiders if not ownership.stack_of(snapshot, quotas[t])]
+    if unnamed:
+        warnings.append(f"teams with a quota but not in the policy keep it untouched: {', '.join(unnamed)}")
 
     # A deactivated quota holds nothing: its team's jobs cannot be admitted.
     held_by = {q.team: holdings(q, i) if q.ActivationState != "Disabled" else {}
@@ -331,12 +332,14 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], ou
         return
     out.second.append(QuotaRequest(operation="CreateComputeQuota", team=team, parameters={
         "Name": quota_name(team),
+        "Description": ownership.QUOTA_DESCRIPTION,
         "ClusterArn": snapshot.cluster.ClusterArn,
         "ComputeQuotaConfig": {"ComputeQuotaResources": entries,
                                "ResourceSharingConfig": tp.sharing.to_api() if tp.sharing else DEFAULT_SHARING,
                                "PreemptTeamTasks": tp.preempt_team_tasks or DEFAULT_PREEMPT},
         "ComputeQuotaTarget": {"TeamName": team, "FairShareWeight": _target_weight(tp)},
         "ActivationState": "Enabled",
+        "Tags": ownership.tags(),
     }))
     out.fields.append(FieldChange(team=team, field="ComputeQuota", after=quota_name(team),
                                   reason="team in the policy has no quota: created"))
@@ -417,6 +420,7 @@ def _update_team(q: ComputeQuota, tp: TeamPolicy, changed: list[Outcome], health
 def _requests(snapshot: Snapshot, policy: Policy, outcomes: dict[str, list[Outcome]], warnings: list[str],
               known_versions: Mapping[str, int] | None) -> _Requests:
     """Decreases, deactivations and setting changes for every team first, then creations and increases."""
+    policy, _ = ownership.held_outside(snapshot, policy)  # a quota CloudFormation owns is never written
     quotas = {q.team: q for q in snapshot.quotas}
     # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
     healthy = snapshot.healthy_nodes() if any(tp.vcpu or tp.memory_gib for tp in policy.teams.values()) else {}

@@ -251,12 +251,17 @@ class Governance:
             rid = self._new_id(kind)
             now = self.clock()
             r = Resource(kind, rid, self._arn(kind, rid), params["Name"], cluster.arn, body,
-                         params.get("Description"), now, now)
+                         params.get("Description"), now, now, tags=copy.deepcopy(params.get("Tags") or []))
             self.resources[rid] = r
             self._begin(r, "Creating", operation)
             if kind is Kind.COMPUTE_QUOTA:
                 self.check_invariant(operation, cluster.arn, r.name)
             return r
+
+    def by_arn(self, arn: str) -> Resource | None:
+        """The live resource with this ARN (tags are read and written on ARNs)."""
+        with self.lock:
+            return next((r for r in self.resources.values() if r.arn == arn), None)
 
     def describe(self, kind: Kind, resource_id: str, version: int | None) -> dict[str, Any]:
         with self.lock:

@@ -50,6 +50,7 @@ class Resource:
     failure_reason: str | None = None
     pending: Pending | None = None
     history: dict[int, dict[str, Any]] = field(default_factory=dict)
+    tags: list[dict[str, str]] = field(default_factory=list)  # ListTags / AddTags on the ARN, as moto keeps them
 
     @property
     def team(self) -> str | None:

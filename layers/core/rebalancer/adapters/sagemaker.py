@@ -25,10 +25,24 @@ class SageMakerReader:
         return out
 
     def cluster(self, name: str) -> Cluster:
+        return self.cluster_of(self.describe_cluster(name), name)
+
+    @staticmethod
+    def cluster_of(described: dict[str, Any], name: str) -> Cluster:
         """InvalidInput (one line, naming the field) for a response the snapshot cannot use."""
-        out = self.describe_cluster(name)
-        out.setdefault("ClusterName", name)  # optional in the model's DescribeClusterResponse
+        out = {"ClusterName": name, **described}  # ClusterName is optional in the model's DescribeClusterResponse
         return load_model(Cluster, out, f"DescribeCluster {name}")
+
+    def tags(self, arn: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with aws_call("ListTags", arn):
+            for page in self.sm.get_paginator("list_tags").paginate(ResourceArn=arn):
+                out.update({t["Key"]: t.get("Value", "") for t in page.get("Tags", [])})
+        return out
+
+    def quota_tags(self, quotas: tuple[ComputeQuota, ...]) -> dict[str, dict[str, str]]:
+        """Tags of each quota by ComputeQuotaId (ListTags on its ARN; a quota without an ARN is skipped)."""
+        return {q.ComputeQuotaId: self.tags(q.ComputeQuotaArn) for q in quotas if q.ComputeQuotaArn}
 
     def nodes(self, cluster_name: str) -> tuple[ClusterNode, ...]:
         out: list[ClusterNode] = []
