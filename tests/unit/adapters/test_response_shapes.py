@@ -1,8 +1,8 @@
 """Every response shape the SDK allows is one the snapshot takes: DescribeCluster, ListClusterNodes,
-ListComputeQuotas and DescribeComputeQuota outputs generated from botocore's output shapes (each optional member
-absent or present) are read into a Snapshot that also survives its JSON round trip (collect stores it, plan and
-the CLI replay it). A shape the snapshot cannot use would be refused in one line naming the field; today the
-generated responses are all accepted."""
+ListComputeQuotas, DescribeComputeQuota and DescribeClusterSchedulerConfig outputs generated from botocore's output
+shapes (each optional member absent or present) are read into a Snapshot that also survives its JSON round trip
+(collect stores it, plan and the CLI replay it). A shape the snapshot cannot use would be refused in one line naming
+the field; today the generated responses are all accepted."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from support.botocore_shapes import output_of
 from support.props import properties
 
 from rebalancer.adapters.sagemaker import SageMakerReader
+from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.errors import InvalidInput
-from rebalancer.models import Cluster, ClusterNode, ComputeQuota, Snapshot
+from rebalancer.models import Cluster, ClusterNode, ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.sdk_model import cluster_instance_types
 
 TYPES = st.sampled_from(cluster_instance_types())
@@ -43,6 +44,9 @@ class FakeSageMaker:
 
     def describe_compute_quota(self, **_: Any) -> dict[str, Any]:
         return dict(self.responses["describe_compute_quota"])
+
+    def describe_cluster_scheduler_config(self, **_: Any) -> dict[str, Any]:
+        return dict(self.responses["describe_cluster_scheduler_config"])
 
     def get_paginator(self, name: str) -> _Pages:
         return _Pages([self.responses[name]])
@@ -95,6 +99,19 @@ def test_any_describe_compute_quota_response_is_read(response: dict[str, Any]) -
     assert quota.ComputeQuotaVersion == response["ComputeQuotaVersion"]
     cluster = Cluster(ClusterName="ml-cluster", ClusterArn="arn:c")
     snapshot = Snapshot(taken_at=datetime(2026, 11, 30, tzinfo=UTC), cluster=cluster, quotas=(quota,))
+    stored = snapshot.model_dump(mode="json")
+    assert Snapshot.model_validate(stored).model_dump(mode="json") == stored
+
+
+@properties(100)
+@given(output_of("DescribeClusterSchedulerConfig", OVERRIDES))
+def test_any_describe_cluster_scheduler_config_response_is_read(response: dict[str, Any]) -> None:
+    fake = FakeSageMaker(describe_cluster_scheduler_config=response)
+    config = _read(lambda: SchedulerConfigClient(fake).describe("s"))
+    assert isinstance(config, ClusterSchedulerConfig)
+    assert config.ClusterSchedulerConfigVersion == response["ClusterSchedulerConfigVersion"]
+    cluster = Cluster(ClusterName="ml-cluster", ClusterArn="arn:c")
+    snapshot = Snapshot(taken_at=datetime(2026, 11, 30, tzinfo=UTC), cluster=cluster, scheduler_config=config)
     stored = snapshot.model_dump(mode="json")
     assert Snapshot.model_validate(stored).model_dump(mode="json") == stored
 

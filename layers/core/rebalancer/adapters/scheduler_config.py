@@ -16,6 +16,7 @@ from rebalancer.adapters.quota_writer import SETTLED, Poller, failed_message, is
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
 from rebalancer.models import ClusterSchedulerConfig
 from rebalancer.plan import SchedulerRequest
+from rebalancer.validation import load_model
 
 GONE_STATUSES = frozenset({"Deleting", "Deleted"})
 SchedulerWrite = Literal["CreateClusterSchedulerConfig", "UpdateClusterSchedulerConfig",
@@ -52,7 +53,7 @@ class SchedulerConfigClient:
         with aws_call("DescribeClusterSchedulerConfig", f"scheduler config {config_id}"):
             out = dict(self.sm.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id))
         out.pop("ResponseMetadata", None)
-        return ClusterSchedulerConfig.model_validate(out)
+        return load_model(ClusterSchedulerConfig, out, f"DescribeClusterSchedulerConfig {config_id}")
 
     def read(self, cluster_arn: str) -> ClusterSchedulerConfig | None:
         """The cluster's live scheduler config (HyperPod allows one per cluster), or None."""
