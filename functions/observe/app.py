@@ -1,5 +1,6 @@
 """Observe (schedule): per-team idle allocated and pending accelerators, stranded accelerators and an imbalance
-score per cluster, published with Powertools Metrics. The template's alarms on them start a rebalance."""
+score per cluster, published with Powertools Metrics (the template's alarms on them start a rebalance); and a light
+demand sample per cluster in the table, the history `rebalancer backtest` replays."""
 
 from typing import Any
 
@@ -8,15 +9,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
-from rebalancer.app.observe import measure
+from rebalancer.app.observe import observe
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    read = wiring.snapshot_reader()
-    worst = [measure(read(name)) for name in config.load(config.EnvConfig).managed_clusters]
+    cfg = config.load(config.ObserveConfig)
+    worst = observe(cfg, wiring.snapshot_reader(), wiring.store())
     for m in worst:
         wiring.publish_team_metrics(m)
     metrics.add_metric(name="StrandedAccelerators", unit=MetricUnit.Count, value=max(m.stranded for m in worst))

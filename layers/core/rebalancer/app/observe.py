@@ -1,14 +1,23 @@
 """Utilization metrics from a snapshot: per team idle allocated and pending accelerators, and per cluster the
 accelerators stranded (idle in one team while another waits) and an imbalance score (stranded ÷ capacity, 0..1).
-The template's alarms on these start a rebalance."""
+The template's alarms on these start a rebalance. Each observation also stores a light demand sample
+(rebalancer.sample) per cluster: the history a policy is backtested on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from rebalancer import catalog
 from rebalancer.errors import UnknownInstanceType
 from rebalancer.models import Snapshot
+from rebalancer.sample import sample_of
+
+if TYPE_CHECKING:
+    from rebalancer.app.config import ObserveConfig
+    from rebalancer.app.store import Store
 
 
 @dataclass(frozen=True)
@@ -69,3 +78,14 @@ def measure(snapshot: Snapshot) -> Imbalance:
         pending = sum(snapshot.demand_of(team, t).pending.accelerators for t in types)
         usage.append(TeamUsage(team, allocated, in_use, pending))
     return Imbalance(snapshot.cluster.ClusterName, float(capacity), tuple(usage))
+
+
+def observe(cfg: ObserveConfig, read: Callable[[str], Snapshot], store: Store) -> list[Imbalance]:
+    """Each managed cluster read once: its imbalance measured and its demand sample stored."""
+    out = []
+    retention = timedelta(days=cfg.history_retention_days)
+    for name in cfg.managed_clusters:
+        snapshot = read(name)
+        store.put_sample(sample_of(snapshot), retention)
+        out.append(measure(snapshot))
+    return out
