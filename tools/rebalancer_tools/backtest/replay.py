@@ -270,7 +270,8 @@ def _held(plan: Plan, team: str, pool: str) -> float:
 
 
 def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSample,
-           reference_weights: Mapping[str, float] | None = None) -> Replay:
+           reference_weights: Mapping[str, float] | None = None, *, reuse: bool = True) -> Replay:
+    """`reuse=False` plans at every state (the tests check that reusing a repeated state's plan changes nothing)."""
     out = Replay(name=name)
     if not states:
         return out
@@ -291,7 +292,7 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
         now = state.at
         cooling = frozenset(t for t, q in quotas.items() if cooldown and q.LastModifiedTime is not None
                             and now - q.LastModifiedTime < cooldown)
-        if previous_plan is not None and state.same_as_previous and not touched and cooling == previous_cooling:
+        if reuse and previous_plan is not None and state.same_as_previous and not touched and cooling == previous_cooling:
             plan = previous_plan
         else:
             snapshot = trusted(Snapshot, {

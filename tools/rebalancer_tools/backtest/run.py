@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rebalancer.errors import InvalidInput
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
+from rebalancer.validation import load_model_file, parse_document
 from rebalancer_tools.backtest.history import History
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
 
@@ -23,6 +24,15 @@ class Backtest:
 def load_policy(path: str | Path) -> Policy:
     """The one place a policy file is read (a shared CLI input loader can replace it here)."""
     return load_model_file(Policy, path)
+
+
+def load_policy_document(path: str | Path) -> tuple[dict[str, Any], Policy]:
+    """The policy file as written (to rewrite it) and as validated."""
+    policy = load_policy(path)
+    raw = parse_document(Path(path).read_text(), str(path))
+    if not isinstance(raw, dict):
+        raise InvalidInput("a policy is a mapping", source=str(path), value=type(raw).__name__)
+    return raw, policy
 
 
 def policy_names(paths: Sequence[str]) -> list[str]:
