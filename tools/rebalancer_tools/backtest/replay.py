@@ -292,7 +292,8 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
         now = state.at
         cooling = frozenset(t for t, q in quotas.items() if cooldown and q.LastModifiedTime is not None
                             and now - q.LastModifiedTime < cooldown)
-        if reuse and previous_plan is not None and state.same_as_previous and not touched and cooling == previous_cooling:
+        repeated = state.same_as_previous and not touched and cooling == previous_cooling
+        if reuse and previous_plan is not None and repeated:
             plan = previous_plan
         else:
             snapshot = trusted(Snapshot, {
