@@ -7,7 +7,7 @@ approved). The first quotas are the ones recorded at the first state.
 What is measured, on accelerator pools only (vCPU and MIG pools are planned, not scored), each state weighted by
 the time until the next one (a gap, longer than GAP_FACTOR typical intervals, counts one typical interval):
 - demand met: min(demand, quota), what a team can run inside its quota (borrowing left out);
-- entitlement: the weighted max-min fair share of the pool's capacity by demand (simulator.metrics.water_fill),
+- entitlement: the weighted max-min fair share of the pool's capacity by demand (simulator.metrics.entitlements),
   with the reference weights (the first policy's, so that every policy is judged by one yardstick);
 - deficit: entitlement not met; idle guaranteed: quota above what the team runs;
 - churn: a change of a team's quota in a pool in the direction opposite to its previous change, within an hour.
@@ -45,7 +45,7 @@ from rebalancer.plan import Plan, trusted
 from rebalancer.planning import holdings, make_plan
 from rebalancer.policy import Policy, PoolKey
 from rebalancer.sample import DemandSample
-from rebalancer_tools.simulator.metrics import water_fill
+from rebalancer_tools.simulator.metrics import entitlements
 
 CHURN_WINDOW = timedelta(hours=1)
 GAP_FACTOR = 3
@@ -347,7 +347,7 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
     for pool, capacity in state.capacity.items():
         names = [t for t in teams if pool in state.use.get(t, {})]
         demands = [state.use[t][pool][0] for t in names]
-        entitled = water_fill(capacity, [weights.get(t, 1.0) for t in names], demands)
+        entitled = entitlements(capacity, [weights.get(t, 1.0) for t in names], demands)
         for t, d, e in zip(names, demands, entitled, strict=True):
             q = allocations.get(t, {}).get(pool, 0.0)
             met = min(d, q)
