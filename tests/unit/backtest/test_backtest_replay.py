@@ -96,3 +96,26 @@ def test_a_dry_run_policy_is_replayed_as_auto() -> None:
     h = syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=1)
     dry = Policy.model_validate({"mode": "dry-run", "stability": {"cooldown_minutes": 0}, "teams": {"a": {}, "b": {}}})
     assert run(h, dry).summary()["runs_changed"] == run(h, policy(cooldown_minutes=0)).summary()["runs_changed"] > 0
+
+
+def test_a_recorded_runs_quota_settings_are_kept_and_its_amounts_come_from_the_first_state() -> None:
+    from rebalancer.models import ComputeQuota
+    from rebalancer_tools.backtest.replay import initial_quotas
+
+    h = syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=0.1)
+    recorded = ComputeQuota.model_validate({
+        "ComputeQuotaId": "cq-real-a", "Name": "a-quota", "ComputeQuotaVersion": 7, "Status": "Created",
+        "ComputeQuotaTarget": {"TeamName": "a", "FairShareWeight": 30},
+        "ComputeQuotaConfig": {"ComputeQuotaResources": [{"InstanceType": syn.P5, "Accelerators": 16}],
+                               "ResourceSharingConfig": {"Strategy": "Lend"}, "PreemptTeamTasks": "Never"}})
+    quotas = initial_quotas(h.samples[0], [recorded])
+    a, b = quotas["a"], quotas["b"]
+    assert a.ComputeQuotaId == "cq-real-a"
+    assert a.ComputeQuotaConfig.ResourceSharingConfig is not None
+    assert a.ComputeQuotaConfig.ResourceSharingConfig.Strategy == "Lend"
+    assert a.ComputeQuotaTarget.FairShareWeight == 30
+    entry = a.resource(syn.P5)
+    assert entry is not None
+    assert entry.Accelerators == 24
+    assert b.ComputeQuotaConfig.ResourceSharingConfig is not None
+    assert b.ComputeQuotaConfig.ResourceSharingConfig.Strategy == "LendAndBorrow"

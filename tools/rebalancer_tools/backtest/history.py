@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rebalancer.errors import InvalidInput
-from rebalancer.models import Snapshot
+from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.sample import DemandSample, sample_of
 from rebalancer.validation import invalid_input
 
@@ -59,6 +59,10 @@ class History:
     cluster: str
     runs: tuple[Run, ...]
     samples: tuple[DemandSample, ...]
+
+    def quota_settings(self) -> tuple[ComputeQuota, ...]:
+        """The earliest run's quotas: ids and settings (sharing, preemption, weight) the replay starts from."""
+        return min(self.runs, key=lambda r: r.at).snapshot.quotas if self.runs else ()
 
     def states(self) -> list[DemandSample]:
         """Every recorded state, oldest first: the samples and the runs' snapshots as samples (a history from

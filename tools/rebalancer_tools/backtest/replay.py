@@ -33,6 +33,7 @@ from rebalancer.models import (
     Cluster,
     ClusterNode,
     ComputeQuota,
+    ComputeQuotaResource,
     Demand,
     InstanceGroup,
     NodeStatus,
@@ -214,8 +215,11 @@ def prepare(samples: Sequence[DemandSample]) -> list[State]:
     return out
 
 
-def initial_quotas(first: DemandSample) -> dict[str, ComputeQuota]:
-    """The quotas recorded at the first state, as the API would describe them (sharing as the planner creates)."""
+def initial_quotas(first: DemandSample, like: Sequence[ComputeQuota] = ()) -> dict[str, ComputeQuota]:
+    """The quotas recorded at the first state, as the API would describe them: a team's quota in `like` (a run's
+    snapshot) gives its id, sharing, preemption and weight, the sample its amounts; other teams get the sharing the
+    planner creates quotas with."""
+    known = {q.team: q for q in like}
     out = {}
     for i, (team, pools) in enumerate(sorted(first.teams.items())):
         entries: list[dict[str, Any]] = []
@@ -229,7 +233,13 @@ def initial_quotas(first: DemandSample) -> dict[str, ComputeQuota]:
                 entries.append({"InstanceType": t, "Accelerators": int(u.quota)})
             else:
                 entries.append({"InstanceType": t, "VCpu": float(u.quota)})
-        if entries:
+        if entries and team in known:
+            q = known[team]
+            config = q.ComputeQuotaConfig.model_copy(update={
+                "ComputeQuotaResources": tuple(ComputeQuotaResource.model_validate(e) for e in entries)})
+            out[team] = q.model_copy(update={"ComputeQuotaConfig": config, "ComputeQuotaVersion": 1,
+                                             "ActivationState": "Enabled", "LastModifiedTime": None})
+        elif entries:
             out[team] = ComputeQuota.model_validate({
                 "ComputeQuotaId": f"bt-{i:04d}", "Name": f"{team}-quota", "ComputeQuotaVersion": 1,
                 "Status": "Created", "ClusterArn": first.cluster_arn, "ActivationState": "Enabled",
@@ -270,15 +280,17 @@ def _held(plan: Plan, team: str, pool: str) -> float:
 
 
 def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSample,
-           reference_weights: Mapping[str, float] | None = None, *, reuse: bool = True) -> Replay:
-    """`reuse=False` plans at every state (the tests check that reusing a repeated state's plan changes nothing)."""
+           reference_weights: Mapping[str, float] | None = None, *, reuse: bool = True,
+           like: Sequence[ComputeQuota] = ()) -> Replay:
+    """`like`: the quotas of a recorded run, for their settings (see initial_quotas). `reuse=False` plans at every
+    state (the tests check that reusing a repeated state's plan changes nothing)."""
     out = Replay(name=name)
     if not states:
         return out
     policy = replay_policy(policy)
     weights = dict(reference_weights) if reference_weights is not None else \
         {t: tp.weight for t, tp in policy.teams.items()}
-    quotas = initial_quotas(first)
+    quotas = initial_quotas(first, like)
     cooldown = timedelta(minutes=policy.stability.cooldown_minutes)
     teams = sorted(set(policy.teams) | set(quotas) | {t for s in states for t in s.use})
     for t in teams:

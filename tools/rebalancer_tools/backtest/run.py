@@ -47,5 +47,6 @@ def run_backtest(history: History, policies: Sequence[tuple[str, Policy]]) -> Ba
         raise InvalidInput("the history holds no run and no sample to replay", field="--history")
     states = prepare(samples)
     reference = {t: tp.weight for t, tp in policies[0][1].teams.items()}
-    replays = [replay(name, states, policy, samples[0], reference) for name, policy in policies]
+    like = history.quota_settings()
+    replays = [replay(name, states, policy, samples[0], reference, like=like) for name, policy in policies]
     return Backtest(history, states, replays)

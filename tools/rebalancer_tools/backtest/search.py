@@ -76,14 +76,16 @@ def _worker(spec: SearchSpec, index: int, trials: int) -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     raw, policy = load_policy_document(spec.policy_path)
-    samples = load_history(spec.history_path).states()
+    history = load_history(spec.history_path)
+    samples, like = history.states(), history.quota_settings()
     states = prepare(samples)
     reference = {t: tp.weight for t, tp in policy.teams.items()}
 
     def objective(trial: optuna.Trial) -> float:
         params = {name: trial.suggest_int(name, lo, hi, step=step) for name, (lo, hi, step) in SPACE.items()}
         candidate = Policy.model_validate(policy_for(raw, policy, states, params))
-        return objective_value(replay(f"trial-{trial.number}", states, candidate, samples[0], reference))
+        return objective_value(replay(f"trial-{trial.number}", states, candidate, samples[0], reference,
+                                      like=like))
 
     study = optuna.create_study(storage=_storage(spec), study_name=spec.study_name, direction="minimize",
                                 load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=spec.seed + index))

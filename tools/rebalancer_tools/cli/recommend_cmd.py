@@ -55,7 +55,8 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
     samples = history.states()
     states = prepare(samples)
     reference = {t: tp.weight for t, tp in policy.teams.items()}
-    current = replay("current", states, policy, samples[0], reference)
+    like = history.quota_settings()
+    current = replay("current", states, policy, samples[0], reference, like=like)
     suggestions = rec.suggest(states, current, policy, guarantee_percentile, approval_percentile)
     doc = rec.apply_suggestions(raw, suggestions)
     evidence = [(s.field, s.before, s.after, s.evidence) for s in suggestions]
@@ -71,7 +72,7 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
                          f"best of {best['trials']} trials (#{best['number']}): objective {best['value']:,.1f} "
                          f"against {objective_value(current):,.1f} for the current policy"))
     suggested = load_model(Policy, doc, "recommended policy")
-    recommended = replay("recommended", states, suggested, samples[0], reference)
+    recommended = replay("recommended", states, suggested, samples[0], reference, like=like)
 
     console = Console(width=max(Console().width, 100))
     click.echo(f"evidence ({len(states)} states of {history.cluster}):")
