@@ -17,7 +17,7 @@ from rebalancer.app.observe import observe
 @metrics.log_metrics
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.ObserveConfig)
-    worst = observe(cfg, wiring.snapshot_reader(), wiring.store())
+    worst = observe(cfg, wiring.snapshot_reader(), wiring.store(), warn=lambda message: logger.warning(message))
     for m in worst:
         wiring.publish_team_metrics(m)
     metrics.add_metric(name="StrandedAccelerators", unit=MetricUnit.Count, value=max(m.stranded for m in worst))

@@ -124,3 +124,14 @@ def test_a_bad_since_is_exit_2(store: Store, tmp_path: Path) -> None:
               "-o", str(tmp_path / "h.jsonl"))
     assert got.exit_code == 2
     assert "--since: expected a duration like 30d" in got.output
+
+
+def test_a_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(store: Store) -> None:
+    cfg = ObserveConfig.model_validate({"TABLE_NAME": "missing-table", "MANAGED_CLUSTERS": "c1,c2",
+                                        "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "90"})
+    broken = Store("missing-table", resource=boto3.resource("dynamodb", region_name="us-east-1"))
+    warnings: list[str] = []
+    measured = observe(cfg, lambda _name: snapshot(T0, 8), broken, warn=warnings.append)
+    assert len(measured) == 2
+    assert [w.split(":")[0] for w in warnings] == ["demand sample of c1 not stored", "demand sample of c2 not stored"]
+    assert "ResourceNotFoundException" in warnings[0]

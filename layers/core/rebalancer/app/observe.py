@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from rebalancer import catalog
 from rebalancer.errors import UnknownInstanceType
 from rebalancer.models import Snapshot
@@ -80,12 +82,17 @@ def measure(snapshot: Snapshot) -> Imbalance:
     return Imbalance(snapshot.cluster.ClusterName, float(capacity), tuple(usage))
 
 
-def observe(cfg: ObserveConfig, read: Callable[[str], Snapshot], store: Store) -> list[Imbalance]:
-    """Each managed cluster read once: its imbalance measured and its demand sample stored."""
+def observe(cfg: ObserveConfig, read: Callable[[str], Snapshot], store: Store,
+            warn: Callable[[str], None] = lambda _message: None) -> list[Imbalance]:
+    """Each managed cluster read once: its imbalance measured and its demand sample stored. A sample DynamoDB
+    refuses is a warning, not a failure: the metrics (which the alarms watch) still go out; history has a gap."""
     out = []
     retention = timedelta(days=cfg.history_retention_days)
     for name in cfg.managed_clusters:
         snapshot = read(name)
-        store.put_sample(sample_of(snapshot), retention)
         out.append(measure(snapshot))
+        try:
+            store.put_sample(sample_of(snapshot), retention)
+        except (ClientError, BotoCoreError) as e:
+            warn(f"demand sample of {name} not stored: {e}")
     return out
