@@ -64,7 +64,7 @@ def test_a_sample_holds_use_pending_quota_and_healthy_nodes_per_pool() -> None:
 def test_observe_stores_one_sample_per_cluster_with_the_retention_as_ttl(store: Store) -> None:
     cfg = ObserveConfig.model_validate({"TABLE_NAME": "audit-table", "MANAGED_CLUSTERS": "c1",
                                         "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "30"})
-    measured = observe(cfg, lambda _name: snapshot(T0, 8), store)
+    measured = observe([snapshot(T0, 8)], store, timedelta(days=cfg.history_retention_days))
     assert [m.cluster for m in measured] == ["c1"]
     items = store.table.scan()["Items"]
     assert [(i[KEY], i[SORT]) for i in items] == [("SAMPLE#c1", "2026-11-30T12:00:00+00:00")]
@@ -131,7 +131,9 @@ def test_a_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(sto
                                         "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "90"})
     broken = Store("missing-table", resource=boto3.resource("dynamodb", region_name="us-east-1"))
     warnings: list[str] = []
-    measured = observe(cfg, lambda _name: snapshot(T0, 8), broken, warn=warnings.append)
-    assert len(measured) == 2
+    two = [snapshot(T0, 8), snapshot(T0, 8).model_copy(update={"cluster": snapshot(T0, 8).cluster.model_copy(
+        update={"ClusterName": "c2"})})]
+    measured = observe(two, broken, timedelta(days=cfg.history_retention_days), warn=warnings.append)
+    assert [m.cluster for m in measured] == ["c1", "c2"]
     assert [w.split(":")[0] for w in warnings] == ["demand sample of c1 not stored", "demand sample of c2 not stored"]
     assert "ResourceNotFoundException" in warnings[0]

@@ -271,7 +271,7 @@ def _apply(plan: Plan, quotas: dict[str, ComputeQuota], now: datetime) -> None:
 
 def replay_policy(policy: Policy) -> Policy:
     """The policy as replayed: a dry run plans as auto (a backtest writes nothing anyway); the scheduler config is
-    not replayed (the samples do not record it)."""
+    not replayed (the samples do not record it), nor are budgets (nor the use metered against them)."""
     return policy.model_copy(update={"mode": "auto" if policy.mode == "dry-run" else policy.mode, "cluster": None})
 
 
@@ -308,10 +308,10 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
         if reuse and previous_plan is not None and repeated:
             plan = previous_plan
         else:
-            snapshot = trusted(Snapshot, {
-                "taken_at": now, "cluster": state.cluster, "nodes": state.nodes,
-                "quotas": tuple(quotas[t] for t in sorted(quotas)), "demand": state.demand, "mig": state.mig,
-                "utilization": {}, "scheduler_config": None})
+            # Parts already validated; model_construct gives any field not named here its default.
+            snapshot = Snapshot.model_construct(
+                taken_at=now, cluster=state.cluster, nodes=state.nodes,
+                quotas=tuple(quotas[t] for t in sorted(quotas)), demand=state.demand, mig=state.mig)
             plan = make_plan(snapshot, policy, now, known_versions={t: q.ComputeQuotaVersion
                                                                      for t, q in quotas.items()})
             out.planned += 1

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "demo": "rebalancer_tools.cli.demo_cmd:demo",
     "backtest": "rebalancer_tools.cli.backtest_cmd:backtest",
     "recommend": "rebalancer_tools.cli.recommend_cmd:recommend",
+    "usage": "rebalancer_tools.cli.usage_cmd:usage",
 }
 
 

@@ -5,7 +5,7 @@ The template's alarms on these start a rebalance. Each observation also stores a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -18,7 +18,6 @@ from rebalancer.models import Snapshot
 from rebalancer.sample import sample_of
 
 if TYPE_CHECKING:
-    from rebalancer.app.config import ObserveConfig
     from rebalancer.app.store import Store
 
 
@@ -82,14 +81,13 @@ def measure(snapshot: Snapshot) -> Imbalance:
     return Imbalance(snapshot.cluster.ClusterName, float(capacity), tuple(usage))
 
 
-def observe(cfg: ObserveConfig, read: Callable[[str], Snapshot], store: Store,
+def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
             warn: Callable[[str], None] = lambda _message: None) -> list[Imbalance]:
-    """Each managed cluster read once: its imbalance measured and its demand sample stored. A sample DynamoDB
+    """Each cluster's snapshot measured and stored as a demand sample (kept `retention`). A sample DynamoDB
     refuses is a warning, not a failure: the metrics (which the alarms watch) still go out; history has a gap."""
     out = []
-    retention = timedelta(days=cfg.history_retention_days)
-    for name in cfg.managed_clusters:
-        snapshot = read(name)
+    for snapshot in snapshots:
+        name = snapshot.cluster.ClusterName
         out.append(measure(snapshot))
         try:
             store.put_sample(sample_of(snapshot), retention)
