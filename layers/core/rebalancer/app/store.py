@@ -12,7 +12,7 @@ Item layout (pk / sk):
   SAMPLE#<cluster>       / <ISO time>                     gzip'd demand sample (rebalancer.sample) written by observe
                                                           every few minutes; expires_at = time + the history
                                                           retention (HISTORY_RETENTION_DAYS). Its own partition per
-                                                          cluster, so other per-time facts (metering) take another.
+                                                          cluster, apart from the metering facts (METER#).
   METER#<cluster>        / LAST                           the latest metering reading (rebalancer.metering)
   METER#<cluster>        / FACT#<start, UTC ISO>          use between two readings; one per start, never rewritten
   METER#<cluster>        / ALERT#<team>#<period>#<pct>    a budget threshold announced (once per period)
