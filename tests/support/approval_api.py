@@ -92,8 +92,9 @@ class Api:
         return self.http.handle(http_api_event(method, url, body=body, base64_body=True, source_ip="192.0.2.7",
                                                claims=claims))
 
-    def page_form(self, decision: str = "approve") -> tuple[str, dict[str, str]]:
-        page = self.call("GET", self.link(decision))
+    def page_form(self, decision: str = "approve", claims: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
+        """(where the review page's form posts, its hidden fields), from a GET of the link (signed in: `claims`)."""
+        page = self.call("GET", self.link(decision), claims=claims)
         assert page["statusCode"] == 200, page["body"]
         action, fields = review_form(page["body"])
         return urljoin(self.link(decision), action), fields

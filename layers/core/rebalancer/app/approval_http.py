@@ -290,7 +290,7 @@ def _slack_action(body: str) -> tuple[str, str, dict[str, str], dict[str, str]]:
     if not isinstance(action, dict) or not isinstance(action.get("action_id"), str) \
             or not isinstance(action.get("value"), str):
         raise ValueError("an action without action_id and value")
-    user, team = payload.get("user") or {}, payload.get("team") or {}
+    user, team = (payload[k] if payload.get(k) is not None else {} for k in ("user", "team"))
     if not isinstance(user, dict) or not isinstance(team, dict):
         raise ValueError("user or team is not an object")
     return (action["action_id"], action["value"], {k: str(v) for k, v in user.items() if isinstance(v, str)},
