@@ -133,3 +133,14 @@ def test_only_the_store_reads_or_writes_the_table() -> None:
     offenders = {name: use for name, path in MODULES.items() if name != STORE
                  for use in [_table_use(ast.parse(path.read_text()))] if use}
     assert offenders == {}
+
+
+def test_the_approval_handler_imports_neither_the_resolver_nor_jinja2_until_an_http_request() -> None:
+    """RequestApproval (the state machine's call) pays for neither; the first HTTP request imports them."""
+    handler = ROOT.parent.parent / "functions" / "approval"
+    lazy = ("jinja2", "aws_lambda_powertools.event_handler", "rebalancer.app.approval_http")
+    code = (f"import sys; sys.path.insert(0, {str(handler)!r}); import app; "
+            f"print(sorted(m for m in {lazy!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
