@@ -9,7 +9,7 @@ import hmac
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode, urljoin
 
@@ -25,9 +25,9 @@ from rebalancer.plan import Change, Plan
 from rebalancer_tools.http_api import http_api_event
 from rebalancer_tools.ticking_clock import Clock
 from support.approval_page import review_form
+from support.clock import T0, ticking
 from support.template import create_table
 
-T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 ARN = "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:c1-node-health-0001"
 BASE = "https://api.example"
 
@@ -113,7 +113,7 @@ def approval_api(*, oidc_issuer: str | None = None, slack_signing_secret: str | 
     """In moto: the template's table, the plan stored, and an approval requested (its message in the inbox)."""
     with mock_aws():
         create_table(boto3.client("dynamodb", region_name="us-east-1"))
-        clock, sfn, inbox = Clock(T0), Sfn(), Inbox()
+        clock, sfn, inbox = ticking(), Sfn(), Inbox()
         store = Store("t", now=clock)
         store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
         approvals = Approvals(store=store, sfn=sfn, signer=LinkSigner(b"k" * 32), channels=[inbox])

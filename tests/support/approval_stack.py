@@ -18,6 +18,7 @@ from rebalancer.plan import Plan
 from rebalancer_tools.demo.world import ApprovalGateway
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from support.clock import ticking
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import pod_set, serve, workload
@@ -75,12 +76,13 @@ class Waiting:
 def waiting_stack(env: dict[str, str] | None = None) -> Iterator[Waiting]:
     """`env`: more of the functions' environment (e.g. APPROVAL_OIDC_ISSUER, as the template sets it with the JWT
     authorizer)."""
-    with (in_process_emulator(seed_demo=True) as emu, serve() as (kube_url, kube), SlackReceiver() as slack,
-          ApprovalGateway() as gateway):
+    clock = ticking()
+    with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (kube_url, kube),
+          SlackReceiver() as slack, ApprovalGateway() as gateway):
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
                  workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
         with LocalStack(clusters={CLUSTER: POLICY}, kube_url=kube_url, slack_webhook_url=slack.url,
-                        approval_api_url=gateway.url, env=env or {}) as stack:
+                        approval_api_url=gateway.url, now=clock, env=env or {}) as stack:
             gateway.target = stack.http
             event = load_event("hyperpod-node-health")
             event["detail"]["ClusterName"] = CLUSTER
