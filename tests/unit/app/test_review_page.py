@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.props import properties
 
 from rebalancer.app.review_page import Review, Row, message_page, review_page, rows_of, trigger_text
 from rebalancer.plan import Change, Plan
@@ -71,6 +72,7 @@ ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p
                 "a", "code", "strong"}
 
 
+@properties(100)
 @given(st.text(max_size=40))
 def test_no_value_anywhere_on_the_page_becomes_markup(value: str) -> None:
     """Whatever text arrives in any field (from the plan, the trigger, the approver's name or the nonce), the page a
