@@ -149,8 +149,8 @@ def decide(plan: Plan) -> Decision:
 
 
 def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
-         mode_override: str = "", send: budgets.Send | None = None) -> dict[str, Any]:
-    """`send` delivers budget messages (thresholds reached, a period's summary); without it none are sent."""
+         mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
     snapshot = load_snapshot(store, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -162,7 +162,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
     snapshot = budgets.with_usage(store, policy, snapshot)
     known = known_versions_for(store.known_versions(run.cluster_name), snapshot, policy)
     result = make_plan(snapshot, policy, now, known_versions=known)
-    announced = budgets.announce(store, policy, snapshot, send) if send else []
+    announced = budgets.announce(store, policy, snapshot, budget_outlet) if budget_outlet else []
     store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
     decision = decide(result)
     store.audit(run.cluster_name, run.execution_name, "plan", outcome=decision,
@@ -316,8 +316,9 @@ def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer:
         # As the quota writer's own rollback: only what this run wrote is undone; a quota it never reached may
         # hold someone else's newer edit.
         before = [q for q in before if q.ComputeQuotaId in expected]
+        # A create that then failed (CreateFailed, its version unreadable) still left a quota: delete it too.
         created = [o.quota_id for o in report.outcomes
-                   if o.operation == "CreateComputeQuota" and o.result == "applied" and o.quota_id]
+                   if o.operation == "CreateComputeQuota" and o.result in ("applied", "failed") and o.quota_id]
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
     config = restore_scheduler(run, snapshot, store=store, configs=configs)
     ok = undo.succeeded and (config is None or config.result in ("applied", "unchanged"))
