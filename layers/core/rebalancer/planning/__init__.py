@@ -80,14 +80,14 @@ def _allocations_and_changes(result: Allocation, blocked: set[str]) -> tuple[All
     keyed = sorted(((PoolKey.parse(pool.key), pool) for pool in result.pools),
                    key=lambda kp: (kp[0].instance_type, kp[0].mig_profile or ""))
     for key, pool in keyed:
+        name, resource, instance_type, profile = pool.key, pool.resource, key.instance_type, key.mig_profile
         for o in pool.outcomes:
             team, before = o.team, o.before
             after = int(before) if o.after > before and team in blocked else o.after
             if after or before:
-                allocations.setdefault(team, {})[pool.key] = {pool.resource: float(after)}
+                allocations.setdefault(team, {})[name] = {resource: float(after)}
             if abs(after - before) > EPS:
                 side = ups if after > before else downs
-                side[team].append(Change(team=team, instance_type=key.instance_type, resource=pool.resource,
-                                         mig_profile=key.mig_profile, before=before, after=float(after),
-                                         reason=o.reason))
+                side[team].append(Change(team=team, instance_type=instance_type, resource=resource,
+                                         mig_profile=profile, before=before, after=float(after), reason=o.reason))
     return allocations, [c for side in (downs, ups) for team in sorted(side) for c in side[team]]

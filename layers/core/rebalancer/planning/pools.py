@@ -130,8 +130,8 @@ class TeamRow:
         if d is None:
             demand = in_use = 0.0
         else:
-            in_use = d.in_use.get(resource)
-            demand = float(math.ceil(in_use + d.pending.get(resource) - EPS))
+            in_use = float(getattr(d.in_use, resource))  # Resources.get, without its call: 15k claims at 1,000 teams
+            demand = float(math.ceil(in_use + getattr(d.pending, resource) - EPS))
         amounts = self.amounts
         return Claim(self.team, self.weight, amounts.guarantee.get(pool, 0.0), amounts.cap.get(pool, INF), demand,
                      self.holds.get(pool, 0.0), in_use, self.protected, self.cooldown, amounts.notes.get(pool, ()))

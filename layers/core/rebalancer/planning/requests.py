@@ -94,23 +94,28 @@ def _entry_pool(entry: Entry) -> str:
     return pool_name(entry["InstanceType"], part["Type"] if part else None)
 
 
-def _apply_entries(entries: list[Entry], outcomes: Iterable[Outcome]) -> list[Entry]:
-    """Entries keep their order; a changed pool's entry is replaced in place, a new one appended, a zero removed."""
+def _rewrite(entries: list[Entry], down: Iterable[Outcome], up: Iterable[Outcome]) -> tuple[list[Entry], list[Entry]]:
+    """The entries once the decreases are written, and once the increases are too. Entries keep their order; a
+    changed pool's entry is replaced in place, a new one appended, a zero removed."""
     slots: list[Entry | None] = list(entries)
     at: dict[str, int] = {}
     for i, e in enumerate(entries):
         at.setdefault(_entry_pool(e), i)
-    for o in outcomes:
-        instance_type, _, profile = o.pool.partition(":")
-        new = _entry(instance_type, profile or None, o.after) if o.after else None
-        where = at.get(o.pool)
-        if where is None:
-            if new is not None:
-                at[o.pool] = len(slots)
-                slots.append(new)
-        else:
-            slots[where] = new  # None marks a removed entry until the end
-    return [e for e in slots if e is not None]
+
+    def write(outcomes: Iterable[Outcome]) -> list[Entry]:
+        for o in outcomes:
+            instance_type, _, profile = o.pool.partition(":")
+            new = _entry(instance_type, profile or None, o.after) if o.after else None
+            where = at.get(o.pool)
+            if where is None:
+                if new is not None:
+                    at[o.pool] = len(slots)
+                    slots.append(new)
+            else:
+                slots[where] = new  # None marks a removed entry
+        return [e for e in slots if e is not None]
+
+    return write(down), write(up)
 
 
 def _explicit(team: str, tp: TeamPolicy, entries: list[Entry], healthy: Mapping[str, int]) -> list[Entry]:
@@ -158,7 +163,7 @@ def _why(console: bool) -> str:
 
 def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], healthy: Mapping[str, int],
             out: QuotaWrites) -> None:
-    entries = _explicit(team, tp, _apply_entries([], up), healthy)
+    entries = _explicit(team, tp, _rewrite([], (), up)[1], healthy)
     if len(entries) > MAX_ENTRIES:
         out.warnings.append(f"{team}: a quota holds at most {MAX_ENTRIES} resource entries; "
                             f"{len(entries)} needed, not created")
@@ -208,8 +213,9 @@ def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Outcome], healthy
     entries = [] if disabled else list(config.get("ComputeQuotaResources", []))
     down = [o for o in changed if o.after < o.before]
     up = [o for o in changed if o.after > o.before]
-    lowered = _explicit(team, tp, _apply_entries(entries, down), healthy)
-    final = _explicit(team, tp, _apply_entries(lowered, up), healthy) if up else lowered
+    lowered, final = _rewrite(entries, down, up)
+    lowered = _explicit(team, tp, lowered, healthy)
+    final = _explicit(team, tp, final, healthy) if up else lowered
 
     console = edited_outside(q, known_versions)
     diffs = [] if settings == wanted else [(f"ComputeQuotaConfig.{k}", b, a)
