@@ -1,9 +1,10 @@
 """Snapshot + policy → Plan: the pools the engine allocates, and the ordered API requests that get there.
 
 Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, Lambdas, CLI) call `make_plan`.
-By responsibility: `pools` reads the snapshot into the engine's input, `rebalancer.allocation` (the engine)
-decides the amounts, `requests` writes them and the policy's settings as ordered quota requests, `approval`
-applies the approval rules; this module assembles the Plan (the validated model that is stored and sent).
+By responsibility: `rebalancer.budget_enforcement` turns spent budgets into policy, `pools` reads the snapshot
+into the engine's input, `rebalancer.allocation` (the engine) decides the amounts, `requests` writes them and the
+policy's settings as ordered quota requests, `approval` applies the approval rules; this module assembles the
+Plan (the validated model that is stored and sent).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from rebalancer.allocation import EPS, Allocation, Outcome, Settings, allocate
+from rebalancer.budget_enforcement import enforce, explain
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.models import Snapshot
 from rebalancer.plan import CLUSTER, Change, Plan, SchedulerRequest
@@ -36,6 +38,12 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
     the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
     from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
     """
+    enforced = enforce(policy, snapshot)  # budgets: a lower ceiling or no borrowing, and the reason
+    return explain(_make_plan(snapshot, enforced.policy, now, known_versions), enforced)
+
+
+def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
+               known_versions: Mapping[str, int] | None) -> Plan:
     pools, warnings = build_pools(snapshot, policy, now)
     result = allocate(pools, Settings(surplus=policy.surplus, min_step=policy.stability.min_step,
                                       max_move=policy.stability.max_move))
