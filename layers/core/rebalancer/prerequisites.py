@@ -158,7 +158,7 @@ _CONFIG = "arn:{partition}:sagemaker:{region}:{account}:cluster-scheduler-config
 _SNS = (("sns:Publish", "{TOPIC_ARN}"),)
 _READ_CLUSTER = (
     ("sagemaker:DescribeCluster", _CLUSTER), ("sagemaker:ListClusterNodes", _CLUSTER),
-    ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeComputeQuota", _QUOTA),
+    ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeComputeQuota", _QUOTA), ("sagemaker:ListTags", _QUOTA),
     ("sagemaker:ListClusterSchedulerConfigs", "*"), ("sagemaker:DescribeClusterSchedulerConfig", _CONFIG),
     ("eks:DescribeCluster", "arn:{partition}:eks:{region}:{account}:cluster/x"),
     ("eks:DescribeAddon", f"arn:{{partition}}:eks:{{region}}:{{account}}:addon/x/{ADDON}/x"),

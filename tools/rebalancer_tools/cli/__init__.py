@@ -24,7 +24,10 @@ COMMANDS: dict[str, str] = {
     "history": "rebalancer_tools.cli.history_cmd:history",
     "demo": "rebalancer_tools.cli.demo_cmd:demo",
     "doctor": "rebalancer_tools.cli.doctor_cmd:doctor",
+    "backtest": "rebalancer_tools.cli.backtest_cmd:backtest",
+    "recommend": "rebalancer_tools.cli.recommend_cmd:recommend",
     "usage": "rebalancer_tools.cli.usage_cmd:usage",
+    "trace": "rebalancer_tools.cli.trace_cmd:trace",
 }
 
 

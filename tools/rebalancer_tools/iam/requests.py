@@ -117,6 +117,8 @@ def _access_entry(w: Where, cluster: str, principal: str) -> str:
 
 def _sagemaker(op: str, p: Mapping[str, Any], w: Where) -> list[Pair] | None:
     action = f"sagemaker:{op}"
+    if op in ("ListTags", "AddTags", "DeleteTags") and "ResourceArn" in p:
+        return [(action, str(p["ResourceArn"]))]
     if "ComputeQuotaId" in p:
         return [(action, w.arn("sagemaker", f"compute-quota/{p['ComputeQuotaId']}"))]
     if "ClusterSchedulerConfigId" in p:
