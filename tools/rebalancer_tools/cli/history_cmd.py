@@ -88,6 +88,7 @@ def history(cluster: str, table: str | None, stack: str | None, region: str | No
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from rebalancer.app import runs
     from rebalancer.app.store import Store
 
     if output and not snapshot_of:
@@ -96,7 +97,7 @@ def history(cluster: str, table: str | None, stack: str | None, region: str | No
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     try:
         if snapshot_of:
-            doc = store.get_artifact(snapshot_of, "SNAPSHOT")
+            doc = runs.started_from(store, snapshot_of)
             if doc is None:
                 raise InvalidInput(f"no snapshot stored for run {snapshot_of} (see `rebalancer history`)",
                                    field="--snapshot-of", value=snapshot_of)
@@ -107,7 +108,7 @@ def history(cluster: str, table: str | None, stack: str | None, region: str | No
             else:
                 click.echo(text)
             return
-        records = store.audit_log(cluster)
+        records = runs.history(store, cluster)
     except ClientError as e:
         err = e.response.get("Error", {})
         raise PermanentError(f"reading the audit table {store.table_name}: {err.get('Code')}: "
