@@ -312,3 +312,74 @@ def test_without_a_table_the_cli_says_the_versions_are_unknown_as_the_workflow_m
     assert "console edit will be replaced" in planned.stdout
     assert [r["kind"] for r in Store(table, resource=aws.session.resource("dynamodb")).audit_log("c1")] == \
         ["plan", "apply"]  # nothing recorded by the CLI run
+
+
+def test_rollback_of_a_workflow_run_from_the_cli_is_the_workflows_rollback(
+        emu: Emulator, aws: AwsClients, kube: str) -> None:
+    setup_cluster(emu, aws.client("sagemaker"), "c1")
+    table = create_table(aws.client("dynamodb"), TABLE)
+    workflow(aws, table, "c1", FIRST, kube, "c1-20261201T0600")
+    assert scheduler_id(aws, "c1")
+    emu.external_edit("a-quota")  # an admin lowers team a after the run: that edit stays
+
+    result = CliRunner().invoke(cli, ["rollback", "--cluster", "c1", "--run", "c1-20261201T0600", "--table", table,
+                                      "--yes"])
+    assert result.exit_code == 1, result.output
+    assert "(cluster): scheduler config " in result.stdout
+    assert "changed by someone else after our write" in result.stdout
+    assert result.stderr.startswith("error: rollback incomplete")
+    emu.settle()
+    now = {team: config for team, (config, _) in quotas_now(emu, "c1").items()}
+    assert {t: c["ComputeQuotaResources"][0]["Accelerators"] for t, c in now.items() if t != "a"} == \
+        {t: n for t, n in BEFORE.items() if t != "a"}
+    assert {t: c["PreemptTeamTasks"] for t, c in now.items()} == {"a": "Never", **dict.fromkeys("bcde",
+                                                                                                "LowerPriority")}
+    assert scheduler_id(aws, "c1") == ""  # the run created it: deleted
+    store = Store(table, resource=aws.session.resource("dynamodb"))
+    [record] = [r for r in store.audit_log("c1") if r["kind"] == "rollback"]
+    assert (record["execution"], record["outcome"], record["detail"]["source"]) == \
+        ("c1-20261201T0600", "incomplete", "cli")
+    current = {q["ComputeQuotaTarget"]["TeamName"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")}
+    recorded = store.known_versions("c1")
+    assert {t: recorded[t] for t in "bcde"} == {t: current[t] for t in "bcde"}  # the rollback's writes are ours
+    assert recorded["a"] != current["a"]  # a holds the admin's edit: the next plan says so
+
+
+def test_rollback_of_a_cli_apply_run_restores_it(emu: Emulator, aws: AwsClients, kube: str, tmp_path: Path) -> None:
+    setup_cluster(emu, aws.client("sagemaker"), "c1")
+    table = create_table(aws.client("dynamodb"), TABLE)
+    applied = cli_run("apply", "--cluster", "c1", "--kube-url", kube, "--metrics-window", "0", "--policy",
+                      write_policy(tmp_path, FIRST, "first.yaml"), "--yes", "--table", table)
+    assert applied.exit_code == 0, applied.output
+    store = Store(table, resource=aws.session.resource("dynamodb"))
+    [execution] = {r["execution"] for r in store.audit_log("c1")}
+
+    result = cli_run("rollback", "--cluster", "c1", "--run", execution, "--table", table, "--yes")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("restored")
+    emu.settle()
+    assert {t: (c["ComputeQuotaResources"][0]["Accelerators"], c["PreemptTeamTasks"])
+            for t, (c, _) in quotas_now(emu, "c1").items()} == {t: (n, "LowerPriority") for t, n in BEFORE.items()}
+    assert scheduler_id(aws, "c1") == ""
+    assert [(r["kind"], r["outcome"]) for r in store.audit_log("c1")] == [("plan", "apply"), ("apply", "applied"),
+                                                                          ("rollback", "restored")]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--run", "c1-20261201T0600"], "--run: --run needs the audit table"),
+    (["--run", "c1-20261201T0600", "--to", "x.json", "--table", TABLE], "give --to FILE"),
+    (["--table", TABLE], "give --to FILE"),
+    (["--run", "c1-nosuchrun", "--table", TABLE], "no plan stored for run c1-nosuchrun"),
+])
+def test_rollback_of_a_run_refuses_bad_input_before_writing(
+        emu: Emulator, aws: AwsClients, kube: str, monkeypatch: pytest.MonkeyPatch, args: list[str],
+        message: str) -> None:
+    monkeypatch.delenv("REBALANCER_TABLE", raising=False)
+    setup_cluster(emu, aws.client("sagemaker"), "c1")
+    create_table(aws.client("dynamodb"), TABLE)
+    versions = {q["ComputeQuotaId"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")}
+    result = CliRunner().invoke(cli, ["rollback", "--cluster", "c1", "--yes", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert {q["ComputeQuotaId"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")} == versions

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.catalog import spec
-from rebalancer.errors import InvalidInput, RebalancerError, UnknownInstanceType
+from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.planning import held
 from rebalancer.policy import Policy, PoolKey
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the c
     from rebalancer.adapters.collect import Collected
     from rebalancer.adapters.quota_writer import QuotaWriter
     from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+    from rebalancer.app.runs import RunRef
 
 F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
@@ -208,8 +209,6 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     if not yes:
         click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                       f"{snap.cluster.ClusterName}?", abort=True)
-    from rebalancer.adapters.quota_writer import raise_for_report
-
     run = runs.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
                                                                                            log.now()),
                       execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
@@ -220,23 +219,33 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     try:
         done = runs.apply_run(run, store=log, writer=writer, configs=configs, who=who)
     except RebalancerError as e:
-        # As the state machine does after a failed Apply: the Rollback use case undoes what this run wrote.
-        undone = runs.rollback_run(run, {"Error": type(e).__name__, "Cause": str(e)}, store=log, writer=writer,
-                                   configs=configs)
-        scheduler = runs.load_scheduler(log, run)
-        report = runs.load_report(log, run) or ApplyReport(cluster_arn=plan.cluster_arn, succeeded=False,
-                                                           error=str(e))
-        if undone.did_anything:
-            report = report.model_copy(update={"rollback": (undone.undo.outcomes), "rolled_back": undone.ok})
-        for line in ([scheduler.line()] if scheduler else []) + report.lines():
-            click.echo(line)
-        if undone.scheduler is not None:
-            click.echo("  " + undone.scheduler.line())
-        raise_for_report(report)
+        _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
         raise
     for line in done.lines():
         click.echo(line)
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
+
+
+def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: TableLog | MemoryLog, writer: QuotaWriter,
+                      configs: SchedulerConfigClient) -> None:
+    """As the state machine after a failed Apply: the Rollback use case undoes what the run wrote. Prints what the
+    apply and the rollback did, and raises the apply's error with "; rolled back" (or "; ROLLBACK INCOMPLETE")
+    when the rollback had something to undo."""
+    from rebalancer.adapters.quota_writer import raise_for_report
+    from rebalancer.app import runs
+
+    undone = runs.rollback_run(run, {"Error": type(error).__name__, "Cause": str(error)}, store=log,
+                               writer=writer, configs=configs)
+    scheduler = runs.load_scheduler(log, run)
+    report = runs.load_report(log, run) or ApplyReport(cluster_arn="", succeeded=False, error=str(error))
+    if undone.did_anything:
+        report = report.model_copy(update={"rollback": undone.undo.outcomes, "rolled_back": undone.ok})
+    for line in ([scheduler.line()] if scheduler else []) + report.lines():
+        click.echo(line)
+    if undone.scheduler is not None:
+        click.echo("  " + undone.scheduler.line())
+    if undone.did_anything:
+        raise_for_report(report)
 
 
 def _run_log(live: LiveSource, table: str | None, stack: str | None) -> TableLog | MemoryLog:
@@ -265,21 +274,37 @@ def _caller(live: LiveSource) -> str:
 
 @click.command()
 @live_options(required=True)
-@click.option("--to", "to_file", required=True, type=click.Path(dir_okay=False),
+@click.option("--to", "to_file", type=click.Path(dir_okay=False),
               help="Snapshot JSON holding the quotas to restore (from `rebalancer snapshot`).")
+@click.option("--run", "run_name", metavar="RUN",
+              help="Or undo what run RUN wrote (a controller run or a CLI apply, as `rebalancer history` names "
+                   "it; needs the audit table), as the controller's Rollback step: its quotas and its scheduler "
+                   "config, each left alone if edited after the run's write.")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
 @audit_options
 @with_poll_options
-def rollback(live: LiveSource, to_file: str, yes: bool, table: str | None, stack: str | None,
-             poll_interval: float, timeout: float) -> None:
-    """Restore the quotas of a snapshot, with fresh versions, decreases first. Given the controller's audit
-    table, the rollback is recorded there and shows in `rebalancer history`."""
+def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, table: str | None,
+             stack: str | None, poll_interval: float, timeout: float) -> None:
+    """Restore the quotas of a snapshot (--to), with fresh versions, decreases first; or undo what one run wrote
+    (--run). Given the controller's audit table, the rollback is recorded there and shows in `rebalancer
+    history`."""
+    if (to_file is None) == (run_name is None):
+        raise InvalidInput("give --to FILE (a snapshot to restore) or --run RUN (a run to undo)", field="--to")
+    log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any write
+    if run_name is not None:
+        _rollback_run(live, run_name, yes, log, poll_interval, timeout)
+    else:
+        assert to_file is not None
+        _restore_snapshot(live, to_file, yes, log, poll_interval, timeout)
+
+
+def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
+                      timeout: float) -> None:
     from rebalancer.adapters.quota_writer import raise_for_report
     from rebalancer.adapters.sagemaker import SageMakerReader
     from rebalancer.app import runs
 
     target = load_model_file(Snapshot, to_file)
-    log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any write
     sm = SageMakerReader(live.clients().client("sagemaker"))
     cluster = sm.cluster(live.cluster)
     if target.cluster.ClusterArn != cluster.ClusterArn:
@@ -306,4 +331,48 @@ def rollback(live: LiveSource, to_file: str, yes: bool, table: str | None, stack
     for line in report.lines():
         click.echo(line)
     raise_for_report(report)
+    click.echo("restored")
+
+
+def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
+                  timeout: float) -> None:
+    """The controller's Rollback step for one stored run, from the command line."""
+    from rebalancer.app import runs
+
+    if not log.recorded:
+        raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
+                           value=run_name)
+    run = runs.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
+    if log.get_artifact(run_name, "PLAN") is None:
+        raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",
+                           value=run_name)
+    plan, snap = runs.load_plan(log, run), runs.load_snapshot(log, run)
+    if plan.cluster_name != live.cluster:
+        raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
+                           value=run_name)
+    report, scheduler = runs.load_report(log, run), runs.load_scheduler(log, run)
+    if report is None and scheduler is None:
+        # The controller's Rollback would then restore every quota the plan touched; from here, with nothing
+        # saying the run wrote anything, that could overwrite later changes.
+        raise InvalidInput(f"run {run_name} stored no apply: it wrote nothing to undo", field="--run",
+                           value=run_name)
+    before = {q.ComputeQuotaId: q for q in snap.quotas}
+    for o in report.outcomes if report else ():
+        if o.result == "applied" and o.quota_id:
+            was = before.get(o.quota_id)
+            back = f"back to {quota_summary(was)}" if was else "deleted (the run created it)"
+            click.echo(f"{o.team}: {o.operation} v{o.version} → {back}")
+    if scheduler is not None and scheduler.config_id and (scheduler.result == "applied" or scheduler.version):
+        back = "deleted (the run created it)" if scheduler.operation == "CreateClusterSchedulerConfig" else \
+            "back to the run's snapshot"
+        click.echo(f"(cluster): scheduler config {scheduler.config_id} v{scheduler.version} → {back}")
+    if not yes:
+        click.confirm(f"Undo what run {run_name} wrote to {live.cluster}?", abort=True)
+    done = runs.rollback_run(run, None, store=log, writer=_writer(live, poll_interval, timeout),
+                             configs=_configs(live, poll_interval, timeout))
+    for line in done.lines():
+        click.echo(line)
+    if not done.ok:
+        raise PermanentError(done.undo.error or "rollback incomplete: what is listed above as conflict or failed "
+                                                "was left as it is")
     click.echo("restored")
