@@ -26,7 +26,7 @@ from rebalancer_tools.demo import cast
 from rebalancer_tools.demo.world import World
 from rebalancer_tools.emulator.demo import P5, TRN1
 from rebalancer_tools.local_stack import STACK
-from rebalancer_tools.template import find_root
+from rebalancer_tools.sample_events import load_event
 
 Quotas = dict[str, dict[str, int]]  # team → instance type → accelerators
 ADMIN = "alice (platform admin)"
@@ -88,11 +88,6 @@ class SilentStory:
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
-def load_event(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((find_root() / "events" / f"{name}.json").read_text())
-    return doc
-
-
 def alarm_event(world: World) -> dict[str, Any]:
     """events/alarm-state-change.json, about the demo cluster, now."""
     event = load_event("alarm-state-change")
