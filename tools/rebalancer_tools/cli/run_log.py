@@ -7,17 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rebalancer.adapters.aws import aws_call
+from rebalancer.errors import PermanentError
 
 if TYPE_CHECKING:
-    from rebalancer.app.store import Store
+    from rebalancer.app.store import MeterResult, Store
+    from rebalancer.metering import Fact
 
 NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the versions the controller's writes "
-                    "left are unknown, so a setting the policy rewrites is marked a console edit, and this run is "
-                    "not recorded")
+                    "left are unknown, so a setting the policy rewrites is marked a console edit; no budget use is "
+                    "known (none metered); this run is not recorded")
 
 
 def cli_execution(cluster_name: str, at: datetime) -> str:
@@ -72,6 +74,18 @@ class TableLog:
         with self._call("Query"):
             return self.store.audit_log(cluster_name)
 
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
+        with self._call("Query"):
+            return self.store.meter_facts(cluster_name, since, until)
+
+    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> MeterResult:
+        with self._call("TransactWriteItems"):
+            return self.store.meter(cluster_name, reading, expected_gap)
+
+    def announce_once(self, cluster_name: str, key: str) -> bool:
+        with self._call("PutItem"):
+            return self.store.announce_once(cluster_name, key)
+
 
 class MemoryLog:
     """No table: the run's documents live as long as the command; no audit record, no version is kept."""
@@ -102,3 +116,12 @@ class MemoryLog:
 
     def known_versions(self, cluster_name: str) -> dict[str, int]:
         return {}
+
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
+        return []
+
+    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> MeterResult:
+        raise PermanentError("metering needs the controller's table")
+
+    def announce_once(self, cluster_name: str, key: str) -> bool:
+        return False

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.adapters.scheduler_config import SchedulerOutcome
+from rebalancer.app import budgets
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
+from rebalancer.metering import Fact
 from rebalancer.models import ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.plan import CLUSTER, Change, Plan, QuotaRequest, SchedulerRequest
 from rebalancer.planning import holdings, make_plan, setting_changes
@@ -77,6 +79,9 @@ class Store(Protocol):
     def record_team_change(self, cluster_name: str, team: str, execution: str) -> None: ...
     def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None: ...
     def known_versions(self, cluster_name: str) -> dict[str, int]: ...
+    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> Any: ...
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
+    def announce_once(self, cluster_name: str, key: str) -> bool: ...
 
 
 class AuditLog(Protocol):
@@ -166,6 +171,7 @@ def decide(plan: Plan) -> Decision:
 class RunPlan:
     plan: Plan
     known_versions: dict[str, int]  # what the plan took for our own writes' versions
+    snapshot: Snapshot  # what it was planned from: the snapshot read, with the teams' period-to-date budget use
 
     @property
     def decision(self) -> Decision:
@@ -173,9 +179,11 @@ class RunPlan:
 
 
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
-    """The plan against the versions our recorded writes left. Writes nothing."""
+    """The plan against the versions our recorded writes left and the budget use metered so far. Writes
+    nothing."""
+    snapshot = budgets.with_usage(store, policy, snapshot)
     known = known_versions_for(store.known_versions(snapshot.cluster.ClusterName), snapshot, policy)
-    return RunPlan(make_plan(snapshot, policy, now, known_versions=known), known)
+    return RunPlan(make_plan(snapshot, policy, now, known_versions=known), known, snapshot)
 
 
 def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
@@ -189,13 +197,6 @@ def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None 
                    "field_changes": [f.model_dump(mode="json") for f in result.field_changes],
                    "scheduler_requests": [r.model_dump(mode="json") for r in result.scheduler_requests],
                    "known_versions": planned.known_versions})
-
-
-def plan_run(run: RunRef, snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store,
-             who: str | None = None) -> RunPlan:
-    planned = make_run_plan(snapshot, policy, now, store=store)
-    record_plan(store, run, planned, who=who)
-    return planned
 
 
 def record_invalid_policy(store: Store, run: RunRef, error: Exception) -> None:

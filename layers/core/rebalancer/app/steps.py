@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from rebalancer.app import runs
+from rebalancer.app import budgets, runs
 from rebalancer.app.notifications import field_line
 from rebalancer.app.runs import RunRef, SchedulerConfigs, Store, Writer, load_plan, load_snapshot
 from rebalancer.errors import PermanentError, TransientError
@@ -33,13 +33,15 @@ class RollbackFailed(PermanentError):
 def collect(run: RunRef, *, store: Store, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
     snapshot = read_snapshot(run.cluster_name)
     runs.record_snapshot(store, run, snapshot)
+    metered = budgets.meter(store, snapshot)
     return {"taken_at": snapshot.taken_at.isoformat(), "cluster_arn": snapshot.cluster.ClusterArn,
-            "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas)}
+            "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas), "metered": metered.status}
 
 
 # --- plan --------------------------------------------------------------------------------------------------------
 def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
-         mode_override: str = "") -> dict[str, Any]:
+         mode_override: str = "", send: budgets.Send | None = None) -> dict[str, Any]:
+    """`send` delivers budget messages (thresholds reached, a period's summary); without it none are sent."""
     snapshot = load_snapshot(store, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -48,13 +50,16 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
         raise
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
-    planned = runs.plan_run(run, snapshot, policy, now, store=store)
+    planned = runs.make_run_plan(snapshot, policy, now, store=store)
+    announced = budgets.announce(store, policy, planned.snapshot, send) if send else []
+    runs.record_plan(store, run, planned)
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),
             "scheduler_requests": len(result.scheduler_requests),
             "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
-            "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings)}
+            "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings),
+            "budget_messages": announced[:MAX_STATE_LINES]}
 
 
 # --- apply -------------------------------------------------------------------------------------------------------

@@ -130,3 +130,19 @@ def publish_team_metrics(m: Imbalance) -> None:
             with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
                 metric.add_dimension(name="ClusterName", value=m.cluster)
                 metric.add_dimension(name="Team", value=team.team)
+
+
+def budget_sender(cfg: config.NotifyConfig, cluster: str) -> Callable[[str, tuple[str, ...]], None]:
+    """Delivers budget messages on the notification channels, made on first use (no secret read otherwise)."""
+    from rebalancer.app.notifications import Message
+    from rebalancer.app.observability import logger
+
+    def send(kind: str, lines: tuple[str, ...]) -> None:
+        message = Message.model_validate({"kind": kind, "cluster": cluster, "notes": lines})
+        for channel in channels(cfg):
+            result = channel.send(message)
+            if not result.ok:
+                logger.warning("budget message not delivered", extra={"channel": result.channel,
+                                                                       "error": result.error})
+
+    return send
