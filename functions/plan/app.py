@@ -17,4 +17,4 @@ def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     run = steps.RunRef.model_validate(event["run"])
     return steps.plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
                       now=wiring.store().now(), mode_override=cfg.mode_override,
-                      send=wiring.budget_sender(cfg, run.cluster_name))
+                      budget_outlet=wiring.BudgetOutlet(cfg, run.cluster_name))

@@ -71,6 +71,7 @@ class StrategyResult:
     makespan_s: float
     teams: dict[str, TeamResult] = field(default_factory=dict)
     timeline: Timeline | None = None
+    budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # team → period → hours, %
 
     def output(self) -> dict[str, Any]:
         """The JSON shape of `rebalancer simulate --format json`, per strategy."""
@@ -91,6 +92,7 @@ class StrategyResult:
             "makespan_s": round(self.makespan_s, 1),
             "teams": {t: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in _fields(r).items()}
                       for t, r in self.teams.items()},
+            **({"budgets": self.budgets} if self.budgets else {}),
         }
 
 

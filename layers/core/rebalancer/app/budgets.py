@@ -3,7 +3,7 @@ passes a threshold (once per period) and how each period ended (once)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,7 +22,11 @@ class MeterStore(Protocol):
     def announce_once(self, cluster_name: str, key: str) -> bool: ...
 
 
-Send = Callable[[str, tuple[str, ...]], None]  # (kind, lines) → delivered on every channel
+class Outlet(Protocol):
+    """Where budget news goes: messages on the notification channels, figures as CloudWatch metrics."""
+
+    def send(self, kind: str, lines: tuple[str, ...]) -> None: ...
+    def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None: ...
 
 
 def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
@@ -62,11 +66,16 @@ def with_usage(store: MeterStore, policy: Policy, snapshot: Snapshot) -> Snapsho
     return snapshot.model_copy(update={"budget_usage": usage}) if usage else snapshot
 
 
-def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, send: Send) -> list[str]:
-    """Thresholds newly reached this period (each once, whatever the number of runs), then the summary of every
-    period that ended since the last one was sent. Returns the lines sent."""
+def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, outlet: Outlet) -> list[str]:
+    """Per team with a budget: % used and accelerator-hours as metrics; thresholds newly reached this period (each
+    once, whatever the number of runs), then the summary of every period that ended since the last one was sent.
+    Returns the lines sent."""
     cluster = snapshot.cluster.ClusterName
     budgets = _budgets(policy)
+    figures = {team: (u.fraction(budgets[team]) * 100, u.accelerator_hours)
+               for team, u in snapshot.budget_usage.items() if team in budgets}
+    if figures:
+        outlet.record(cluster, figures)
     sent: list[str] = []
     crossed = []
     for team, budget in budgets.items():
@@ -78,11 +87,11 @@ def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, send: Send) 
         if new:
             crossed.append(f"{team}: {describe(budget, used)}; passed {', '.join(f'{p} %' for p in new)}")
     if crossed:
-        send("budget", tuple(crossed))
+        outlet.send("budget", tuple(crossed))
         sent += crossed
     summary = _ended_periods(store, cluster, policy, budgets, snapshot.taken_at)
     if summary:
-        send("budget_summary", tuple(summary))
+        outlet.send("budget_summary", tuple(summary))
         sent += summary
     return sent
 

@@ -40,8 +40,8 @@ def collect(run: RunRef, *, store: Store, read_snapshot: Callable[[str], Snapsho
 
 # --- plan --------------------------------------------------------------------------------------------------------
 def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
-         mode_override: str = "", send: budgets.Send | None = None) -> dict[str, Any]:
-    """`send` delivers budget messages (thresholds reached, a period's summary); without it none are sent."""
+         mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
     snapshot = load_snapshot(store, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -51,7 +51,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
     planned = runs.make_run_plan(snapshot, policy, now, store=store)
-    announced = budgets.announce(store, policy, planned.snapshot, send) if send else []
+    announced = budgets.announce(store, policy, planned.snapshot, budget_outlet) if budget_outlet else []
     runs.record_plan(store, run, planned)
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),
