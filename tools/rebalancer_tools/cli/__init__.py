@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "history": "rebalancer_tools.cli.history_cmd:history",
     "demo": "rebalancer_tools.cli.demo_cmd:demo",
     "usage": "rebalancer_tools.cli.usage_cmd:usage",
+    "trace": "rebalancer_tools.cli.trace_cmd:trace",
 }
 
 

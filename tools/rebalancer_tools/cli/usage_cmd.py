@@ -24,12 +24,13 @@ from rebalancer_tools.cli.history_cmd import audit_table_name
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, writable=True),
               help="Also write a PNG of cumulative use against budget.")
+@click.option("--at", "at_text", metavar="ISO-TIME", help="Report as of this instant, with a time zone (default: now).")
 @click.option("--table", envvar="REBALANCER_TABLE", help="The controller's table (env REBALANCER_TABLE).")
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
 @click.option("--profile", help="AWS profile.")
-def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_file: str | None, table: str | None,
-          stack: str | None, region: str | None, profile: str | None) -> None:
+def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_file: str | None, at_text: str | None,
+          table: str | None, stack: str | None, region: str | None, profile: str | None) -> None:
     """Accelerator-hours per team against its budget, with cost and a forecast to the period's end."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
@@ -37,7 +38,7 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     from rebalancer.app.store import Store
 
     policy = load_model_file(Policy, policy_file)
-    now = datetime.now(UTC)
+    now = _instant(at_text) if at_text else datetime.now(UTC)
     try:
         windows = [usage_report.window_for(t.budget, now, period) for t in policy.teams.values()] or \
                   [usage_report.window_for(None, now, period)]
@@ -55,3 +56,13 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     if plot_file:
         usage_report.plot(facts, policy, until, period, Path(plot_file))
         click.echo(f"plot written to {plot_file}", err=True)
+
+
+def _instant(text: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{text!r} is not an ISO time like 2026-11-30T12:00:00Z", field="--at", value=text) from None
+    if at.tzinfo is None:
+        raise InvalidInput(f"{text!r} has no time zone (add Z or +00:00)", field="--at", value=text)
+    return at

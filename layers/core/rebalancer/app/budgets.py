@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from rebalancer.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
-from rebalancer.metering import EXPECTED_GAP, Fact, Used, budget_usage, hours_in, reading_of
+from rebalancer.metering import EXPECTED_GAP, Fact, Reading, Used, budget_usage, hours_in, reading_of
 from rebalancer.models import Snapshot
 from rebalancer.policy import Policy
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class MeterStore(Protocol):
-    def meter(self, cluster_name: str, reading: object, expected_gap: timedelta) -> MeterResult: ...
+    def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult: ...
     def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
     def announce_once(self, cluster_name: str, key: str) -> bool: ...
 
