@@ -166,7 +166,9 @@ class LocalStack:
                     "POLICY_PARAMETER_PREFIX": prefix, "MODE_OVERRIDE": "", "STATE_MACHINE_ARN":
                     self.state_machine_arn, "TOPIC_ARN": topic, "SLACK_WEBHOOK_SECRET_ARN": slack,
                     "SLACK_SIGNING_SECRET_ARN": slack_signing, "APPROVAL_SIGNING_SECRET_ARN": signing,
-                    "AWS_DEFAULT_REGION": self.region, **LOCAL_ENV, **self.env})
+                    "AWS_DEFAULT_REGION": self.region,
+                    "HISTORY_RETENTION_DAYS": str(self.template["Parameters"]["HistoryRetentionDays"]["Default"]),
+                    **LOCAL_ENV, **self.env})
         self._exit.enter_context(mock.patch.dict("os.environ", env))
         self._exit.callback(wiring.reset)
         wiring.reset()

@@ -46,6 +46,11 @@ class TriggerConfig(EnvConfig):
     debounce_seconds: Annotated[int, Field(gt=0)] = Field(alias="DEBOUNCE_SECONDS")
 
 
+class ObserveConfig(EnvConfig):
+    # How long the demand samples (the backtest's history) are kept: their DynamoDB TTL.
+    history_retention_days: Annotated[int, Field(gt=0)] = Field(alias="HISTORY_RETENTION_DAYS")
+
+
 class VerifyConfig(EnvConfig):
     poll_seconds: Annotated[int, Field(ge=0)] = Field(alias="VERIFY_POLL_SECONDS")
     max_attempts: Annotated[int, Field(gt=0)] = Field(alias="VERIFY_MAX_ATTEMPTS")

@@ -9,6 +9,10 @@ Item layout (pk / sk):
   CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at; expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
   CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
+  SAMPLE#<cluster>       / <ISO time>                     gzip'd demand sample (rebalancer.sample) written by observe
+                                                          every few minutes; expires_at = time + the history
+                                                          retention (HISTORY_RETENTION_DAYS). Its own partition per
+                                                          cluster, apart from the metering facts (METER#).
   METER#<cluster>        / LAST                           the latest metering reading (rebalancer.metering)
   METER#<cluster>        / FACT#<start, UTC ISO>          use between two readings; one per start, never rewritten
   METER#<cluster>        / ALERT#<team>#<period>#<pct>    a budget threshold announced (once per period)
@@ -31,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from rebalancer.errors import TransientError
 from rebalancer.metering import Fact, Reading, fact_between
+from rebalancer.sample import DemandSample
 
 ARTIFACT_RETENTION = timedelta(days=90)
 AUDIT_RETENTION = timedelta(days=400)
@@ -40,6 +45,9 @@ TTL = "expires_at"
 
 Artifact = Literal["SNAPSHOT", "PLAN", "APPLY", "SCHEDULER"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
+HISTORY_RETENTION = timedelta(days=90)  # the template's HistoryRetentionDays default
 
 
 def utcnow() -> datetime:
@@ -146,6 +154,23 @@ class Store:
                     rec[name] = json.loads(rec[name])
             out.append(rec)
         return out
+
+    # --- demand samples (backtest history) ---------------------------------------------------------------------
+    def put_sample(self, sample: DemandSample, retention: timedelta = HISTORY_RETENTION) -> None:
+        """One sample per cluster and time; a retried observe overwrites its own sample, nothing else."""
+        body = gzip.compress(sample.model_dump_json().encode())
+        self.table.put_item(Item={KEY: f"SAMPLE#{sample.cluster}", SORT: sample.at.astimezone(UTC).isoformat(),
+                                  "body": body,
+                                  TTL: _epoch(sample.at + retention)})
+
+    def samples(self, cluster_name: str, since: datetime | None = None) -> Iterator[DemandSample]:
+        """The cluster's samples, oldest first (from `since` on)."""
+        condition: Any = Key(KEY).eq(f"SAMPLE#{cluster_name}")
+        if since is not None:
+            condition = condition & Key(SORT).gte(since.astimezone(UTC).isoformat())
+        for item in self._query(condition):
+            body = item["body"]
+            yield DemandSample.model_validate_json(gzip.decompress(bytes(getattr(body, "value", body))))
 
     def _query(self, condition: Any) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {"KeyConditionExpression": condition, "ConsistentRead": True}
