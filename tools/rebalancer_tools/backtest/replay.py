@@ -42,7 +42,7 @@ from rebalancer.models import (
     Resources,
     Snapshot,
 )
-from rebalancer.plan import Plan, trusted
+from rebalancer.plan import Plan
 from rebalancer.planning import holdings, make_plan
 from rebalancer.policy import Policy, PoolKey
 from rebalancer.sample import DemandSample
@@ -145,7 +145,7 @@ _NO_RESOURCES = {"accelerators": 0.0, "vcpu": 0.0, "memory_gib": 0.0, "partition
 def _resources(resource: str, amount: float) -> Resources:
     values = dict(_NO_RESOURCES)
     values[resource] = float(amount)
-    return trusted(Resources, values)
+    return Resources(**values)
 
 
 def _nodes(sample: DemandSample) -> tuple[Cluster, tuple[ClusterNode, ...]]:
@@ -202,8 +202,8 @@ def prepare(samples: Sequence[DemandSample]) -> list[State]:
                     key = (resource, u.in_use, u.pending)
                     made = made_demand.get(key)
                     if made is None:  # amounts repeat across teams and states: one frozen Demand each
-                        made = made_demand[key] = trusted(Demand, {"in_use": _resources(resource, u.in_use),
-                                                                   "pending": _resources(resource, u.pending)})
+                        made = made_demand[key] = Demand(in_use=_resources(resource, u.in_use),
+                                                         pending=_resources(resource, u.pending))
                     d[pool] = made
                 if resource == "accelerators":
                     use.setdefault(team, {})[pool] = (float(math.ceil(u.in_use + u.pending - EPS)), u.in_use)

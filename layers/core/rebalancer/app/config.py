@@ -64,6 +64,9 @@ class NotifyConfig(EnvConfig):
 class ApprovalConfig(NotifyConfig):
     slack_signing_secret_arn: str = Field("", alias="SLACK_SIGNING_SECRET_ARN")
     approval_signing_secret_arn: NonEmpty = Field(alias="APPROVAL_SIGNING_SECRET_ARN")
+    # The issuer of the approval API's JWT authorizer, set by the template only when the authorizer is on: then the
+    # token's claims name the approver. Empty: the link is the credential and the approver types a name.
+    approval_oidc_issuer: str = Field("", alias="APPROVAL_OIDC_ISSUER")
 
 
 C = TypeVar("C", bound=EnvConfig)

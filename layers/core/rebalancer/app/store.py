@@ -6,6 +6,8 @@ Item layout (pk / sk):
   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries skip it)
   AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
   APPROVAL#<id>          / APPROVAL                       task token, status, decision expiry
+  APPROVAL#<id>          / CONTEXT                        what triggered the run and when (the review page shows it)
+  APPROVAL#<id>          / NONCE#<random part>            a review form that was submitted (single use)
   CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at; expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
   CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
@@ -39,6 +41,7 @@ from rebalancer.sample import DemandSample
 
 ARTIFACT_RETENTION = timedelta(days=90)
 AUDIT_RETENTION = timedelta(days=400)
+NONCE_RETENTION = timedelta(days=1)  # after the form's expiry: a replay then fails on the expiry anyway
 KEY = "pk"
 SORT = "sk"
 TTL = "expires_at"
@@ -74,6 +77,14 @@ class ApprovalRecord:
     status: ApprovalStatus
     decide_by: datetime
     decided_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the review page shows about the run besides its plan."""
+
+    trigger: dict[str, Any]
+    started_at: str | None = None
 
 
 class ApprovalNotPending(Exception):
@@ -262,6 +273,27 @@ class Store:
         rec = self.get_approval(approval_id)
         assert rec is not None
         return rec
+
+    def put_run_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None:
+        self.table.put_item(Item={KEY: f"APPROVAL#{approval_id}", SORT: "CONTEXT",
+                                  "trigger": json.dumps(context.trigger, sort_keys=True, default=str),
+                                  "started_at": context.started_at or "",
+                                  TTL: _epoch(decide_by + ARTIFACT_RETENTION)})
+
+    def run_context(self, approval_id: str) -> RunContext:
+        """The stored context of the approval's run; an empty one when none was stored."""
+        item = self.table.get_item(Key={KEY: f"APPROVAL#{approval_id}", SORT: "CONTEXT"},
+                                   ConsistentRead=True).get("Item")
+        if item is None:
+            return RunContext(trigger={})
+        trigger = json.loads(str(item.get("trigger") or "{}"))
+        return RunContext(trigger=trigger if isinstance(trigger, dict) else {},
+                          started_at=str(item.get("started_at") or "") or None)
+
+    def claim_form_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool:
+        """True the first time a review form (its nonce's random part) is submitted; False for a replay."""
+        return self.put_new({KEY: f"APPROVAL#{approval_id}", SORT: f"NONCE#{nonce_id}",
+                             "claimed_at": self.now().isoformat(), TTL: _epoch(expires + NONCE_RETENTION)})
 
     # --- metering: the latest reading, and a fact per interval between readings ------------------------------------
     def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult:
