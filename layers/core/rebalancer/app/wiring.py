@@ -1,28 +1,37 @@
-"""Clients and adapters, made lazily on first use and reused for the life of the process (a warm Lambda)."""
+"""Clients and adapters, made lazily on first use and reused for the life of the process (a warm Lambda).
+
+Every handler imports this module, so it imports nothing at module level beyond config: each factory imports what it
+builds, and a handler's cold start pays only for what that handler uses (the trigger never loads the approvals,
+Slack or the planning engine; kubernetes loads when collect first reads Kueue).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
-
-import boto3
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rebalancer.app import config
-from rebalancer.app.approvals import Approvals
-from rebalancer.app.notifications import Channel, SlackChannel, SnsChannel
-from rebalancer.app.observe import Imbalance
-from rebalancer.app.store import Store
-from rebalancer.models import Snapshot
+
+if TYPE_CHECKING:
+    from rebalancer.app.approvals import Approvals
+    from rebalancer.app.notifications import Channel
+    from rebalancer.app.observe import Imbalance
+    from rebalancer.app.store import Store
+    from rebalancer.models import Snapshot
 
 
 @cache
 def client(service: str) -> Any:
+    import boto3
+
     return boto3.client(service)  # type: ignore[call-overload]
 
 
 @cache
 def store() -> Store:
+    from rebalancer.app.store import Store
+
     return Store(config.load(config.EnvConfig).table_name)
 
 
@@ -34,6 +43,8 @@ def secret(arn: str) -> str:
 
 
 def channels(cfg: config.NotifyConfig) -> list[Channel]:
+    from rebalancer.app.notifications import SlackChannel, SnsChannel
+
     out: list[Channel] = [SnsChannel(client("sns"), cfg.topic_arn)]
     if cfg.slack_webhook_secret_arn:
         out.append(SlackChannel(secret(cfg.slack_webhook_secret_arn).strip()))
@@ -112,6 +123,7 @@ def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any
 
 
 def approvals(cfg: config.ApprovalConfig) -> Approvals:
+    from rebalancer.app.approvals import Approvals
     from rebalancer.app.signing import LinkSigner
 
     signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
