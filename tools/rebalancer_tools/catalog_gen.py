@@ -16,12 +16,13 @@ import sys
 from rebalancer.catalog import AcceleratorKind, InstanceSpec
 from rebalancer_tools.sdk_model import cluster_instance_types, mig_profile_types
 
-# MIG profiles by GPU memory size, and how many slices of a GPU each profile takes (7 slices per GPU).
+# MIG profiles by GPU memory size.
 _MIG_A100_40 = ("mig-1g.5gb", "mig-2g.10gb", "mig-3g.20gb", "mig-4g.20gb", "mig-7g.40gb")
 _MIG_80 = ("mig-1g.10gb", "mig-1g.20gb", "mig-2g.20gb", "mig-3g.40gb", "mig-4g.40gb", "mig-7g.80gb")
 _MIG_H200 = ("mig-1g.18gb", "mig-1g.35gb", "mig-2g.35gb", "mig-3g.71gb", "mig-4g.71gb", "mig-7g.141gb")
 _MIG_B200 = ("mig-1g.23gb", "mig-1g.45gb", "mig-2g.45gb", "mig-3g.90gb", "mig-4g.90gb", "mig-7g.180gb")
 _MIG_B300 = ("mig-1g.47gb", "mig-2g.47gb", "mig-3g.93gb", "mig-4g.93gb", "mig-7g.186gb")
+
 
 def _gpu(t: str, n: int, model: str, vcpu: int, mem: float, mig: tuple[str, ...] = ()) -> InstanceSpec:
     return InstanceSpec(
