@@ -12,9 +12,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from rebalancer_tools.loopback import LoopbackServer, QuietHandler
 
 GROUP_VERSION = "kueue.x-k8s.io/v1beta1"
 PREFIX = "/apis/kueue.x-k8s.io/v1beta1"
@@ -47,22 +48,15 @@ def _status(code: int, message: str) -> dict[str, Any]:
             "reason": REASONS.get(code, "Unknown"), "code": code}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
+class _Handler(QuietHandler):
     def _send(self, code: int, body: Mapping[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(code, json.dumps(body).encode(), {"Content-Type": "application/json"})
 
-    def do_GET(self) -> None:
-        state = self.server.state
+    def respond(self, method: str) -> None:
+        if method != "GET":
+            self._send(405, _status(405, f"{method} is not served"))
+            return
+        state: KubeState = getattr(self.server, "state")  # noqa: B009 (set by LoopbackServer)
         url = urlparse(self.path)
         query = parse_qs(url.query)
         auth = self.headers.get("Authorization", "")
@@ -111,28 +105,12 @@ class _Handler(BaseHTTPRequestHandler):
                          "metadata": meta, "items": items[start:end]})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, state: KubeState):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.state = state
-
-
 @contextmanager
 def serve(state: KubeState | None = None) -> Iterator[tuple[str, KubeState]]:
     """Run the fake API server on 127.0.0.1 (a free port) for the duration of the block: yields (url, state)."""
     st = state or KubeState()
-    server = _Server(st)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="kube-fake",
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", st
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with LoopbackServer(_Handler, "kube-fake", state=st) as server:
+        yield server.origin, st
 
 
 # Builders, shaped as Kueue v1beta1 returns its objects.

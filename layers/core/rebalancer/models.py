@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
+from rebalancer.budget import BudgetUsage
+
 
 class AwsShape(BaseModel):
     """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
@@ -175,6 +177,9 @@ class Snapshot(BaseModel):
     # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
     # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
     scheduler_config: ClusterSchedulerConfig | None = None
+    # Per team with a budget: period-to-date use, filled in by the plan step from the metered facts
+    # (rebalancer.metering); the planner lowers the team's ceiling or sharing from it (rebalancer.budget_enforcement).
+    budget_usage: dict[str, BudgetUsage] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""

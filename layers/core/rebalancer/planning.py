@@ -32,6 +32,7 @@ from typing import Any
 
 from rebalancer import catalog
 from rebalancer.allocation import EPS, Claim, Outcome, PoolInput, PoolResult, Settings, allocate, largest_remainder
+from rebalancer.budget_enforcement import enforce, explain
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
@@ -503,8 +504,10 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
     the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
     from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
     """
+    enforced = enforce(policy, snapshot)  # budgets: a lower ceiling or no borrowing, and the reason
     with _gc_paused():
-        return _make_plan(snapshot, policy, now, known_versions)
+        plan = _make_plan(snapshot, enforced.policy, now, known_versions)
+    return explain(plan, enforced)
 
 
 def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,

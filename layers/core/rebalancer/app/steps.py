@@ -5,15 +5,17 @@ returns a small JSON-able result for the execution's state (big documents stay i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.adapters.scheduler_config import SchedulerOutcome
+from rebalancer.app import budgets
 from rebalancer.app.notifications import field_line
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError, TransientError
+from rebalancer.metering import Fact
 from rebalancer.models import ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.plan import CLUSTER, Change, Plan, QuotaRequest, SchedulerRequest
 from rebalancer.planning import make_plan, setting_changes
@@ -74,6 +76,9 @@ class Store(Protocol):
     def record_team_change(self, cluster_name: str, team: str, execution: str) -> None: ...
     def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None: ...
     def known_versions(self, cluster_name: str) -> dict[str, int]: ...
+    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> Any: ...
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
+    def announce_once(self, cluster_name: str, key: str) -> bool: ...
 
 
 def load_snapshot(store: Store, run: RunRef) -> Snapshot:
@@ -129,8 +134,9 @@ def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: 
 def collect(run: RunRef, *, store: Store, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
     snapshot = read_snapshot(run.cluster_name)
     store.put_artifact(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
+    metered = budgets.meter(store, snapshot)
     return {"taken_at": snapshot.taken_at.isoformat(), "cluster_arn": snapshot.cluster.ClusterArn,
-            "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas)}
+            "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas), "metered": metered.status}
 
 
 # --- plan --------------------------------------------------------------------------------------------------------
@@ -143,7 +149,8 @@ def decide(plan: Plan) -> Decision:
 
 
 def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
-         mode_override: str = "") -> dict[str, Any]:
+         mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
     snapshot = load_snapshot(store, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -152,8 +159,10 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
         raise
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
+    snapshot = budgets.with_usage(store, policy, snapshot)
     known = known_versions_for(store.known_versions(run.cluster_name), snapshot, policy)
     result = make_plan(snapshot, policy, now, known_versions=known)
+    announced = budgets.announce(store, policy, snapshot, budget_outlet) if budget_outlet else []
     store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
     decision = decide(result)
     store.audit(run.cluster_name, run.execution_name, "plan", outcome=decision,
@@ -168,7 +177,8 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
             "scheduler_requests": len(result.scheduler_requests),
             "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
-            "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings)}
+            "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings),
+            "budget_messages": announced[:MAX_STATE_LINES]}
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
