@@ -277,6 +277,26 @@ def test_apply_failing_midway_is_rolled_back_to_the_exact_before_state(world: Wo
         assert slack.posts[-1]["blocks"][0]["text"]["text"] == sns["Subject"]
 
 
+@pytest.mark.parametrize("status", ["CreateFailed", "CreateRollbackFailed"])
+def test_a_created_quota_that_fails_is_deleted_by_the_rollback(world: World, status: str) -> None:
+    emu, _kube, _slack = world
+    policy = AUTO + "  vision: {weight: 1, guarantee: {ml.p5.48xlarge: 4}}\n"
+    with stack_for(world, policy) as stack:
+        before = quotas(emu)
+        assert "vision" not in before
+        emu.emulator.inject("failed", "CreateComputeQuota", status=status, reason="no room for team vision")
+        _arn, done = run_once(stack)
+        assert done["status"] == "FAILED"
+        assert done["error"] == "RebalanceRolledBack"
+        after = quotas(emu)
+        assert "vision" not in after  # nothing of the run is left: the failed quota was deleted too
+        assert {t: (q["config"], q["target"]) for t, q in after.items()} == \
+               {t: (q["config"], q["target"]) for t, q in before.items()}
+        [sns] = stack.sns_messages()
+        assert status in sns["Message"]
+        assert "no room for team vision" in sns["Message"]
+
+
 def test_a_burst_of_fifty_duplicate_events_starts_one_execution(world: World) -> None:
     with stack_for(world, APPROVE) as stack:
         event = node_event()
@@ -328,6 +348,11 @@ def test_observe_publishes_the_metrics_the_alarms_watch(world: World, capsys: py
         capsys.readouterr()
         result = stack.invoke("observe", load_event("scheduled"))
         emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        from rebalancer.app import wiring
+
+        samples = list(wiring.store().samples(CLUSTER))  # the backtest's history: one demand sample per run
+    assert len(samples) == 1
+    assert samples[0].teams["research"]["ml.p5.48xlarge"].pending == 24
     # research waits for 24 H100s while data-science and inference hold 8 idle ones (training uses its 8 of 12).
     assert result[CLUSTER]["stranded"] > 0
     cluster_level = [m for m in emitted if "StrandedAccelerators" in m]

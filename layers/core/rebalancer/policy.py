@@ -125,13 +125,26 @@ def _check_pool_or_family(key: str) -> None:
         raise
 
 
+BORROW_LIMIT_MIN, BORROW_LIMIT_MAX = 1, 500
+
+
 class Sharing(Frozen):
     """How the team lends and borrows idle compute: ComputeQuotaConfig.ResourceSharingConfig as the API takes it.
     `absolute_borrow_limits` are per instance type, in the type's primary unit (accelerators or vCPUs)."""
 
     strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
-    borrow_limit: Annotated[int, Field(ge=0, le=10000)] | None = None  # percent of the team's quota
+    borrow_limit: int | None = None  # percent of idle compute the team may borrow
     absolute_borrow_limits: dict[str, Annotated[int, Field(ge=0)]] | None = None
+
+    @field_validator("borrow_limit")
+    @classmethod
+    def _borrow_limit_range(cls, limit: int | None) -> int | None:
+        # The API reference (ResourceSharingConfig.BorrowLimit): "The values can be 1 - 500 percent of idle compute
+        # that the team is allowed to borrow"; the model's syntactic range (0-10000) is wider than what it means.
+        if limit is not None and not BORROW_LIMIT_MIN <= limit <= BORROW_LIMIT_MAX:
+            raise ValueError(f"borrow_limit is {BORROW_LIMIT_MIN}-{BORROW_LIMIT_MAX} (percent of idle compute the "
+                             f"team may borrow, as the SageMaker API reference documents BorrowLimit), got {limit}")
+        return limit
 
     @field_validator("absolute_borrow_limits")
     @classmethod

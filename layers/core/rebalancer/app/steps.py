@@ -316,8 +316,9 @@ def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer:
         # As the quota writer's own rollback: only what this run wrote is undone; a quota it never reached may
         # hold someone else's newer edit.
         before = [q for q in before if q.ComputeQuotaId in expected]
+        # A create that then failed (CreateFailed, its version unreadable) still left a quota: delete it too.
         created = [o.quota_id for o in report.outcomes
-                   if o.operation == "CreateComputeQuota" and o.result == "applied" and o.quota_id]
+                   if o.operation == "CreateComputeQuota" and o.result in ("applied", "failed") and o.quota_id]
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
     config = restore_scheduler(run, snapshot, store=store, configs=configs)
     ok = undo.succeeded and (config is None or config.result in ("applied", "unchanged"))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rebalancer.app import config
 
 if TYPE_CHECKING:
+    from rebalancer.app.approval_http import ApprovalApi
     from rebalancer.app.approvals import Approvals
     from rebalancer.app.notifications import Channel
     from rebalancer.app.observe import Imbalance
@@ -126,10 +127,16 @@ def approvals(cfg: config.ApprovalConfig) -> Approvals:
     from rebalancer.app.approvals import Approvals
     from rebalancer.app.signing import LinkSigner
 
-    signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
     return Approvals(store=store(), sfn=client("stepfunctions"),
-                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()),
-                     channels=channels(cfg), slack_signing_secret=signing)
+                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg))
+
+
+def approval_api(cfg: config.ApprovalConfig) -> ApprovalApi:
+    """The HTTP side (resolver, pages, Slack endpoint): imported only by the requests that need it."""
+    from rebalancer.app.approval_http import ApprovalApi
+
+    signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
+    return ApprovalApi(approvals(cfg), slack_signing_secret=signing, oidc_issuer=cfg.approval_oidc_issuer or None)
 
 
 def publish_team_metrics(m: Imbalance) -> None:
