@@ -142,9 +142,10 @@ class _SafeLoader(yaml.SafeLoader):
 
 
 def parse_yaml(text: str, source: str) -> Any:
-    loader = _SafeLoader(text)
-    loader.source = source
+    loader: _SafeLoader | None = None
     try:
+        loader = _SafeLoader(text)  # the reader refuses control characters here already
+        loader.source = source
         return loader.get_single_data()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -156,7 +157,8 @@ def parse_yaml(text: str, source: str) -> Any:
     except RecursionError:
         raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _walk(data: Any) -> Iterator[tuple[str, Any, int]]:

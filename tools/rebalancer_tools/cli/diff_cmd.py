@@ -44,7 +44,7 @@ def _known_versions(path: str | None) -> dict[str, int] | None:
     for key, value in data.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InvalidInput(f"a version is a whole number >= 0 (got {short(value)})", source=path,
-                               field=short(key, 40), value=value)
+                               field=str(key)[:40], value=value)
     return {str(k): int(v) for k, v in data.items()}
 
 
