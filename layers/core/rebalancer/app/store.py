@@ -6,7 +6,8 @@ Item layout (pk / sk):
   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries skip it)
   AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
   APPROVAL#<id>          / APPROVAL                       task token, status, decision expiry
-  CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at; expires_at is the TTL
+  CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at, followup (a change came
+                                                          during the holder's run); expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
   CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
   idempotency#<function> / <hash>                         Powertools idempotency
@@ -153,13 +154,17 @@ class Store:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # --- per-cluster lock ------------------------------------------------------------------------------------------
-    def acquire_lock(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None) -> LockResult:
+    def acquire_lock(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
+                     if_followup: bool = False) -> LockResult:
         """Conditional put: succeeds when there is no lock, it has expired, or it is held by `replace` (a finished
-        run). Otherwise returns the current holder."""
+        run); with `if_followup`, only when held by `replace` and a follow-up was asked for during its run. A new
+        lock has no follow-up. Otherwise returns the current holder."""
         now = self.now()
-        cond = Attr(KEY).not_exists() | Attr(TTL).lt(_epoch(now))
+        cond: Any = Attr(KEY).not_exists() | Attr(TTL).lt(_epoch(now))
         if replace is not None:
             cond = cond | Attr("holder").eq(replace)
+        if replace is not None and if_followup:
+            cond = Attr("holder").eq(replace) & Attr("followup").exists()
         try:
             self.table.put_item(
                 Item={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK", "holder": holder,
@@ -169,8 +174,25 @@ class Store:
         except ClientError as e:
             if e.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise TransientError(f"DynamoDB PutItem (lock of {cluster_name}): {e}") from e
-        item = self.table.get_item(Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"}, ConsistentRead=True)["Item"]
+        item = self.table.get_item(Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"}, ConsistentRead=True).get("Item")
+        if item is None:  # released between our put and our read (if_followup on a lock that is gone)
+            return LockResult(False, "", now)
         return LockResult(False, str(item["holder"]), datetime.fromisoformat(str(item["acquired_at"])))
+
+    def request_followup(self, cluster_name: str, holder: str, reason: str) -> bool:
+        """Marks the lock: a change arrived during `holder`'s run, so one more run must follow it. False when the
+        lock is no longer `holder`'s (a newer run, which reads the cluster after the change anyway)."""
+        try:
+            self.table.update_item(
+                Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"},
+                UpdateExpression="SET followup = :r, followup_at = :t",
+                ConditionExpression=Attr("holder").eq(holder),
+                ExpressionAttributeValues={":r": reason[:500], ":t": self.now().isoformat()})
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise TransientError(f"DynamoDB UpdateItem (follow-up of {cluster_name}): {e}") from e
+        return True
 
     # --- per-team last change --------------------------------------------------------------------------------------
     def record_team_change(self, cluster_name: str, team: str, execution: str) -> None:
