@@ -63,9 +63,16 @@ def _run_context(store: Store, approval_id: str) -> tuple[dict[str, Any], str | 
     return (trigger if isinstance(trigger, dict) else {}), (str(item.get("started_at") or "") or None)
 
 
-def _body(event: dict[str, Any]) -> str:
+class BadBody(ValueError):
+    """The request's body is not UTF-8 text (or not base64 where the event says it is)."""
+
+
+def request_body(event: dict[str, Any]) -> str:
     body = event.get("body") or ""
-    return base64.b64decode(body).decode() if event.get("isBase64Encoded") else str(body)
+    try:
+        return base64.b64decode(body, validate=True).decode() if event.get("isBase64Encoded") else str(body)
+    except ValueError:  # binascii.Error and UnicodeDecodeError are both ValueErrors
+        raise BadBody("the request body is not UTF-8 text") from None
 
 
 @dataclass
@@ -124,7 +131,10 @@ class ApprovalPages:
     # --- POST: the decision ----------------------------------------------------------------------------------------
     def decide(self, approval_id: str, event: dict[str, Any]) -> dict[str, Any]:
         now = self.store.now()
-        form = dict(parse_qsl(_body(event), keep_blank_values=True))
+        try:
+            form = dict(parse_qsl(request_body(event), keep_blank_values=True))
+        except BadBody:
+            return page(400, message_page("Nothing changed", "The form could not be read (not UTF-8 text)."))
         link = {"decision": form.get("link", ""), "expires": form.get("expires", ""), "sig": form.get("sig", "")}
         try:
             self.approvals.signer.check(approval_id, link, now)

@@ -4,16 +4,16 @@ expired links get a clear page and change nothing. The approver goes into the au
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from rebalancer.app.approval_http import ApprovalPages, remember_run
+from rebalancer.app.approval_http import ApprovalPages, BadBody, remember_run, request_body
 from rebalancer.app.notifications import Channel, Message
 from rebalancer.app.notify import approval_id_of, deliver, execution_url
 from rebalancer.app.signing import Decision, LinkSigner, slack_request_is_valid
@@ -94,27 +94,42 @@ class Approvals:
         return ApprovalPages(self).handle(event)
 
     def _slack(self, event: dict[str, Any]) -> dict[str, Any]:
-        body = _body(event)
+        try:
+            body = request_body(event)
+        except BadBody:
+            return {"statusCode": 400, "body": "the request body is not UTF-8 text"}
         if not self.slack_signing_secret or not slack_request_is_valid(
                 self.slack_signing_secret, body, event.get("headers") or {}, self.store.now()):
             return {"statusCode": 401, "body": "invalid Slack signature"}
         try:
-            payload = json.loads(dict(parse_qsl(body))["payload"])
-            action = payload["actions"][0]
-            decision = action["action_id"]
-            approval_id = action["value"]
-            user = payload.get("user", {})
-        except (KeyError, IndexError, ValueError, TypeError):
+            payload = _SlackPayload.model_validate_json(dict(parse_qsl(body))["payload"])
+        except (KeyError, ValidationError):
             return {"statusCode": 400, "body": "unexpected Slack payload"}
-        if decision not in ("approve", "reject"):
+        action, user = payload.actions[0], payload.user
+        if action.action_id not in ("approve", "reject"):
             return {"statusCode": 200, "body": ""}
-        who = f"slack:{user.get('username') or user.get('name') or user.get('id', 'unknown')}"
+        decision: Decision = "approve" if action.action_id == "approve" else "reject"
+        approval_id = action.value
+        who = f"slack:{user.username or user.name or user.id or 'unknown'}"
         _, text = self.decide(approval_id, decision, who)
         return {"statusCode": 200, "headers": {"content-type": "application/json"},
                 "body": json.dumps({"replace_original": False, "text": text})}
 
 
-def _body(event: dict[str, Any]) -> str:
-    body = event.get("body") or ""
-    return base64.b64decode(body).decode() if event.get("isBase64Encoded") else str(body)
+class _SlackAction(BaseModel):
+    action_id: str
+    value: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]  # an approval id
+
+
+class _SlackUser(BaseModel):
+    username: str | None = None
+    name: str | None = None
+    id: str | None = None
+
+
+class _SlackPayload(BaseModel):
+    """The part of a Slack block_actions payload a decision reads; any other shape is a 400."""
+
+    actions: Annotated[list[_SlackAction], Field(min_length=1)]
+    user: _SlackUser = _SlackUser()
 
