@@ -26,6 +26,7 @@ from support.fuzz import JSON, fuzz
 
 from rebalancer.app import wiring
 from rebalancer.app.store import ApprovalRecord
+from rebalancer.errors import InvalidInput
 from rebalancer_tools.local_stack import LocalStack
 from rebalancer_tools.ticking_clock import Clock
 
@@ -143,3 +144,16 @@ def test_a_signed_slack_body_of_any_bytes_is_answered_below_500(stack: LocalStac
     text = body.decode("utf-8", "replace")
     answer(stack, event("POST", "/slack/interactions", headers=signed(text), body=base64.b64encode(body).decode(),
                         b64=True))
+
+
+@pytest.mark.parametrize("function", ["collect", "plan", "apply", "verify", "rollback", "notify"])
+@pytest.mark.parametrize("given_", [{}, {"run": {"cluster_name": 7}, "attempt": -1, "kind": "x"}],
+                         ids=["empty", "fields of the wrong shape"])
+def test_a_malformed_step_input_is_an_invalid_input_through_each_handler(stack: LocalStack, function: str,
+                                                                         given_: dict[str, Any]) -> None:
+    """A PermanentError subclass (the ASL's Catch sends the run to its failure path; Retry matches only
+    TransientError), raised before the step touches anything."""
+    before = table(stack)
+    with pytest.raises(InvalidInput, match=f"^{function} input: "):
+        stack.invoke(function, given_)
+    assert table(stack) == before
