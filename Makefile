@@ -46,8 +46,9 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only
 	$(PY) -m pytest -q tests/unit
 
-bench: $(STAMP) ## planning-time benchmark (10 / 100 / 1,000 teams x 15 instance types)
+bench: $(STAMP) ## planning time (10 / 100 / 1,000 teams x 15 types); a 1,000-event burst over 50 clusters
 	$(PY) benchmarks/plan_bench.py
+	$(PY) benchmarks/burst_bench.py
 
 bench-sim: $(STAMP) ## replay the whole Philly trace under the four strategies; results into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md

@@ -197,22 +197,7 @@ class LocalStack:
             name=f"{STACK}-rebalance", definition=definition, roleArn=self._role(), type="STANDARD")
 
     def _atomic_dynamodb_writes(self) -> None:
-        """DynamoDB applies a conditional write atomically; moto's backend checks the condition and writes in two
-        steps, so two threads (the trigger under a burst, the interpreter's threads) could both win one lock. One
-        process-wide lock around moto's writes gives back the guarantee the per-cluster lock relies on."""
-        from moto.dynamodb.models import DynamoDBBackend
-
-        lock = threading.RLock()
-
-        def locked(original: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(original)
-            def write(*args: Any, **kwargs: Any) -> Any:
-                with lock:
-                    return original(*args, **kwargs)
-            return write
-
-        for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
-            self._exit.enter_context(mock.patch.object(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name))))
+        self._exit.enter_context(atomic_dynamodb_writes())
 
     def put_policy(self, cluster: str, policy: str, *, prefix: str = "/hyperpod-rebalancer/policy") -> None:
         from aws_lambda_powertools.utilities import parameters
@@ -405,6 +390,28 @@ class LocalStack:
 
     def audit(self, cluster: str) -> list[dict[str, Any]]:
         return wiring.store().audit_log(cluster)
+
+
+@contextmanager
+def atomic_dynamodb_writes() -> Iterator[None]:
+    """DynamoDB applies a conditional write atomically; moto's backend checks the condition and writes in two
+    steps, so two threads (the trigger under a burst, the interpreter's threads) could both win one lock. One
+    process-wide lock around moto's writes gives back the guarantee the per-cluster lock relies on."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+
+    def locked(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def write(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(*args, **kwargs)
+        return write
+
+    with ExitStack() as patches:
+        for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
+            patches.enter_context(mock.patch.object(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name))))
+        yield
 
 
 def run_finished_event(described: dict[str, Any], region: str, account: str) -> dict[str, Any]:
