@@ -76,6 +76,14 @@ class Store(Protocol):
     def known_versions(self, cluster_name: str) -> dict[str, int]: ...
 
 
+def summarised(lines: Sequence[str], limit: int = MAX_STATE_LINES) -> list[str]:
+    """At most `limit` lines for the execution's state (Step Functions allows 256 KB), the last one counting the
+    rest; the stored plan and apply report keep every line."""
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit - 1], f"… and {len(lines) - limit + 1} more (all of them are in the run's stored record)"]
+
+
 def load_snapshot(store: Store, run: RunRef) -> Snapshot:
     doc = store.get_artifact(run.execution_name, "SNAPSHOT")
     if doc is None:
@@ -168,7 +176,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
             "scheduler_requests": len(result.scheduler_requests),
             "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
-            "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings)}
+            "approval_reasons": summarised(result.approval_reasons), "warnings": summarised(result.warnings)}
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
@@ -256,7 +264,7 @@ def apply(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerConfig
         store.record_team_change(run.cluster_name, team, run.execution_name)
     written = [o.quota_id for o in report.outcomes if o.result == "applied" and o.quota_id]
     return {"quota_ids": written, "scheduler_config_id": scheduler.config_id if scheduler else None,
-            "outcomes": ([scheduler.line()] if scheduler else []) + [o.line() for o in report.outcomes]}
+            "outcomes": summarised(([scheduler.line()] if scheduler else []) + [o.line() for o in report.outcomes])}
 
 
 def _no_outcome() -> SchedulerOutcome:

@@ -30,6 +30,9 @@ from botocore.exceptions import ClientError
 from rebalancer.errors import TransientError
 
 ARTIFACT_RETENTION = timedelta(days=90)
+# An audit field above this is stored gzip'd (`<field>_gz`): a plan of 1,000 teams x 15 types is ~0.5 MB of JSON,
+# beyond DynamoDB's 400 KB item limit; compressed it is a small fraction of that. audit_log reads both forms.
+AUDIT_INLINE_MAX = 32 * 1024
 AUDIT_RETENTION = timedelta(days=400)
 KEY = "pk"
 SORT = "sk"
@@ -130,7 +133,11 @@ class Store:
                                 TTL: _epoch(at + AUDIT_RETENTION)}
         for name, value in (("who", who), ("before", before), ("after", after), ("detail", detail)):
             if value is not None:
-                item[name] = json.dumps(value, sort_keys=True, default=str)
+                text = json.dumps(value, sort_keys=True, default=str)
+                if len(text) > AUDIT_INLINE_MAX:
+                    item[f"{name}_gz"] = gzip.compress(text.encode())
+                else:
+                    item[name] = text
         self.table.put_item(Item=item)
 
     def audit_log(self, cluster_name: str) -> list[dict[str, Any]]:
@@ -139,7 +146,10 @@ class Store:
         for item in self._query(Key(KEY).eq(f"AUDIT#{cluster_name}")):
             rec = {k: v for k, v in item.items() if k not in (KEY, SORT, TTL)}
             for name in ("who", "before", "after", "detail"):
-                if name in rec:
+                if f"{name}_gz" in rec:
+                    packed = rec.pop(f"{name}_gz")
+                    rec[name] = json.loads(gzip.decompress(bytes(getattr(packed, "value", packed))))
+                elif name in rec:
                     rec[name] = json.loads(rec[name])
             out.append(rec)
         return out
