@@ -1,12 +1,13 @@
 """Observe (schedule): per-team idle allocated and pending accelerators, stranded accelerators and an imbalance
-score per cluster, published with Powertools Metrics. The template's alarms on them start a rebalance."""
+score per cluster, published with Powertools Metrics. The template's alarms on them start a rebalance. Each reading
+is also metered for the teams' budgets."""
 
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, wiring
+from rebalancer.app import budgets, config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
 from rebalancer.app.observe import measure
 
@@ -16,7 +17,10 @@ from rebalancer.app.observe import measure
 @metrics.log_metrics
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     read = wiring.snapshot_reader()
-    worst = [measure(read(name)) for name in config.load(config.EnvConfig).managed_clusters]
+    snapshots = [read(name) for name in config.load(config.EnvConfig).managed_clusters]
+    for snapshot in snapshots:  # each reading also meters the teams' use for their budgets
+        budgets.meter(wiring.store(), snapshot)
+    worst = [measure(s) for s in snapshots]
     for m in worst:
         wiring.publish_team_metrics(m)
     metrics.add_metric(name="StrandedAccelerators", unit=MetricUnit.Count, value=max(m.stranded for m in worst))

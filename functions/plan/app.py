@@ -1,4 +1,5 @@
-"""Plan: policy (SSM) + snapshot → plan with reasons, and the decision: no change, dry run, approve, or apply."""
+"""Plan: policy (SSM) + snapshot + period-to-date budget use → plan with reasons, and the decision: no change, dry
+run, approve, or apply. Budget thresholds and period summaries are announced from here (once each)."""
 
 from typing import Any
 
@@ -12,7 +13,8 @@ from rebalancer.app.policy_source import load_policy
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    cfg = config.load(config.EnvConfig)
+    cfg = config.load(config.NotifyConfig)
     run = step_input.run_of(event, "plan")
     return steps.plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
-                      now=wiring.store().now(), mode_override=cfg.mode_override)
+                      now=wiring.store().now(), mode_override=cfg.mode_override,
+                      budget_outlet=wiring.BudgetOutlet(cfg, run.cluster_name))

@@ -7,14 +7,13 @@ scheduler config was written rolls the config back too."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urljoin
 
 import pytest
 from support.approval_page import review_form
+from support.clock import ticking
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import pod_set, serve, workload
@@ -22,6 +21,7 @@ from support.kube_api import pod_set, serve, workload
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator.resources import Kind
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from rebalancer_tools.ticking_clock import Clock
 
 pytestmark = pytest.mark.slow  # each test deploys the stack and runs several executions on moto's interpreter
 
@@ -61,31 +61,20 @@ cluster: {idle_resource_sharing: Disabled}
 """
 
 
-class Clock:
-    """Starts at the wall time (the emulator stamps resources with it), a millisecond per reading, jumps by hand."""
-
-    def __init__(self) -> None:
-        self.t = datetime.now(UTC)
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            self.t += timedelta(milliseconds=1)
-            return self.t
-
-    def advance(self, minutes: float) -> None:
-        self.t += timedelta(minutes=minutes)
+@pytest.fixture
+def clock() -> Clock:
+    """The emulator's and the functions' clock, from the fixed start T0."""
+    return ticking()
 
 
 @pytest.fixture
-def emu() -> Iterator[EmulatorHandle]:
-    with in_process_emulator(seed_demo=True) as handle:
+def emu(clock: Clock) -> Iterator[EmulatorHandle]:
+    with in_process_emulator(seed_demo=True, clock=clock) as handle:
         yield handle
 
 
 @pytest.fixture
-def stack(emu: EmulatorHandle) -> Iterator[tuple[LocalStack, SlackReceiver, Clock]]:
-    clock = Clock()
+def stack(emu: EmulatorHandle, clock: Clock) -> Iterator[tuple[LocalStack, SlackReceiver, Clock]]:
     with serve() as (url, kube), SlackReceiver() as slack:
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
                  workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
@@ -104,7 +93,7 @@ def scheduler_policy(idle: str) -> str:
 
 def run(stack: LocalStack, clock: Clock) -> tuple[str, dict[str, Any]]:
     """One run from a node event, in a fresh debounce window; waits unless it stops for an approval."""
-    clock.advance(10)
+    clock.advance(minutes=10)
     event = load_event("hyperpod-node-health")
     event["detail"]["ClusterName"] = CLUSTER
     assert stack.trigger(event)["status"] == "started"
@@ -198,7 +187,7 @@ def test_a_console_edit_waits_for_approval_then_is_replaced_and_a_later_policy_c
 
 
 def run_until_approval(s: LocalStack, clock: Clock) -> tuple[str, None]:
-    clock.advance(10)
+    clock.advance(minutes=10)
     event = load_event("hyperpod-node-health")
     event["detail"]["ClusterName"] = CLUSTER
     assert s.trigger(event)["status"] == "started"

@@ -19,6 +19,7 @@ from urllib.parse import urlencode, urljoin
 import pytest
 from support.approval_page import review_form
 from support.approval_stack import POLICY as APPROVE
+from support.clock import ticking
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
@@ -43,6 +44,7 @@ class World:
     kube: KubeState
     kube_url: str
     slack: SlackReceiver
+    clock: Clock  # the functions' and the emulator's, from the fixed start T0
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.emu, self.kube, self.slack))
@@ -50,11 +52,13 @@ class World:
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    with in_process_emulator(seed_demo=True) as emu, serve() as (url, kube), SlackReceiver() as slack:
+    clock = ticking()
+    with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (url, kube),
+          SlackReceiver() as slack):
         # research waits for 3 × 8 H100s; training runs 8; nobody else uses ml.p5.48xlarge.
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
                  workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
-        yield World(emu, kube, url, slack)
+        yield World(emu, kube, url, slack, clock)
 
 
 def stack_for(world: World, policy: str, **kwargs: Any) -> LocalStack:
@@ -112,7 +116,7 @@ def links(message: str) -> dict[str, str]:
 def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
     emu, _kube, slack = world
     before = quotas(emu)
-    clock = Clock()
+    clock = world.clock
     with stack_for(world, AUTO, now=clock) as stack:
         arn, done = run_once(stack)
         assert done["status"] == "SUCCEEDED"
@@ -200,7 +204,7 @@ def _slack_request(body: str, secret: str, now: datetime) -> dict[str, str]:
 
 def test_rejection_from_slack_changes_nothing(world: World) -> None:
     emu, _kube, slack = world
-    clock = Clock()
+    clock = world.clock
     with stack_for(world, APPROVE, now=clock) as stack:
         before = quotas(emu)
         stack.trigger(node_event())
@@ -233,7 +237,7 @@ def test_approval_timeout_expires_and_a_late_click_changes_nothing(world: World)
     emu, _kube, _slack = world
     # The policy's smallest timeout is a minute; the plan's output is shortened so the test does not wait for it.
     shorten = {"plan": lambda out: {**out, "approval_timeout_seconds": 1}}
-    clock = Clock()  # the functions' clock; the state machine's timeout runs on real time
+    clock = world.clock  # the functions' clock; the state machine's timeout runs on real time
     with stack_for(world, APPROVE, hooks=shorten, now=clock) as stack:
         before = quotas(emu)
         stack.trigger(node_event())
@@ -271,6 +275,26 @@ def test_apply_failing_midway_is_rolled_back_to_the_exact_before_state(world: Wo
         assert sns["Subject"] == f"Rebalance of {CLUSTER} failed and was rolled back"
         assert "Error: ApplyFailed" in sns["Message"]
         assert slack.posts[-1]["blocks"][0]["text"]["text"] == sns["Subject"]
+
+
+@pytest.mark.parametrize("status", ["CreateFailed", "CreateRollbackFailed"])
+def test_a_created_quota_that_fails_is_deleted_by_the_rollback(world: World, status: str) -> None:
+    emu, _kube, _slack = world
+    policy = AUTO + "  vision: {weight: 1, guarantee: {ml.p5.48xlarge: 4}}\n"
+    with stack_for(world, policy) as stack:
+        before = quotas(emu)
+        assert "vision" not in before
+        emu.emulator.inject("failed", "CreateComputeQuota", status=status, reason="no room for team vision")
+        _arn, done = run_once(stack)
+        assert done["status"] == "FAILED"
+        assert done["error"] == "RebalanceRolledBack"
+        after = quotas(emu)
+        assert "vision" not in after  # nothing of the run is left: the failed quota was deleted too
+        assert {t: (q["config"], q["target"]) for t, q in after.items()} == \
+               {t: (q["config"], q["target"]) for t, q in before.items()}
+        [sns] = stack.sns_messages()
+        assert status in sns["Message"]
+        assert "no room for team vision" in sns["Message"]
 
 
 def test_a_burst_of_fifty_duplicate_events_starts_one_execution(world: World) -> None:

@@ -18,6 +18,7 @@ from rebalancer.plan import Plan
 from rebalancer_tools.demo.world import ApprovalGateway
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from support.clock import ticking
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import pod_set, serve, workload
@@ -73,12 +74,13 @@ class Waiting:
 
 @contextmanager
 def waiting_stack() -> Iterator[Waiting]:
-    with (in_process_emulator(seed_demo=True) as emu, serve() as (kube_url, kube), SlackReceiver() as slack,
-          ApprovalGateway() as gateway):
+    clock = ticking()
+    with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (kube_url, kube),
+          SlackReceiver() as slack, ApprovalGateway() as gateway):
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
                  workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
         with LocalStack(clusters={CLUSTER: POLICY}, kube_url=kube_url, slack_webhook_url=slack.url,
-                        approval_api_url=gateway.url) as stack:
+                        approval_api_url=gateway.url, now=clock) as stack:
             gateway.target = stack.http
             event = load_event("hyperpod-node-health")
             event["detail"]["ClusterName"] = CLUSTER

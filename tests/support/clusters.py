@@ -13,8 +13,8 @@ from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.plan import Plan, QuotaRequest
 from rebalancer.planning import held
 from rebalancer.policy import Policy, PoolKey
+from support.clock import T0
 
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/test01"
 
 

@@ -34,6 +34,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -85,11 +86,13 @@ def _client(service: str, region: str, endpoint: str | None, max_attempts: int |
 
 
 @contextmanager
-def in_process_emulator(*, seed_demo: bool = False, region: str = REGION) -> Iterator[EmulatorHandle]:
-    """moto's `mock_aws`: boto3 calls never leave the process."""
+def in_process_emulator(*, seed_demo: bool = False, region: str = REGION,
+                        clock: Callable[[], datetime] | None = None) -> Iterator[EmulatorHandle]:
+    """moto's `mock_aws`: boto3 calls never leave the process. `clock` stamps the emulator's resources (seeded ones
+    included), so a test that gives its functions the same clock sees quota ages on one time line."""
     install()
     with mock_aws():
-        handle = EmulatorHandle(Emulator(ACCOUNT, region), None, region=region)
+        handle = EmulatorHandle(Emulator(ACCOUNT, region, clock=clock), None, region=region)
         if seed_demo:
             handle.demo = _seed(handle)
         yield handle

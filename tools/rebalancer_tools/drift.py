@@ -3,7 +3,8 @@
 Reported: quota settings the policy states (sharing, preemption, fair-share weight, explicit vCPU / memory),
 team lifecycle (a policy team without a quota, a `remove: true` team still active, a deactivated quota of a policy
 team), the scheduler config, and allocations that break the policy (above a cap, below a guarantee that fits, or
-quotas adding up to more than a pool's healthy capacity). Allocations that merely differ from what demand would
+quotas adding up to more than a pool's healthy capacity), and policy teams whose quota CloudFormation owns (held
+outside the policy, see ownership.py). Allocations that merely differ from what demand would
 justify are not drift: that is rebalancing (`rebalancer plan`).
 A difference is a console edit when the quota's version is not the one our last write left (`known_versions`,
 from the audit log), or when that is unknown."""
@@ -18,6 +19,7 @@ from typing import Any
 from rebalancer.allocation import EPS
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.models import Snapshot
+from rebalancer.ownership import MANAGED_BY, stack_owned
 from rebalancer.plan import CLUSTER
 from rebalancer.planning import build_pools, setting_changes
 from rebalancer.policy import Policy
@@ -60,6 +62,11 @@ def find_drift(snapshot: Snapshot, policy: Policy, *,
         note = f.reason if not f.console_edit else ""
         out.append(Drift(f.team, f.field, f.before, f.after, f.console_edit, note))
     out += _allocation_breaches(snapshot, policy)
+    for team, stack in sorted(stack_owned(snapshot).items()):
+        if team in policy.teams:  # said rather than silently skipped: the policy names a team it cannot manage
+            out.append(Drift(team, "owner", f"CloudFormation stack {stack}", MANAGED_BY,
+                             note="held outside the policy and never rewritten: the stack would revert it or report "
+                                  "drift; change it in the stack, or remove the team from the policy"))
     return out
 
 

@@ -1,8 +1,10 @@
-"""A loopback Kubernetes API server serving Kueue v1beta1 objects, for tests and the local demo.
+"""A loopback Kubernetes API server serving Kueue objects (v1beta1, v1beta2 or both), for tests and the local demo.
 
 Serves GET on the list and get paths of ClusterQueues and Workloads (cluster-wide and per namespace), with
 `limit`/`continue` pagination, an optional bearer-token check, and scripted status errors (403, 404, 500) per
-resource. Object builders shape ClusterQueues and Workloads the way Kueue v1beta1 returns them.
+resource. A Kueue API version the state does not serve answers 404, as a real API server does for a version its
+CRDs do not list. Object builders shape ClusterQueues and Workloads the way Kueue v1beta1 returns them; served as
+v1beta2 they carry that apiVersion and `spec.cohortName` (v1beta2's name for `spec.cohort`).
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-GROUP_VERSION = "kueue.x-k8s.io/v1beta1"
-PREFIX = "/apis/kueue.x-k8s.io/v1beta1"
+from rebalancer_tools.loopback import LoopbackServer, QuietHandler
+
+GROUP = "kueue.x-k8s.io"
+GROUP_VERSION = f"{GROUP}/v1beta1"
+PREFIX = f"/apis/{GROUP}/v1beta1"
 KINDS = {"clusterqueues": "ClusterQueue", "workloads": "Workload", "resourceflavors": "ResourceFlavor",
          "localqueues": "LocalQueue", "nodes": "Node"}
 CORE_PREFIX = "/api/v1"
@@ -31,6 +35,7 @@ class KubeState:
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {k: [] for k in KINDS})
     errors: dict[str, int] = field(default_factory=dict)  # plural → HTTP status to answer with
     token: str | None = None  # when set, requests must carry `Authorization: Bearer <token>`
+    kueue_versions: tuple[str, ...] = ("v1beta1",)  # the Kueue API versions served
     seen_authorization: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -47,22 +52,26 @@ def _status(code: int, message: str) -> dict[str, Any]:
             "reason": REASONS.get(code, "Unknown"), "code": code}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+def _as_version(obj: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """A Kueue object as `version` serves it (the builders make v1beta1)."""
+    if version is None or not str(obj.get("apiVersion", "")).startswith(GROUP + "/"):
+        return obj
+    out: dict[str, Any] = json.loads(json.dumps(obj))
+    out["apiVersion"] = f"{GROUP}/{version}"
+    if version != "v1beta1" and "cohort" in out.get("spec", {}):
+        out["spec"]["cohortName"] = out["spec"].pop("cohort")
+    return out
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
+class _Handler(QuietHandler):
     def _send(self, code: int, body: Mapping[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(code, json.dumps(body).encode(), {"Content-Type": "application/json"})
 
-    def do_GET(self) -> None:
-        state = self.server.state
+    def respond(self, method: str) -> None:
+        if method != "GET":
+            self._send(405, _status(405, f"{method} is not served"))
+            return
+        state: KubeState = getattr(self.server, "state")  # noqa: B009 (set by LoopbackServer)
         url = urlparse(self.path)
         query = parse_qs(url.query)
         auth = self.headers.get("Authorization", "")
@@ -73,11 +82,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(401, _status(401, "Unauthorized"))
             return
         core = url.path.startswith(CORE_PREFIX + "/")
-        parts = url.path.removeprefix(CORE_PREFIX if core else PREFIX).strip("/").split("/")
+        version = next((v for v in state.kueue_versions if url.path.startswith(f"/apis/{GROUP}/{v}/")), None)
+        prefix = CORE_PREFIX if core else f"/apis/{GROUP}/{version}"
+        parts = url.path.removeprefix(prefix).strip("/").split("/")
         namespace = None
         if len(parts) >= 3 and parts[0] == "namespaces":
             namespace, parts = parts[1], parts[2:]
-        known = (core and parts[:1] == ["nodes"]) or (url.path.startswith(PREFIX) and parts and parts[0] in KINDS
+        known = (core and parts[:1] == ["nodes"]) or (version is not None and parts and parts[0] in KINDS
                                                        and parts[0] != "nodes")
         if not known:
             self._send(404, _status(404, f"the server could not find the requested resource ({url.path})"))
@@ -91,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(code, _status(code, message))
             return
         with state.lock:
-            items = [o for o in state.objects[plural]
+            items = [_as_version(o, version) for o in state.objects[plural]
                      if namespace is None or o["metadata"].get("namespace") == namespace]
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         if len(parts) == 2:
@@ -107,32 +118,16 @@ class _Handler(BaseHTTPRequestHandler):
         meta: dict[str, Any] = {"resourceVersion": "1000"}
         if end < len(items):
             meta["continue"] = str(end)
-        self._send(200, {"apiVersion": "v1" if core else GROUP_VERSION, "kind": KINDS[plural] + "List",
+        self._send(200, {"apiVersion": "v1" if core else f"{GROUP}/{version}", "kind": KINDS[plural] + "List",
                          "metadata": meta, "items": items[start:end]})
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, state: KubeState):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.state = state
 
 
 @contextmanager
 def serve(state: KubeState | None = None) -> Iterator[tuple[str, KubeState]]:
     """Run the fake API server on 127.0.0.1 (a free port) for the duration of the block: yields (url, state)."""
     st = state or KubeState()
-    server = _Server(st)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="kube-fake",
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", st
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with LoopbackServer(_Handler, "kube-fake", state=st) as server:
+        yield server.origin, st
 
 
 # Builders, shaped as Kueue v1beta1 returns its objects.

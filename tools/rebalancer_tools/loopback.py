@@ -36,9 +36,13 @@ class QuietHandler(BaseHTTPRequestHandler):
 
 
 class LoopbackServer:
-    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str) -> None:
+    """`attrs` become attributes of the server, which handlers read as `self.server.<name>` (shared state)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str, **attrs: Any) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        for key, value in attrs.items():
+            setattr(self._server, key, value)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True, name=name)
 

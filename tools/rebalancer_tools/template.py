@@ -3,6 +3,8 @@ names, environment and substitutions (the local stack and the static tests both 
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from pathlib import Path
@@ -22,7 +24,8 @@ def find_root(start: Path | None = None) -> Path:
     raise FileNotFoundError(f"no template.yaml above {here}: run from a checkout of hyperpod-rebalancer")
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's loader when PyYAML has it: the template is read by many tests, and the pure-Python parser takes ~50x longer.
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 
@@ -41,8 +44,13 @@ _Loader.add_multi_constructor("!", _tag)
 
 
 def load_template(root: Path) -> dict[str, Any]:
-    """CloudFormation short-form tags are kept as {"!Tag": value}."""
-    data: dict[str, Any] = yaml.load((root / "template.yaml").read_text(), Loader=_Loader)
+    """CloudFormation short-form tags are kept as {"!Tag": value}. A fresh copy each call (callers may change it)."""
+    return copy.deepcopy(_parsed(root / "template.yaml", (root / "template.yaml").stat().st_mtime_ns))
+
+
+@functools.cache
+def _parsed(path: Path, _mtime: int) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.load(path.read_text(), Loader=_Loader)
     return data
 
 

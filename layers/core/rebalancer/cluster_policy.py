@@ -10,12 +10,10 @@ from collections.abc import Mapping
 
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ClusterSchedulerConfig
+from rebalancer.names import scheduler_config_name
+from rebalancer.ownership import SCHEDULER_DESCRIPTION, tags
 from rebalancer.plan import CLUSTER, FieldChange, SchedulerRequest
 from rebalancer.policy import ClusterPolicy
-
-
-def scheduler_config_name(cluster_name: str) -> str:
-    return f"{cluster_name}-scheduler"[:63]
 
 
 def plan_scheduler_config(cluster_name: str, cluster_arn: str, current: ClusterSchedulerConfig | None,
@@ -26,7 +24,8 @@ def plan_scheduler_config(cluster_name: str, cluster_arn: str, current: ClusterS
     fields = wanted.to_api()
     if current is None:
         request = SchedulerRequest(operation="CreateClusterSchedulerConfig", parameters={
-            "Name": scheduler_config_name(cluster_name), "ClusterArn": cluster_arn, "SchedulerConfig": fields})
+            "Name": scheduler_config_name(cluster_name), "ClusterArn": cluster_arn, "SchedulerConfig": fields,
+            "Description": SCHEDULER_DESCRIPTION, "Tags": tags()})
         return request, [FieldChange(team=CLUSTER, field="SchedulerConfig", after=fields,
                                      reason="the cluster has no scheduler config: created")]
     have: Mapping[str, object] = current.SchedulerConfig

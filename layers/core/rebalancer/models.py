@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
+from rebalancer.budget import BudgetUsage
+
 
 class AwsShape(BaseModel):
     """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
@@ -23,15 +25,33 @@ class AwsShape(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class InstanceTypeDetail(AwsShape):
+    InstanceType: str | None = None
+    CurrentCount: NonNegativeInt | None = None
+
+
 class InstanceGroup(AwsShape):
-    InstanceGroupName: str
-    InstanceType: str
+    """ClusterInstanceGroupDetails: in the model no field is required. A flexible instance group has no
+    InstanceType but InstanceRequirements (the types allowed) and InstanceTypeDetails (the types it runs, with
+    counts); its capacity per type comes from the nodes (ListClusterNodes), like every group's."""
+
+    InstanceGroupName: str | None = None
+    InstanceType: str | None = None
+    InstanceTypeDetails: tuple[InstanceTypeDetail, ...] | None = None
     CurrentCount: NonNegativeInt = 0
     TargetCount: NonNegativeInt | None = None
     Status: str | None = None
 
+    def instance_types(self) -> tuple[str, ...]:
+        types = [self.InstanceType] if self.InstanceType else []
+        types += [d.InstanceType for d in self.InstanceTypeDetails or () if d.InstanceType]
+        return tuple(dict.fromkeys(types))
+
 
 class Cluster(AwsShape):
+    """DescribeCluster output. The model requires ClusterArn, ClusterStatus and InstanceGroups but not ClusterName;
+    the reader fills it in with the name it asked for."""
+
     ClusterName: str
     ClusterArn: str
     ClusterStatus: str | None = None
@@ -172,9 +192,15 @@ class Snapshot(BaseModel):
     mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)
     # Per team; informational for now (reports, alarms), the planner does not read it.
     utilization: dict[str, Utilization] = Field(default_factory=dict)
+    # Tags of each quota (ListTags), by ComputeQuotaId; a quota without an entry: not read. Only ownership reads
+    # them (a quota CloudFormation created is held outside the policy, see ownership.py).
+    quota_tags: dict[str, dict[str, str]] = Field(default_factory=dict)
     # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
     # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
     scheduler_config: ClusterSchedulerConfig | None = None
+    # Per team with a budget: period-to-date use, filled in by the plan step from the metered facts
+    # (rebalancer.metering); the planner lowers the team's ceiling or sharing from it (rebalancer.budget_enforcement).
+    budget_usage: dict[str, BudgetUsage] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""
@@ -184,7 +210,8 @@ class Snapshot(BaseModel):
         return Counter(n.InstanceType for n in self.nodes if n.InstanceStatus.Status != HEALTHY_NODE_STATUS)
 
     def instance_types(self) -> tuple[str, ...]:
-        types = {g.InstanceType for g in self.cluster.InstanceGroups} | {n.InstanceType for n in self.nodes}
+        types = {t for g in self.cluster.InstanceGroups for t in g.instance_types()}
+        types |= {n.InstanceType for n in self.nodes}
         return tuple(sorted(types))
 
     def quota_of(self, team: str) -> ComputeQuota | None:

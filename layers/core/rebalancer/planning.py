@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from rebalancer import catalog
+from rebalancer import catalog, mig, ownership
 from rebalancer.allocation import EPS, Claim, Outcome, PoolInput, PoolResult, Settings, allocate, largest_remainder
+from rebalancer.budget_enforcement import enforce, explain
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Demand, Snapshot
+from rebalancer.names import quota_name
 from rebalancer.plan import CLUSTER, Change, FieldChange, Plan, QuotaRequest, SchedulerRequest, pool_name, trusted
 from rebalancer.policy import Policy, PoolKey, TeamPolicy, family_types
 
@@ -140,11 +142,12 @@ def _team_amounts(team: str, tp: TeamPolicy, raw: dict[str, float], warnings: li
 
 def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list[PoolInput], list[str]]:
     """The engine's input: for every pool, the capacity the policy's teams share and one claim per team."""
-    warnings: list[str] = []
+    policy, warnings = ownership.held_outside(snapshot, policy)
     quotas = {q.team: q for q in snapshot.quotas}
     outsiders = sorted(t for t in quotas if t not in policy.teams)
-    if outsiders:
-        warnings.append(f"teams with a quota but not in the policy keep it untouched: {', '.join(outsiders)}")
+    unnamed = [t for t in outsiders if not ownership.stack_of(snapshot, quotas[t])]
+    if unnamed:
+        warnings.append(f"teams with a quota but not in the policy keep it untouched: {', '.join(unnamed)}")
 
     # A deactivated quota holds nothing: its team's jobs cannot be admitted.
     held_by = {q.team: holdings(q, i) if q.ActivationState != "Disabled" else {}
@@ -168,7 +171,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     carved: Counter[str] = Counter()
     for t, profiles in snapshot.mig.items():
         for profile, n in profiles.items():
-            carved[t] += math.ceil(n / catalog.mig_partitions_per_gpu(profile))
+            carved[t] += math.ceil(n / mig.partitions_per_gpu_on(t, profile))
     parsed = {name: PoolKey.parse(name) for name in keys}
     raw: dict[str, float] = {}
     for name, key in parsed.items():
@@ -329,15 +332,17 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], ou
         out.blocked.add(team)
         return
     out.second.append(QuotaRequest(operation="CreateComputeQuota", team=team, parameters={
-        "Name": f"{team}-quota",
+        "Name": quota_name(team),
+        "Description": ownership.QUOTA_DESCRIPTION,
         "ClusterArn": snapshot.cluster.ClusterArn,
         "ComputeQuotaConfig": {"ComputeQuotaResources": entries,
                                "ResourceSharingConfig": tp.sharing.to_api() if tp.sharing else DEFAULT_SHARING,
                                "PreemptTeamTasks": tp.preempt_team_tasks or DEFAULT_PREEMPT},
         "ComputeQuotaTarget": {"TeamName": team, "FairShareWeight": _target_weight(tp)},
         "ActivationState": "Enabled",
+        "Tags": ownership.tags(),
     }))
-    out.fields.append(FieldChange(team=team, field="ComputeQuota", after=f"{team}-quota",
+    out.fields.append(FieldChange(team=team, field="ComputeQuota", after=quota_name(team),
                                   reason="team in the policy has no quota: created"))
 
 
@@ -416,6 +421,7 @@ def _update_team(q: ComputeQuota, tp: TeamPolicy, changed: list[Outcome], health
 def _requests(snapshot: Snapshot, policy: Policy, outcomes: dict[str, list[Outcome]], warnings: list[str],
               known_versions: Mapping[str, int] | None) -> _Requests:
     """Decreases, deactivations and setting changes for every team first, then creations and increases."""
+    policy, _ = ownership.held_outside(snapshot, policy)  # a quota CloudFormation owns is never written
     quotas = {q.team: q for q in snapshot.quotas}
     # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
     healthy = snapshot.healthy_nodes() if any(tp.vcpu or tp.memory_gib for tp in policy.teams.values()) else {}
@@ -503,8 +509,10 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
     the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
     from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
     """
+    enforced = enforce(policy, snapshot)  # budgets: a lower ceiling or no borrowing, and the reason
     with _gc_paused():
-        return _make_plan(snapshot, policy, now, known_versions)
+        plan = _make_plan(snapshot, enforced.policy, now, known_versions)
+    return explain(plan, enforced)
 
 
 def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from rebalancer import catalog
+from rebalancer.budget import Budget
 from rebalancer.errors import UnknownInstanceType
 from rebalancer.plan import pool_name
 
@@ -124,13 +125,26 @@ def _check_pool_or_family(key: str) -> None:
         raise
 
 
+BORROW_LIMIT_MIN, BORROW_LIMIT_MAX = 1, 500
+
+
 class Sharing(Frozen):
     """How the team lends and borrows idle compute: ComputeQuotaConfig.ResourceSharingConfig as the API takes it.
     `absolute_borrow_limits` are per instance type, in the type's primary unit (accelerators or vCPUs)."""
 
     strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
-    borrow_limit: Annotated[int, Field(ge=0, le=10000)] | None = None  # percent of the team's quota
+    borrow_limit: int | None = None  # percent of idle compute the team may borrow
     absolute_borrow_limits: dict[str, Annotated[int, Field(ge=0)]] | None = None
+
+    @field_validator("borrow_limit")
+    @classmethod
+    def _borrow_limit_range(cls, limit: int | None) -> int | None:
+        # The API reference (ResourceSharingConfig.BorrowLimit): "The values can be 1 - 500 percent of idle compute
+        # that the team is allowed to borrow"; the model's syntactic range (0-10000) is wider than what it means.
+        if limit is not None and not BORROW_LIMIT_MIN <= limit <= BORROW_LIMIT_MAX:
+            raise ValueError(f"borrow_limit is {BORROW_LIMIT_MIN}-{BORROW_LIMIT_MAX} (percent of idle compute the "
+                             f"team may borrow, as the SageMaker API reference documents BorrowLimit), got {limit}")
+        return limit
 
     @field_validator("absolute_borrow_limits")
     @classmethod
@@ -179,6 +193,7 @@ class TeamPolicy(Frozen):
     fair_share_weight: Annotated[int, Field(ge=0, le=100)] | None = None  # None: `weight` rounded into 0-100
     preempt_team_tasks: Literal["Never", "LowerPriority"] | None = None
     remove: bool = False  # deactivate the team's quota (ActivationState Disabled); it is never deleted
+    budget: Budget | None = None  # accelerator-hours or money per period; see rebalancer.budget
 
     @field_validator("guarantee", "cap")
     @classmethod
@@ -198,6 +213,13 @@ class TeamPolicy(Frozen):
                 raise ValueError(f"{key} is a CPU-only type: it is allocated in vCPU through guarantee and cap, "
                                  "and its memory follows")
         return amounts
+
+    @model_validator(mode="after")
+    def _restorable_sharing(self) -> TeamPolicy:
+        if self.budget is not None and self.budget.on_exhausted == "no_borrowing" and self.sharing is None:
+            raise ValueError("budget.on_exhausted: no_borrowing needs the team's sharing in the policy, so that "
+                             "borrowing comes back when the next period starts")
+        return self
 
     @model_validator(mode="after")
     def _guarantee_within_cap(self) -> TeamPolicy:
@@ -301,6 +323,17 @@ class Policy(Frozen):
     approval: Approval = Field(default_factory=Approval)
     teams: dict[str, TeamPolicy]
     cluster: ClusterPolicy | None = None  # the cluster's scheduler config; None: not managed by the policy
+    # Price per instance-hour by instance type, for money budgets (in the budgets' currency). No defaults are shipped:
+    # prices differ by region, contract and date; a type used in a money budget's scope without a price is reported.
+    prices: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+
+    @field_validator("prices")
+    @classmethod
+    def _priced_types(cls, prices: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(k for k in prices if k not in catalog.known_types())
+        if unknown:
+            raise ValueError(f"prices are per instance type; {unknown[0]!r} is not one")
+        return prices
 
     @field_validator("teams")
     @classmethod

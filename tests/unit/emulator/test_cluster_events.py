@@ -23,7 +23,8 @@ def test_node_failure_and_resize_record_events_with_the_injected_clock(emulator:
     assert health.resources == [arn]
     assert health.time == dt.datetime(2030, 5, 1, 12, 0, tzinfo=dt.UTC)
     assert health.detail["InstanceId"] == "gpu-p5-3"
-    assert health.detail["HealthSummary"]["HealthStatus"] == "Unschedulable"
+    assert health.detail["HealthSummary"]["HealthStatus"] == "Unhealthy"
+    assert "InstanceGroupName" not in health.detail
     assert health.detail["HealthSummary"]["HealthStatusReason"] == "GPU_XID_ERROR"
 
     assert resize.detail_type == "SageMaker HyperPod Cluster State Change"
@@ -39,7 +40,7 @@ def test_event_ids_repeat_across_runs(emulator: EmulatorHandle) -> None:
     emu.fail_node("c", "g-0")
     emu.heal_node("c", "g-0")
     ids = [e["id"] for e in emu.events]
-    assert emu.events[1]["detail"]["HealthSummary"]["HealthStatus"] == "Schedulable"
+    assert emu.events[1]["detail"]["HealthSummary"]["HealthStatus"] == "Healthy"
     assert len(set(ids)) == 2
     emulator.emulator.backend.reset()
     emu.create_cluster("c", [("g", "ml.trn2.48xlarge", 1)])

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.clusters import T0, policy, snapshot
+from support.props import properties
 
 from rebalancer.planning import build_pools, make_plan, split_family
 
@@ -45,7 +46,7 @@ capacities = st.dictionaries(st.sampled_from([P5, P5E, P5_SMALL, "ml.p5en.48xlar
                              st.integers(0, 64).map(float), min_size=1)
 
 
-@settings(max_examples=300, derandomize=True, database=None)
+@properties(300)
 @given(capacities, st.integers(0, 300))
 def test_family_split_meets_the_total_exactly_and_never_exceeds_a_type(caps: dict[str, float], amount: int) -> None:
     split = split_family(amount, caps)
@@ -58,7 +59,7 @@ def test_family_split_meets_the_total_exactly_and_never_exceeds_a_type(caps: dic
             assert abs(n - share) < 1
 
 
-@settings(max_examples=60, derandomize=True, database=None)
+@properties(60)
 @given(st.integers(0, 4), st.integers(0, 4), st.integers(0, 2), st.integers(0, 80))
 def test_planned_family_guarantee_is_met_exactly(p5: int, p5e: int, small: int, amount: int) -> None:
     nodes = {t: n for t, n in ((P5, p5), (P5E, p5e), (P5_SMALL, small)) if n}

@@ -67,7 +67,12 @@ def test_cpu_only_absolute_borrow_limit_is_in_vcpu() -> None:
          "teams.a.sharing", ["absolute_borrow_limits", "DontLend"]),
         ({"sharing": {"strategy": "Share"}}, "teams.a.sharing.strategy", ["Share"]),
         ({"sharing": {"strategy": "LendAndBorrow", "borrow_limit": 10001}}, "teams.a.sharing.borrow_limit",
-         ["10001"]),
+         ["10001", "1-500", "percent of idle compute"]),
+        # the model allows 0-10000; the API reference documents 1-500 percent
+        ({"sharing": {"strategy": "LendAndBorrow", "borrow_limit": 501}}, "teams.a.sharing.borrow_limit",
+         ["501", "1-500"]),
+        ({"sharing": {"strategy": "LendAndBorrow", "borrow_limit": 0}}, "teams.a.sharing.borrow_limit",
+         ["got 0", "1-500"]),
         ({"sharing": {"strategy": "LendAndBorrow", "absolute_borrow_limits": {"ml.p5.48xlarge:mig-1g.10gb": 1}}},
          "teams.a.sharing.absolute_borrow_limits", ["MIG"]),
         ({"fair_share_weight": 101}, "teams.a.fair_share_weight", ["101"]),
@@ -106,3 +111,12 @@ def test_invalid_cluster_policy_names_field_and_value(cluster: dict[str, object]
     assert field in message
     for w in words:
         assert w in message
+
+
+@pytest.mark.parametrize("limit", [1, 50, 500])
+def test_borrow_limits_across_the_documented_range_are_accepted(limit: int) -> None:
+    policy = load_model(Policy, {"teams": {"a": {"sharing": {"strategy": "LendAndBorrow", "borrow_limit": limit}}}},
+                        "policy.yaml")
+    sharing = policy.teams["a"].sharing
+    assert sharing is not None
+    assert sharing.to_api() == {"Strategy": "LendAndBorrow", "BorrowLimit": limit}

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from rebalancer_tools.simulator.engine import RawResult, SimConfig, Simulation
+from rebalancer_tools.simulator.engine import SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
+from rebalancer_tools.simulator.results import RawResult
 from rebalancer_tools.simulator.trace import TraceJob
 
 

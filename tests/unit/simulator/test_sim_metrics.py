@@ -2,16 +2,16 @@ from __future__ import annotations
 
 import pytest
 
-from rebalancer_tools.simulator.metrics import jain, percentile, water_fill
+from rebalancer_tools.simulator.metrics import entitlements, jain, percentile
 
 
-def test_water_fill_caps_at_demand_and_splits_the_rest_by_weight() -> None:
-    assert water_fill(10, [1, 1, 1], [2, 8, 8]) == pytest.approx([2, 4, 4])
-    assert water_fill(12, [1, 2, 0], [100, 100, 5]) == pytest.approx([4, 8, 0])
+def test_entitlements_caps_at_demand_and_splits_the_rest_by_weight() -> None:
+    assert entitlements(10, [1, 1, 1], [2, 8, 8]) == pytest.approx([2, 4, 4])
+    assert entitlements(12, [1, 2, 0], [100, 100, 5]) == pytest.approx([4, 8, 0])
 
 
-def test_water_fill_gives_everyone_their_demand_when_it_fits() -> None:
-    assert water_fill(100, [1, 3], [10, 0]) == [10.0, 0.0]
+def test_entitlements_gives_everyone_their_demand_when_it_fits() -> None:
+    assert entitlements(100, [1, 3], [10, 0]) == [10.0, 0.0]
 
 
 def test_jain_index() -> None:

@@ -1,4 +1,4 @@
-"""The demo's four scenarios, each driven through the deployed application's own entry points (the trigger handler
+"""The demo's five scenarios, each driven through the deployed application's own entry points (the trigger handler
 with an EventBridge-shaped event, the approval HTTP API, the CLI) and each judged by reading the emulator's state
 back over its API, not by what was printed.
 
@@ -26,7 +26,7 @@ from rebalancer_tools.demo import cast
 from rebalancer_tools.demo.world import World
 from rebalancer_tools.emulator.demo import P5, TRN1
 from rebalancer_tools.local_stack import STACK
-from rebalancer_tools.template import find_root
+from rebalancer_tools.sample_events import load_event
 
 Quotas = dict[str, dict[str, int]]  # team → instance type → accelerators
 ADMIN = "alice (platform admin)"
@@ -88,11 +88,6 @@ class SilentStory:
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
-def load_event(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((find_root() / "events" / f"{name}.json").read_text())
-    return doc
-
-
 def alarm_event(world: World) -> dict[str, Any]:
     """events/alarm-state-change.json, about the demo cluster, now."""
     event = load_event("alarm-state-change")
@@ -387,6 +382,122 @@ def history_and_rollback(world: World, story: Story, first_run: str, workdir: Pa
     return result
 
 
+BUDGET_TEAM = "training"
+BUDGET_GUARANTEE = 4
+
+
+def budget_policy(policy_text: str, accelerator_hours: float) -> str:
+    """The demo policy, with a monthly H100 budget for training (held at its guarantee when used up); budget cuts
+    go through without approval, the admin having chosen the budget."""
+    import yaml
+
+    doc = yaml.safe_load(policy_text)
+    doc["approval"] = {**doc.get("approval", {}), "moved_accelerators": 1000, "max_decrease_percent": 100}
+    doc["teams"][BUDGET_TEAM] = {**doc["teams"].get(BUDGET_TEAM, {}), "guarantee": {P5: BUDGET_GUARANTEE},
+                                 "budget": {"accelerator_hours": round(accelerator_hours, 1), "scope": "ml.p5",
+                                            "on_exhausted": "guarantee_only"}}
+    return str(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _training_used(world: World, policy_text: str) -> tuple[float, str]:
+    """What the controller has metered for training this month so far (the same figures the plan uses)."""
+    import yaml
+
+    from rebalancer.app import wiring
+    from rebalancer.app.budgets import period_to_date
+    from rebalancer.policy import Policy
+
+    policy = Policy.model_validate(yaml.safe_load(policy_text))
+    used = period_to_date(wiring.store(), world.cluster, policy, world.clock.t)[BUDGET_TEAM]
+    return used.accelerator_hours, used.period
+
+
+def _scheduled_run(world: World, result: ScenarioResult, what: str) -> str | None:
+    event = load_event("scheduled")
+    event["time"] = world.clock.t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    event["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"demo-schedule/{world.clock.t.isoformat()}"))
+    arn = _run(world, event, result)
+    if arn is None:
+        return None
+    done = world.stack.wait(arn, timeout=60)
+    result.check(f"{what}: the run succeeded", done["status"] == "SUCCEEDED", done["status"])
+    return arn
+
+
+def budget_enforced(world: World, story: Story, workdir: Path,
+                    cli: Callable[[list[str]], tuple[int, str]]) -> ScenarioResult:
+    story.chapter("5. A budget", f"The admin gives {BUDGET_TEAM} a monthly budget of H100-hours, to be held at its "
+                  f"guarantee ({BUDGET_GUARANTEE} H100s) once used up. Every run meters what each team runs, on its "
+                  "own quota and borrowed.")
+    rate = 8.0  # training's fine-tune keeps 8 H100s busy (demo cast)
+    world.stack.put_policy(world.cluster, budget_policy(world.policy_text, 1e6))
+    world.clock.advance(1)
+    before = world.quotas()
+    result = ScenarioResult("budget", f"A budget: {BUDGET_TEAM} warned at 80 %, held at its guarantee past 100 %",
+                            before, before, world.healthy_capacity())
+    if _scheduled_run(world, result, "the reconcile that starts the meter") is None:
+        return result
+    used, period = _training_used(world, budget_policy(world.policy_text, 1.0))
+    # A budget that the next hour of use takes past 80 %, so the viewer sees both thresholds in two runs.
+    budget = (used + rate) / 0.85
+    text = budget_policy(world.policy_text, budget)
+    world.stack.put_policy(world.cluster, text)
+    (workdir / "budget-policy.yaml").write_text(text)
+    story.say(f"{BUDGET_TEAM} has used {used:,.0f} H100-hours of {period} so far; its budget: {budget:,.0f}.")
+    world.clock.advance(1)
+    world.stack.sns_messages()
+    if _scheduled_run(world, result, "an hour later") is None:
+        return result
+    warned = [m for m in world.stack.sns_messages() if m["kind"] == "budget"]
+    result.check("the 80 % threshold was announced on SNS", len(warned) == 1
+                 and f"{BUDGET_TEAM}: budget 85 % used" in str(warned[0]["Message"])
+                 and "80 %" in str(warned[0]["Message"]), f"{len(warned)} message(s)")
+    if warned:
+        story.email(str(warned[0]["Subject"]), str(warned[0]["Message"]))
+    posts = [p for p in world.slack.posts if p["blocks"][0]["text"]["text"].startswith("Budget thresholds")]
+    result.check("and on Slack", len(posts) == 1, f"{len(posts)} post(s)")
+    if posts:
+        story.slack(posts[-1])
+    result.check(f"{BUDGET_TEAM} still holds more than its guarantee",
+                 world.quotas()[BUDGET_TEAM].get(P5, 0) > BUDGET_GUARANTEE, str(world.quotas()[BUDGET_TEAM]))
+    used, _ = _training_used(world, text)
+    hours = (budget - used) / rate + 0.5
+    story.say(f"{hours:.1f} hours later {BUDGET_TEAM} has used more than its budget.")
+    world.clock.advance(hours)
+    before = world.quotas()
+    arn = _scheduled_run(world, result, "past the budget")
+    if arn is None:
+        return result
+    result.execution = arn.rsplit(":", 1)[-1]
+    result.plan = stored_plan(arn)
+    if result.plan is not None:
+        story.plan(result.plan)
+    result.after = world.quotas()
+    result.before = before
+    result.check(f"{BUDGET_TEAM}'s H100 quota is down to its guarantee",
+                 result.after[BUDGET_TEAM].get(P5) == BUDGET_GUARANTEE,
+                 f"{before[BUDGET_TEAM].get(P5)} → {result.after[BUDGET_TEAM].get(P5)}")
+    messages = world.stack.sns_messages()
+    applied = [m for m in messages if m["kind"] == "applied"]
+    result.check("the change says why: the budget", len(applied) == 1
+                 and "quota held at its guarantee" in str(applied[0]["Message"]), f"{len(applied)} message(s)")
+    if applied:
+        story.email(str(applied[0]["Subject"]), str(applied[0]["Message"]))
+    passed = [m for m in messages if m["kind"] == "budget"]
+    result.check("the 100 % threshold was announced, once", len(passed) == 1
+                 and "passed 100 %" in str(passed[0]["Message"]), f"{len(passed)} message(s)")
+    code, out = cli(["usage", "--cluster", world.cluster, "--table", TABLE, "--policy",
+                     str(workdir / "budget-policy.yaml"), "--at", world.clock.t.isoformat()])
+    story.terminal(f"rebalancer usage --cluster {world.cluster} --table {TABLE} --policy budget-policy.yaml", out)
+    result.outputs["usage"] = out
+    line = next((row for row in out.splitlines() if row.startswith(BUDGET_TEAM)), "")
+    pct = line.split()[6] if len(line.split()) > 6 else ""
+    result.check("rebalancer usage shows it past 100 %", code == 0 and pct.isdigit() and int(pct) >= 100, line)
+    story.quotas(before, result.after, result.capacity)
+    story.verdict(result)
+    return result
+
+
 def _after(states: list[str], first: str, then: str) -> bool:
     return first in states and then in states and states.index(first) < states.index(then)
 
@@ -429,4 +540,5 @@ def run_all(world: World, story: Story, workdir: Path,
     else:
         results.append(ScenarioResult("rollback", "History and rollback (skipped: no first run)", {}, {}, {},
                                       [Check("the first run exists", False)]))
+    results.append(_guarded("budget", "A budget", story, lambda: budget_enforced(world, story, workdir, cli)))
     return results

@@ -11,8 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from rebalancer.catalog import InstanceSpec, mig_partitions_per_gpu, spec
+from rebalancer.catalog import InstanceSpec, spec
 from rebalancer.errors import UnknownInstanceType
+from rebalancer.mig import partitions_per_gpu_on
 
 RESOURCES = ("Accelerators", "VCpu", "MemoryInGiB")
 Key = tuple[str, str]  # (instance type, resource)
@@ -48,7 +49,7 @@ def entry_amounts(entry: dict[str, Any]) -> dict[str, float]:
     acc = entry.get("Accelerators")
     partition = entry.get("AcceleratorPartition")
     if acc is None and partition:
-        acc = partition["Count"] / mig_partitions_per_gpu(partition["Type"])
+        acc = partition["Count"] / partitions_per_gpu_on(entry["InstanceType"], partition["Type"])
     vcpu, mem = entry.get("VCpu"), entry.get("MemoryInGiB")
     if acc:
         share = acc / s.accelerators if s.accelerators else 0.0

@@ -41,14 +41,15 @@ def envelope(detail_type: str, detail: dict[str, Any], *, account_id: str, regio
 
 
 def node_health_detail(cluster: Any, node: Any, message: str | None) -> dict[str, Any]:
+    """As AWS documents it: the node by InstanceId only (no InstanceGroupName), Tags, Healthy / Unhealthy."""
     healthy = node.status == "Running"
     return {
-        "ClusterArn": cluster.arn,
         "ClusterName": cluster.cluster_name,
-        "InstanceGroupName": node.instance_group_name,
+        "ClusterArn": cluster.arn,
         "InstanceId": node.instance_id,
+        "Tags": {},
         "HealthSummary": {
-            "HealthStatus": "Schedulable" if healthy else "Unschedulable",
+            "HealthStatus": "Healthy" if healthy else "Unhealthy",
             "HealthStatusReason": message or node.status,
             "RepairAction": "None" if healthy else "Replace",
             "Recommendation": "" if healthy else "The node will be replaced automatically.",
@@ -62,10 +63,11 @@ def state_change_detail(cluster: Any) -> dict[str, Any]:
         "ClusterName": cluster.cluster_name,
         "ClusterStatus": cluster.status,
         "CreationTime": int(_aware(cluster.creation_time).timestamp() * 1000),
+        "FailureMessage": "",
         "InstanceGroups": [
-            {k: g[k] for k in ("InstanceGroupName", "InstanceType", "CurrentCount", "TargetCount", "ExecutionRole",
-                               "ThreadsPerCore") if k in g} | {"Status": "InService"}
+            {k: g[k] for k in ("InstanceGroupName", "InstanceType", "InstanceTypeDetails", "CurrentCount",
+                               "TargetCount", "ExecutionRole", "ThreadsPerCore") if k in g} | {"Status": "InService"}
             for g in cluster.instance_groups
         ],
-        "Tags": {},
+        "NodeRecovery": "Automatic",
     }

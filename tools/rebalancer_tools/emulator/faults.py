@@ -2,8 +2,10 @@
 
 A rule says which call it hits (operation, optionally the quota's team or name), when (skip the first `skip`
 matching calls, then fire `times` times, each with `probability` drawn from the injector's seeded RNG) and what
-happens: a ThrottlingException (400, botocore retries it), a 5xx, a slow status transition, an update that ends in
-UpdateFailed, or an "external edit" that bumps the quota's version just before our write is processed.
+happens: a ThrottlingException (400, botocore retries it), a 5xx, a slow status transition, a write that ends in
+any failure status of SchedulerResourceStatus (CreateFailed, CreateRollbackFailed, UpdateFailed,
+UpdateRollbackFailed, DeleteFailed, DeleteRollbackFailed; `update-failed` is `failed` with UpdateFailed), or an
+"external edit" that bumps the quota's version just before our write is processed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,19 @@ class FaultKind(StrEnum):
     SERVER_ERROR = "server-error"
     SLOW = "slow"
     UPDATE_FAILED = "update-failed"
+    FAILED = "failed"
     EXTERNAL_EDIT = "external-edit"
+
+
+# The failure statuses a write can end in, by the verb of the operation (SchedulerResourceStatus in the model).
+FAILURE_STATUSES = {"Create": ("CreateFailed", "CreateRollbackFailed"),
+                    "Update": ("UpdateFailed", "UpdateRollbackFailed"),
+                    "Delete": ("DeleteFailed", "DeleteRollbackFailed")}
+FAILING = frozenset({FaultKind.FAILED, FaultKind.UPDATE_FAILED})
+
+
+def verb_of(status: str) -> str:
+    return status.removesuffix("Failed").removesuffix("Rollback")
 
 
 # Faults answered before the operation runs (the request has no effect); the others change how it runs.
@@ -38,7 +52,8 @@ class FaultRule:
     probability: float = 1.0
     status_code: int = 500  # SERVER_ERROR: 500, 502, 503 or 504
     extra_reads: int = 3  # SLOW: Describe calls that still see the in-progress status
-    reason: str = "Injected failure: the cluster rejected the new quota."  # UPDATE_FAILED
+    reason: str = "Injected failure: the cluster rejected the new quota."  # FAILED, UPDATE_FAILED
+    status: str | None = None  # FAILED: the failure status; None: the operation's plain *Failed
     edit: dict[str, Any] | None = None  # EXTERNAL_EDIT: body fields to set; None: a small decrease
     seen: int = 0
     fired: int = 0
@@ -49,6 +64,23 @@ class FaultRule:
             raise ValueError(f"status_code: a server error needs a 5xx status, got {self.status_code}")
         if not 0.0 <= self.probability <= 1.0:
             raise ValueError(f"probability: must be within [0, 1], got {self.probability}")
+        if self.kind is FaultKind.UPDATE_FAILED:
+            self.status = self.status or "UpdateFailed"
+        every = [s for pair in FAILURE_STATUSES.values() for s in pair]
+        if self.status is not None and self.status not in every:
+            raise ValueError(f"status: one of {', '.join(every)}, got {self.status!r}")
+        if self.status is not None and self.operation is not None and not self.operation.startswith(
+                verb_of(self.status)):
+            raise ValueError(f"status: {self.status} cannot be the outcome of {self.operation}")
+
+    def failure_status(self, operation: str) -> str | None:
+        """The status this rule makes `operation` end in, or None when it is not about that kind of write."""
+        verb = next((v for v in FAILURE_STATUSES if operation.startswith(v)), None)
+        if verb is None:
+            return None
+        if self.status is None:
+            return f"{verb}Failed"
+        return self.status if verb_of(self.status) == verb else None
 
     @property
     def exhausted(self) -> bool:
@@ -58,6 +90,8 @@ class FaultRule:
         if self.operation is not None and self.operation != operation:
             return False
         if self.team is not None and self.team != team:
+            return False
+        if self.kind in FAILING and self.failure_status(operation) is None:
             return False
         return self.name is None or self.name == name
 

@@ -21,7 +21,7 @@ from rebalancer.catalog import spec
 from rebalancer.errors import UnknownInstanceType
 from rebalancer_tools.emulator import capacity, events
 from rebalancer_tools.emulator.errors import ConflictException, ResourceNotFound, ValidationError
-from rebalancer_tools.emulator.faults import FaultInjector, FaultKind
+from rebalancer_tools.emulator.faults import FAILING, FaultInjector, FaultKind
 from rebalancer_tools.emulator.invariant import InvariantMonitor, InvariantRecord
 from rebalancer_tools.emulator.resources import SETTLES_TO, Kind, Pending, Resource
 
@@ -37,7 +37,7 @@ _BODY_KEYS = {
 }
 
 
-_FAILS_TO = {"Creating": "CreateFailed", "Updating": "UpdateFailed", "Deleting": "DeleteFailed"}
+_VERB = {"Creating": "Create", "Updating": "Update", "Deleting": "Delete"}
 
 
 def utc_now() -> dt.datetime:
@@ -133,7 +133,7 @@ class Governance:
     def cluster_allocated(self, cluster_arn: str) -> dict[capacity.Key, float]:
         return capacity.quota_amounts(
             r.body.get("ComputeQuotaConfig") or {} for r in self.resources.values()
-            if r.kind is Kind.COMPUTE_QUOTA and r.cluster_arn == cluster_arn and r.live and r.enabled
+            if r.kind is Kind.COMPUTE_QUOTA and r.cluster_arn == cluster_arn and r.holds and r.enabled
         )
 
     def check_invariant(self, operation: str, cluster_arn: str, target: str | None) -> InvariantRecord | None:
@@ -209,17 +209,22 @@ class Governance:
 
     # ---- life cycle ------------------------------------------------------------------------------------------
 
-    def _begin(self, r: Resource, in_progress: str, operation: str, *, failure: str | None = None,
+    def _begin(self, r: Resource, in_progress: str, operation: str, *,
                restore: dict[str, Any] | None = None) -> None:
-        """Start a status transition; it settles at once when no Describe delay is configured."""
+        """Start a status transition; it settles at once when no Describe delay is configured. A `failed` fault
+        rule makes it end in the rule's failure status instead: an UpdateFailed restores `restore` (the previous
+        body); an UpdateRollbackFailed keeps the new one (partly applied); a failed delete leaves the resource."""
         reads = self.settings.transition_reads
         slow = self.faults.take(frozenset({FaultKind.SLOW}), operation, team=r.team, name=r.name)
         if slow is not None:
             reads += slow.extra_reads
-        final = SETTLES_TO[in_progress] if failure is None else _FAILS_TO[in_progress]
+        fail = self.faults.take(FAILING, operation, team=r.team, name=r.name)
+        final = SETTLES_TO[in_progress] if fail is None else fail.failure_status(operation) or \
+            f"{_VERB[in_progress]}Failed"
         r.status = in_progress
         r.failure_reason = None
-        r.pending = Pending(final, reads, failure, restore)
+        r.pending = Pending(final, reads, fail.reason if fail else None,
+                            restore if final == "UpdateFailed" else None)
         r.record_history()
         if reads == 0:
             self.settle(r)
@@ -246,12 +251,17 @@ class Governance:
             rid = self._new_id(kind)
             now = self.clock()
             r = Resource(kind, rid, self._arn(kind, rid), params["Name"], cluster.arn, body,
-                         params.get("Description"), now, now)
+                         params.get("Description"), now, now, tags=copy.deepcopy(params.get("Tags") or []))
             self.resources[rid] = r
             self._begin(r, "Creating", operation)
             if kind is Kind.COMPUTE_QUOTA:
                 self.check_invariant(operation, cluster.arn, r.name)
             return r
+
+    def by_arn(self, arn: str) -> Resource | None:
+        """The live resource with this ARN (tags are read and written on ARNs)."""
+        with self.lock:
+            return next((r for r in self.resources.values() if r.arn == arn), None)
 
     def describe(self, kind: Kind, resource_id: str, version: int | None) -> dict[str, Any]:
         with self.lock:
@@ -285,15 +295,13 @@ class Governance:
             self._check_body(kind, body, cluster)
             self._check_unique(kind, r.cluster_arn, r.name, (body.get("ComputeQuotaTarget") or {}).get("TeamName"),
                                r.resource_id)
-            fail = self.faults.take(frozenset({FaultKind.UPDATE_FAILED}), operation, team=r.team, name=r.name)
             before = copy.deepcopy(r.body)
             r.body = body
             if params.get("Description") is not None:
                 r.description = params["Description"]
             r.version += 1
             r.modified = self.clock()
-            self._begin(r, "Updating", operation, failure=fail.reason if fail else None,
-                        restore=before if fail else None)
+            self._begin(r, "Updating", operation, restore=before)
             if kind is Kind.COMPUTE_QUOTA:
                 self.check_invariant(operation, r.cluster_arn, r.name)
             return r

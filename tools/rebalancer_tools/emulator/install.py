@@ -208,6 +208,16 @@ def _with_orchestrator(original: Callable[[Any], dict[str, Any]]) -> Callable[[A
     return describe
 
 
+def _tagged(original: Callable[..., Any]) -> Callable[..., Any]:
+    """ListTags / AddTags / DeleteTags on compute-quota and cluster-scheduler-config ARNs, which moto does not know."""
+    @functools.wraps(original)
+    def resource_from_arn(self: Any, arn: str) -> Any:
+        r = governance(self).by_arn(arn)
+        return r if r is not None else original(self, arn)
+
+    return resource_from_arn
+
+
 def _valid_instance_type(self: Any, instance_type: str) -> None:  # noqa: ARG001 (a method of moto's Cluster)
     cluster_ops.check_instance_type(instance_type)
 
@@ -223,6 +233,7 @@ def install() -> None:
 
         backend = sm_models.SageMakerModelBackend
         setattr(backend, "create_cluster", _wrap_create_cluster(backend.create_cluster))  # noqa: B010
+        setattr(backend, "_get_resource_from_arn", _tagged(backend._get_resource_from_arn))  # noqa: B010
         for name in ("describe_cluster", "delete_cluster", "describe_cluster_node", "list_cluster_nodes"):
             setattr(backend, name, _resolving(getattr(backend, name)))
         setattr(sm_models.Cluster, "valid_cluster_node_instance_types", _valid_instance_type)  # noqa: B010

@@ -1,8 +1,8 @@
 """Versioned task-governance resources (compute quotas, cluster scheduler configs) as the emulator stores them.
 
 Both kinds share the same life cycle: a version that starts at 1 and grows on every update, a status that moves
-Creating → Created or Updating → Updated (or UpdateFailed) after a configurable number of Describe calls, and a
-history so Describe can answer for any earlier version.
+Creating → Created, Updating → Updated, Deleting → Deleted (or any of the *Failed / *RollbackFailed statuses) after
+a configurable number of Describe calls, and a history so Describe can answer for any earlier version.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class Resource:
     failure_reason: str | None = None
     pending: Pending | None = None
     history: dict[int, dict[str, Any]] = field(default_factory=dict)
+    tags: list[dict[str, str]] = field(default_factory=list)  # ListTags / AddTags on the ARN, as moto keeps them
 
     @property
     def team(self) -> str | None:
@@ -62,8 +63,13 @@ class Resource:
 
     @property
     def live(self) -> bool:
-        """Counts towards names, teams and capacity (not on its way out)."""
+        """Counts towards names and teams (not on its way out)."""
         return self.status not in ("Deleting", "Deleted")
+
+    @property
+    def holds(self) -> bool:
+        """Counts towards capacity: live, and not a create that failed (it never took effect)."""
+        return self.live and self.status not in ("CreateFailed", "CreateRollbackFailed")
 
     def describe(self) -> dict[str, Any]:
         prefix = "ComputeQuota" if self.kind is Kind.COMPUTE_QUOTA else "ClusterSchedulerConfig"

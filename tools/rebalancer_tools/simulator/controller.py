@@ -7,9 +7,11 @@ the new nominal quotas. No allocation logic lives here.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
+from rebalancer.metering import Reading, Used, budget_usage, fact_between, reading_of
 from rebalancer.models import (
     Cluster,
     ClusterNode,
@@ -86,6 +88,10 @@ class PlannerController:
         self.plans = 0
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
+        # Budgets, metered as production meters them: readings → facts → hours per team, instance type and period.
+        self.budgets = {name: tp.budget for name, tp in policy.teams.items() if tp.budget is not None}
+        self._last_reading: Reading | None = None
+        self.used: dict[tuple[str, str], dict[str, Used]] = defaultdict(lambda: defaultdict(Used))
 
     def node_list(self, healthy: int) -> tuple[ClusterNode, ...]:
         if healthy not in self._nodes:
@@ -135,13 +141,44 @@ class PlannerController:
                 tuple(sorted(view.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
+    def _meter(self, snap: Snapshot) -> Snapshot:
+        """Adds the interval since the last call to each budgeted team's periods; the snapshot with its
+        period-to-date use, as the plan step gives it to the planner."""
+        if not self.budgets:
+            return snap
+        reading = reading_of(snap)
+        fact = fact_between(self._last_reading, reading) if self._last_reading else None
+        self._last_reading = reading
+        usage = {}
+        for team, budget in self.budgets.items():
+            if fact is not None:
+                for w in {budget.window(fact.start), budget.window(fact.end - timedelta(microseconds=1))}:
+                    for itype, (own, lent) in fact.hours(w.start, w.end).get(team, {}).items():
+                        used = self.used[(team, w.label)][itype]
+                        used.own += own
+                        used.borrowed += lent
+            label = budget.window(snap.taken_at).label
+            usage[team] = budget_usage(self.used[(team, label)], budget, label, self.policy.prices)
+        return snap.model_copy(update={"budget_usage": usage})
+
+    def budget_report(self) -> dict[str, dict[str, dict[str, float]]]:
+        """team → period → accelerator-hours used and % of the budget."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for (team, label), by_type in sorted(self.used.items()):
+            u = budget_usage(by_type, self.budgets[team], label, self.policy.prices)
+            out.setdefault(team, {})[label] = {"hours": round(u.accelerator_hours, 1),
+                                               "percent": round(u.fraction(self.budgets[team]) * 100, 1)}
+        return out
+
     def __call__(self, view: ControllerView) -> Decision | None:
-        # The planner is deterministic: the same inputs that gave no change last time give none again.
-        inputs = self._inputs(view)
+        snap = self._meter(self.snapshot(view))
+        # The planner is deterministic: the same inputs that gave no change last time give none again. Budget use
+        # changes a plan only by which teams have used theirs up.
+        inputs = (*self._inputs(view), frozenset(t for t, u in snap.budget_usage.items()
+                                                 if u.fraction(self.budgets[t]) >= 1))
         if inputs == self._last_unchanged:
             self.skipped += 1
             return None
-        snap = self.snapshot(view)
         plan = make_plan(snap, self.policy, snap.taken_at)
         self.plans += 1
         quotas = quotas_from_plan(plan, self.instance_type) if plan.applies else {}

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
-from rebalancer_tools.simulator.metrics import water_fill
+from rebalancer_tools.simulator.metrics import entitlements
+from rebalancer_tools.simulator.results import RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 # event kinds, in the order they are handled at one instant
@@ -78,39 +79,6 @@ class SimConfig:
     failures: Failures = field(default_factory=Failures)
     seed: int = 0
     label: str = "sim"
-
-
-@dataclass(slots=True)
-class Timeline:
-    times_s: list[float] = field(default_factory=list)
-    busy: list[int] = field(default_factory=list)
-    capacity: list[int] = field(default_factory=list)
-    quota: dict[str, list[int]] = field(default_factory=dict)
-    usage: dict[str, list[int]] = field(default_factory=dict)
-    demand: dict[str, list[int]] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class RawResult:
-    """Integrals and per-job outcomes; `metrics.summarize` turns them into the reported figures."""
-
-    teams: list[str]
-    end_s: float
-    window_s: float
-    busy_gpu_s_window: float
-    capacity_gpu_s_window: float
-    received_gpu_s: list[float]
-    entitled_gpu_s: list[float]
-    deficit_gpu_s: list[float]
-    preemptions: list[int]
-    lost_gpu_s: list[float]
-    failure_kills: list[int]
-    failure_lost_gpu_s: list[float]
-    quota_changes: list[int]
-    job_team: list[int]
-    job_wait_s: list[float]
-    job_done: list[bool]
-    timeline: Timeline
 
 
 class Simulation:
@@ -263,7 +231,7 @@ class Simulation:
                 self.cap_window += self.capacity * wdt
             if self.ent_dirty:
                 demand = [r + p for r, p in zip(self.team_run, self.team_pending, strict=True)]
-                self.ent = water_fill(float(self.capacity), self.weights, demand)
+                self.ent = entitlements(float(self.capacity), self.weights, demand)
                 self.ent_dirty = False
             for i, r in enumerate(self.team_run):
                 e = self.ent[i]

@@ -5,35 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rebalancer_tools.simulator.engine import RawResult, Timeline
+from rebalancer.allocation import water_fill
+from rebalancer_tools.simulator.results import RawResult, Timeline
 
 
-def water_fill(capacity: float, weights: Sequence[float], demands: Sequence[float]) -> list[float]:
-    """Weighted max-min fair division of `capacity` among the demands: e_i = min(d_i, L·w_i) with the largest level
-    L for which Σ e_i ≤ capacity. Teams with no demand (or weight 0) get nothing. A metric, not a controller."""
-    out = [0.0] * len(demands)
-    active = [(d / w, i) for i, (d, w) in enumerate(zip(demands, weights, strict=True)) if d > 0 and w > 0]
-    if sum(demands[i] for _, i in active) <= capacity:
-        for _, i in active:
-            out[i] = float(demands[i])
-        return out
-    active.sort()
-    left = capacity
-    wsum = sum(weights[i] for _, i in active)
-    for k, (level, i) in enumerate(active):
-        if level * wsum <= left:
-            out[i] = float(demands[i])
-            left -= demands[i]
-            wsum -= weights[i]
-        else:
-            lvl = left / wsum
-            for _, i2 in active[k:]:
-                out[i2] = lvl * weights[i2]
-            break
-    return out
+def entitlements(capacity: float, weights: Sequence[float], demands: Sequence[float]) -> list[float]:
+    """Each team's fair entitlement: weighted max-min division of `capacity` among the demands (the engine's own
+    water-fill with no floors and the demands as ceilings). A team with no demand or weight 0 is entitled to nothing.
+    A metric, not a controller."""
+    ceilings = [float(d) if d > 0 and w > 0 else 0.0 for d, w in zip(demands, weights, strict=True)]
+    return water_fill(capacity, weights, [0.0] * len(ceilings), ceilings)
 
 
 def jain(values: Sequence[float]) -> float:
@@ -88,6 +71,7 @@ class StrategyResult:
     makespan_s: float
     teams: dict[str, TeamResult] = field(default_factory=dict)
     timeline: Timeline | None = None
+    budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # team → period → hours, %
 
     def output(self) -> dict[str, Any]:
         """The JSON shape of `rebalancer simulate --format json`, per strategy."""
@@ -108,6 +92,7 @@ class StrategyResult:
             "makespan_s": round(self.makespan_s, 1),
             "teams": {t: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in _fields(r).items()}
                       for t, r in self.teams.items()},
+            **({"budgets": self.budgets} if self.budgets else {}),
         }
 
 

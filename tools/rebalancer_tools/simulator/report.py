@@ -91,6 +91,13 @@ def write_report(results: Mapping[str, StrategyResult], out_dir: str | Path, *, 
                          f"{t.received_gpu_hours:,.0f} | {t.entitled_gpu_hours:,.0f} | "
                          f"{t.entitlement_deficit_gpu_hours:,.0f} | {t.quota_changes} |")
         lines.append("")
+        if r.budgets:
+            lines += [f"## {name}: budgets (accelerator-hours per period, % of the budget)", "",
+                      "| team | period | used | % |", "|---|---|---|---|"]
+            for team, periods in r.budgets.items():
+                lines += [f"| {team} | {label} | {u['hours']:,.0f} | {u['percent']:.0f} |"
+                          for label, u in periods.items()]
+            lines.append("")
     lines += [f"![{f}]({f})" for f in files]
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -96,4 +97,6 @@ def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] 
         controller = None
     sim = Simulation(sc.jobs, [t.name for t in sc.teams], queues, queue_of_team, config, controller,
                      weights=[t.weight for t in sc.teams])
-    return summarize(strategy, sim.run(progress))
+    result = summarize(strategy, sim.run(progress))
+    report = getattr(controller, "budget_report", None)
+    return dataclasses.replace(result, budgets=report()) if report else result

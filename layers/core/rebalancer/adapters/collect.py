@@ -22,7 +22,7 @@ from rebalancer.adapters.kueue import KueueReader, NodeReader
 from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.errors import PermanentError, RebalancerError
-from rebalancer.models import Cluster, Snapshot
+from rebalancer.models import Snapshot
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,14 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     warnings: list[str] = []
     sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
     described = sm.describe_cluster(cluster_name)
-    cluster = Cluster.model_validate(described)
+    cluster = sm.cluster_of(described, cluster_name)
     nodes = sm.nodes(cluster.ClusterName)
     quotas = sm.quotas(cluster.ClusterArn)
+    try:
+        quota_tags = sm.quota_tags(quotas)
+    except RebalancerError as e:  # without them a quota CloudFormation created cannot be told apart
+        quota_tags = {}
+        warnings.append(f"quota tags not read, so quotas created by CloudFormation are not recognised: {e}")
     try:
         scheduler_config = SchedulerConfigClient(clients.client("sagemaker")).read(cluster.ClusterArn)
     except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
@@ -99,7 +104,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                 warnings.append(f"utilization not read: {e}")
 
     snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand, mig=mig,
-                        utilization=utilization, scheduler_config=scheduler_config)
+                        utilization=utilization, scheduler_config=scheduler_config, quota_tags=quota_tags)
     return Collected(snapshot, tuple(warnings))
 
 

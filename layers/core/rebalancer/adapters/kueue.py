@@ -1,4 +1,7 @@
-"""Demand per team from Kueue (v1beta1), read through the `kubernetes` client.
+"""Demand per team from Kueue (v1beta2, or v1beta1 where the cluster does not serve v1beta2), read through the
+`kubernetes` client. Kueue 0.15 added v1beta2 and 0.20 stopped serving v1beta1; the fields read here
+(ClusterQueue `status.flavorsReservation` / `flavorsUsage`, `spec.resourceGroups`, Workload `spec.podSets`,
+`status.admission`, `status.conditions`) are the same in both.
 
 In a HyperPod cluster each team is namespace `hyperpod-ns-<team>` with ClusterQueue
 `hyperpod-ns-<team>-clusterqueue`; ResourceFlavors are named after instance types. In use = the ClusterQueue's
@@ -26,7 +29,8 @@ from rebalancer.errors import PermanentError, TransientError, UnknownInstanceTyp
 from rebalancer.models import Demand, Resources
 from rebalancer.plan import pool_name
 
-GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
+GROUP = "kueue.x-k8s.io"
+VERSIONS = ("v1beta2", "v1beta1")  # newest first; the next is tried when the API server answers 404
 TEAM_NAMESPACE_PREFIX = "hyperpod-ns-"
 CLUSTER_QUEUE_SUFFIX = "-clusterqueue"
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
@@ -68,6 +72,7 @@ class KueueDemand:
     demand: dict[str, dict[str, Demand]]
     teams: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
 
 
 class _Accumulator:
@@ -165,10 +170,32 @@ def flavors_offered(cluster_queue: dict[str, Any]) -> dict[str, set[str]]:
 
 
 class KueueReader:
-    def __init__(self, api_client: k8s.ApiClient, page_size: int = 500, request_timeout: float = 30):
+    def __init__(self, api_client: k8s.ApiClient, page_size: int = 500, request_timeout: float = 30,
+                 versions: tuple[str, ...] = VERSIONS):
         self.api = k8s.CustomObjectsApi(api_client)
         self.page_size = page_size
         self.request_timeout = request_timeout
+        self.versions = versions
+        self.version: str | None = None  # the first version the API server served; then used for every list
+
+    def _page(self, plural: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.version is not None:
+            page: dict[str, Any] = self.api.list_cluster_custom_object(GROUP, self.version, plural, **kwargs)
+            return page
+        for i, version in enumerate(self.versions):
+            try:
+                page = self.api.list_cluster_custom_object(GROUP, version, plural, **kwargs)
+            except ApiException as e:
+                if e.status == 404 and i + 1 < len(self.versions):
+                    continue  # this Kueue does not serve that version (or is not installed): try the next
+                if e.status == 404:
+                    tried = ", ".join(f"{GROUP}/{v}" for v in self.versions)
+                    raise PermanentError(f"Kubernetes list {plural}.{GROUP}: 404 Not Found (tried {tried}): is "
+                                         f"Kueue installed (task governance enabled)? {_status_message(e)}") from e
+                raise
+            self.version = version
+            return page
+        raise PermanentError(f"Kubernetes list {plural}.{GROUP}: no Kueue API version to try")
 
     def _list(self, plural: str) -> Iterator[dict[str, Any]]:
         token: str | None = None
@@ -177,7 +204,7 @@ class KueueReader:
             if token:
                 kwargs["_continue"] = token
             try:
-                page = self.api.list_cluster_custom_object(GROUP, VERSION, plural, **kwargs)
+                page = self._page(plural, kwargs)
             except ApiException as e:
                 raise _api_error(plural, e) from e
             except urllib3.exceptions.HTTPError as e:
@@ -221,7 +248,8 @@ class KueueReader:
                         continue
                     acc.add(acc.pending, team, flavor, resource, quantity, where)
         return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
-                           warnings=tuple(dict.fromkeys(acc.warnings)))
+                           warnings=tuple(dict.fromkeys(acc.warnings)),
+                           api_version=f"{GROUP}/{self.version}" if self.version else None)
 
 
 class NodeReader:

@@ -40,6 +40,24 @@ def is_failed(status: str | None) -> bool:
     return bool(status) and str(status).endswith("Failed")
 
 
+# Every *Failed status of SchedulerResourceStatus, and what it leaves behind (what a person or the rollback faces).
+FAILED_MEANS = {
+    "CreateFailed": "SageMaker could not create it",
+    "CreateRollbackFailed": "the create failed and SageMaker could not undo it, so it may be partly in place",
+    "UpdateFailed": "SageMaker kept the previous configuration",
+    "UpdateRollbackFailed": "the update failed and SageMaker could not restore the previous configuration, so it "
+                            "may be partly applied",
+    "DeleteFailed": "it still exists",
+    "DeleteRollbackFailed": "the delete failed and SageMaker could not restore it, so it may be partly removed",
+}
+
+
+def failed_message(what: str, status: str, reason: str | None) -> str:
+    """`quota q-1 of team a ended in UpdateRollbackFailed (…): reason`: one line, the status explained."""
+    means = FAILED_MEANS.get(status, "a failure status")
+    return f"{what} ended in {status} ({means}): {reason or 'no FailureReason given'}"
+
+
 @dataclass(frozen=True)
 class Poller:
     """How long to wait for a quota to settle. Tests inject `sleep` and `clock`; nothing here sleeps for real."""
@@ -106,12 +124,16 @@ def same_state(a: ComputeQuota, b: ComputeQuota) -> bool:
             and (a.ActivationState or "Enabled") == (b.ActivationState or "Enabled"))
 
 
+class _CreatedUnread(RebalancerError):
+    """A quota was created but its version could not be read; its outcome is already recorded."""
+
+
 class _SettleFailed(Exception):
     def __init__(self, quota_id: str, quota: ComputeQuota):
         self.quota_id = quota_id
         self.quota = quota
-        reason = getattr(quota, "FailureReason", None) or "no FailureReason given"
-        super().__init__(f"quota {quota_id} of team {quota.team} ended in {quota.Status}: {reason}")
+        super().__init__(failed_message(f"quota {quota_id} of team {quota.team}", quota.Status,
+                                        getattr(quota, "FailureReason", None)))
 
 
 @dataclass
@@ -121,6 +143,7 @@ class _Run:
     outcomes: list[ChangeOutcome] = field(default_factory=list)
     index_of: dict[str, int] = field(default_factory=dict)  # quota id → its latest outcome
     versions: dict[str, int] = field(default_factory=dict)  # quota id → the version our last write produced
+    created: list[str] = field(default_factory=list)  # quotas this run created (rollback deletes them)
     unsettled: set[str] = field(default_factory=set)
     decrease_in_flight: bool = False  # an unsettled write lowered a quota: increases wait for it
     error: str | None = None
@@ -157,11 +180,11 @@ class QuotaWriter:
         run = self._execute(steps)
         report = ApplyReport(cluster_arn=cluster_arn, outcomes=tuple(run.outcomes), succeeded=run.error is None,
                              error=run.error, conflict=run.conflict, transient=run.transient)
-        if run.error is None or not run.versions or not rollback_on_failure:
+        if run.error is None or not (run.versions or run.created) or not rollback_on_failure:
             return report
         before_by_id = {q.ComputeQuotaId: q for q in before}
         written = [qid for qid in run.versions if qid in before_by_id]
-        created = [qid for qid in run.versions if qid not in before_by_id]
+        created = list(run.created)
         undo = self.rollback(cluster_arn, [before_by_id[q] for q in written], created_ids=created,
                              expected_versions=run.versions)
         return report.model_copy(update={"rollback": undo.outcomes, "rolled_back": undo.succeeded})
@@ -193,7 +216,8 @@ class QuotaWriter:
             except RebalancerError as e:
                 run.error = str(e)
                 run.transient = isinstance(e, TransientError)
-                run.outcomes.append(_outcome(step, "failed", message=str(e)))
+                if not isinstance(e, _CreatedUnread):
+                    run.outcomes.append(_outcome(step, "failed", message=str(e)))
                 run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
                 self._settle_all(run, keep_error=True)
                 return run
@@ -209,16 +233,31 @@ class QuotaWriter:
                 qid, version = str(step.quota_id), int(out["ComputeQuotaVersion"])
             elif step.operation == "CreateComputeQuota":
                 out = self.sm.create_compute_quota(**step.parameters)
-                qid, version = str(out["ComputeQuotaId"]), 1
+                qid, version = str(out["ComputeQuotaId"]), None
             else:
                 self.sm.delete_compute_quota(**step.parameters)
                 qid, version = str(step.quota_id), None
+        if step.operation == "CreateComputeQuota":
+            run.created.append(qid)
+            version = self._created_version(step, qid, run)
         if version is not None:
             run.versions[qid] = version
         run.unsettled.add(qid)
         run.decrease_in_flight |= not step.increases
         run.index_of[qid] = len(run.outcomes)
         run.outcomes.append(_outcome(step, "applied", quota_id=qid, version=version))
+
+    def _created_version(self, step: Step, quota_id: str, run: _Run) -> int:
+        """CreateComputeQuota answers with the id only: the version comes from a Describe, never assumed. If that
+        read fails the quota exists all the same: it is recorded as ours (rollback deletes it) and the step fails."""
+        try:
+            return self.reader.quota(quota_id).ComputeQuotaVersion
+        except RebalancerError as e:
+            run.index_of[quota_id] = len(run.outcomes)
+            run.outcomes.append(_outcome(step, "failed", quota_id=quota_id,
+                                         message=f"created, but reading its version failed: {e}"))
+            raise _CreatedUnread(f"CreateComputeQuota for team {step.team}: quota {quota_id} was created but reading "
+                                 f"its version failed: {e}") from e
 
     def _conflict_report(self, step: Step, aws_said: str) -> str:
         read = step.parameters.get("TargetVersion")

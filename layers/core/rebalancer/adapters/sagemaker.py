@@ -6,6 +6,7 @@ from typing import Any
 
 from rebalancer.adapters.aws import aws_call
 from rebalancer.models import Cluster, ClusterNode, ComputeQuota
+from rebalancer.validation import load_model
 
 # Quotas on their way out hold no capacity and cannot be updated.
 GONE_STATUSES = frozenset({"Deleting", "Deleted"})
@@ -24,7 +25,24 @@ class SageMakerReader:
         return out
 
     def cluster(self, name: str) -> Cluster:
-        return Cluster.model_validate(self.describe_cluster(name))
+        return self.cluster_of(self.describe_cluster(name), name)
+
+    @staticmethod
+    def cluster_of(described: dict[str, Any], name: str) -> Cluster:
+        """InvalidInput (one line, naming the field) for a response the snapshot cannot use."""
+        out = {"ClusterName": name, **described}  # ClusterName is optional in the model's DescribeClusterResponse
+        return load_model(Cluster, out, f"DescribeCluster {name}")
+
+    def tags(self, arn: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with aws_call("ListTags", arn):
+            for page in self.sm.get_paginator("list_tags").paginate(ResourceArn=arn):
+                out.update({t["Key"]: t.get("Value", "") for t in page.get("Tags", [])})
+        return out
+
+    def quota_tags(self, quotas: tuple[ComputeQuota, ...]) -> dict[str, dict[str, str]]:
+        """Tags of each quota by ComputeQuotaId (ListTags on its ARN; a quota without an ARN is skipped)."""
+        return {q.ComputeQuotaId: self.tags(q.ComputeQuotaArn) for q in quotas if q.ComputeQuotaArn}
 
     def nodes(self, cluster_name: str) -> tuple[ClusterNode, ...]:
         out: list[ClusterNode] = []
@@ -32,7 +50,8 @@ class SageMakerReader:
             pages = self.sm.get_paginator("list_cluster_nodes").paginate(
                 ClusterName=cluster_name, PaginationConfig={"PageSize": self.page_size})
             for page in pages:
-                out += [ClusterNode.model_validate(n) for n in page.get("ClusterNodeSummaries", [])]
+                out += [load_model(ClusterNode, n, f"ListClusterNodes {cluster_name} ClusterNodeSummaries")
+                        for n in page.get("ClusterNodeSummaries", [])]
         return tuple(sorted(out, key=lambda n: (n.InstanceGroupName, n.InstanceId)))
 
     def quota_ids(self, cluster_arn: str) -> list[str]:
@@ -50,7 +69,7 @@ class SageMakerReader:
         with aws_call("DescribeComputeQuota", f"quota {quota_id}"):
             out = dict(self.sm.describe_compute_quota(ComputeQuotaId=quota_id))
         out.pop("ResponseMetadata", None)
-        return ComputeQuota.model_validate(out)
+        return load_model(ComputeQuota, out, f"DescribeComputeQuota {quota_id}")
 
     def quotas(self, cluster_arn: str) -> tuple[ComputeQuota, ...]:
         """Every live quota of the cluster, described in full (with its version), sorted by team."""

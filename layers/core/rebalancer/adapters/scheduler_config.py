@@ -12,10 +12,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.adapters.quota_writer import SETTLED, Poller, is_failed
+from rebalancer.adapters.quota_writer import SETTLED, Poller, failed_message, is_failed
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
 from rebalancer.models import ClusterSchedulerConfig
 from rebalancer.plan import SchedulerRequest
+from rebalancer.validation import load_model
 
 GONE_STATUSES = frozenset({"Deleting", "Deleted"})
 SchedulerWrite = Literal["CreateClusterSchedulerConfig", "UpdateClusterSchedulerConfig",
@@ -52,7 +53,7 @@ class SchedulerConfigClient:
         with aws_call("DescribeClusterSchedulerConfig", f"scheduler config {config_id}"):
             out = dict(self.sm.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id))
         out.pop("ResponseMetadata", None)
-        return ClusterSchedulerConfig.model_validate(out)
+        return load_model(ClusterSchedulerConfig, out, f"DescribeClusterSchedulerConfig {config_id}")
 
     def read(self, cluster_arn: str) -> ClusterSchedulerConfig | None:
         """The cluster's live scheduler config (HyperPod allows one per cluster), or None."""
@@ -77,7 +78,13 @@ class SchedulerConfigClient:
         if request.operation == "CreateClusterSchedulerConfig":
             with aws_call(request.operation, f"cluster {params.get('ClusterArn')}"):
                 out = self.sm.create_cluster_scheduler_config(**params)
-            return str(out["ClusterSchedulerConfigId"]), 1
+            config_id = str(out["ClusterSchedulerConfigId"])
+            # The response has the id only: the version comes from a Describe, never assumed. Unreadable ⇒ None
+            # (the Rollback step then leaves the config alone rather than guess which version is ours).
+            try:
+                return config_id, self.describe(config_id).ClusterSchedulerConfigVersion
+            except RebalancerError:
+                return config_id, None
         config_id = str(params["ClusterSchedulerConfigId"])
         try:
             with aws_call(request.operation, f"scheduler config {config_id}"):
@@ -141,8 +148,8 @@ class SchedulerConfigClient:
             if config.Status in SETTLED:
                 return config
             if is_failed(config.Status):
-                reason = getattr(config, "FailureReason", None) or "no FailureReason given"
-                raise ApplyFailed(f"scheduler config {config_id} ended in {config.Status}: {reason}")
+                raise ApplyFailed(failed_message(f"scheduler config {config_id}", config.Status,
+                                                 getattr(config, "FailureReason", None)))
             if self.poller.clock() >= deadline:
                 raise TransientError(f"DescribeClusterSchedulerConfig: {config_id} has not settled after "
                                      f"{self.poller.timeout:g} s")

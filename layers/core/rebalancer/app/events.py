@@ -4,12 +4,12 @@ and what the trigger makes of them: which clusters, and why."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
@@ -19,13 +19,38 @@ SCHEDULED = "Scheduled Event"
 RUN_FINISHED = "Step Functions Execution Status Change"
 
 
+# The fields below follow AWS's documented payloads ("Events that Amazon SageMaker AI sends to Amazon EventBridge",
+# "SageMaker HyperPod cluster events reference"); events/ holds one of each. Only what names the cluster and says
+# what happened is required: a field AWS adds, drops or gives a new value (an EventLevel, a HealthStatus) must not
+# turn an event of a managed cluster into a malformed one.
+
+
+def _epoch_millis(value: Any) -> Any:
+    """HyperPod sends CreationTime and EventTime as epoch milliseconds; pydantic alone would guess the unit."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value / 1000, UTC)
+    return value
+
+
+EpochMillis = Annotated[datetime, BeforeValidator(_epoch_millis)]
+
+
 class Detail(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+class InstanceTypeCount(Detail):
+    InstanceType: str | None = None
+    CurrentCount: int | None = None
+
+
 class InstanceGroupStatus(Detail):
+    """A DescribeCluster instance group as the state change carries it. A flexible instance group has no
+    InstanceType but InstanceTypeDetails (one entry per type)."""
+
     InstanceGroupName: str
     InstanceType: str | None = None
+    InstanceTypeDetails: tuple[InstanceTypeCount, ...] | None = None
     CurrentCount: int | None = None
     TargetCount: int | None = None
     Status: str | None = None
@@ -35,6 +60,8 @@ class ClusterStateChange(Detail):
     ClusterArn: str
     ClusterName: str
     ClusterStatus: str
+    CreationTime: EpochMillis | None = None
+    FailureMessage: str | None = None
     InstanceGroups: tuple[InstanceGroupStatus, ...] = ()
 
 
@@ -46,22 +73,30 @@ class HealthSummary(Detail):
 
 
 class NodeHealth(Detail):
-    ClusterArn: str
+    """No InstanceGroupName: the documented payload names the node by InstanceId only."""
+
     ClusterName: str
     InstanceId: str
     HealthSummary: HealthSummary
+    ClusterArn: str | None = None
+    Tags: dict[str, Any] | None = None
 
 
 class ClusterEventDetails(Detail):
-    EventId: str
-    ClusterArn: str
+    """Documented as required: EventId (a UUID), ClusterArn, ClusterName, EventTime (epoch ms), ResourceType
+    (Cluster | InstanceGroup | Instance), EventLevel (Info | Warn | Error); the EventBridge page's own example has
+    no EventLevel, so only the cluster is required here."""
+
     ClusterName: str
+    EventId: str | None = None
+    ClusterArn: str | None = None
     InstanceGroupName: str | None = None
     InstanceId: str | None = None
     ResourceType: str | None = None
-    EventTime: datetime | None = None
-    EventLevel: Literal["Info", "Warn", "Error"] | None = None
+    EventTime: EpochMillis | None = None
+    EventLevel: str | None = None
     Description: str | None = None
+    EventDetails: dict[str, Any] | None = None
 
 
 class ClusterEvent(Detail):
@@ -185,18 +220,23 @@ def parse_trigger(event: Any) -> Trigger:
     d = parsed.detail
     match parsed:
         case StateChangeEvent():
-            groups = ", ".join(f"{g.InstanceGroupName} {g.CurrentCount}/{g.TargetCount}" for g in d.InstanceGroups)
+            groups = ", ".join(f"{g.InstanceGroupName} {g.CurrentCount}/{g.TargetCount}" for g in d.InstanceGroups
+                               if g.CurrentCount is not None or g.TargetCount is not None)
             return Trigger(event_id=parsed.id, kind="cluster-state", clusters=(d.ClusterName,),
                            summary=f"cluster {d.ClusterName} is {d.ClusterStatus}" + (f" ({groups})" if groups else ""))
         case NodeHealthEvent():
             h = d.HealthSummary
+            repair = h.RepairAction if h.RepairAction not in (None, "", "None") else None
             return Trigger(event_id=parsed.id, kind="node-health", clusters=(d.ClusterName,),
                            summary=f"node {d.InstanceId} of {d.ClusterName} is {h.HealthStatus}"
+                                   + (f" (repair: {repair})" if repair else "")
                                    + (f": {h.HealthStatusReason}" if h.HealthStatusReason else ""))
         case HyperPodEvent():
             e = d.EventDetails
+            level = f"{e.EventLevel} event" if e.EventLevel else "event"
+            what = e.Description or e.EventId or e.ResourceType or "no description"
             return Trigger(event_id=parsed.id, kind="cluster-event", clusters=(e.ClusterName,),
-                           summary=f"{e.EventLevel or 'Info'} event on {e.ClusterName}: {e.Description or e.EventId}")
+                           summary=f"{level} on {e.ClusterName}: {what}")
         case AlarmEvent():
             return Trigger(event_id=parsed.id, kind="alarm", clusters=d.cluster_names(),
                            summary=f"alarm {d.alarmName} is {d.state.value}", relevant=d.state.value == "ALARM")

@@ -14,7 +14,7 @@ from rebalancer.adapters.aws import one_line
 from rebalancer.plan import Change, FieldChange
 
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
-               "failed"]
+               "failed", "budget", "budget_summary"]
 
 TITLES: dict[str, str] = {
     "approval_request": "Approval needed: quota changes on {cluster}",
@@ -25,6 +25,8 @@ TITLES: dict[str, str] = {
     "rolled_back": "Rebalance of {cluster} failed and was rolled back",
     "rollback_failed": "Rebalance of {cluster} failed and the rollback failed too: needs a person",
     "failed": "Rebalance of {cluster} stopped before changing anything",
+    "budget": "Budget thresholds reached on {cluster}",
+    "budget_summary": "Budget summary for {cluster}",
 }
 MAX_ROWS = 40  # Slack allows 50 blocks; a longer change set is summarised
 
@@ -45,6 +47,7 @@ class Message(BaseModel):
     approve_url: str | None = None
     reject_url: str | None = None
     expires: str | None = None
+    notes: tuple[str, ...] = ()  # budget lines: one per team
 
     @property
     def title(self) -> str:
@@ -75,6 +78,7 @@ def render_text(m: Message) -> tuple[str, str]:
     lines = [m.title, ""]
     if m.error:
         lines += [f"Error: {m.error}", ""]
+    lines += [f"  - {n}" for n in m.notes]
     if m.changes:
         lines.append("Changes (before -> after):")
         lines += [f"  - {change_line(c)}" for c in m.changes]
@@ -104,6 +108,9 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": m.title[:150]}}]
     if m.error:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Error:* {m.error}"[:3000]}})
+    if m.notes:
+        listed = "\n".join(f"• {n}" for n in m.notes[:MAX_ROWS])
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
     if m.changes:
         rows = [f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
                 f"*{_amount(c.before)} → {_amount(c.after)}*\n_{c.reason}_" for c in m.changes[:MAX_ROWS]]

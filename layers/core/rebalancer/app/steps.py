@@ -5,15 +5,17 @@ returns a small JSON-able result for the execution's state (big documents stay i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.adapters.scheduler_config import SchedulerOutcome
+from rebalancer.app import budgets
 from rebalancer.app.notifications import field_line
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError, TransientError
+from rebalancer.metering import Fact
 from rebalancer.models import ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.plan import CLUSTER, Change, Plan, QuotaRequest, SchedulerRequest
 from rebalancer.planning import make_plan, setting_changes
@@ -74,6 +76,9 @@ class Store(Protocol):
     def record_team_change(self, cluster_name: str, team: str, execution: str) -> None: ...
     def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None: ...
     def known_versions(self, cluster_name: str) -> dict[str, int]: ...
+    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> Any: ...
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
+    def announce_once(self, cluster_name: str, key: str) -> bool: ...
 
 
 def summarised(lines: Sequence[str], limit: int = MAX_STATE_LINES) -> list[str]:
@@ -137,8 +142,9 @@ def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: 
 def collect(run: RunRef, *, store: Store, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
     snapshot = read_snapshot(run.cluster_name)
     store.put_artifact(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
+    metered = budgets.meter(store, snapshot)
     return {"taken_at": snapshot.taken_at.isoformat(), "cluster_arn": snapshot.cluster.ClusterArn,
-            "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas)}
+            "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas), "metered": metered.status}
 
 
 # --- plan --------------------------------------------------------------------------------------------------------
@@ -151,7 +157,8 @@ def decide(plan: Plan) -> Decision:
 
 
 def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
-         mode_override: str = "") -> dict[str, Any]:
+         mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
     snapshot = load_snapshot(store, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -160,8 +167,10 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
         raise
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
+    snapshot = budgets.with_usage(store, policy, snapshot)
     known = known_versions_for(store.known_versions(run.cluster_name), snapshot, policy)
     result = make_plan(snapshot, policy, now, known_versions=known)
+    announced = budgets.announce(store, policy, snapshot, budget_outlet) if budget_outlet else []
     store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
     decision = decide(result)
     store.audit(run.cluster_name, run.execution_name, "plan", outcome=decision,
@@ -176,7 +185,8 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
             "scheduler_requests": len(result.scheduler_requests),
             "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
-            "approval_reasons": summarised(result.approval_reasons), "warnings": summarised(result.warnings)}
+            "approval_reasons": summarised(result.approval_reasons), "warnings": summarised(result.warnings),
+            "budget_messages": announced[:MAX_STATE_LINES]}
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
@@ -314,8 +324,9 @@ def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer:
         # As the quota writer's own rollback: only what this run wrote is undone; a quota it never reached may
         # hold someone else's newer edit.
         before = [q for q in before if q.ComputeQuotaId in expected]
+        # A create that then failed (CreateFailed, its version unreadable) still left a quota: delete it too.
         created = [o.quota_id for o in report.outcomes
-                   if o.operation == "CreateComputeQuota" and o.result == "applied" and o.quota_id]
+                   if o.operation == "CreateComputeQuota" and o.result in ("applied", "failed") and o.quota_id]
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
     config = restore_scheduler(run, snapshot, store=store, configs=configs)
     ok = undo.succeeded and (config is None or config.result in ("applied", "unchanged"))

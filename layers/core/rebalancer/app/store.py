@@ -10,6 +10,9 @@ Item layout (pk / sk):
                                                           during the holder's run); expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
   CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
+  METER#<cluster>        / LAST                           the latest metering reading (rebalancer.metering)
+  METER#<cluster>        / FACT#<start, UTC ISO>          use between two readings; one per start, never rewritten
+  METER#<cluster>        / ALERT#<team>#<period>#<pct>    a budget threshold announced (once per period)
   idempotency#<function> / <hash>                         Powertools idempotency
 """
 
@@ -28,6 +31,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from rebalancer.errors import TransientError
+from rebalancer.metering import Fact, Reading, fact_between
 
 ARTIFACT_RETENTION = timedelta(days=90)
 # An audit field above this is stored gzip'd (`<field>_gz`): a plan of 1,000 teams x 15 types is ~0.5 MB of JSON,
@@ -265,3 +269,84 @@ class Store:
         rec = self.get_approval(approval_id)
         assert rec is not None
         return rec
+
+    # --- metering: the latest reading, and a fact per interval between readings ------------------------------------
+    def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult:
+        """Adds the interval since the last reading as a fact and makes this reading the last, in one transaction:
+        the fact is keyed on its start, so a retried run or a concurrent one that read the same last reading
+        writes nothing (no double counting), and the last reading only moves forward."""
+        pk = f"METER#{cluster_name}"
+        item = self.table.get_item(Key={KEY: pk, SORT: "LAST"}, ConsistentRead=True).get("Item")
+        new_last = {KEY: pk, SORT: "LAST", "at": _utc(reading.at), "body": _pack(reading.model_dump(mode="json"))}
+        client = self.table.meta.client
+        if item is None:
+            puts = [{"Put": {"TableName": self.table_name, "Item": new_last,
+                             "ConditionExpression": "attribute_not_exists(pk)"}}]
+            return self._meter_transaction(client, puts, MeterResult("first", None))
+        last = Reading.model_validate(_unpack(item["body"]))
+        fact = fact_between(last, reading, expected_gap)
+        if fact is None:
+            return MeterResult("stale", None)
+        puts = [{"Put": {"TableName": self.table_name,
+                         "Item": {KEY: pk, SORT: f"FACT#{_utc(fact.start)}", "end": _utc(fact.end),
+                                  "estimated": fact.estimated, "body": _pack(fact.model_dump(mode="json")),
+                                  TTL: _epoch(fact.end + AUDIT_RETENTION)},
+                         "ConditionExpression": "attribute_not_exists(pk)"}},
+                {"Put": {"TableName": self.table_name, "Item": new_last,
+                         "ConditionExpression": "#at = :last", "ExpressionAttributeNames": {"#at": "at"},
+                         "ExpressionAttributeValues": {":last": str(item["at"])}}}]
+        return self._meter_transaction(client, puts, MeterResult("recorded", fact))
+
+    @staticmethod
+    def _meter_transaction(client: Any, puts: list[dict[str, Any]], result: MeterResult) -> MeterResult:
+        try:
+            client.transact_write_items(TransactItems=puts)
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "TransactionCanceledException":
+                return MeterResult("duplicate", None)
+            raise TransientError(f"DynamoDB TransactWriteItems (metering): {e}") from e
+        return result
+
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
+        """The facts overlapping [since, until), oldest first."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key(KEY).eq(f"METER#{cluster_name}") & Key(SORT).between("FACT#",
+                                                                                                f"FACT#{_utc(until)}"),
+            "ConsistentRead": True, "ScanIndexForward": False}
+        out: list[Fact] = []
+        since_key = _utc(since)
+        while True:
+            page = self.table.query(**kwargs)
+            for item in page.get("Items", []):
+                if str(item["end"]) <= since_key:  # facts chain end to start: every older one ends earlier
+                    return out[::-1]
+                fact = Fact.model_validate(_unpack(item["body"]))
+                if fact.start < until:
+                    out.append(fact)
+            if "LastEvaluatedKey" not in page:
+                return out[::-1]
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def announce_once(self, cluster_name: str, key: str) -> bool:
+        """True the first time `key` (team#period#threshold) is announced for this cluster."""
+        return self.put_new({KEY: f"METER#{cluster_name}", SORT: f"ALERT#{key}", "at": self.now().isoformat(),
+                             TTL: _epoch(self.now() + AUDIT_RETENTION)})
+
+
+@dataclass(frozen=True)
+class MeterResult:
+    status: Literal["first", "recorded", "duplicate", "stale"]
+    fact: Fact | None
+
+
+def _utc(t: datetime) -> str:
+    """Sortable key text: UTC, microseconds, fixed width."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _pack(document: Any) -> bytes:
+    return gzip.compress(json.dumps(document, separators=(",", ":"), sort_keys=True).encode())
+
+
+def _unpack(body: Any) -> Any:
+    return json.loads(gzip.decompress(bytes(body.value if hasattr(body, "value") else body)))

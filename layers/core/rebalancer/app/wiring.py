@@ -130,3 +130,34 @@ def publish_team_metrics(m: Imbalance) -> None:
             with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
                 metric.add_dimension(name="ClusterName", value=m.cluster)
                 metric.add_dimension(name="Team", value=team.team)
+
+
+class BudgetOutlet:
+    """Budget messages on the notification channels (made on first use: no secret is read otherwise) and the
+    per-team budget metrics (Powertools, EMF)."""
+
+    def __init__(self, cfg: config.NotifyConfig, cluster: str):
+        self.cfg, self.cluster = cfg, cluster
+
+    def send(self, kind: str, lines: tuple[str, ...]) -> None:
+        from rebalancer.app.notifications import Message
+        from rebalancer.app.observability import logger
+
+        message = Message.model_validate({"kind": kind, "cluster": self.cluster, "notes": lines})
+        for channel in channels(self.cfg):
+            result = channel.send(message)
+            if not result.ok:
+                logger.warning("budget message not delivered", extra={"channel": result.channel,
+                                                                       "error": result.error})
+
+    def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None:
+        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+        from rebalancer.app.observability import NAMESPACE
+
+        for team, (percent, hours) in sorted(used.items()):
+            for name, value, unit in (("BudgetUsedPercent", percent, MetricUnit.Percent),
+                                      ("BudgetAcceleratorHours", hours, MetricUnit.Count)):
+                with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE) as metric:
+                    metric.add_dimension(name="ClusterName", value=cluster)
+                    metric.add_dimension(name="Team", value=team)

@@ -1,0 +1,113 @@
+"""Budgets in the workflow: meter each reading, give the planner period-to-date use, and tell people when a team
+passes a threshold (once per period) and how each period ended (once)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from rebalancer.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
+from rebalancer.metering import EXPECTED_GAP, Fact, Reading, Used, budget_usage, hours_in, reading_of
+from rebalancer.models import Snapshot
+from rebalancer.policy import Policy
+
+if TYPE_CHECKING:
+    from rebalancer.app.store import MeterResult
+
+
+class MeterStore(Protocol):
+    def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult: ...
+    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
+    def announce_once(self, cluster_name: str, key: str) -> bool: ...
+
+
+class Outlet(Protocol):
+    """Where budget news goes: messages on the notification channels, figures as CloudWatch metrics."""
+
+    def send(self, kind: str, lines: tuple[str, ...]) -> None: ...
+    def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None: ...
+
+
+def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
+    return store.meter(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
+
+
+def _budgets(policy: Policy) -> dict[str, Budget]:
+    return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
+
+
+def _usage(facts: Iterable[Fact], budgets: dict[str, Budget], windows: dict[str, PeriodWindow], until: datetime,
+           prices: dict[str, float]) -> dict[str, BudgetUsage]:
+    facts = list(facts)
+    hours: dict[tuple[datetime, datetime], dict[str, dict[str, Used]]] = {}
+    out = {}
+    for team, budget in budgets.items():
+        w = windows[team]
+        span = (w.start, min(until, w.end))
+        if span not in hours:
+            hours[span] = hours_in(facts, *span)
+        out[team] = budget_usage(hours[span].get(team, {}), budget, w.label, prices)
+    return out
+
+
+def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
+    """Per team with a budget: use from its period's start until `at`, from the metered facts."""
+    budgets = _budgets(policy)
+    if not budgets:
+        return {}
+    windows = {team: b.window(at) for team, b in budgets.items()}
+    facts = store.meter_facts(cluster, min(w.start for w in windows.values()), at)
+    return _usage(facts, budgets, windows, at, policy.prices)
+
+
+def with_usage(store: MeterStore, policy: Policy, snapshot: Snapshot) -> Snapshot:
+    usage = period_to_date(store, snapshot.cluster.ClusterName, policy, snapshot.taken_at)
+    return snapshot.model_copy(update={"budget_usage": usage}) if usage else snapshot
+
+
+def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, outlet: Outlet) -> list[str]:
+    """Per team with a budget: % used and accelerator-hours as metrics; thresholds newly reached this period (each
+    once, whatever the number of runs), then the summary of every period that ended since the last one was sent.
+    Returns the lines sent."""
+    cluster = snapshot.cluster.ClusterName
+    budgets = _budgets(policy)
+    figures = {team: (u.fraction(budgets[team]) * 100, u.accelerator_hours)
+               for team, u in snapshot.budget_usage.items() if team in budgets}
+    if figures:
+        outlet.record(cluster, figures)
+    sent: list[str] = []
+    crossed = []
+    for team, budget in budgets.items():
+        used = snapshot.budget_usage.get(team)
+        if used is None:
+            continue
+        new = [pct for pct in reached_thresholds(budget, used)
+               if store.announce_once(cluster, f"{team}#{used.period}#{pct}")]
+        if new:
+            crossed.append(f"{team}: {describe(budget, used)}; passed {', '.join(f'{p} %' for p in new)}")
+    if crossed:
+        outlet.send("budget", tuple(crossed))
+        sent += crossed
+    summary = _ended_periods(store, cluster, policy, budgets, snapshot.taken_at)
+    if summary:
+        outlet.send("budget_summary", tuple(summary))
+        sent += summary
+    return sent
+
+
+def _ended_periods(store: MeterStore, cluster: str, policy: Policy, budgets: dict[str, Budget],
+                   at: datetime) -> list[str]:
+    """One line per team whose previous period has not been summarised yet: checked once per kind of period
+    (month or week, time zone) at the first run of a new one; a period with no metered use is not summarised."""
+    previous = {team: b.window(b.window(at).start - timedelta(microseconds=1)) for team, b in budgets.items()}
+    kinds = {(b.period, b.timezone, previous[t].label) for t, b in budgets.items()}
+    fresh = {k for k in sorted(kinds) if store.announce_once(cluster, f"summary#{k[0]}#{k[1]}#{k[2]}")}
+    due = {t: w for t, w in previous.items() if (budgets[t].period, budgets[t].timezone, w.label) in fresh}
+    if not due:
+        return []
+    facts = store.meter_facts(cluster, min(w.start for w in due.values()), max(w.end for w in due.values()))
+    if not facts:
+        return []
+    usage = _usage(facts, {t: budgets[t] for t in due}, due, max(w.end for w in due.values()), policy.prices)
+    return [f"{team}: {describe(budgets[team], usage[team])}" for team in sorted(due)]

@@ -1,0 +1,68 @@
+"""`rebalancer usage --cluster NAME --policy FILE`: each team's metered accelerator-hours in a period (own vs
+borrowed), its budget, cost and forecast, from the controller's table. Read-only."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.policy import Policy
+from rebalancer.validation import load_model_file
+from rebalancer_tools import usage_report
+from rebalancer_tools.cli.history_cmd import audit_table_name
+
+
+@click.command()
+@click.option("--cluster", required=True, help="HyperPod cluster name.")
+@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
+              help="The cluster's policy (budgets and prices).")
+@click.option("--period", help="A past or current period: 2026-11 (monthly budgets) or 2026-W48 (weekly). "
+                               "Default: the current one.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, writable=True),
+              help="Also write a PNG of cumulative use against budget.")
+@click.option("--at", "at_text", metavar="ISO-TIME", help="Report as of this instant, with a time zone (default: now).")
+@click.option("--table", envvar="REBALANCER_TABLE", help="The controller's table (env REBALANCER_TABLE).")
+@click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
+@click.option("--region", help="AWS region (default: your AWS configuration).")
+@click.option("--profile", help="AWS profile.")
+def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_file: str | None, at_text: str | None,
+          table: str | None, stack: str | None, region: str | None, profile: str | None) -> None:
+    """Accelerator-hours per team against its budget, with cost and a forecast to the period's end."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from rebalancer.app.store import Store
+
+    policy = load_model_file(Policy, policy_file)
+    now = _instant(at_text) if at_text else datetime.now(UTC)
+    try:
+        windows = [usage_report.window_for(t.budget, now, period) for t in policy.teams.values()] or \
+                  [usage_report.window_for(None, now, period)]
+    except ValueError as e:
+        raise InvalidInput(str(e), field="--period", value=period) from None
+    session = boto3.Session(region_name=region, profile_name=profile)
+    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    since, until = min(w.start for w in windows), min(now, max(w.end for w in windows))
+    try:
+        facts = store.meter_facts(cluster, since, until)
+    except (ClientError, BotoCoreError) as e:
+        raise PermanentError(f"reading the table {store.table_name}: {e}") from None
+    report = usage_report.rows(facts, policy, until, period)
+    click.echo(usage_report.render(report, fmt))
+    if plot_file:
+        usage_report.plot(facts, policy, until, period, Path(plot_file))
+        click.echo(f"plot written to {plot_file}", err=True)
+
+
+def _instant(text: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{text!r} is not an ISO time like 2026-11-30T12:00:00Z", field="--at", value=text) from None
+    if at.tzinfo is None:
+        raise InvalidInput(f"{text!r} has no time zone (add Z or +00:00)", field="--at", value=text)
+    return at

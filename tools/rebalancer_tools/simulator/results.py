@@ -1,0 +1,39 @@
+"""What a simulation run records (integrals, per-job outcomes, the timeline): written by the engine, read by the
+metrics and the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Timeline:
+    times_s: list[float] = field(default_factory=list)
+    busy: list[int] = field(default_factory=list)
+    capacity: list[int] = field(default_factory=list)
+    quota: dict[str, list[int]] = field(default_factory=dict)
+    usage: dict[str, list[int]] = field(default_factory=dict)
+    demand: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RawResult:
+    """Integrals and per-job outcomes; `metrics.summarize` turns them into the reported figures."""
+
+    teams: list[str]
+    end_s: float
+    window_s: float
+    busy_gpu_s_window: float
+    capacity_gpu_s_window: float
+    received_gpu_s: list[float]
+    entitled_gpu_s: list[float]
+    deficit_gpu_s: list[float]
+    preemptions: list[int]
+    lost_gpu_s: list[float]
+    failure_kills: list[int]
+    failure_lost_gpu_s: list[float]
+    quota_changes: list[int]
+    job_team: list[int]
+    job_wait_s: list[float]
+    job_done: list[bool]
+    timeline: Timeline
