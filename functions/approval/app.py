@@ -1,5 +1,5 @@
 """Approval: RequestApproval from the state machine (stores the task token, sends the controls), and the HTTP API
-for signed links and Slack buttons."""
+for the review page, its decision form and Slack buttons (rebalancer.app.approval_http)."""
 
 from typing import Any
 
@@ -11,8 +11,8 @@ from rebalancer.app.observability import logger, tracer
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    approvals = wiring.approvals(config.load(config.ApprovalConfig))
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    cfg = config.load(config.ApprovalConfig)
     if event.get("action") == "request":
-        return approvals.request(event)
-    return approvals.http(event)
+        return wiring.approvals(cfg).request(event)
+    return wiring.approval_api(cfg).handle(event, context)

@@ -348,6 +348,11 @@ def test_observe_publishes_the_metrics_the_alarms_watch(world: World, capsys: py
         capsys.readouterr()
         result = stack.invoke("observe", load_event("scheduled"))
         emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        from rebalancer.app import wiring
+
+        samples = list(wiring.store().samples(CLUSTER))  # the backtest's history: one demand sample per run
+    assert len(samples) == 1
+    assert samples[0].teams["research"]["ml.p5.48xlarge"].pending == 24
     # research waits for 24 H100s while data-science and inference hold 8 idle ones (training uses its 8 of 12).
     assert result[CLUSTER]["stranded"] > 0
     cluster_level = [m for m in emitted if "StrandedAccelerators" in m]

@@ -67,6 +67,7 @@ def test_sam_build_and_the_built_handlers_import(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     layer = build / "CoreLayer" / "python"
     assert (layer / "rebalancer" / "app" / "__init__.py").is_file()
+    assert (layer / "rebalancer" / "app" / "templates" / "review.html.j2").is_file()  # package data ships too
     assert (layer / "aws_lambda_powertools").is_dir()
     for logical in ("TriggerFunction", "ApprovalFunction"):
         assert (build / logical / "app.py").is_file()

@@ -31,7 +31,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 from unittest import mock
-from urllib.parse import urlparse
 
 import boto3
 
@@ -167,7 +166,9 @@ class LocalStack:
                     "POLICY_PARAMETER_PREFIX": prefix, "MODE_OVERRIDE": "", "STATE_MACHINE_ARN":
                     self.state_machine_arn, "TOPIC_ARN": topic, "SLACK_WEBHOOK_SECRET_ARN": slack,
                     "SLACK_SIGNING_SECRET_ARN": slack_signing, "APPROVAL_SIGNING_SECRET_ARN": signing,
-                    "AWS_DEFAULT_REGION": self.region, **LOCAL_ENV, **self.env})
+                    "AWS_DEFAULT_REGION": self.region,
+                    "HISTORY_RETENTION_DAYS": str(self.template["Parameters"]["HistoryRetentionDays"]["Default"]),
+                    **LOCAL_ENV, **self.env})
         self._exit.enter_context(mock.patch.dict("os.environ", env))
         self._exit.callback(wiring.reset)
         wiring.reset()
@@ -307,26 +308,17 @@ class LocalStack:
         return outcomes
 
     def http(self, method: str, url: str, *, form: dict[str, str] | None = None,
-             headers: dict[str, str] | None = None, body: str | None = None) -> dict[str, Any]:
-        """Call the approval function as the HTTP API (payload format 2.0) would for this request."""
-        from urllib.parse import parse_qsl, urlencode
+             headers: dict[str, str] | None = None, body: str | None = None,
+             claims: dict[str, str] | None = None) -> dict[str, Any]:
+        """Call the approval function as the HTTP API (payload format 2.0) would for this request; `claims`: as its
+        JWT authorizer passes them for a valid token."""
+        from urllib.parse import urlencode
 
-        u = urlparse(url)
+        from rebalancer_tools.http_api import http_api_event
+
         raw = body if body is not None else (urlencode(form) if form else None)
-        parts = u.path.strip("/").split("/")
-        event: dict[str, Any] = {
-            "version": "2.0", "routeKey": f"{method} {u.path}", "rawPath": u.path, "rawQueryString": u.query,
-            "headers": {"content-type": "application/x-www-form-urlencoded", **(headers or {})},
-            "requestContext": {"http": {"method": method, "path": u.path, "sourceIp": "127.0.0.1",
-                                        "protocol": "HTTP/1.1", "userAgent": "local"}},
-            "isBase64Encoded": False,
-        }
-        if u.query:
-            event["queryStringParameters"] = dict(parse_qsl(u.query))
-        if len(parts) == 2 and parts[0] == "approvals":
-            event["pathParameters"] = {"id": parts[1]}
-        if raw is not None:
-            event["body"] = raw
+        event = http_api_event(method, url, body=raw, claims=claims, headers={
+            "content-type": "application/x-www-form-urlencoded", **(headers or {})})
         result: dict[str, Any] = self.invoke("approval", event)
         return result
 

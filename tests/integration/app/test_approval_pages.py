@@ -4,124 +4,23 @@ recorder of SendTaskSuccess / SendTaskFailure (the real ASL round trip is in tes
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any
-from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
+from datetime import timedelta
+from urllib.parse import urlencode
 
-import boto3
 import pytest
-from moto import mock_aws
-from support.approval_page import has_form, review_form
-from support.template import create_table
+from support.approval_api import BASE, T0, Api, approval_api, slack_headers
+from support.approval_page import has_form
 
-from rebalancer.app.approvals import Approvals
 from rebalancer.app.form_nonce import FormNonces
-from rebalancer.app.notifications import DeliveryResult, Message
-from rebalancer.app.signing import LinkSigner
-from rebalancer.app.store import Store
-from rebalancer.plan import Change, Plan
-from rebalancer_tools.ticking_clock import Clock
-
-T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-ARN = "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:c1-node-health-0001"
-BASE = "https://api.example"
-
-
-@dataclass
-class Sfn:
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def send_task_success(self, **kw: Any) -> None:
-        self.calls.append(("success", kw))
-
-    def send_task_failure(self, **kw: Any) -> None:
-        self.calls.append(("failure", kw))
-
-
-@dataclass
-class Inbox:
-    name: str = "inbox"
-    messages: list[Message] = field(default_factory=list)
-
-    def send(self, message: Message) -> DeliveryResult:
-        self.messages.append(message)
-        return DeliveryResult(self.name, True)
-
-
-PLAN = Plan(
-    cluster_name="c1", cluster_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/c1", taken_at=T0,
-    mode="approve", requires_approval=True, approval_reasons=("moves 16 accelerators, above 8",),
-    warnings=("node gpu-p5-0 <failed> health check",),
-    allocations={"research": {"ml.p5.48xlarge": {"accelerators": 24.0}},
-                 "inference": {"ml.p5.48xlarge": {"accelerators": 8.0}},
-                 "platform": {"ml.g5.8xlarge": {"accelerators": 2.0}}},
-    changes=(Change(team="inference", instance_type="ml.p5.48xlarge", resource="accelerators", before=24, after=8,
-                    reason="idle 90% of its quota"),
-             Change(team="research", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=24,
-                    reason="3 jobs pending for 24 GPUs")))
-
-
-@dataclass
-class Api:
-    approvals: Approvals
-    sfn: Sfn
-    inbox: Inbox
-    clock: Clock
-    store: Store
-
-    @property
-    def approval_id(self) -> str:
-        return str(self.inbox.messages[0].approval_id)
-
-    def link(self, decision: str = "approve") -> str:
-        m = self.inbox.messages[0]
-        return str(m.approve_url if decision == "approve" else m.reject_url)
-
-    def call(self, method: str, url: str, form: dict[str, str] | None = None) -> dict[str, Any]:
-        u = urlsplit(url)
-        event: dict[str, Any] = {"version": "2.0", "rawPath": u.path, "rawQueryString": u.query,
-                                 "requestContext": {"http": {"method": method, "sourceIp": "192.0.2.7"}}}
-        if u.query:
-            event["queryStringParameters"] = dict(parse_qsl(u.query))
-        if form is not None:  # as API Gateway passes a form body: base64
-            event["body"], event["isBase64Encoded"] = base64.b64encode(urlencode(form).encode()).decode(), True
-        return self.approvals.http(event)
-
-    def page_form(self, decision: str = "approve") -> tuple[str, dict[str, str]]:
-        page = self.call("GET", self.link(decision))
-        assert page["statusCode"] == 200, page["body"]
-        action, fields = review_form(page["body"])
-        return urljoin(self.link(decision), action), fields
-
-    def status(self) -> str:
-        rec = self.store.get_approval(self.approval_id)
-        assert rec is not None
-        return rec.status
-
-    def approval_audit(self) -> list[dict[str, Any]]:
-        return [a for a in self.store.audit_log("c1") if a["kind"] == "approval"]
+from rebalancer_tools.http_api import http_api_event
 
 
 @pytest.fixture
 def api() -> Iterator[Api]:
-    with mock_aws():
-        create_table(boto3.client("dynamodb", region_name="us-east-1"))
-        clock, sfn, inbox = Clock(T0), Sfn(), Inbox()
-        store = Store("t", now=clock)
-        store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
-        approvals = Approvals(store=store, sfn=sfn, signer=LinkSigner(b"k" * 32), channels=[inbox])
-        run = {"cluster_name": "c1", "execution_name": "c1-node-health-0001", "execution_arn": ARN,
-               "trigger": {"kind": "node-health", "summary": "node gpu-p5-0 Unhealthy"},
-               "started_at": T0.isoformat()}
-        approvals.request({"run": run, "plan": {"approval_timeout_seconds": 3600}, "task_token": "token-1",
-                           "base_url": BASE})
-        yield Api(approvals, sfn, inbox, clock, store)
+    with approval_api() as a:
+        yield a
 
 
 def test_the_review_page_shows_the_plan_and_decides_nothing(api: Api) -> None:
@@ -232,15 +131,12 @@ def test_wrong_methods_and_addresses_get_a_page_and_change_nothing(api: Api) -> 
 def test_slack_buttons_and_the_page_share_one_decision(api: Api) -> None:
     """The page is open; a Slack rejection comes first; the page's Approve then finds the approval decided."""
     url, fields = api.page_form()
-    api.approvals.slack_signing_secret = "slack-secret"
+    api.http.slack_signing_secret = "slack-secret"
     payload = {"type": "block_actions", "user": {"id": "U1", "username": "bob"},
                "actions": [{"action_id": "reject", "value": api.approval_id}]}
     body = urlencode({"payload": json.dumps(payload)})
-    ts = str(int(api.clock.t.timestamp()))
-    sig = "v0=" + hmac.new(b"slack-secret", f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    slack = api.approvals.http({"rawPath": "/slack/interactions", "body": body,
-                                "headers": {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig},
-                                "requestContext": {"http": {"method": "POST"}}})
+    slack = api.http.handle(http_api_event("POST", f"{BASE}/slack/interactions", body=body,
+                                           headers=slack_headers(body, "slack-secret", api.clock.t)))
     assert "rejected" in json.loads(slack["body"])["text"]
     late = api.call("POST", url, {**fields, "decision": "approve", "name": "alice"})
     assert late["statusCode"] == 409

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+
+from hypothesis import given
+from hypothesis import strategies as st
+from support.props import properties
 
 from rebalancer.app.review_page import Review, Row, message_page, review_page, rows_of, trigger_text
 from rebalancer.plan import Change, Plan
@@ -39,7 +46,72 @@ def test_values_are_escaped() -> None:
                                rows=[Row(evil, evil, "accelerators", 1, 2, evil)], form={"nonce": "'><b>"}))
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "value='&#x27;&gt;&lt;b&gt;'" in page
+    assert "value='&#39;&gt;&lt;b&gt;'" in page
+
+
+class _Tags(HTMLParser):
+    """The elements a browser would build, and the hidden fields' values as it would read them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.hidden: dict[str, str] = {}
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        a = dict(attrs)
+        if tag == "input" and a.get("type") == "hidden":
+            self.hidden[str(a["name"])] = str(a["value"])
+        if tag == "a":
+            self.hrefs.append(str(a["href"]))
+
+
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "dl", "dt", "dd", "ul", "li",
+                "div", "table", "thead", "tbody", "tr", "th", "td", "form", "input", "label", "textarea", "button",
+                "a", "code", "strong"}
+
+
+@properties(100)
+@given(st.text(max_size=40))
+def test_no_value_anywhere_on_the_page_becomes_markup(value: str) -> None:
+    """Whatever text arrives in any field (from the plan, the trigger, the approver's name or the nonce), the page a
+    browser parses has only the template's own elements, and the hidden fields come back exactly as given."""
+    page = review_page(_review(cluster=value, trigger=value, warnings=(value,), approval_reasons=(value,),
+                               started_at=value or None, status="pending", execution_url=f"https://x/{value}",
+                               rows=[Row(value, value, value, 1, 2, value)], form={"nonce": value, "sig": value},
+                               action=value, signed_in_as=value or None))
+    decided = review_page(_review(status="approved", decided_by=value))
+    message = message_page(value, value, execution_url=value or None)
+    for html in (page, decided, message):
+        tags = _Tags()
+        tags.feed(html)
+        assert tags.tags <= ALLOWED_TAGS
+    parsed = _Tags()
+    parsed.feed(page)
+    assert parsed.hidden == {"nonce": value, "sig": value}
+    assert parsed.hrefs == [f"https://x/{value}"]
+
+
+def test_without_an_identity_the_form_asks_for_a_name_and_says_the_link_is_the_credential() -> None:
+    page = review_page(_review())
+    assert "<input type='text' id='name' name='name' maxlength='80'" in page
+    assert "Whoever holds this link can decide" in page
+    assert "Signed in as" not in page
+
+
+def test_with_a_verified_identity_the_name_field_goes() -> None:
+    page = review_page(_review(signed_in_as="alice@example.com"))
+    assert "id='name'" not in page
+    assert "Signed in as <strong>alice@example.com</strong>" in page
+    assert "Whoever holds this link" not in page
+
+
+def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
+    """The review page module is on RequestApproval's import path; the template engine is not."""
+    code = ("import sys, rebalancer.app.review_page as p; assert 'jinja2' not in sys.modules; "
+            "p.message_page('t', 'x'); assert 'jinja2' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_the_form_is_there_only_while_pending() -> None:

@@ -13,6 +13,7 @@ from support.props import properties
 
 from rebalancer import catalog
 from rebalancer.models import Snapshot
+from rebalancer.plan import Plan
 from rebalancer.planning import held, make_plan
 from rebalancer.policy import Policy, PoolKey
 
@@ -102,3 +103,15 @@ def test_plan_is_deterministic_whatever_the_order_of_quotas(case: tuple[Snapshot
     rnd.shuffle(shuffled)
     other = snap.model_copy(update={"quotas": tuple(shuffled)})
     assert make_plan(other, pol, T0) == make_plan(snap, pol, T0)
+
+
+@properties(40)
+@given(cases())
+def test_a_plan_reads_back_from_its_json_as_the_same_plan(case: tuple[Snapshot, Policy]) -> None:
+    # What is stored (DynamoDB, the approval link) is validated on the way back: it must be the plan that was made,
+    # down to the types (an int where a float is declared compares equal, but comes back a float: see the repr).
+    snap, pol = case
+    plan = make_plan(snap, pol, T0)
+    again = Plan.model_validate_json(plan.model_dump_json())
+    assert again == plan
+    assert repr(again) == repr(plan)

@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "simulate": "rebalancer_tools.cli.simulate_cmd:simulate",
     "history": "rebalancer_tools.cli.history_cmd:history",
     "demo": "rebalancer_tools.cli.demo_cmd:demo",
+    "backtest": "rebalancer_tools.cli.backtest_cmd:backtest",
+    "recommend": "rebalancer_tools.cli.recommend_cmd:recommend",
     "usage": "rebalancer_tools.cli.usage_cmd:usage",
     "trace": "rebalancer_tools.cli.trace_cmd:trace",
 }

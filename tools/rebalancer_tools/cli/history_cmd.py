@@ -1,10 +1,15 @@
 """`rebalancer history --cluster NAME`: what the deployed controller did to a cluster, from its audit table
 (DynamoDB), oldest first. `--snapshot-of RUN -o FILE` writes the quotas a run started from, for
-`rebalancer rollback --to FILE`. Works against real AWS (your credentials) and the emulator (AWS_ENDPOINT_URL)."""
+`rebalancer rollback --to FILE`. `rebalancer history export --cluster NAME --since 30d -o FILE` writes the runs'
+snapshots and the observe step's demand samples as JSON lines, for `rebalancer backtest` and `recommend` offline.
+Works against real AWS (your credentials) and the emulator (AWS_ENDPOINT_URL)."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +76,65 @@ def audit_table_name(session: Any, table: str | None, stack: str | None) -> str:
     raise InvalidInput(f"stack {stack} has no {TABLE_OUTPUT} output", field="--stack", value=stack)
 
 
-@click.command()
-@click.option("--cluster", required=True, help="HyperPod cluster name.")
+def open_store(table: str | None, stack: str | None, region: str | None, profile: str | None) -> Any:
+    """The controller's table (rebalancer.app.store.Store) through the caller's AWS configuration."""
+    import boto3
+
+    from rebalancer.app.store import Store
+
+    session = boto3.Session(region_name=region, profile_name=profile)
+    return Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
+
+
+SINCE = re.compile(r"(\d+)([mhdw])")
+UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(value: str, now: datetime) -> datetime:
+    """`30d`, `12h`, `90m`, `2w` before now, or an ISO-8601 date or time (UTC when it names no zone)."""
+    m = SINCE.fullmatch(value.strip())
+    if m:
+        return now - timedelta(**{UNITS[m.group(2)]: int(m.group(1))})
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput("expected a duration like 30d, 12h, 90m, 2w or an ISO-8601 date",
+                           field="--since", value=value) from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def export_history(store: Any, cluster: str, since: datetime, now: datetime) -> Iterator[str]:
+    """The runs' snapshots (from the audit log's runs) and the samples, from `since` on, as JSON lines."""
+    from rebalancer_tools.backtest.history import Run, export_lines
+
+    runs = []
+    seen: set[str] = set()
+    for record in store.audit_log(cluster):
+        execution = str(record.get("execution", ""))
+        if execution in seen or datetime.fromisoformat(str(record["at"])) < since:
+            continue
+        seen.add(execution)
+        doc = store.get_artifact(execution, "SNAPSHOT")
+        if doc is None:  # a run that stopped before collect, or its artifacts expired
+            continue
+        run = Run.model_validate({"type": "run", "execution": execution, "at": doc["taken_at"], "snapshot": doc})
+        runs.append(run)
+    return export_lines(cluster, runs, store.samples(cluster, since), since=since, exported_at=now)
+
+
+def _table_options(f: Any) -> Any:
+    for option in reversed((
+            click.option("--cluster", required=True, help="HyperPod cluster name."),
+            click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE)."),
+            click.option("--stack", help="Or the SAM stack name: its TableName output is the table."),
+            click.option("--region", help="AWS region (default: your AWS configuration)."),
+            click.option("--profile", help="AWS profile."))):
+        f = option(f)
+    return f
+
+
+@click.group(invoke_without_command=True)
+@click.option("--cluster", help="HyperPod cluster name.")
 @click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE).")
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
@@ -82,18 +144,19 @@ def audit_table_name(session: Any, table: str | None, stack: str | None) -> str:
               help="Write the snapshot run RUN started from (the quotas before its change) instead.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
               help="With --snapshot-of: the file to write (for `rebalancer rollback --to`).")
-def history(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
-            as_json: bool, snapshot_of: str | None, output: str | None) -> None:
+@click.pass_context
+def history(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
+            profile: str | None, as_json: bool, snapshot_of: str | None, output: str | None) -> None:
     """What the controller did to a cluster (triggers, plans, approvals, applies, rollbacks), oldest first."""
-    import boto3
+    if ctx.invoked_subcommand is not None:
+        return
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from rebalancer.app.store import Store
-
+    if not cluster:
+        raise InvalidInput("give --cluster NAME", field="--cluster")
     if output and not snapshot_of:
         raise InvalidInput("--output needs --snapshot-of RUN", field="--output", value=output)
-    session = boto3.Session(region_name=region, profile_name=profile)
-    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    store = open_store(table, stack, region, profile)
     try:
         if snapshot_of:
             doc = store.get_artifact(snapshot_of, "SNAPSHOT")
@@ -122,3 +185,33 @@ def history(cluster: str, table: str | None, stack: str | None, region: str | No
         click.echo(f"no history for {cluster} in {store.table_name}")
         return
     Console(width=max(Console().width, 80)).print(history_table(records, cluster))
+
+
+@history.command("export")
+@_table_options
+@click.option("--since", default="30d", show_default=True,
+              help="How far back: 30d, 12h, 90m, 2w, or an ISO-8601 date.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, writable=True),
+              help="The JSON-lines file to write (for `rebalancer backtest --history`).")
+def export(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
+           since: str, output: str) -> None:
+    """Write the cluster's runs and demand samples as JSON lines, to backtest policies offline."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    now = datetime.now(UTC)
+    start = parse_since(since, now)
+    store = open_store(table, stack, region, profile)
+    last = "{}"
+    try:
+        with Path(output).open("w") as f:
+            for last in export_history(store, cluster, start, now):
+                f.write(last + "\n")
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        raise PermanentError(f"reading the table {store.table_name}: {err.get('Code')}: "
+                             f"{err.get('Message')}") from None
+    except BotoCoreError as e:
+        raise PermanentError(f"reading the table {store.table_name}: {e}") from None
+    end = json.loads(last)  # the end record counts what was written
+    click.echo(f"{end.get('runs', 0)} runs and {end.get('samples', 0)} samples of {cluster} since "
+               f"{start:%Y-%m-%d %H:%M} UTC written to {output}", err=True)

@@ -100,7 +100,7 @@ def write_report(results: Sequence[ScenarioResult], initial: Quotas,
             lines += [f"Execution `{r.execution}`: {' → '.join(r.states)}", ""]
         lines += [f"- {'✓' if c.ok else '✗'} {c.what}" + (f" ({c.detail})" if c.detail else "") for c in r.checks]
         lines += ["", "Quotas (accelerators), before → after:", "", *_quota_md(r.before, r.after, r.capacity), ""]
-        for name in ("email", "slack", "history", "rollback"):
+        for name in ("email", "slack", "history", "rollback", "backtest"):
             if name in r.outputs:
                 lines += [f"<details><summary>{name}</summary>", "", "```", r.outputs[name].rstrip(), "```", "",
                           "</details>", ""]

@@ -498,6 +498,51 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     return result
 
 
+OBSERVATIONS = 4  # observe steps before the backtest: a few samples, the demo stays fast
+
+
+def backtest_history(world: World, story: Story, workdir: Path,
+                     cli: Callable[[list[str]], tuple[int, str]]) -> ScenarioResult:
+    story.chapter("6. Backtest", "The observe step has been recording demand samples. The admin exports the "
+                  "history the demo just made and replays it under the policy and a variant without a cooldown.")
+    quotas = world.quotas()
+    result = ScenarioResult("backtest", "Backtest of the demo's own history", quotas, quotas,
+                            world.healthy_capacity())
+    for _ in range(OBSERVATIONS):
+        world.clock.advance(minutes=5)
+        world.stack.invoke("observe", load_event("scheduled"))
+    history = workdir / "history.jsonl"
+    code, out = cli(["history", "export", "--cluster", world.cluster, "--table", TABLE, "--since", "7d",
+                     "-o", str(history)])
+    story.terminal(f"rebalancer history export --cluster {world.cluster} --table {TABLE} --since 7d "
+                   f"-o {history.name}", out)
+    if not result.check("the history was exported", code == 0 and history.exists(), out.strip()):
+        return result
+    lines = [json.loads(line) for line in history.read_text().splitlines()]
+    kinds = [line["type"] for line in lines]
+    result.check("it holds the demo's runs and the observe samples",
+                 kinds.count("run") >= 3 and kinds.count("sample") == OBSERVATIONS,
+                 f"{kinds.count('run')} runs, {kinds.count('sample')} samples")
+    policy = workdir / "demo-policy.yaml"
+    policy.write_text(world.policy_text)
+    variant = workdir / "no-cooldown.yaml"
+    variant.write_text(world.policy_text.replace("cooldown_minutes: 30", "cooldown_minutes: 0"))
+    report = workdir / "backtest"
+    code, out = cli(["backtest", "--history", str(history), "--policy", str(policy), "--policy", str(variant),
+                     "--report", str(report)])
+    story.terminal(f"rebalancer backtest --history {history.name} --policy {policy.name} --policy "
+                   f"{variant.name} --report {report.name}", out)
+    result.outputs["backtest"] = out
+    result.check("backtest exited 0 with both policies side by side",
+                 code == 0 and "demo-policy" in out and "no-cooldown" in out, out.strip().splitlines()[-1]
+                 if out.strip() else "")
+    result.check("the report has a timeline per team", len(list(report.glob("team-*.png"))) == len(quotas),
+                 str(report))
+    result.check("nothing was written to the cluster", world.quotas() == quotas)
+    story.verdict(result)
+    return result
+
+
 def _after(states: list[str], first: str, then: str) -> bool:
     return first in states and then in states and states.index(first) < states.index(then)
 
@@ -541,4 +586,6 @@ def run_all(world: World, story: Story, workdir: Path,
         results.append(ScenarioResult("rollback", "History and rollback (skipped: no first run)", {}, {}, {},
                                       [Check("the first run exists", False)]))
     results.append(_guarded("budget", "A budget", story, lambda: budget_enforced(world, story, workdir, cli)))
+    results.append(_guarded("backtest", "Backtest of the demo's own history", story,
+                            lambda: backtest_history(world, story, workdir, cli)))
     return results

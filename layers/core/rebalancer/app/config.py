@@ -46,6 +46,11 @@ class TriggerConfig(EnvConfig):
     debounce_seconds: Annotated[int, Field(gt=0)] = Field(alias="DEBOUNCE_SECONDS")
 
 
+class ObserveConfig(EnvConfig):
+    # How long the demand samples (the backtest's history) are kept: their DynamoDB TTL.
+    history_retention_days: Annotated[int, Field(gt=0)] = Field(alias="HISTORY_RETENTION_DAYS")
+
+
 class VerifyConfig(EnvConfig):
     poll_seconds: Annotated[int, Field(ge=0)] = Field(alias="VERIFY_POLL_SECONDS")
     max_attempts: Annotated[int, Field(gt=0)] = Field(alias="VERIFY_MAX_ATTEMPTS")
@@ -59,6 +64,9 @@ class NotifyConfig(EnvConfig):
 class ApprovalConfig(NotifyConfig):
     slack_signing_secret_arn: str = Field("", alias="SLACK_SIGNING_SECRET_ARN")
     approval_signing_secret_arn: NonEmpty = Field(alias="APPROVAL_SIGNING_SECRET_ARN")
+    # The issuer of the approval API's JWT authorizer, set by the template only when the authorizer is on: then the
+    # token's claims name the approver. Empty: the link is the credential and the approver types a name.
+    approval_oidc_issuer: str = Field("", alias="APPROVAL_OIDC_ISSUER")
 
 
 C = TypeVar("C", bound=EnvConfig)

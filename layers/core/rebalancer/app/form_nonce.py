@@ -2,8 +2,9 @@
 
 A nonce is `<random>.<mac>`, the MAC an HMAC-SHA256 over (approval id, expiry, random) under a key derived from the
 link-signing key, so a nonce only works for the approval and expiry of the page that issued it and cannot be made up.
-Single use: the first POST claims the nonce with a conditional write in the table; a replay of the form finds it
-claimed. (The decision itself is single-use too: the approval record moves pending → decided once.)
+Single use: the first POST claims the nonce's random part in the store (Store.claim_form_nonce, a conditional
+write); a replay of the form finds it claimed. (The decision itself is single-use too: the approval record moves
+pending → decided once.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rebalancer.app.signing import BadLink, LinkExpired
-from rebalancer.app.store import KEY, SORT, TTL, Store
 
 NONCE_BYTES = 16
 
@@ -42,16 +42,13 @@ class FormNonces:
         rand = self.random()
         return f"{rand}.{self._mac(approval_id, expires, rand)}"
 
-    def check(self, approval_id: str, expires: int, nonce: str, now: datetime) -> None:
-        """Raises BadLink when the nonce was not issued for this approval and expiry, or the expiry has passed."""
+    def check(self, approval_id: str, expires: int, nonce: str, now: datetime) -> str:
+        """The nonce's id (its random part, what the store claims once). Raises BadLink when the nonce was not issued
+        for this approval and expiry, or the expiry has passed."""
         rand, _, mac = nonce.partition(".")
         if not rand or not mac or not hmac.compare_digest(self._mac(approval_id, expires, rand), mac):
             raise BadLink("This form was not issued for this approval; open the link from the message again.")
         if now.timestamp() >= expires:
             raise LinkExpired("This form has expired; the change was not made.")
+        return rand
 
-
-def claim_nonce(store: Store, approval_id: str, nonce: str, expires: int) -> bool:
-    """True the first time this nonce is submitted; False for a replayed form."""
-    return store.put_new({KEY: f"APPROVAL#{approval_id}", SORT: f"NONCE#{nonce.partition('.')[0]}",
-                          "claimed_at": store.now().isoformat(), TTL: expires + 86_400})

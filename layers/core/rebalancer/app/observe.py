@@ -1,14 +1,24 @@
 """Utilization metrics from a snapshot: per team idle allocated and pending accelerators, and per cluster the
 accelerators stranded (idle in one team while another waits) and an imbalance score (stranded ÷ capacity, 0..1).
-The template's alarms on these start a rebalance."""
+The template's alarms on these start a rebalance. Each observation also stores a light demand sample
+(rebalancer.sample) per cluster: the history a policy is backtested on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from rebalancer import catalog
 from rebalancer.errors import UnknownInstanceType
 from rebalancer.models import Snapshot
+from rebalancer.sample import sample_of
+
+if TYPE_CHECKING:
+    from rebalancer.app.store import Store
 
 
 @dataclass(frozen=True)
@@ -69,3 +79,18 @@ def measure(snapshot: Snapshot) -> Imbalance:
         pending = sum(snapshot.demand_of(team, t).pending.accelerators for t in types)
         usage.append(TeamUsage(team, allocated, in_use, pending))
     return Imbalance(snapshot.cluster.ClusterName, float(capacity), tuple(usage))
+
+
+def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
+            warn: Callable[[str], None] = lambda _message: None) -> list[Imbalance]:
+    """Each cluster's snapshot measured and stored as a demand sample (kept `retention`). A sample DynamoDB
+    refuses is a warning, not a failure: the metrics (which the alarms watch) still go out; history has a gap."""
+    out = []
+    for snapshot in snapshots:
+        name = snapshot.cluster.ClusterName
+        out.append(measure(snapshot))
+        try:
+            store.put_sample(sample_of(snapshot), retention)
+        except (ClientError, BotoCoreError) as e:
+            warn(f"demand sample of {name} not stored: {e}")
+    return out

@@ -6,10 +6,16 @@ Item layout (pk / sk):
   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries skip it)
   AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
   APPROVAL#<id>          / APPROVAL                       task token, status, decision expiry
+  APPROVAL#<id>          / CONTEXT                        what triggered the run and when (the review page shows it)
+  APPROVAL#<id>          / NONCE#<random part>            a review form that was submitted (single use)
   CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at, followup (a change came
                                                           during the holder's run); expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
   CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
+  SAMPLE#<cluster>       / <ISO time>                     gzip'd demand sample (rebalancer.sample) written by observe
+                                                          every few minutes; expires_at = time + the history
+                                                          retention (HISTORY_RETENTION_DAYS). Its own partition per
+                                                          cluster, apart from the metering facts (METER#).
   METER#<cluster>        / LAST                           the latest metering reading (rebalancer.metering)
   METER#<cluster>        / FACT#<start, UTC ISO>          use between two readings; one per start, never rewritten
   METER#<cluster>        / ALERT#<team>#<period>#<pct>    a budget threshold announced (once per period)
@@ -32,18 +38,23 @@ from botocore.exceptions import ClientError
 
 from rebalancer.errors import TransientError
 from rebalancer.metering import Fact, Reading, fact_between
+from rebalancer.sample import DemandSample
 
 ARTIFACT_RETENTION = timedelta(days=90)
 # An audit field above this is stored gzip'd (`<field>_gz`): a plan of 1,000 teams x 15 types is ~0.5 MB of JSON,
 # beyond DynamoDB's 400 KB item limit; compressed it is a small fraction of that. audit_log reads both forms.
 AUDIT_INLINE_MAX = 32 * 1024
 AUDIT_RETENTION = timedelta(days=400)
+NONCE_RETENTION = timedelta(days=1)  # after the form's expiry: a replay then fails on the expiry anyway
 KEY = "pk"
 SORT = "sk"
 TTL = "expires_at"
 
 Artifact = Literal["SNAPSHOT", "PLAN", "APPLY", "SCHEDULER"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
+HISTORY_RETENTION = timedelta(days=90)  # the template's HistoryRetentionDays default
 
 
 def utcnow() -> datetime:
@@ -70,6 +81,14 @@ class ApprovalRecord:
     status: ApprovalStatus
     decide_by: datetime
     decided_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the review page shows about the run besides its plan."""
+
+    trigger: dict[str, Any]
+    started_at: str | None = None
 
 
 class ApprovalNotPending(Exception):
@@ -157,6 +176,23 @@ class Store:
                     rec[name] = json.loads(rec[name])
             out.append(rec)
         return out
+
+    # --- demand samples (backtest history) ---------------------------------------------------------------------
+    def put_sample(self, sample: DemandSample, retention: timedelta = HISTORY_RETENTION) -> None:
+        """One sample per cluster and time; a retried observe overwrites its own sample, nothing else."""
+        body = gzip.compress(sample.model_dump_json().encode())
+        self.table.put_item(Item={KEY: f"SAMPLE#{sample.cluster}", SORT: sample.at.astimezone(UTC).isoformat(),
+                                  "body": body,
+                                  TTL: _epoch(sample.at + retention)})
+
+    def samples(self, cluster_name: str, since: datetime | None = None) -> Iterator[DemandSample]:
+        """The cluster's samples, oldest first (from `since` on)."""
+        condition: Any = Key(KEY).eq(f"SAMPLE#{cluster_name}")
+        if since is not None:
+            condition = condition & Key(SORT).gte(since.astimezone(UTC).isoformat())
+        for item in self._query(condition):
+            body = item["body"]
+            yield DemandSample.model_validate_json(gzip.decompress(bytes(getattr(body, "value", body))))
 
     def _query(self, condition: Any) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {"KeyConditionExpression": condition, "ConsistentRead": True}
@@ -269,6 +305,27 @@ class Store:
         rec = self.get_approval(approval_id)
         assert rec is not None
         return rec
+
+    def put_run_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None:
+        self.table.put_item(Item={KEY: f"APPROVAL#{approval_id}", SORT: "CONTEXT",
+                                  "trigger": json.dumps(context.trigger, sort_keys=True, default=str),
+                                  "started_at": context.started_at or "",
+                                  TTL: _epoch(decide_by + ARTIFACT_RETENTION)})
+
+    def run_context(self, approval_id: str) -> RunContext:
+        """The stored context of the approval's run; an empty one when none was stored."""
+        item = self.table.get_item(Key={KEY: f"APPROVAL#{approval_id}", SORT: "CONTEXT"},
+                                   ConsistentRead=True).get("Item")
+        if item is None:
+            return RunContext(trigger={})
+        trigger = json.loads(str(item.get("trigger") or "{}"))
+        return RunContext(trigger=trigger if isinstance(trigger, dict) else {},
+                          started_at=str(item.get("started_at") or "") or None)
+
+    def claim_form_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool:
+        """True the first time a review form (its nonce's random part) is submitted; False for a replay."""
+        return self.put_new({KEY: f"APPROVAL#{approval_id}", SORT: f"NONCE#{nonce_id}",
+                             "claimed_at": self.now().isoformat(), TTL: _epoch(expires + NONCE_RETENTION)})
 
     # --- metering: the latest reading, and a fact per interval between readings ------------------------------------
     def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult:

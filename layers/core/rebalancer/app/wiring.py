@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
@@ -14,6 +14,9 @@ from rebalancer.app.notifications import Channel, SlackChannel, SnsChannel
 from rebalancer.app.observe import Imbalance
 from rebalancer.app.store import Store
 from rebalancer.models import Snapshot
+
+if TYPE_CHECKING:
+    from rebalancer.app.approval_http import ApprovalApi
 
 
 @cache
@@ -114,10 +117,16 @@ def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any
 def approvals(cfg: config.ApprovalConfig) -> Approvals:
     from rebalancer.app.signing import LinkSigner
 
-    signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
     return Approvals(store=store(), sfn=client("stepfunctions"),
-                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()),
-                     channels=channels(cfg), slack_signing_secret=signing)
+                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg))
+
+
+def approval_api(cfg: config.ApprovalConfig) -> ApprovalApi:
+    """The HTTP side (resolver, pages, Slack endpoint): imported only by the requests that need it."""
+    from rebalancer.app.approval_http import ApprovalApi
+
+    signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
+    return ApprovalApi(approvals(cfg), slack_signing_secret=signing, oidc_issuer=cfg.approval_oidc_issuer or None)
 
 
 def publish_team_metrics(m: Imbalance) -> None:

@@ -1,0 +1,101 @@
+"""Snapshot + policy → Plan: the pools the engine allocates, and the ordered API requests that get there.
+
+Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, Lambdas, CLI) call `make_plan`.
+By responsibility: `rebalancer.budget_enforcement` turns spent budgets into policy, `pools` reads the snapshot
+into the engine's input, `rebalancer.allocation` (the engine) decides the amounts, `requests` writes them and the
+policy's settings as ordered quota requests, `approval` applies the approval rules; this module assembles the
+Plan (the validated model that is stored and sent).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import datetime
+
+from rebalancer.allocation import EPS, Allocation, Outcome, Settings, allocate
+from rebalancer.budget_enforcement import enforce, explain
+from rebalancer.cluster_policy import plan_scheduler_config
+from rebalancer.models import Snapshot
+from rebalancer.plan import CLUSTER, Change, Plan, SchedulerRequest
+from rebalancer.planning.approval import approval_reasons
+from rebalancer.planning.pools import build_pools, held, holdings, split_family
+from rebalancer.planning.requests import edited_outside, quota_requests, setting_changes
+from rebalancer.policy import Policy, PoolKey
+
+__all__ = ["build_pools", "edited_outside", "held", "holdings", "make_plan", "setting_changes", "split_family"]
+
+Allocations = dict[str, dict[str, dict[str, float]]]  # Plan.allocations: team → pool → resource → amount
+
+
+def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
+              known_versions: Mapping[str, int] | None = None) -> Plan:
+    """Desired allocations and settings against the snapshot's quotas and scheduler config, as an ordered,
+    explained change set.
+
+    `known_versions`: per team, the quota version our last applied write left (from the audit log; the key
+    `(cluster)` for the scheduler config). A quota at another version was edited outside the rebalancer, and what
+    the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
+    from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
+    """
+    enforced = enforce(policy, snapshot)  # budgets: a lower ceiling or no borrowing, and the reason
+    return explain(_make_plan(snapshot, enforced.policy, now, known_versions), enforced)
+
+
+def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
+               known_versions: Mapping[str, int] | None) -> Plan:
+    pools, warnings = build_pools(snapshot, policy, now)
+    result = allocate(pools, Settings(surplus=policy.surplus, min_step=policy.stability.min_step,
+                                      max_move=policy.stability.max_move))
+    warnings.extend(result.warnings)
+    written = quota_requests(snapshot, policy, _moves_by_team(result), known_versions)
+    warnings.extend(written.warnings)
+    allocations, changes = _allocations_and_changes(result, written.blocked)
+    fields = written.fields
+    scheduler: list[SchedulerRequest] = []
+    if policy.cluster is not None:
+        request, cluster_fields = plan_scheduler_config(
+            snapshot.cluster.ClusterName, snapshot.cluster.ClusterArn, snapshot.scheduler_config, policy.cluster,
+            known_version=None if known_versions is None else known_versions.get(CLUSTER))
+        scheduler += [request] if request else []
+        fields = cluster_fields + fields
+    approval = approval_reasons(policy, changes, fields)
+    return Plan(
+        cluster_name=snapshot.cluster.ClusterName, cluster_arn=snapshot.cluster.ClusterArn,
+        taken_at=snapshot.taken_at, mode=policy.mode, allocations=allocations, changes=tuple(changes),
+        requests=written.requests, requires_approval=bool(approval), approval_reasons=tuple(approval),
+        warnings=tuple(warnings), field_changes=tuple(fields), scheduler_requests=tuple(scheduler),
+    )
+
+
+def _moves_by_team(result: Allocation) -> dict[str, list[Outcome]]:
+    """Per team, the outcomes that move an amount, in pool order."""
+    by_team: dict[str, list[Outcome]] = defaultdict(list)
+    for pool in result.pools:
+        for o in pool.outcomes:
+            if o.changed:
+                by_team[o.team].append(o)
+    return by_team
+
+
+def _allocations_and_changes(result: Allocation, blocked: set[str]) -> tuple[Allocations, list[Change]]:
+    """What every team holds once the plan is applied, and the changes listed decreases first, then by team,
+    instance type and MIG profile. A blocked team's increases are not written, so they are not planned either."""
+    allocations: Allocations = {}
+    downs: dict[str, list[Change]] = defaultdict(list)
+    ups: dict[str, list[Change]] = defaultdict(list)
+    # Pools visited in (type, profile) order: each team's list comes out sorted, only the team names need sorting.
+    keyed = sorted(((PoolKey.parse(pool.key), pool) for pool in result.pools),
+                   key=lambda kp: (kp[0].instance_type, kp[0].mig_profile or ""))
+    for key, pool in keyed:
+        name, resource, instance_type, profile = pool.key, pool.resource, key.instance_type, key.mig_profile
+        for o in pool.outcomes:
+            team, before = o.team, o.before
+            after = int(before) if o.after > before and team in blocked else o.after
+            if after or before:
+                allocations.setdefault(team, {})[name] = {resource: float(after)}
+            if abs(after - before) > EPS:
+                side = ups if after > before else downs
+                side[team].append(Change(team=team, instance_type=instance_type, resource=resource,
+                                         mig_profile=profile, before=before, after=float(after), reason=o.reason))
+    return allocations, [c for side in (downs, ups) for team in sorted(side) for c in side[team]]

@@ -1,0 +1,38 @@
+"""Whether a plan needs an admin before it is applied, and why: the policy's approval rules on its changes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rebalancer.allocation import EPS
+from rebalancer.plan import Change, FieldChange
+from rebalancer.policy import Policy
+
+
+def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence[FieldChange]) -> list[str]:
+    """One line per rule the plan trips; none when it may be applied as it is (or a dry run never applies)."""
+    if policy.mode == "dry-run" or not (changes or fields):
+        return []
+    if policy.mode == "approve":
+        return ["mode is approve: every plan needs an admin"]
+    rules = policy.approval
+    reasons = []
+    downs = [c for c in changes if c.after < c.before]
+    moved = sum(c.before - c.after for c in downs if c.resource == "accelerators")
+    if moved > rules.moved_accelerators:
+        reasons.append(f"moves {moved:g} accelerators, above approval.moved_accelerators {rules.moved_accelerators}")
+    limit = rules.max_decrease_percent
+    for c in downs:
+        before, after = c.before, c.after
+        if before > 0 and (before - after) / before * 100 > limit + EPS:
+            reasons.append(f"{c.team} loses {(before - after) / before:.0%} of {c.pool} "
+                           f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
+    if rules.console_edits:
+        edited: dict[str, list[str]] = {}
+        for f in fields:
+            if f.console_edit:
+                edited.setdefault(f.team, []).append(f.field)
+        for team, names in edited.items():
+            reasons.append(f"console edit will be replaced: {team} ({', '.join(names)}); "
+                           "approval.console_edits is on")
+    return reasons

@@ -1,0 +1,260 @@
+"""The engine's changed outcomes + the policy's settings → the quota API requests, in the order they must be sent.
+
+How a quota's resource entries are written: a changed entry is rewritten as `Accelerators` (GPU/Neuron types;
+vCPU and memory left to SageMaker's ratio rule), `VCpu` + proportional `MemoryInGiB` (CPU-only types), or
+`AcceleratorPartition` (MIG); an entry that goes to zero is removed; every other entry, the sharing config, the
+preemption setting and the fair-share weight are kept as they are, unless the policy states them.
+Requests are ordered: every decrease before any increase, so the sum of quotas of a pool never exceeds its
+capacity between two calls. A team with both decreases and increases gets two UpdateComputeQuota requests; the
+second carries TargetVersion = version read + 1, which is what the first one returns (an applier that sees a
+different version must stop, as for any conflict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rebalancer import catalog, ownership
+from rebalancer.allocation import EPS, Outcome
+from rebalancer.errors import InvalidInput
+from rebalancer.field_diff import field_diff
+from rebalancer.models import ComputeQuota, Snapshot
+from rebalancer.names import quota_name
+from rebalancer.plan import FieldChange, QuotaRequest, pool_name
+from rebalancer.policy import Policy, TeamPolicy
+
+MAX_ENTRIES = 15
+DEFAULT_SHARING: dict[str, Any] = {"Strategy": "LendAndBorrow", "BorrowLimit": 50}
+DEFAULT_PREEMPT = "LowerPriority"
+
+Entry = dict[str, Any]  # one ComputeQuotaResources entry, as the API takes it
+
+
+@dataclass(slots=True)
+class QuotaWrites:
+    """The requests of a plan, collected team by team, and what they rewrite besides amounts."""
+
+    first: list[QuotaRequest] = field(default_factory=list)  # decreases, deactivations, settings
+    second: list[QuotaRequest] = field(default_factory=list)  # creations and increases
+    blocked: set[str] = field(default_factory=set)  # teams whose increases are not written
+    fields: list[FieldChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> tuple[QuotaRequest, ...]:
+        return (*self.first, *self.second)
+
+
+def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Sequence[Outcome]],
+                   known_versions: Mapping[str, int] | None) -> QuotaWrites:
+    """Decreases, deactivations and setting changes for every team first, then creations and increases.
+    `changed`: per team, the engine's outcomes that move an amount."""
+    policy, _ = ownership.held_outside(snapshot, policy)  # a quota CloudFormation owns is never written
+    quotas = {q.team: q for q in snapshot.quotas}
+    # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
+    healthy = snapshot.healthy_nodes() if any(tp.vcpu or tp.memory_gib for tp in policy.teams.values()) else {}
+    out = QuotaWrites()
+    for team in sorted(policy.teams):
+        tp = policy.teams[team]
+        moves = changed.get(team, ())
+        q = quotas.get(team)
+        if q is None:
+            if not tp.remove:
+                _create(snapshot, team, tp, [o for o in moves if o.after > o.before], healthy, out)
+            continue
+        _update(q, tp, moves, healthy, known_versions, out)
+    return out
+
+
+def setting_changes(snapshot: Snapshot, policy: Policy,
+                    known_versions: Mapping[str, int] | None = None) -> list[FieldChange]:
+    """What the policy would rewrite on the cluster's quotas if no amount moved: sharing, preemption, fair-share
+    weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/drift.py)."""
+    return quota_requests(snapshot, policy, {}, known_versions).fields
+
+
+def edited_outside(q: ComputeQuota, known_versions: Mapping[str, int] | None) -> bool:
+    """Whether the quota may hold an edit the rebalancer did not make: its version is not the one our last write
+    left (`known_versions[team]`, from the audit), or that is not known at all."""
+    return known_versions is None or known_versions.get(q.team) != q.ComputeQuotaVersion
+
+
+def _entry(instance_type: str, profile: str | None, amount: int) -> Entry:
+    if profile:
+        return {"InstanceType": instance_type, "AcceleratorPartition": {"Type": profile, "Count": amount}}
+    spec = catalog.spec(instance_type)
+    if spec.accelerators:
+        return {"InstanceType": instance_type, "Accelerators": amount}
+    memory = round(amount * spec.memory_gib / spec.vcpu, 2)
+    return {"InstanceType": instance_type, "VCpu": float(amount), "MemoryInGiB": memory}
+
+
+def _entry_pool(entry: Entry) -> str:
+    part = entry.get("AcceleratorPartition")
+    return pool_name(entry["InstanceType"], part["Type"] if part else None)
+
+
+def _rewrite(entries: list[Entry], down: Iterable[Outcome], up: Iterable[Outcome]) -> tuple[list[Entry], list[Entry]]:
+    """The entries once the decreases are written, and once the increases are too. Entries keep their order; a
+    changed pool's entry is replaced in place, a new one appended, a zero removed."""
+    slots: list[Entry | None] = list(entries)
+    at: dict[str, int] = {}
+    for i, e in enumerate(entries):
+        at.setdefault(_entry_pool(e), i)
+
+    def write(outcomes: Iterable[Outcome]) -> list[Entry]:
+        for o in outcomes:
+            instance_type, _, profile = o.pool.partition(":")
+            new = _entry(instance_type, profile or None, o.after) if o.after else None
+            where = at.get(o.pool)
+            if where is None:
+                if new is not None:
+                    at[o.pool] = len(slots)
+                    slots.append(new)
+            else:
+                slots[where] = new  # None marks a removed entry
+        return [e for e in slots if e is not None]
+
+    return write(down), write(up)
+
+
+def _explicit(team: str, tp: TeamPolicy, entries: list[Entry], healthy: Mapping[str, int]) -> list[Entry]:
+    """Entries with the policy's explicit vCPU / memory set on the team's accelerator entries. Raises
+    InvalidInput when an amount is more than the type's healthy total."""
+    if not tp.vcpu and not tp.memory_gib:
+        return entries
+    out = []
+    for e in entries:
+        t = e["InstanceType"]
+        if "AcceleratorPartition" not in e and (t in tp.vcpu or t in tp.memory_gib):
+            e = dict(e)
+            spec = catalog.spec(t)
+            for name, api, amounts, per_node, unit in (("vcpu", "VCpu", tp.vcpu, spec.vcpu, "vCPU"),
+                                                       ("memory_gib", "MemoryInGiB", tp.memory_gib,
+                                                        spec.memory_gib, "GiB")):
+                amount = amounts.get(t)
+                if amount is None:
+                    continue
+                total = healthy[t] * per_node
+                value = amount.resolve(total)
+                if value > total + EPS:
+                    raise InvalidInput(f"{amount} {unit} cannot fit on {t}: its healthy nodes have {total:g}",
+                                       field=f"teams.{team}.{name}.{t}", value=str(amount))
+                e[api] = round(value, 2)
+        out.append(e)
+    return out
+
+
+def _resource_fields(entries: list[Entry]) -> dict[str, dict[str, Any]]:
+    return {_entry_pool(e): {k: e.get(k) for k in ("VCpu", "MemoryInGiB")} for e in entries}
+
+
+def _fair_share_weight(weight: float) -> int:
+    return max(0, min(100, round(weight)))
+
+
+def _target_weight(tp: TeamPolicy) -> int:
+    return tp.fair_share_weight if tp.fair_share_weight is not None else _fair_share_weight(tp.weight)
+
+
+def _why(console: bool) -> str:
+    return "console edit will be replaced" if console else "policy changed"
+
+
+def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], healthy: Mapping[str, int],
+            out: QuotaWrites) -> None:
+    entries = _explicit(team, tp, _rewrite([], (), up)[1], healthy)
+    if len(entries) > MAX_ENTRIES:
+        out.warnings.append(f"{team}: a quota holds at most {MAX_ENTRIES} resource entries; "
+                            f"{len(entries)} needed, not created")
+        out.blocked.add(team)
+        return
+    out.second.append(QuotaRequest(operation="CreateComputeQuota", team=team, parameters={
+        "Name": quota_name(team),
+        "Description": ownership.QUOTA_DESCRIPTION,
+        "ClusterArn": snapshot.cluster.ClusterArn,
+        "ComputeQuotaConfig": {"ComputeQuotaResources": entries,
+                               "ResourceSharingConfig": tp.sharing.to_api() if tp.sharing else DEFAULT_SHARING,
+                               "PreemptTeamTasks": tp.preempt_team_tasks or DEFAULT_PREEMPT},
+        "ComputeQuotaTarget": {"TeamName": team, "FairShareWeight": _target_weight(tp)},
+        "ActivationState": "Enabled",
+        "Tags": ownership.tags(),
+    }))
+    out.fields.append(FieldChange(team=team, field="ComputeQuota", after=quota_name(team),
+                                  reason="team in the policy has no quota: created"))
+
+
+def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Outcome], healthy: Mapping[str, int],
+            known_versions: Mapping[str, int] | None, out: QuotaWrites) -> None:
+    team = q.team
+    disabled = q.ActivationState == "Disabled"
+    if tp.remove:
+        if not disabled:
+            out.first.append(QuotaRequest(operation="UpdateComputeQuota", team=team, parameters={
+                "ComputeQuotaId": q.ComputeQuotaId, "TargetVersion": q.ComputeQuotaVersion,
+                "ActivationState": "Disabled"}))
+            out.fields.append(FieldChange(team=team, field="ActivationState", before="Enabled", after="Disabled",
+                                          reason="remove: true in the policy: deactivated, not deleted"))
+        return
+    manages_settings = (tp.sharing is not None or tp.preempt_team_tasks is not None
+                        or tp.fair_share_weight is not None or tp.vcpu or tp.memory_gib)
+    if not (changed or disabled or manages_settings):
+        return  # the common no-op re-plan: nothing to compare, nothing to write
+    config = q.ComputeQuotaConfig.to_api()
+    target = q.ComputeQuotaTarget.to_api()
+    target.setdefault("FairShareWeight", _fair_share_weight(tp.weight))
+    settings = {k: v for k, v in config.items() if k != "ComputeQuotaResources"}
+    wanted = dict(settings)
+    if tp.sharing is not None:
+        wanted["ResourceSharingConfig"] = tp.sharing.to_api()
+    if tp.preempt_team_tasks is not None:
+        wanted["PreemptTeamTasks"] = tp.preempt_team_tasks
+    wanted_target = dict(target)
+    if tp.fair_share_weight is not None:
+        wanted_target["FairShareWeight"] = tp.fair_share_weight
+    entries = [] if disabled else list(config.get("ComputeQuotaResources", []))
+    down = [o for o in changed if o.after < o.before]
+    up = [o for o in changed if o.after > o.before]
+    lowered, final = _rewrite(entries, down, up)
+    lowered = _explicit(team, tp, lowered, healthy)
+    final = _explicit(team, tp, final, healthy) if up else lowered
+
+    console = edited_outside(q, known_versions)
+    diffs = [] if settings == wanted else [(f"ComputeQuotaConfig.{k}", b, a)
+                                           for k, b, a in field_diff(settings, wanted)]
+    if target != wanted_target:
+        diffs += [(f"ComputeQuotaTarget.{k}", b, a) for k, b, a in field_diff(target, wanted_target)]
+    if tp.vcpu or tp.memory_gib:  # the only entry fields the policy states besides amounts
+        before_res, after_res = _resource_fields(entries), _resource_fields(final)
+        for pool in sorted(before_res.keys() & after_res.keys() & (tp.vcpu.keys() | tp.memory_gib.keys())):
+            diffs += [(f"ComputeQuotaResources[{pool}].{k}", b, a)
+                      for k, b, a in field_diff(before_res[pool], after_res[pool])]
+    if disabled:
+        diffs.append(("ActivationState", "Disabled", "Enabled"))
+    if not (down or up or diffs):
+        return
+    if known_versions is not None and console:
+        diffs.append(("ComputeQuotaVersion", known_versions.get(team), q.ComputeQuotaVersion))
+    out.fields += [FieldChange(team=team, field=f, before=b, after=a, console_edit=console and f != "ActivationState",
+                               reason=_why(console)) for f, b, a in diffs]
+    activation = {"ActivationState": "Enabled"} if disabled else {}
+
+    def write(version: int, resources: list[Entry]) -> QuotaRequest:
+        return QuotaRequest(operation="UpdateComputeQuota", team=team, parameters={
+            "ComputeQuotaId": q.ComputeQuotaId, "TargetVersion": version,
+            "ComputeQuotaConfig": {**wanted, "ComputeQuotaResources": resources},
+            "ComputeQuotaTarget": wanted_target, **activation})
+
+    version = q.ComputeQuotaVersion
+    if down or not up:
+        out.first.append(write(version, lowered))
+        version += 1
+    if up:
+        if len(final) > MAX_ENTRIES:
+            out.warnings.append(f"{team}: a quota holds at most {MAX_ENTRIES} resource entries; "
+                                f"{len(final)} needed, increases not written")
+            out.blocked.add(team)
+            return
+        out.second.append(write(version, final))

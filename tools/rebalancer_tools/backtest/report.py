@@ -1,0 +1,118 @@
+"""The backtest, side by side per policy: a table in the terminal, and a report folder with the same figures
+(summary.json, summary.md) and one PNG timeline per team (its demand, what it ran, each policy's quota)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from rebalancer_tools.backtest.replay import Replay, State
+
+# summary key → column title, in the order shown
+ROWS: tuple[tuple[str, str], ...] = (
+    ("runs_changed", "runs that changed something"),
+    ("approvals", "approvals asked"),
+    ("accelerators_moved", "accelerators moved"),
+    ("demand_met_percent", "demand met inside quota (%)"),
+    ("deficit_accelerator_hours", "deficit vs entitlement (accelerator-h)"),
+    ("idle_guaranteed_accelerator_hours", "guaranteed but idle (accelerator-h)"),
+    ("reversals_within_hour", "quota reversals within an hour"),
+)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def side_by_side(replays: Sequence[Replay], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    for r in replays:
+        table.add_column(r.name, justify="right")
+    summaries = [r.summary() for r in replays]
+    for key, label in ROWS:
+        table.add_row(label, *(_fmt(s[key]) for s in summaries))
+    return table
+
+
+def markdown(replays: Sequence[Replay], title: str) -> str:
+    summaries = [r.summary() for r in replays]
+    lines = [f"# {title}", "", "| | " + " | ".join(r.name for r in replays) + " |",
+             "|---|" + "---:|" * len(replays)]
+    for key, label in ROWS:
+        lines.append(f"| {label} | " + " | ".join(_fmt(s[key]) for s in summaries) + " |")
+    lines += ["", "## Per team: deficit / guaranteed-but-idle accelerator-hours", "",
+              "| team | " + " | ".join(r.name for r in replays) + " |", "|---|" + "---:|" * len(replays)]
+    teams = sorted({t for r in replays for t in r.teams})
+    for t in teams:
+        cells = [f"{r.teams[t].deficit_hours:,.1f} / {r.teams[t].idle_guaranteed_hours:,.1f}"
+                 if t in r.teams else "-" for r in replays]
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def team_series(states: Sequence[State], team: str) -> tuple[list[float], list[float]]:
+    """A team's demand (in use + pending) and in use, accelerators summed over pools, per state."""
+    demand, in_use = [], []
+    for s in states:
+        pools = s.use.get(team, {})
+        demand.append(sum(d for d, _ in pools.values()))
+        in_use.append(sum(u for _, u in pools.values()))
+    return demand, in_use
+
+
+def plot_team(path: Path, team: str, states: Sequence[State], replays: Sequence[Replay]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    times: Any = [s.at for s in states]  # matplotlib's date converter takes datetimes (its stubs say arrays)
+    demand, in_use = team_series(states, team)
+    fig, ax = plt.subplots(figsize=(12, 3.2))
+    try:
+        ax.fill_between(times, demand, step="post", color="0.85", label="demand (in use + pending)")
+        ax.step(times, in_use, where="post", color="0.45", linewidth=0.8, label="in use")
+        for r in replays:
+            quota_times: Any = r.times
+            ax.step(quota_times, r.quota.get(team, [0.0] * len(r.times)), where="post", linewidth=1.2,
+                    label=f"quota: {r.name}")
+        ax.set_title(f"{team}: accelerators", loc="left")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        fig.savefig(path, dpi=80)
+    finally:
+        plt.close(fig)
+
+
+def write_report(directory: Path, title: str, states: Sequence[State], replays: Sequence[Replay],
+                 extra: dict[str, Any] | None = None) -> list[Path]:
+    """summary.json, summary.md and team-<name>.png; returns the files written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    doc: dict[str, Any] = {"title": title, "policies": [r.summary() for r in replays],
+                           "teams": {r.name: {t: vars(v) for t, v in sorted(r.teams.items())} for r in replays}}
+    if extra:
+        doc.update(extra)
+    p = directory / "summary.json"
+    p.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    written.append(p)
+    p = directory / "summary.md"
+    text = markdown(replays, title)
+    teams = sorted({t for r in replays for t in r.quota})
+    text += "\n## Timelines\n\n" + "".join(f"![{t}](team-{t}.png)\n" for t in teams)
+    p.write_text(text)
+    written.append(p)
+    for t in teams:
+        p = directory / f"team-{t}.png"
+        plot_team(p, t, states, replays)
+        written.append(p)
+    return written

@@ -1,0 +1,119 @@
+"""`rebalancer recommend --search N`: N policies tried by optuna (TPE) on the history, in parallel processes.
+
+Parameter space (each trial is the current policy with these set):
+  guarantee_percentile  0, 10, …, 90   every team's guarantees from that percentile of its demand
+  cooldown_minutes      0, 15, …, 180
+  min_step              1 … 8
+Objective, minimized (accelerator-hours and counts over the whole history):
+  deficit + IDLE_WEIGHT × guaranteed-but-idle + REVERSAL_WEIGHT × reversals within an hour
+Approval thresholds are not searched: the backtest takes every approval it asks for as granted, so they change how
+often an admin is asked, never the outcome, and a search would only raise them; they come from the distribution of
+moves instead (recommend.suggest_approval).
+
+Trials share one optuna study: by default a journal file (safe for several processes on one machine); with
+`--storage URL` (an RDB URL: sqlite:///study.db, postgresql://…, mysql://…) several machines join the same study by
+running the same command with the same `--study-name`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rebalancer.policy import Policy
+from rebalancer_tools.backtest.history import load_history
+from rebalancer_tools.backtest.recommend import apply_suggestions, suggest_guarantees
+from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
+from rebalancer_tools.backtest.run import load_policy_document
+
+IDLE_WEIGHT = 0.1
+REVERSAL_WEIGHT = 5.0
+SPACE = {"guarantee_percentile": (0, 90, 10), "cooldown_minutes": (0, 180, 15), "min_step": (1, 8, 1)}
+
+
+def objective_value(r: Replay) -> float:
+    s = r.summary()
+    return float(s["deficit_accelerator_hours"] + IDLE_WEIGHT * s["idle_guaranteed_accelerator_hours"]
+                 + REVERSAL_WEIGHT * s["reversals_within_hour"])
+
+
+def policy_for(raw: dict[str, Any], policy: Policy, states: list[State], params: dict[str, Any]) -> dict[str, Any]:
+    """The policy document a trial's parameters describe."""
+    doc = apply_suggestions(raw, suggest_guarantees(states, policy, float(params["guarantee_percentile"])))
+    stability = dict(doc.get("stability") or {})
+    stability["cooldown_minutes"] = int(params["cooldown_minutes"])
+    stability["min_step"] = int(params["min_step"])
+    doc["stability"] = stability
+    return doc
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    history_path: str
+    policy_path: str
+    trials: int
+    jobs: int
+    storage: str | None  # an RDB URL, or None for a journal file at journal_path
+    journal_path: str
+    study_name: str
+    seed: int
+
+
+def _storage(spec: SearchSpec) -> Any:
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    if spec.storage:
+        return spec.storage
+    return JournalStorage(JournalFileBackend(spec.journal_path))
+
+
+def _worker(spec: SearchSpec, index: int, trials: int) -> None:
+    """One process: reads the inputs itself (nothing large crosses the process boundary) and runs its trials."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    raw, policy = load_policy_document(spec.policy_path)
+    history = load_history(spec.history_path)
+    samples, like = history.states(), history.quota_settings()
+    states = prepare(samples)
+    reference = {t: tp.weight for t, tp in policy.teams.items()}
+
+    def objective(trial: optuna.Trial) -> float:
+        params = {name: trial.suggest_int(name, lo, hi, step=step) for name, (lo, hi, step) in SPACE.items()}
+        candidate = Policy.model_validate(policy_for(raw, policy, states, params))
+        return objective_value(replay(f"trial-{trial.number}", states, candidate, samples[0], reference,
+                                      like=like))
+
+    study = optuna.create_study(storage=_storage(spec), study_name=spec.study_name, direction="minimize",
+                                load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=spec.seed + index))
+    study.optimize(objective, n_trials=trials)
+
+
+def run_search(spec: SearchSpec) -> dict[str, Any]:
+    """Runs the trials (spec.jobs processes; one runs in this process) and returns the best trial's parameters,
+    value and the study's trial count."""
+    import optuna
+
+    Path(spec.journal_path).parent.mkdir(parents=True, exist_ok=True)
+    optuna.create_study(storage=_storage(spec), study_name=spec.study_name, direction="minimize",
+                        load_if_exists=True)
+    jobs = max(1, min(spec.jobs, spec.trials))
+    shares = [spec.trials // jobs + (1 if i < spec.trials % jobs else 0) for i in range(jobs)]
+    if jobs == 1:
+        _worker(spec, 0, shares[0])
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        procs = [ctx.Process(target=_worker, args=(spec, i, n)) for i, n in enumerate(shares)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        failed = [p.exitcode for p in procs if p.exitcode]
+        if failed:
+            raise RuntimeError(f"{len(failed)} search process(es) failed (exit codes {failed})")
+    study = optuna.load_study(storage=_storage(spec), study_name=spec.study_name)
+    best = study.best_trial
+    return {"params": dict(best.params), "value": best.value, "number": best.number, "trials": len(study.trials)}
