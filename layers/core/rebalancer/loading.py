@@ -224,3 +224,13 @@ def load_file(model: type[M], path: str | Path, *, max_bytes: int | None = None)
     p = Path(path)
     limit = max_bytes if max_bytes is not None else (POLICY_MAX_BYTES if model.__name__ == "Policy" else MAX_BYTES)
     return load_model(model, load_document(p, what=model.__name__.lower(), max_bytes=limit), str(p))
+
+
+def parse_document(text: str, source: str) -> Any:
+    """YAML (a superset of JSON) or JSON text into checked data (`parse` with the format guessed)."""
+    return parse(text, source)
+
+
+def load_model_file(model: type[M], path: str | Path) -> M:
+    """`load_file` under the size limit of the model's kind."""
+    return load_file(model, path)

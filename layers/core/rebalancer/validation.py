@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -38,23 +37,8 @@ def invalid_input(exc: ValidationError, source: str) -> InvalidInput:
     return InvalidInput(text, source=source, field=_cut(field), value=value)
 
 
-def parse_document(text: str, source: str) -> Any:
-    """YAML (a superset of JSON) into checked Python data (rebalancer.loading: no duplicate keys, aliases, deep
-    nesting or non-finite numbers); a syntax error names the source and the line."""
-    from rebalancer.loading import parse
-
-    return parse(text, source)
-
-
 def load_model(model: type[M], data: Any, source: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
         raise invalid_input(e, source) from None
-
-
-def load_model_file(model: type[M], path: str | Path) -> M:
-    """rebalancer.loading.load_file: size, encoding and document limits, then the model."""
-    from rebalancer.loading import load_file
-
-    return load_file(model, path)

@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 import click
 
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import load_document, short
+from rebalancer.loading import load_document, load_model_file, short
 from rebalancer.models import Snapshot
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
 from rebalancer_tools.drift import find_drift
 
 DRIFTED = 3

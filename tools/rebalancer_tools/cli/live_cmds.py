@@ -18,11 +18,11 @@ from rich.console import Console
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.catalog import spec
 from rebalancer.errors import InvalidInput, RebalancerError, UnknownInstanceType
+from rebalancer.loading import load_model_file
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.plan import CLUSTER
 from rebalancer.planning import held, holdings, make_plan
 from rebalancer.policy import Policy, PoolKey
-from rebalancer.validation import load_model_file
 from rebalancer_tools.render import render_plan
 
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
