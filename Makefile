@@ -46,8 +46,9 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property tests at a fifth of their examples (make test runs them all)
 	PROPERTY_EXAMPLES_DIVISOR=5 $(PY) -m pytest -q tests/unit
 
-bench: $(STAMP) ## planning time (1,000 teams x 15 types and less); backtest 30 days x 50 teams; 1,000-event burst
+bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst
 	$(PY) benchmarks/plan_bench.py
+	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/backtest_bench.py
 	$(PY) benchmarks/burst_bench.py
 
