@@ -46,9 +46,11 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property tests at a fifth of their examples (make test runs them all)
 	PROPERTY_EXAMPLES_DIVISOR=5 $(PY) -m pytest -q tests/unit
 
-bench: $(STAMP) ## planning time (10 / 100 / 1,000 teams x 15 types); backtest of 30 days x 50 teams
+bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst
 	$(PY) benchmarks/plan_bench.py
+	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/backtest_bench.py
+	$(PY) benchmarks/burst_bench.py
 
 bench-sim: $(STAMP) ## replay the whole Philly trace under the four strategies; results into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md

@@ -4,12 +4,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import steps, wiring
+from rebalancer.app import step_input, steps, wiring
 from rebalancer.app.observability import logger, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    run = steps.RunRef.model_validate(event["run"])
+    run = step_input.run_of(event, "collect")
     return steps.collect(run, store=wiring.store(), read_snapshot=wiring.snapshot_reader())

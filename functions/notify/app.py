@@ -4,7 +4,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, wiring
+from rebalancer.app import config, step_input, wiring
 from rebalancer.app.notify import notify
 from rebalancer.app.observability import logger, tracer
 
@@ -13,4 +13,5 @@ from rebalancer.app.observability import logger, tracer
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
-    return notify(event["kind"], event["state"], store=wiring.store(), channels=wiring.channels(cfg))
+    given = step_input.parse(step_input.NotifyInput, event, "notify")
+    return notify(given.kind, given.state, store=wiring.store(), channels=wiring.channels(cfg))

@@ -5,7 +5,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, steps, wiring
+from rebalancer.app import config, step_input, steps, wiring
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.policy_source import load_policy
 
@@ -14,7 +14,7 @@ from rebalancer.app.policy_source import load_policy
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
-    run = steps.RunRef.model_validate(event["run"])
+    run = step_input.run_of(event, "plan")
     return steps.plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
                       now=wiring.store().now(), mode_override=cfg.mode_override,
                       budget_outlet=wiring.BudgetOutlet(cfg, run.cluster_name))

@@ -4,15 +4,16 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import steps, wiring
+from rebalancer.app import step_input, steps, wiring
 from rebalancer.app.observability import logger, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    run = steps.RunRef.model_validate(event["run"])
+    given = step_input.parse(step_input.RunInput, event, "rollback")
+    run = given.run
     store = wiring.store()
     return wiring.once("rollback", run.execution_name, context,
-                       lambda: steps.rollback(run, event.get("error"), store=store, writer=wiring.writer(),
+                       lambda: steps.rollback(run, given.error, store=store, writer=wiring.writer(),
                                                     configs=wiring.scheduler_configs()))

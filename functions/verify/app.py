@@ -4,7 +4,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, steps, wiring
+from rebalancer.app import config, step_input, steps, wiring
 from rebalancer.app.observability import logger, tracer
 
 
@@ -12,7 +12,8 @@ from rebalancer.app.observability import logger, tracer
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.VerifyConfig)
-    return steps.verify(int(event["attempt"]), event["apply"]["quota_ids"], writer=wiring.writer(poll_once=True),
+    given = step_input.parse(step_input.VerifyInput, event, "verify")
+    return steps.verify(given.attempt, list(given.apply.quota_ids), writer=wiring.writer(poll_once=True),
                         poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts,
-                        scheduler_config_id=event["apply"].get("scheduler_config_id"),
+                        scheduler_config_id=given.apply.scheduler_config_id,
                         configs=wiring.scheduler_configs(poll_once=True))

@@ -4,11 +4,14 @@ emulator's invariant monitor."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.models import ComputeQuota
 from rebalancer_tools.emulator.control import Emulator
+from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
 
 P5 = "ml.p5.48xlarge"
 BEFORE = {"a": 10, "b": 8, "c": 6, "d": 4, "e": 4}
@@ -41,3 +44,22 @@ def violations(emu: Emulator, arn: str) -> list[Any]:
     records = [r for r in emu.monitor.records if r.cluster_arn == arn]
     assert records, "the monitor recorded no write at all"
     return [r for r in records if not r.ok]
+
+
+@contextmanager
+def queueing_kube() -> Iterator[str]:
+    """A loopback Kueue API server where a and b sit mostly idle and c, d and e queue work; yields its URL."""
+    state = KubeState()
+    nominal = {P5: {"nvidia.com/gpu": 32}}
+    state.add(
+        cluster_queue("a", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        cluster_queue("b", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        cluster_queue("c", nominal, reserved={P5: {"nvidia.com/gpu": 6}}),
+        cluster_queue("d", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        cluster_queue("e", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
+        workload("c", "big", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]),
+        workload("d", "mid", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]),
+        workload("e", "mid", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]),
+    )
+    with serve(state) as (url, _):
+        yield url

@@ -1,8 +1,9 @@
 import pytest
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import parse_document
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model, parse_document
+from rebalancer.validation import load_model
 
 EXAMPLE = """
 mode: auto

@@ -26,7 +26,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -126,6 +126,7 @@ class LocalStack:
         self._credentials: dict[str, Credentials] = {}
         self.role_arns: dict[str, str] = {}  # function name → the role it runs with (enforce_iam)
         self.queue_url = ""
+        self._ended: set[str] = set()
 
     # --- lifecycle -------------------------------------------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -217,22 +218,7 @@ class LocalStack:
             name=f"{STACK}-rebalance", definition=definition, roleArn=self._role(), type="STANDARD")
 
     def _atomic_dynamodb_writes(self) -> None:
-        """DynamoDB applies a conditional write atomically; moto's backend checks the condition and writes in two
-        steps, so two threads (the trigger under a burst, the interpreter's threads) could both win one lock. One
-        process-wide lock around moto's writes gives back the guarantee the per-cluster lock relies on."""
-        from moto.dynamodb.models import DynamoDBBackend
-
-        lock = threading.RLock()
-
-        def locked(original: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(original)
-            def write(*args: Any, **kwargs: Any) -> Any:
-                with lock:
-                    return original(*args, **kwargs)
-            return write
-
-        for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
-            self._exit.enter_context(mock.patch.object(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name))))
+        self._exit.enter_context(atomic_dynamodb_writes())
 
     def put_policy(self, cluster: str, policy: str, *, prefix: str = "/hyperpod-rebalancer/policy") -> None:
         from aws_lambda_powertools.utilities import parameters
@@ -354,6 +340,20 @@ class LocalStack:
         result: dict[str, Any] = self.invoke("trigger", event)
         return result
 
+    def deliver_run_events(self) -> list[dict[str, Any]]:
+        """What EventBridge's RunFinished rule delivers (moto's EventBridge does not deliver to Lambda): for each
+        run that ended since the last call, Step Functions' status-change event to the trigger. Its outcomes."""
+        outcomes = []
+        for arn in self.executions():
+            if arn in self._ended:
+                continue
+            d = self.describe(arn)
+            if d["status"] == "RUNNING":
+                continue
+            self._ended.add(arn)
+            outcomes.append(self.trigger(run_finished_event(d, self.region, self.account)))
+        return outcomes
+
     def http(self, method: str, url: str, *, form: dict[str, str] | None = None,
              headers: dict[str, str] | None = None, body: str | None = None,
              claims: dict[str, str] | None = None) -> dict[str, Any]:
@@ -429,6 +429,43 @@ class LocalStack:
 
     def audit(self, cluster: str) -> list[dict[str, Any]]:
         return wiring.store().audit_log(cluster)
+
+
+@contextmanager
+def atomic_dynamodb_writes() -> Iterator[None]:
+    """DynamoDB applies a conditional write atomically; moto's backend checks the condition and writes in two
+    steps, so two threads (the trigger under a burst, the interpreter's threads) could both win one lock. One
+    process-wide lock around moto's writes gives back the guarantee the per-cluster lock relies on."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+
+    def locked(original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def write(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(*args, **kwargs)
+        return write
+
+    with ExitStack() as patches:
+        for name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
+            patches.enter_context(mock.patch.object(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name))))
+        yield
+
+
+def run_finished_event(described: dict[str, Any], region: str, account: str) -> dict[str, Any]:
+    """Step Functions' "Execution Status Change" event for a DescribeExecution result."""
+    def millis(t: Any) -> int | None:
+        return int(t.timestamp() * 1000) if isinstance(t, datetime) else None
+
+    arn = described["executionArn"]
+    return {"version": "0", "id": f"run-finished-{arn.rsplit(':', 1)[-1]}",
+            "detail-type": "Step Functions Execution Status Change", "source": "aws.states", "account": account,
+            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": region, "resources": [arn],
+            "detail": {"executionArn": arn, "stateMachineArn": described["stateMachineArn"],
+                       "name": described["name"], "status": described["status"],
+                       "startDate": millis(described.get("startDate")), "stopDate": millis(described.get("stopDate")),
+                       "input": described.get("input"), "output": described.get("output")}}
 
 
 @contextmanager

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+MESSAGE_MAX = 600  # an InvalidInput is one line people read; a huge value never reaches it in full
+
 
 class RebalancerError(Exception):
     """Base of every error this package raises on purpose."""
@@ -26,7 +28,8 @@ class InvalidInput(PermanentError):
         self.value = value
         prefix = f"{source}: " if source else ""
         where = f"{field}: " if field else ""
-        super().__init__(f"{prefix}{where}{message}")
+        line = " ".join(f"{prefix}{where}{message}".split())
+        super().__init__(line if len(line) <= MESSAGE_MAX else f"{line[:MESSAGE_MAX - 1]}…")
 
 
 class UnknownInstanceType(InvalidInput):

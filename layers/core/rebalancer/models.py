@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from rebalancer.budget import BudgetUsage
 
@@ -19,7 +19,7 @@ from rebalancer.budget import BudgetUsage
 class AwsShape(BaseModel):
     """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
 
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -142,7 +142,7 @@ class ClusterSchedulerConfig(AwsShape):
 class Resources(BaseModel):
     """Amounts of one team's demand on one instance type. All optional; absent means zero."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     accelerators: NonNegativeFloat = 0
     vcpu: NonNegativeFloat = 0
@@ -154,7 +154,7 @@ class Resources(BaseModel):
 
 
 class Demand(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     in_use: Resources = Field(default_factory=Resources)
     pending: Resources = Field(default_factory=Resources)
@@ -167,7 +167,7 @@ class Utilization(BaseModel):
     """A team's average accelerator utilization (percent) over a window, from CloudWatch Container Insights.
     None: no data (no pods of that kind ran, or Container Insights is not set up)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     window_minutes: NonNegativeInt
     gpu_percent: NonNegativeFloat | None = None
@@ -193,9 +193,9 @@ class Snapshot(BaseModel):
     """Everything a plan is computed from. `demand[team][instance_type]` (or `[team]["<type>:<mig profile>"]` for
     MIG partitions); a team with no entry has zero demand."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    taken_at: datetime
+    taken_at: AwareDatetime  # a time without a zone is refused: UTC or not is not ours to guess
     cluster: Cluster
     nodes: tuple[ClusterNode, ...] = ()
     quotas: tuple[ComputeQuota, ...] = ()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from support.five_teams import BEFORE, P5, config, gpus, setup_cluster, violations
-from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
+from support.five_teams import BEFORE, P5, config, gpus, queueing_kube, setup_cluster, violations
+from support.kube_api import KubeState, node, serve
 from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
@@ -38,20 +38,7 @@ teams:
 
 @pytest.fixture
 def kube() -> Iterator[str]:
-    """a and b sit mostly idle; c, d and e queue work."""
-    state = KubeState()
-    nominal = {P5: {"nvidia.com/gpu": 32}}
-    state.add(
-        cluster_queue("a", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
-        cluster_queue("b", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
-        cluster_queue("c", nominal, reserved={P5: {"nvidia.com/gpu": 6}}),
-        cluster_queue("d", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
-        cluster_queue("e", nominal, reserved={P5: {"nvidia.com/gpu": 4}}),
-        workload("c", "big", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]),
-        workload("d", "mid", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]),
-        workload("e", "mid", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]),
-    )
-    with serve(state) as (url, _):
+    with queueing_kube() as url:
         yield url
 
 

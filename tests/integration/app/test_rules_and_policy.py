@@ -26,8 +26,9 @@ def _resolve(node: Any, with_extra_prefix: bool) -> Any:
     """Fill the template's intrinsics the way CloudFormation would for this test's parameters."""
     if isinstance(node, dict):
         if "!Ref" in node:
-            return {"ClusterNames": MANAGED, "ExtraAlarmNamePrefix": "team-alarms-",
-                    "AWS::NoValue": None}[node["!Ref"]]
+            return {"ClusterNames": MANAGED, "ExtraAlarmNamePrefix": "team-alarms-", "AWS::NoValue": None,
+                    "RebalanceStateMachine": load_event("stepfunctions-execution-finished")["detail"][
+                        "stateMachineArn"]}[node["!Ref"]]
         if "!Sub" in node:
             return str(node["!Sub"]).replace("${AWS::StackName}", STACK)
         if "!If" in node:
@@ -45,7 +46,7 @@ def rule(name: str, *, with_extra_prefix: bool = False) -> EventPattern:
 
 
 def matching_rules(event: dict[str, Any], **kwargs: bool) -> list[str]:
-    return [n for n in ("HyperPodClusterChange", "HyperPodClusterEvent", "UtilizationAlarm")
+    return [n for n in ("HyperPodClusterChange", "HyperPodClusterEvent", "UtilizationAlarm", "RunFinished")
             if rule(n, **kwargs).matches_event(event)]
 
 
@@ -56,6 +57,16 @@ def matching_rules(event: dict[str, Any], **kwargs: bool) -> list[str]:
 ])
 def test_each_hyperpod_event_of_a_managed_cluster_matches_exactly_one_rule(sample: str, expected: list[str]) -> None:
     assert matching_rules(load_event(sample)) == expected
+
+
+def test_only_our_state_machine_ending_matches_the_follow_up_rule() -> None:
+    ended = load_event("stepfunctions-execution-finished")
+    assert matching_rules(ended) == ["RunFinished"]
+    running = load_event("stepfunctions-execution-finished")
+    running["detail"]["status"] = "RUNNING"
+    other = load_event("stepfunctions-execution-finished")
+    other["detail"]["stateMachineArn"] += "-other"
+    assert matching_rules(running) == matching_rules(other) == []
 
 
 def test_events_of_other_clusters_do_not_match() -> None:

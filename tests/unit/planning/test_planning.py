@@ -9,10 +9,10 @@ import pytest
 from support.clusters import T0, apply_request, policy, quota, quota_sum, snapshot, validate
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import load_model_file
 from rebalancer.models import Snapshot
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import parse_document
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model, parse_document
+from rebalancer.validation import load_model
 
 FULL = """
 teams:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import load_model_file, parse_document
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file, parse_document
 from rebalancer_tools.backtest.history import History
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import load_document, load_model_file, short
 from rebalancer.models import Snapshot
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
 from rebalancer_tools.drift import find_drift
 
 DRIFTED = 3
+KNOWN_VERSIONS_MAX_BYTES = 1024 * 1024
 
 
 def _live_snapshot(cluster: str, region: str | None, profile: str | None) -> Snapshot:
@@ -36,12 +36,14 @@ def _live_snapshot(cluster: str, region: str | None, profile: str | None) -> Sna
 def _known_versions(path: str | None) -> dict[str, int] | None:
     if path is None:
         return None
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise InvalidInput(f"cannot read known versions: {e}", source=path) from None
-    if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
-        raise InvalidInput('expected {"<team>": <version>, "(cluster)": <version>}', source=path)
+    data = load_document(path, what="known versions", max_bytes=KNOWN_VERSIONS_MAX_BYTES)
+    if not isinstance(data, dict):
+        raise InvalidInput('expected {"<team>": <version>, "(cluster)": <version>}', source=path,
+                           value=type(data).__name__)
+    for key, value in data.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidInput(f"a version is a whole number >= 0 (got {short(value)})", source=path,
+                               field=str(key)[:40], value=value)
     return {str(k): int(v) for k, v in data.items()}
 
 

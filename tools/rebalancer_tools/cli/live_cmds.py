@@ -18,10 +18,10 @@ from rich.console import Console
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.catalog import spec
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
+from rebalancer.loading import load_model_file
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.planning import held
 from rebalancer.policy import Policy, PoolKey
-from rebalancer.validation import load_model_file
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
 from rebalancer_tools.render import render_plan
 

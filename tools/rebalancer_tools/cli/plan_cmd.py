@@ -9,10 +9,10 @@ import click
 from rich.console import Console
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import load_model_file
 from rebalancer.models import Snapshot
 from rebalancer.planning import make_plan
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
 from rebalancer_tools.render import render_plan
 

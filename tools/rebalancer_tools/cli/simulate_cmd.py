@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import load_model_file
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
 from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import default_teams, load_teams

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.loading import load_model_file
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name
 

@@ -6,23 +6,38 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import read_text, short
+
+CSV_MAX_BYTES = 16 * 1024 * 1024  # teams and node events are hand-written; traces have their own limit
+TRACE_MAX_BYTES = 512 * 1024 * 1024  # the whole Philly trace is ~10 MB
+
+
+def csv_reader_rows(reader: Any, source: str) -> Iterator[list[str]]:
+    """The rows of a csv.reader, its own errors (a NUL byte, a field above the csv module's limit) as InvalidInput
+    naming `source:line`."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise InvalidInput(f"not valid CSV: {short(str(e), 120)}", source=f"{source}:{reader.line_num}") from None
+        yield row
 
 
 def csv_rows(path: str | Path, what: str, header: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
     """(`file:line`, the row's first len(header) cells, stripped) for each non-blank row after the header."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InvalidInput(f"cannot read {what}: {e.strerror}", source=str(p)) from None
+    text = read_text(p, what=what, max_bytes=CSV_MAX_BYTES)
     reader = csv.reader(text.splitlines())
-    got = [h.strip() for h in next(reader, [])]
+    got = [h.strip() for h in next(csv_reader_rows(reader, str(p)), [])]
     if got[:len(header)] != list(header):
-        raise InvalidInput(f"expected the header {','.join(header)}, got {','.join(got)!r}", source=f"{p}:1",
+        raise InvalidInput(f"expected the header {','.join(header)}, got {short(','.join(got))}", source=f"{p}:1",
                            field="header", value=got)
-    for row in reader:
+    for row in csv_reader_rows(reader, str(p)):
         where = f"{p}:{reader.line_num}"
         if not row or not "".join(row).strip():
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import MAX_NUMBER, short
 from rebalancer_tools.simulator.csv_rows import csv_rows
 from rebalancer_tools.simulator.engine import NodeEvent
 
@@ -16,13 +17,14 @@ def load_node_events(path: str | Path, nodes: int) -> tuple[NodeEvent, ...]:
             time_s = float(raw_time)
         except ValueError:
             time_s = -1.0
-        if not time_s >= 0:
-            raise InvalidInput(f"must be a number of seconds >= 0, got {raw_time!r}", source=where, field="time_s",
+        if not 0 <= time_s <= MAX_NUMBER:
+            raise InvalidInput(f"must be a number of seconds >= 0, got {short(raw_time)}", source=where, field="time_s",
                                value=raw_time)
         if not raw_node.isdigit() or int(raw_node) >= nodes:
-            raise InvalidInput(f"must be a node number from 0 to {nodes - 1}, got {raw_node!r}", source=where,
+            raise InvalidInput(f"must be a node number from 0 to {nodes - 1}, got {short(raw_node)}", source=where,
                                field="node", value=raw_node)
         if kind not in ("fail", "repair"):
-            raise InvalidInput(f"must be 'fail' or 'repair', got {kind!r}", source=where, field="event", value=kind)
+            raise InvalidInput(f"must be 'fail' or 'repair', got {short(kind)}", source=where, field="event",
+                               value=kind)
         events.append(NodeEvent(time_s, int(raw_node), kind))
     return tuple(events)

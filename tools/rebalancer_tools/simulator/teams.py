@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import MAX_NUMBER, short
 from rebalancer.policy import TEAM_NAME
 from rebalancer_tools.simulator.csv_rows import csv_rows
 from rebalancer_tools.simulator.trace import TraceJob
@@ -58,15 +60,16 @@ def load_teams(path: str | Path) -> list[TeamSpec]:
     for where, row in csv_rows(path, "teams file", ("team", "weight", "guarantee")):
         name, weight, guarantee = row
         if not TEAM_NAME.fullmatch(name):
-            raise InvalidInput(f"invalid team name {name!r}", source=where, field="team", value=name)
+            raise InvalidInput(f"invalid team name {short(name)}", source=where, field="team", value=name)
         try:
             w = float(weight)
             g = int(guarantee)
         except ValueError:
             raise InvalidInput(f"weight must be a number and guarantee a whole number of GPUs, got "
-                               f"{weight!r}, {guarantee!r}", source=where, value=row) from None
-        if w < 0 or g < 0:
-            raise InvalidInput(f"weight and guarantee must not be negative, got {weight!r}, {guarantee!r}",
+                               f"{short(weight)}, {short(guarantee)}", source=where, value=row) from None
+        if not math.isfinite(w) or w < 0 or g < 0 or max(w, g) > MAX_NUMBER:
+            raise InvalidInput(f"weight and guarantee must be finite and not negative, got {short(weight)}, "
+                               f"{short(guarantee)}",
                                source=where, value=row)
         teams.append(TeamSpec(name, w, g))
     if not teams:

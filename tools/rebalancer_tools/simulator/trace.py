@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import MAX_NUMBER, read_text, short
 from rebalancer.policy import TEAM_NAME, TEAM_NAME_MAX
+from rebalancer_tools.simulator.csv_rows import TRACE_MAX_BYTES, csv_reader_rows
 
 COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus")
 
@@ -27,19 +29,20 @@ def _number(raw: str, column: str, where: str, *, integer: bool) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise InvalidInput(f"must be a number, got {raw!r}", source=where, field=column, value=raw) from None
-    if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        raise InvalidInput(f"must be a finite number >= 0, got {raw!r}", source=where, field=column,
+        raise InvalidInput(f"must be a number, got {short(raw)}", source=where, field=column, value=raw) from None
+    if not 0 <= value <= MAX_NUMBER:
+        raise InvalidInput(f"must be a finite number >= 0, got {short(raw)}", source=where, field=column,
                            value=raw)
     if integer and value != int(value):
-        raise InvalidInput(f"must be a whole number, got {raw!r}", source=where, field=column, value=raw)
+        raise InvalidInput(f"must be a whole number, got {short(raw)}", source=where, field=column, value=raw)
     return value
 
 
 def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
     """Jobs sorted by submit time (stable). A malformed row raises InvalidInput naming `source:line`."""
     reader = csv.reader(lines)
-    header = next(reader, None)
+    rows = csv_reader_rows(reader, source)
+    header = next(rows, None)
     if header is None:
         raise InvalidInput("empty trace: expected a header " + ",".join(COLUMNS), source=source)
     names = [h.strip() for h in header]
@@ -50,7 +53,7 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
     idx = {c: names.index(c) for c in COLUMNS}
     jobs: list[TraceJob] = []
     seen: set[str] = set()
-    for row in reader:
+    for row in rows:
         where = f"{source}:{reader.line_num}"
         if not row or all(not c.strip() for c in row):
             continue
@@ -61,10 +64,10 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
         if not job_id:
             raise InvalidInput("is empty", source=where, field="job_id", value=job_id)
         if job_id in seen:
-            raise InvalidInput(f"duplicate {job_id!r}", source=where, field="job_id", value=job_id)
+            raise InvalidInput(f"duplicate {short(job_id)}", source=where, field="job_id", value=job_id)
         seen.add(job_id)
         if len(team) > TEAM_NAME_MAX or not TEAM_NAME.fullmatch(team):
-            raise InvalidInput(f"{team!r} is not a valid HyperPod team name (lowercase letters, digits, '-')",
+            raise InvalidInput(f"{short(team)} is not a valid HyperPod team name (lowercase letters, digits, '-')",
                                source=where, field="team", value=team)
         submit = _number(row[idx["submit_s"]].strip(), "submit_s", where, integer=False)
         duration = _number(row[idx["duration_s"]].strip(), "duration_s", where, integer=False)
@@ -84,8 +87,4 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
 
 def load_trace(path: str | Path) -> list[TraceJob]:
     p = Path(path)
-    try:
-        with p.open(newline="") as f:
-            return parse_rows(f, str(p))
-    except OSError as e:
-        raise InvalidInput(f"cannot read trace: {e.strerror}", source=str(p)) from None
+    return parse_rows(read_text(p, what="trace", max_bytes=TRACE_MAX_BYTES).splitlines(), str(p))

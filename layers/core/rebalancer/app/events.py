@@ -3,6 +3,7 @@ and what the trigger makes of them: which clusters, and why."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,7 @@ NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
 CLUSTER_EVENT = "SageMaker HyperPod Cluster Event"
 ALARM = "CloudWatch Alarm State Change"
 SCHEDULED = "Scheduled Event"
+RUN_FINISHED = "Step Functions Execution Status Change"
 
 
 # The fields below follow AWS's documented payloads ("Events that Amazon SageMaker AI sends to Amazon EventBridge",
@@ -115,12 +117,23 @@ class AlarmStateChange(Detail):
 
     def cluster_names(self) -> tuple[str, ...]:
         """ClusterName dimensions of the alarm's metrics; empty when the alarm is not about one cluster."""
+        metrics = self.configuration.get("metrics")
         names: list[str] = []
-        for metric in self.configuration.get("metrics", []) or []:
-            dims = (((metric or {}).get("metricStat") or {}).get("metric") or {}).get("dimensions") or {}
-            if isinstance(dims, dict) and isinstance(dims.get("ClusterName"), str):
-                names.append(dims["ClusterName"])
+        for metric in metrics if isinstance(metrics, list) else []:
+            name = _dig(metric, "metricStat", "metric", "dimensions", "ClusterName")
+            if isinstance(name, str) and name:
+                names.append(name)
         return tuple(dict.fromkeys(names))
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    """value[k1][k2]…, or None where a level is missing or not an object (alarm metrics come in several shapes:
+    metricStat, expression, anomaly detection)."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
 
 
 class StateChangeEvent(EventBridgeModel):
@@ -153,8 +166,33 @@ class ScheduledEvent(EventBridgeModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-TriggerEvent = Annotated[StateChangeEvent | NodeHealthEvent | HyperPodEvent | AlarmEvent | ScheduledEvent,
-                         Field(discriminator="detail_type")]
+class ExecutionStatus(Detail):
+    executionArn: str  # noqa: N815 (the event spells it so)
+    stateMachineArn: str  # noqa: N815
+    name: str
+    status: str
+    input: str | None = None
+
+    def cluster_name(self) -> str | None:
+        """The `cluster_name` of the run's input (what the trigger started it with), or None."""
+        try:
+            doc = json.loads(self.input or "")
+        except ValueError:
+            return None
+        name = doc.get("cluster_name") if isinstance(doc, dict) else None
+        return name if isinstance(name, str) and name else None
+
+
+class RunFinishedEvent(EventBridgeModel):
+    """A run of our state machine ended: the trigger starts the follow-up a change during the run asked for."""
+
+    source: Literal["aws.states"]
+    detail_type: Literal["Step Functions Execution Status Change"] = Field(alias="detail-type")
+    detail: ExecutionStatus
+
+
+TriggerEvent = Annotated[StateChangeEvent | NodeHealthEvent | HyperPodEvent | AlarmEvent | ScheduledEvent
+                         | RunFinishedEvent, Field(discriminator="detail_type")]
 
 
 class Trigger(BaseModel):
@@ -168,6 +206,8 @@ class Trigger(BaseModel):
     clusters: tuple[str, ...] = ()
     summary: str
     relevant: bool = True
+    finished: str | None = None  # a run-finished event: the name of the execution that ended
+    state_machine_arn: str | None = None
 
 
 def event_id_of(event: Any) -> str:
@@ -200,5 +240,10 @@ def parse_trigger(event: Any) -> Trigger:
         case AlarmEvent():
             return Trigger(event_id=parsed.id, kind="alarm", clusters=d.cluster_names(),
                            summary=f"alarm {d.alarmName} is {d.state.value}", relevant=d.state.value == "ALARM")
+        case RunFinishedEvent():
+            cluster = d.cluster_name()
+            return Trigger(event_id=parsed.id, kind="run-finished", clusters=(cluster,) if cluster else (),
+                           summary=f"run {d.name} is {d.status}", finished=d.name,
+                           state_machine_arn=d.stateMachineArn, relevant=bool(cluster) and d.status != "RUNNING")
         case _:
             return Trigger(event_id=parsed.id, kind="schedule", summary="periodic reconciliation")

@@ -3,6 +3,8 @@ Globals (POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_LOG_L
 
 from __future__ import annotations
 
+import logging
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 SERVICE = "hyperpod-rebalancer"
@@ -11,3 +13,11 @@ NAMESPACE = "HyperPodRebalancer"
 logger = Logger(service=SERVICE)
 tracer = Tracer(service=SERVICE)
 metrics = Metrics(service=SERVICE, namespace=NAMESPACE)
+
+# At DEBUG these libraries log whole request and response bodies: GetSecretValue's answer (the Slack signing secret,
+# the webhook URL), the webhook's own address, SendTaskSuccess's task token. Whatever the function's log level, they
+# log at INFO at most; the service's own logger carries what a person debugging needs.
+BODY_LOGGERS = ("botocore", "boto3", "urllib3", "slack_sdk")
+for _name in BODY_LOGGERS:
+    _library = logging.getLogger(_name)
+    _library.setLevel(max(_library.getEffectiveLevel(), logging.INFO))

@@ -9,8 +9,8 @@ from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import POLICY_MAX_BYTES, load_text
 from rebalancer.policy import Policy
-from rebalancer.validation import load_model, parse_document
 
 CACHE_SECONDS = 60
 
@@ -26,4 +26,4 @@ def load_policy(parameter_name: str, *, provider: Any = None) -> Policy:
         raise InvalidInput(f"cannot read the policy parameter: {e}", source=source) from None
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("the policy parameter is empty", source=source)
-    return load_model(Policy, parse_document(text, source), source)
+    return load_text(Policy, text, source, max_bytes=POLICY_MAX_BYTES)

@@ -21,6 +21,14 @@ __all__ = ["RollbackFailed", "RunRef", "VerifyTimedOut", "apply", "collect", "lo
 MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
 
 
+def summarised(lines: Sequence[str], limit: int = MAX_STATE_LINES) -> list[str]:
+    """At most `limit` lines for the execution's state (Step Functions allows 256 KB), the last one counting the
+    rest; the stored plan and apply report keep every line."""
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit - 1], f"… and {len(lines) - limit + 1} more (all of them are in the run's stored record)"]
+
+
 class VerifyTimedOut(PermanentError):
     """The changed quotas did not reach Created/Updated within the verify bound."""
 
@@ -58,7 +66,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
             "scheduler_requests": len(result.scheduler_requests),
             "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
-            "approval_reasons": list(result.approval_reasons), "warnings": list(result.warnings),
+            "approval_reasons": summarised(result.approval_reasons), "warnings": summarised(result.warnings),
             "budget_messages": announced[:MAX_STATE_LINES]}
 
 
@@ -69,7 +77,7 @@ def apply(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerConfig
     done = runs.apply_run(run, store=store, writer=writer, configs=configs, who=approved_by)
     written = [o.quota_id for o in done.report.outcomes if o.result == "applied" and o.quota_id]
     return {"quota_ids": written, "scheduler_config_id": done.scheduler.config_id if done.scheduler else None,
-            "outcomes": done.lines()}
+            "outcomes": summarised(done.lines())}
 
 
 # --- verify ------------------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Item layout (pk / sk):
   APPROVAL#<id>          / APPROVAL                       task token, status, decision expiry
   APPROVAL#<id>          / CONTEXT                        what triggered the run and when (the review page shows it)
   APPROVAL#<id>          / NONCE#<random part>            a review form that was submitted (single use)
-  CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at; expires_at is the TTL
+  CLUSTER#<cluster>      / LOCK                           holder execution, acquired_at, followup (a change came
+                                                          during the holder's run); expires_at is the TTL
   CLUSTER#<cluster>      / TEAM#<team>                    time of the team's last applied change
   CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our last write left
   SAMPLE#<cluster>       / <ISO time>                     gzip'd demand sample (rebalancer.sample) written by observe
@@ -28,10 +29,9 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
@@ -39,7 +39,13 @@ from rebalancer.errors import TransientError
 from rebalancer.metering import Fact, Reading, fact_between
 from rebalancer.sample import DemandSample
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
 ARTIFACT_RETENTION = timedelta(days=90)
+# An audit field above this is stored gzip'd (`<field>_gz`): a plan of 1,000 teams x 15 types is ~0.5 MB of JSON,
+# beyond DynamoDB's 400 KB item limit; compressed it is a small fraction of that. audit_log reads both forms.
+AUDIT_INLINE_MAX = 32 * 1024
 AUDIT_RETENTION = timedelta(days=400)
 NONCE_RETENTION = timedelta(days=1)  # after the form's expiry: a replay then fails on the expiry anyway
 KEY = "pk"
@@ -109,6 +115,8 @@ class Store:
         return self._table
 
     def idempotency_layer(self, function: str) -> DynamoDBPersistenceLayer:
+        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # apply and rollback only
+
         return DynamoDBPersistenceLayer(table_name=self.table_name, key_attr=KEY, sort_key_attr=SORT,
                                         static_pk_value=f"idempotency#{function}", expiry_attr=TTL)
 
@@ -152,7 +160,11 @@ class Store:
                                 TTL: _epoch(at + AUDIT_RETENTION)}
         for name, value in (("who", who), ("before", before), ("after", after), ("detail", detail)):
             if value is not None:
-                item[name] = json.dumps(value, sort_keys=True, default=str)
+                text = json.dumps(value, sort_keys=True, default=str)
+                if len(text) > AUDIT_INLINE_MAX:
+                    item[f"{name}_gz"] = gzip.compress(text.encode())
+                else:
+                    item[name] = text
         self.table.put_item(Item=item)
 
     def audit_log(self, cluster_name: str) -> list[dict[str, Any]]:
@@ -161,7 +173,10 @@ class Store:
         for item in self._query(Key(KEY).eq(f"AUDIT#{cluster_name}")):
             rec = {k: v for k, v in item.items() if k not in (KEY, SORT, TTL)}
             for name in ("who", "before", "after", "detail"):
-                if name in rec:
+                if f"{name}_gz" in rec:
+                    packed = rec.pop(f"{name}_gz")
+                    rec[name] = json.loads(gzip.decompress(bytes(getattr(packed, "value", packed))))
+                elif name in rec:
                     rec[name] = json.loads(rec[name])
             out.append(rec)
         return out
@@ -193,13 +208,17 @@ class Store:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     # --- per-cluster lock ------------------------------------------------------------------------------------------
-    def acquire_lock(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None) -> LockResult:
+    def acquire_lock(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
+                     if_followup: bool = False) -> LockResult:
         """Conditional put: succeeds when there is no lock, it has expired, or it is held by `replace` (a finished
-        run). Otherwise returns the current holder."""
+        run); with `if_followup`, only when held by `replace` and a follow-up was asked for during its run. A new
+        lock has no follow-up. Otherwise returns the current holder."""
         now = self.now()
-        cond = Attr(KEY).not_exists() | Attr(TTL).lt(_epoch(now))
+        cond: Any = Attr(KEY).not_exists() | Attr(TTL).lt(_epoch(now))
         if replace is not None:
             cond = cond | Attr("holder").eq(replace)
+        if replace is not None and if_followup:
+            cond = Attr("holder").eq(replace) & Attr("followup").exists()
         try:
             self.table.put_item(
                 Item={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK", "holder": holder,
@@ -209,8 +228,25 @@ class Store:
         except ClientError as e:
             if e.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise TransientError(f"DynamoDB PutItem (lock of {cluster_name}): {e}") from e
-        item = self.table.get_item(Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"}, ConsistentRead=True)["Item"]
+        item = self.table.get_item(Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"}, ConsistentRead=True).get("Item")
+        if item is None:  # released between our put and our read (if_followup on a lock that is gone)
+            return LockResult(False, "", now)
         return LockResult(False, str(item["holder"]), datetime.fromisoformat(str(item["acquired_at"])))
+
+    def request_followup(self, cluster_name: str, holder: str, reason: str) -> bool:
+        """Marks the lock: a change arrived during `holder`'s run, so one more run must follow it. False when the
+        lock is no longer `holder`'s (a newer run, which reads the cluster after the change anyway)."""
+        try:
+            self.table.update_item(
+                Key={KEY: f"CLUSTER#{cluster_name}", SORT: "LOCK"},
+                UpdateExpression="SET followup = :r, followup_at = :t",
+                ConditionExpression=Attr("holder").eq(holder),
+                ExpressionAttributeValues={":r": reason[:500], ":t": self.now().isoformat()})
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise TransientError(f"DynamoDB UpdateItem (follow-up of {cluster_name}): {e}") from e
+        return True
 
     # --- per-team last change --------------------------------------------------------------------------------------
     def record_team_change(self, cluster_name: str, team: str, execution: str) -> None:

@@ -1,0 +1,105 @@
+"""No change is lost to the lock: an event during a run marks the lock, and the run's end (Step Functions'
+status-change event) starts one follow-up run. Against moto's DynamoDB and Step Functions (without execution)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from support.events import load_event
+from support.template import create_table
+
+from rebalancer.app.store import Store
+from rebalancer.app.trigger import Starter, followup_name
+from rebalancer_tools.local_stack import run_finished_event
+from rebalancer_tools.ticking_clock import Clock
+
+T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(T0)
+
+
+@pytest.fixture
+def starter(clock: Clock) -> Iterator[Starter]:
+    with mock_aws():
+        create_table(boto3.client("dynamodb"))
+        sfn = boto3.client("stepfunctions")
+        role = "arn:aws:iam::123456789012:role/sfn"
+        arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
+            {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
+        yield Starter(store=Store("t", now=clock), sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
+                      lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2))
+
+
+def executions(starter: Starter) -> list[dict[str, Any]]:
+    out = starter.sfn.list_executions(stateMachineArn=starter.state_machine_arn)["executions"]
+    return sorted(out, key=lambda e: e["startDate"])
+
+
+def ended(starter: Starter, execution: dict[str, Any]) -> dict[str, Any]:
+    starter.sfn.stop_execution(executionArn=execution["executionArn"])
+    return run_finished_event(starter.sfn.describe_execution(executionArn=execution["executionArn"]),
+                              "us-east-1", "123456789012")
+
+
+def test_a_change_during_a_run_is_planned_by_one_follow_up_run(starter: Starter, clock: Clock) -> None:
+    assert starter.handle(load_event("hyperpod-node-health")).status == "started"
+    [first] = executions(starter)
+    clock.t += timedelta(minutes=1)
+    for _ in range(5):  # a burst while the run holds the lock: one follow-up, not five
+        assert starter.handle(load_event("hyperpod-cluster-state-change")).status == "debounced"
+    assert len(executions(starter)) == 1
+    done = ended(starter, first)
+    outcome = starter.handle(done)
+    assert outcome.status == "started"
+    assert outcome.executions == [followup_name("ml-cluster", first["name"], clock.t, timedelta(minutes=2))]
+    assert starter.handle(done).status == "irrelevant"  # EventBridge delivered it twice: still one follow-up
+    second = executions(starter)[1]
+    assert json.loads(starter.sfn.describe_execution(executionArn=second["executionArn"])["input"])["trigger"][
+        "kind"] == "follow-up"
+    assert starter.handle(ended(starter, second)).status == "irrelevant"  # nothing came during the follow-up
+    assert len(executions(starter)) == 2
+
+
+def test_a_run_that_ends_quietly_starts_nothing_and_the_next_event_starts_a_fresh_run(starter: Starter,
+                                                                                      clock: Clock) -> None:
+    starter.handle(load_event("hyperpod-node-health"))
+    [first] = executions(starter)
+    assert starter.handle(ended(starter, first)).status == "irrelevant"
+    again = starter.handle(load_event("hyperpod-node-health"))  # same debounce window, the run has ended
+    assert again.status == "started"
+    assert again.executions == [followup_name("ml-cluster", first["name"], clock.t, timedelta(minutes=2))]
+
+
+def test_a_run_that_ends_between_the_check_and_the_mark_is_taken_over(starter: Starter, clock: Clock) -> None:
+    starter.handle(load_event("hyperpod-node-health"))
+    [first] = executions(starter)
+    real = starter._holder_busy
+    answers = iter([True, False])  # running at the first look, ended at the second
+    starter._holder_busy = lambda *_: next(answers)  # type: ignore[method-assign]
+    starter.sfn.stop_execution(executionArn=first["executionArn"])
+    outcome = starter.handle(load_event("hyperpod-cluster-state-change"))
+    starter._holder_busy = real  # type: ignore[method-assign]
+    assert outcome.status == "started"
+    assert len(executions(starter)) == 2
+
+
+def test_a_finish_event_of_another_state_machine_or_cluster_starts_nothing(starter: Starter) -> None:
+    starter.handle(load_event("hyperpod-node-health"))
+    starter.handle(load_event("hyperpod-node-health"))
+    [first] = executions(starter)
+    foreign = ended(starter, first)
+    foreign["detail"]["stateMachineArn"] += "-other"
+    assert starter.handle(foreign).status == "ignored"
+    no_cluster = ended(starter, first)
+    no_cluster["detail"]["input"] = "{}"
+    assert starter.handle(no_cluster).status == "irrelevant"
+    assert len(executions(starter)) == 1

@@ -1,0 +1,58 @@
+"""Strategies and settings for fuzzing the product's boundaries: arbitrary JSON values, YAML-ish text, a valid
+document with one value replaced. Settings are derandomized (a failure reproduces) and bounded per example by
+hypothesis' deadline, not by a wall-clock assertion."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30))
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=20)
+# Text made of the characters YAML cares about, so that anchors, aliases, tags, flow and block syntax all show up.
+YAML_TEXT = st.lists(st.sampled_from([*"ab:1-.&*!{}[],'\"#|>\n \t%@`?~0e+\u00e9", "<<", "!!", "---"]),
+                     max_size=60).map("".join)
+
+
+def fuzz(max_examples: int = 60, deadline_s: float = 5.0) -> settings:
+    """Each example must finish within `deadline_s` (hypothesis fails a slower one, and says so)."""
+    return settings(derandomize=True, database=None, max_examples=max_examples,
+                    deadline=timedelta(seconds=deadline_s),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.function_scoped_fixture])
+
+
+def paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into a JSON document (dict keys, list indexes), the root included."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += paths(v, (*prefix, i))
+    return out
+
+
+def replaced(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    out = copy.deepcopy(doc)
+    node = out
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return out
+
+
+@st.composite
+def mutated(draw: st.DrawFn, doc: Any) -> Any:
+    """`doc` with one value (anywhere, the root included) replaced by an arbitrary JSON value."""
+    where = draw(st.sampled_from(paths(doc)))
+    return replaced(doc, where, draw(JSON))

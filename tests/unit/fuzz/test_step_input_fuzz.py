@@ -1,0 +1,73 @@
+"""Each task's input, as the state machine passes it, is read through a model: any other shape is an InvalidInput
+naming the step and the field (a PermanentError the ASL's Catch routes to the failure path), never a KeyError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support.fuzz import JSON, fuzz, mutated
+
+from rebalancer.app import step_input
+from rebalancer.errors import InvalidInput
+
+RUN = {"cluster_name": "ml-cluster", "execution_name": "ml-cluster-20261130T120000",
+       "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:ml-cluster-1",
+       "trigger": {"kind": "node-health", "summary": "node i-1 is Unschedulable"}, "started_at": "2026-11-30T12:00Z"}
+INPUTS: dict[str, tuple[type[step_input.StepInput], dict[str, Any]]] = {
+    "collect": (step_input.RunInput, {"run": RUN}),
+    "plan": (step_input.RunInput, {"run": RUN, "collect": {"snapshot_stored": True}}),
+    "rollback": (step_input.RunInput, {"run": RUN, "error": {"Error": "ApplyFailed", "Cause": "x"}}),
+    "verify": (step_input.VerifyInput, {"attempt": 2, "apply": {"quota_ids": ["q-1", "q-2"],
+                                                                "scheduler_config_id": None}}),
+    "notify": (step_input.NotifyInput, {"kind": "applied", "state": {"run": RUN, "plan": {"changed": True}}}),
+}
+
+
+def parses_or_refuses(step: str, event: Any) -> None:
+    model, _ = INPUTS[step]
+    error = None
+    try:
+        step_input.parse(model, event, step)
+    except InvalidInput as e:
+        error = str(e)
+    if error is not None:
+        assert error.startswith(f"{step} input: ")
+        assert "\n" not in error
+
+
+@pytest.mark.parametrize("step", sorted(INPUTS))
+def test_the_state_machine_s_inputs_parse(step: str) -> None:
+    model, sample = INPUTS[step]
+    assert step_input.parse(model, sample, step) is not None
+
+
+@pytest.mark.parametrize(("step", "event", "words"), [
+    ("collect", {}, "run: Field required"),
+    ("collect", {"run": "x"}, "run: Input should be a valid dictionary"),
+    ("plan", {"run": {**RUN, "execution_name": ""}}, "run.execution_name must be a non-empty name"),
+    ("verify", {"attempt": "x", "apply": {}}, "attempt"),
+    ("verify", {"attempt": 1, "apply": {"quota_ids": "q-1"}}, "apply.quota_ids"),
+    ("notify", {"kind": "applied", "state": {}}, "run: Field required"),
+    ("notify", {"kind": "exploded", "state": {"run": RUN}}, "kind"),
+    ("rollback", [], "expected an object, got list"),
+])
+def test_a_malformed_input_names_the_step_and_the_field(step: str, event: Any, words: str) -> None:
+    model, _ = INPUTS[step]
+    with pytest.raises(InvalidInput, match=f"^{step} input: ") as e:
+        step_input.parse(model, event, step)
+    assert words in str(e.value)
+
+
+@fuzz(max_examples=60)
+@given(step=st.sampled_from(sorted(INPUTS)), event=JSON)
+def test_arbitrary_json_into_each_step(step: str, event: Any) -> None:
+    parses_or_refuses(step, event)
+
+
+@fuzz(max_examples=120)
+@given(data=st.data(), step=st.sampled_from(sorted(INPUTS)))
+def test_each_step_s_input_with_one_value_replaced(data: st.DataObject, step: str) -> None:
+    parses_or_refuses(step, data.draw(mutated(INPUTS[step][1])))
