@@ -88,11 +88,28 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class PoolResult:
+    """One pool's outcome as parallel columns, one entry per claim in input order (a plan at 1,000 teams × 15
+    types would otherwise keep 15k Outcome objects alive, which the garbage collector traverses again and again).
+    `reasons[i]` is empty when claim i keeps its amount."""
+
     key: str
     resource: str
     capacity: float
-    outcomes: tuple[Outcome, ...]
+    teams: tuple[str, ...]
+    before: tuple[float, ...]
+    after: tuple[int, ...]
+    fair: tuple[float, ...]  # the continuous allocation of steps 1-3
+    desired: tuple[int, ...]  # after rounding, before the stability rules
+    reasons: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+
+    @property
+    def outcomes(self) -> tuple[Outcome, ...]:
+        """The same result row by row."""
+        key, resource = self.key, self.resource
+        return tuple(Outcome(*row) for row in zip(self.teams, (key,) * len(self.teams), (resource,) * len(self.teams),
+                                                  self.before, self.after, self.fair, self.desired, self.reasons,
+                                                  strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,14 +359,14 @@ def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
                 p.warnings.append(note)
     results = []
     for p in work:
-        key, resource, claims = p.input.key, p.input.resource, p.input.claims
+        claims = p.input.claims
         weight_of = " of " + _fmt(sum(c.weight for c in claims))
         tail = "".join("; " + n for n in p.input.notes)
-        outcomes = tuple([
-            Outcome(c.team, key, resource, c.current, after, fair, desired,
-                    _reason(p, i, weight_of, tail) if after != c.current else "")
-            for i, (c, after, fair, desired) in enumerate(zip(claims, p.after, p.shares, p.desired, strict=True))
-        ])
-        results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, outcomes, tuple(p.warnings)))
+        before = tuple([c.current for c in claims])
+        reasons = tuple([_reason(p, i, weight_of, tail) if after != was else ""
+                         for i, (after, was) in enumerate(zip(p.after, before, strict=True))])
+        results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, tuple([c.team for c in claims]),
+                                  before, tuple(p.after), tuple(p.shares), tuple(p.desired), reasons,
+                                  tuple(p.warnings)))
         warnings.extend(p.warnings)
     return Allocation(tuple(results), tuple(warnings))

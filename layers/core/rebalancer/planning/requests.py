@@ -1,4 +1,4 @@
-"""The engine's changed outcomes + the policy's settings → the quota API requests, in the order they must be sent.
+"""The amounts the engine moves + the policy's settings → the quota API requests, in the order they must be sent.
 
 How a quota's resource entries are written: a changed entry is rewritten as `Accelerators` (GPU/Neuron types;
 vCPU and memory left to SageMaker's ratio rule), `VCpu` + proportional `MemoryInGiB` (CPU-only types), or
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from rebalancer import catalog, ownership
-from rebalancer.allocation import EPS, Outcome
+from rebalancer.allocation import EPS
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Snapshot
@@ -30,6 +30,14 @@ DEFAULT_SHARING: dict[str, Any] = {"Strategy": "LendAndBorrow", "BorrowLimit": 5
 DEFAULT_PREEMPT = "LowerPriority"
 
 Entry = dict[str, Any]  # one ComputeQuotaResources entry, as the API takes it
+
+
+class Move(NamedTuple):
+    """An amount the engine moves in one team's pool."""
+
+    pool: str
+    before: float
+    after: int
 
 
 @dataclass(slots=True)
@@ -47,10 +55,10 @@ class QuotaWrites:
         return (*self.first, *self.second)
 
 
-def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Sequence[Outcome]],
+def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Sequence[Move]],
                    known_versions: Mapping[str, int] | None) -> QuotaWrites:
     """Decreases, deactivations and setting changes for every team first, then creations and increases.
-    `changed`: per team, the engine's outcomes that move an amount."""
+    `changed`: per team, the amounts the engine moves."""
     policy, _ = ownership.held_outside(snapshot, policy)  # a quota CloudFormation owns is never written
     quotas = {q.team: q for q in snapshot.quotas}
     # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
@@ -96,7 +104,7 @@ def _entry_pool(entry: Entry) -> str:
     return pool_name(entry["InstanceType"], part["Type"] if part else None)
 
 
-def _rewrite(entries: list[Entry], down: Iterable[Outcome], up: Iterable[Outcome]) -> tuple[list[Entry], list[Entry]]:
+def _rewrite(entries: list[Entry], down: Iterable[Move], up: Iterable[Move]) -> tuple[list[Entry], list[Entry]]:
     """The entries once the decreases are written, and once the increases are too. Entries keep their order; a
     changed pool's entry is replaced in place, a new one appended, a zero removed."""
     slots: list[Entry | None] = list(entries)
@@ -104,7 +112,7 @@ def _rewrite(entries: list[Entry], down: Iterable[Outcome], up: Iterable[Outcome
     for i, e in enumerate(entries):
         at.setdefault(_entry_pool(e), i)
 
-    def write(outcomes: Iterable[Outcome]) -> list[Entry]:
+    def write(outcomes: Iterable[Move]) -> list[Entry]:
         for o in outcomes:
             instance_type, _, profile = o.pool.partition(":")
             new = _entry(instance_type, profile or None, o.after) if o.after else None
@@ -163,7 +171,7 @@ def _why(console: bool) -> str:
     return "console edit will be replaced" if console else "policy changed"
 
 
-def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], healthy: Mapping[str, int],
+def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Move], healthy: Mapping[str, int],
             out: QuotaWrites) -> None:
     entries = _explicit(team, tp, _rewrite([], (), up)[1], healthy)
     if len(entries) > MAX_ENTRIES:
@@ -186,7 +194,7 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], he
                                   reason="team in the policy has no quota: created"))
 
 
-def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Outcome], healthy: Mapping[str, int],
+def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Move], healthy: Mapping[str, int],
             known_versions: Mapping[str, int] | None, out: QuotaWrites) -> None:
     team = q.team
     disabled = q.ActivationState == "Disabled"
