@@ -125,7 +125,7 @@ def lp_deviation(cases: int = 200, seed: int = 11) -> tuple[float, float]:
             claims.append(Claim(f"t{i}", float(rnd.randint(0, 5)), float(min(rnd.randint(0, 10), cap)), cap,
                                 float(rnd.randint(0, 40))))
         surplus = rnd.choice(["idle", "spread"])
-        pool = PoolInput("p", "accelerators", float(rnd.randint(0, 64)), tuple(claims))
+        pool = PoolInput.of("p", "accelerators", float(rnd.randint(0, 64)), tuple(claims))
         ref = reference_shares(pool.capacity, [c.weight for c in claims], [c.guarantee for c in claims],
                                [c.demand for c in claims], [c.cap for c in claims], surplus)
         shares, _ = fair_shares(pool, surplus)  # type: ignore[arg-type]
