@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
 from rebalancer import catalog, mig, ownership
 from rebalancer.allocation import EPS, INF, Claims, PoolInput, largest_remainder
@@ -114,52 +113,39 @@ def team_amounts(team: str, tp: TeamPolicy, raw: Mapping[str, float], warnings: 
 
 
 @dataclass(frozen=True, slots=True)
-class TeamRow:
-    """What one policy team brings to every pool: computed once per plan, read once per pool."""
-
-    team: str
-    weight: float
-    protected: bool
-    cooldown: str | None  # why the team is cooling down, or None
-    demand: Mapping[str, Demand]  # per pool
-    holds: Mapping[str, float]  # what its quota holds, per pool
-    amounts: TeamAmounts
-
-
-class TeamColumns(NamedTuple):
-    """The claim columns that do not depend on the pool: built once, the same tuples in every pool."""
+class Teams:
+    """What the policy's teams bring to every pool, one entry per team in each column: built once per plan, read
+    once per pool. The columns that do not depend on the pool are the engine's own, the same tuples in every pool;
+    the others are per-team mappings keyed by pool."""
 
     team: tuple[str, ...]
     weight: tuple[float, ...]
     protected: tuple[bool, ...]
-    cooldown: tuple[str | None, ...]
+    cooldown: tuple[str | None, ...]  # why the team is cooling down, or None
+    demand: tuple[Mapping[str, Demand], ...]
+    holds: tuple[Mapping[str, float], ...]  # what its quota holds
+    guarantee: tuple[Mapping[str, float], ...]  # whole units, families divided across their types
+    cap: tuple[Mapping[str, float], ...]
+    notes: tuple[Mapping[str, tuple[str, ...]], ...]
 
-    @classmethod
-    def of(cls, rows: Sequence[TeamRow]) -> TeamColumns:
-        return cls(tuple([r.team for r in rows]), tuple([r.weight for r in rows]),
-                   tuple([r.protected for r in rows]), tuple([r.cooldown for r in rows]))
-
-
-def claims(rows: Sequence[TeamRow], teams: TeamColumns, pool: str, resource: str) -> Claims:
-    """Every team's claim on one pool, as the engine's columns (the hot loop of planning: one pass per pool over
-    1,000 teams)."""
-    demand: list[float] = []
-    in_use: list[float] = []
-    for row in rows:
-        d = row.demand.get(pool)
-        if d is None:
-            demand.append(0.0)
-            in_use.append(0.0)
-        else:
-            used = float(getattr(d.in_use, resource))  # Resources.get, without its call
-            in_use.append(used)
-            demand.append(float(math.ceil(used + getattr(d.pending, resource) - EPS)))
-    return Claims(team=teams.team, weight=teams.weight,
-                  guarantee=tuple([r.amounts.guarantee.get(pool, 0.0) for r in rows]),
-                  cap=tuple([r.amounts.cap.get(pool, INF) for r in rows]), demand=tuple(demand),
-                  current=tuple([r.holds.get(pool, 0.0) for r in rows]), in_use=tuple(in_use),
-                  protected=teams.protected, cooldown=teams.cooldown,
-                  notes=tuple([r.amounts.notes.get(pool, ()) for r in rows]))
+    def claims(self, pool: str, resource: str) -> Claims:
+        """Every team's claim on one pool (the hot loop of planning: one pass per pool over 1,000 teams)."""
+        demand: list[float] = []
+        in_use: list[float] = []
+        for by_pool in self.demand:
+            d = by_pool.get(pool)
+            if d is None:
+                demand.append(0.0)
+                in_use.append(0.0)
+            else:
+                used = float(getattr(d.in_use, resource))  # Resources.get, without its call
+                in_use.append(used)
+                demand.append(float(math.ceil(used + getattr(d.pending, resource) - EPS)))
+        return Claims(team=self.team, weight=self.weight, guarantee=tuple([g.get(pool, 0.0) for g in self.guarantee]),
+                      cap=tuple([c.get(pool, INF) for c in self.cap]), demand=tuple(demand),
+                      current=tuple([h.get(pool, 0.0) for h in self.holds]), in_use=tuple(in_use),
+                      protected=self.protected, cooldown=self.cooldown,
+                      notes=tuple([n.get(pool, ()) for n in self.notes]))
 
 
 def _cooldown(quota: ComputeQuota | None, policy: Policy, now: datetime) -> str | None:
@@ -224,14 +210,18 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
 
     no_demand: dict[str, Demand] = {}
     no_holdings: dict[str, float] = {}
-    rows = []
-    for team in policy.active_teams():
-        tp = policy.teams[team]
-        rows.append(TeamRow(team, tp.weight, tp.protected_in_use, _cooldown(quotas.get(team), policy, now),
-                            snapshot.demand.get(team, no_demand), held_by.get(team, no_holdings),
-                            team_amounts(team, tp, raw, warnings)))
+    names = policy.active_teams()
+    team_policies = [policy.teams[team] for team in names]
+    amounts = [team_amounts(team, tp, raw, warnings) for team, tp in zip(names, team_policies, strict=True)]
+    teams = Teams(
+        team=tuple(names), weight=tuple([tp.weight for tp in team_policies]),
+        protected=tuple([tp.protected_in_use for tp in team_policies]),
+        cooldown=tuple([_cooldown(quotas.get(team), policy, now) for team in names]),
+        demand=tuple([snapshot.demand.get(team, no_demand) for team in names]),
+        holds=tuple([held_by.get(team, no_holdings) for team in names]),
+        guarantee=tuple([a.guarantee for a in amounts]), cap=tuple([a.cap for a in amounts]),
+        notes=tuple([a.notes for a in amounts]))
 
-    teams = TeamColumns.of(rows)
     pools = []
     for name in sorted(parsed):
         key = parsed[name]
@@ -255,5 +245,5 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw[name]:g}")
             capacity = 0.0
         resource = key.resource
-        pools.append(PoolInput(name, resource, capacity, claims(rows, teams, name, resource), tuple(notes)))
+        pools.append(PoolInput(name, resource, capacity, teams.claims(name, resource), tuple(notes)))
     return pools, warnings
