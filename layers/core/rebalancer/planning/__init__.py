@@ -79,7 +79,7 @@ def _moves_by_team(result: Allocation) -> dict[str, list[Move]]:
         key = pool.key
         for team, before, after in zip(pool.teams, pool.before, pool.after, strict=True):
             if abs(after - before) > EPS:
-                by_team[team].append(Move(key, before, after))
+                by_team[team].append((key, before, after))
     return by_team
 
 
