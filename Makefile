@@ -46,8 +46,9 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property tests at a fifth of their examples (make test runs them all)
 	PROPERTY_EXAMPLES_DIVISOR=5 $(PY) -m pytest -q tests/unit
 
-bench: $(STAMP) ## planning time (10 / 100 / 1,000 teams x 15 types); backtest of 30 days x 50 teams
+bench: $(STAMP) $(SAM_STAMP) ## planning time (10 / 100 / 1,000 teams x 15 types); layer size and handler cold imports; backtest of 30 days x 50 teams
 	$(PY) benchmarks/plan_bench.py
+	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/backtest_bench.py
 
 bench-sim: $(STAMP) ## replay the whole Philly trace under the four strategies; results into docs/simulation.md

@@ -1,12 +1,38 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from rebalancer import catalog
+from rebalancer import catalog, instance_types
 from rebalancer.errors import UnknownInstanceType
-from rebalancer.sdk_model import cluster_instance_types, mig_profile_types
+from rebalancer_tools import catalog_gen
+from rebalancer_tools.sdk_model import cluster_instance_types, mig_profile_types
+
+REGENERATE = "python -m rebalancer_tools.catalog_gen > layers/core/rebalancer/instance_types.py"
 
 
-def test_every_sdk_instance_type_is_described() -> None:
-    assert set(cluster_instance_types()) <= catalog.known_types()
+def test_the_table_is_the_installed_sdk_enum() -> None:
+    """A botocore with new (or fewer) ClusterInstanceType values fails here: regenerate the table."""
+    assert catalog.known_types() == set(cluster_instance_types()), REGENERATE
+
+
+def test_the_table_is_what_the_generator_prints() -> None:
+    assert Path(instance_types.__file__).read_text() == catalog_gen.render(), f"stale or hand-edited: {REGENERATE}"
+
+
+def test_the_generator_names_a_type_no_rule_describes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(catalog_gen, "cluster_instance_types", lambda: ("ml.p5.48xlarge", "ml.p9.huge"))
+    with pytest.raises(SystemExit, match=r"ml\.p9\.huge"):
+        catalog_gen.render()
+
+
+def test_a_lookup_loads_no_sdk() -> None:
+    """The catalog is data: a fresh interpreter looks a type up without importing botocore or the tools."""
+    code = ("import sys; from rebalancer import catalog; catalog.spec('ml.p5.48xlarge'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3', 'rebalancer_tools')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 def test_accelerator_figures_of_the_design_doc() -> None:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from rebalancer.errors import InvalidInput
@@ -35,6 +34,8 @@ def invalid_input(exc: ValidationError, source: str) -> InvalidInput:
 
 def parse_document(text: str, source: str) -> Any:
     """YAML (a superset of JSON) into Python data; a syntax error names the source and the line."""
+    import yaml  # only the steps that read a policy need it, not every handler's config
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -15,7 +15,7 @@ from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, wor
 from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.app.steps import known_versions_for
+from rebalancer.app.runs import known_versions_for
 from rebalancer.app.store import Store
 from rebalancer.models import Snapshot
 from rebalancer.planning import make_plan
@@ -280,11 +280,13 @@ def test_apply_given_the_audit_table_shows_in_history_and_leaves_no_console_edit
     history = run("history", "--cluster", "c1", "--table", table, "--json")
     assert history.exit_code == 0, history.output
     records = [json.loads(line) for line in history.stdout.splitlines()]
-    assert [(r["kind"], r["outcome"]) for r in records] == [("apply", "applied")]
-    assert {t: v[P5] for t, v in records[0]["before"].items() if t in moved} == {t: BEFORE[t] for t in moved}
-    assert {t: v[P5] for t, v in records[0]["after"].items() if t in moved} == {t: after[t] for t in moved}
-    assert records[0]["detail"]["source"] == "cli"
-    assert records[0]["who"].startswith("arn:aws:")
+    # The records of one controller run: its plan, then its apply.
+    assert [(r["kind"], r["outcome"]) for r in records] == [("plan", "apply"), ("apply", "applied")]
+    applied = records[1]
+    assert {t: v[P5] for t, v in applied["before"].items() if t in moved} == {t: BEFORE[t] for t in moved}
+    assert {t: v[P5] for t, v in applied["after"].items() if t in moved} == {t: after[t] for t in moved}
+    assert {r["detail"]["source"] for r in records} == {"cli"}
+    assert applied["who"].startswith("arn:aws:")
 
     # The controller's next run: the versions our writes left are its own, so none of them is a console edit.
     store = Store(table, resource=aws.session.resource("dynamodb"))
@@ -312,7 +314,7 @@ def test_apply_with_a_missing_audit_table_stops_before_writing(emu: Emulator, aw
     assert gpus(emu) == BEFORE
 
 
-def test_apply_failure_given_the_audit_table_is_recorded_as_rolled_back(emu: Emulator, aws: AwsClients, kube: str,
+def test_apply_failure_given_the_audit_table_is_recorded_with_its_rollback(emu: Emulator, aws: AwsClients, kube: str,
                                                                         policy: str) -> None:
     setup_cluster(emu, aws.client("sagemaker"))
     table = create_table(aws.client("dynamodb"), "rebalancer-table")
@@ -323,7 +325,9 @@ def test_apply_failure_given_the_audit_table_is_recorded_as_rolled_back(emu: Emu
     assert gpus(emu) == BEFORE
     records = [json.loads(line) for line in
                run("history", "--cluster", "c1", "--table", table, "--json").stdout.splitlines()]
-    assert [(r["kind"], r["outcome"]) for r in records] == [("apply", "rolled-back")]
+    # As the controller's run: the failed apply, then the rollback of what it wrote.
+    assert [(r["kind"], r["outcome"]) for r in records] == [("plan", "apply"), ("apply", "failed"),
+                                                              ("rollback", "restored")]
     # The rollback's writes are ours too: their versions are recorded, not taken later for console edits.
     store = Store(table, resource=aws.session.resource("dynamodb"))
     recorded = store.known_versions("c1")

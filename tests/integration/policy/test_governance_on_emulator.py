@@ -180,7 +180,11 @@ def test_apply_command_reconciles_the_scheduler_config_then_the_quotas(
                                       "--region", "us-east-1", "--no-kube", "--metrics-window", "0", "--yes",
                                       "--poll-interval", "0.1"])
     assert result.exit_code == 0, result.output
-    assert "UpdateClusterSchedulerConfig: scheduler config" in result.output
+    # The workflow's outcome lines (rebalancer.app.runs): the scheduler config first, then the quota.
+    lines = result.stdout.splitlines()
+    scheduler = next(i for i, line in enumerate(lines) if "UpdateClusterSchedulerConfig scheduler config" in line)
+    assert lines[scheduler].startswith("applied ")
+    assert scheduler < next(i for i, line in enumerate(lines) if "UpdateComputeQuota research" in line)
     after = read(demo_emulator)
     assert after.scheduler_config is not None
     assert after.scheduler_config.SchedulerConfig["FairShare"] == "Disabled"

@@ -152,6 +152,8 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
         return
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from rebalancer.app import runs
+
     if not cluster:
         raise InvalidInput("give --cluster NAME", field="--cluster")
     if output and not snapshot_of:
@@ -159,7 +161,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     store = open_store(table, stack, region, profile)
     try:
         if snapshot_of:
-            doc = store.get_artifact(snapshot_of, "SNAPSHOT")
+            doc = runs.started_from(store, snapshot_of)
             if doc is None:
                 raise InvalidInput(f"no snapshot stored for run {snapshot_of} (see `rebalancer history`)",
                                    field="--snapshot-of", value=snapshot_of)
@@ -170,7 +172,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
             else:
                 click.echo(text)
             return
-        records = store.audit_log(cluster)
+        records = runs.history(store, cluster)
     except ClientError as e:
         err = e.response.get("Error", {})
         raise PermanentError(f"reading the audit table {store.table_name}: {err.get('Code')}: "

@@ -17,19 +17,20 @@ from rich.console import Console
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.catalog import spec
-from rebalancer.errors import InvalidInput, RebalancerError, UnknownInstanceType
+from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.plan import CLUSTER
-from rebalancer.planning import held, holdings, make_plan
+from rebalancer.planning import held
 from rebalancer.policy import Policy, PoolKey
 from rebalancer.validation import load_model_file
+from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
 from rebalancer_tools.render import render_plan
 
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
     from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.collect import Collected
     from rebalancer.adapters.quota_writer import QuotaWriter
-    from rebalancer.app.store import Store
+    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+    from rebalancer.app.runs import RunRef
 
 F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
@@ -128,6 +129,13 @@ def _writer(live: LiveSource, poll_interval: float, timeout: float) -> QuotaWrit
     return QuotaWriter(live.clients().client("sagemaker"), Poller(interval=poll_interval, timeout=timeout))
 
 
+def _configs(live: LiveSource, poll_interval: float, timeout: float) -> SchedulerConfigClient:
+    from rebalancer.adapters.quota_writer import Poller
+    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+
+    return SchedulerConfigClient(live.clients().client("sagemaker"), Poller(interval=poll_interval, timeout=timeout))
+
+
 poll_options = [
     click.option("--poll-interval", type=click.FloatRange(0.1), default=5.0, show_default=True,
                  help="Seconds between status reads while a quota is Updating."),
@@ -174,16 +182,23 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 @with_poll_options
 def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | None, table: str | None,
           stack: str | None, poll_interval: float, timeout: float) -> None:
-    """Plan on the live cluster, show the plan, ask, apply (decreases first), verify and print each outcome.
-    On a failure after the first write, the quotas written are restored. Given the controller's audit table, the
-    apply and the versions it left are recorded there (the controller's next run takes them as its own)."""
+    """Plan on the live cluster, show the plan, ask, apply (the scheduler config first, then the quotas,
+    decreases first), verify and print each outcome. On a failure after the first write, what this run wrote is
+    restored. The same use cases as the controller's run (rebalancer.app.runs): given its audit table, the plan
+    takes the versions the controller's writes left for its own, and the run is recorded there like one of the
+    controller's (plan, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it left."""
+    from rebalancer.app import runs
+
     policy = load_model_file(Policy, policy_file)
-    audit = _audit_store(live, table, stack)  # a wrong table or stack fails here, before any read or write
+    log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
     now = _now()
     snap = live.collect(now).snapshot
     if save_snapshot:
         Path(save_snapshot).write_text(snap.model_dump_json(indent=2, exclude_none=True) + "\n")
-    plan = make_plan(snap, policy, now)
+    planned = runs.make_run_plan(snap, policy, now, store=log)
+    if not log.recorded:
+        click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
+    plan = planned.plan
     render_plan(plan, Console())
     if plan.is_empty:
         click.echo("nothing to apply")
@@ -194,50 +209,50 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     if not yes:
         click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                       f"{snap.cluster.ClusterName}?", abort=True)
-    from rebalancer.adapters.quota_writer import raise_for_report
-    from rebalancer.app.steps import by_team
-
-    name = snap.cluster.ClusterName
-    before, after = by_team(plan.changes, "before"), by_team(plan.changes, "after")
-    versions: dict[str, int] = {}
-    scheduler_lines: list[str] = []
-    if plan.scheduler_requests:
-        from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-
-        configs = SchedulerConfigClient(live.clients().client("sagemaker"), _writer(live, poll_interval,
-                                                                                    timeout).poller)
-        for r in plan.scheduler_requests:
-            try:
-                done = configs.apply(r)
-            except RebalancerError as e:
-                if audit is not None:
-                    _record(audit, live, name, "apply", outcome="failed", before=before, after=after,
-                            detail={"scheduler": scheduler_lines, "outcomes": [], "error": str(e)},
-                            versions=versions)
-                raise
-            versions[CLUSTER] = done.ClusterSchedulerConfigVersion
-            scheduler_lines.append(f"{r.operation}: scheduler config {done.ClusterSchedulerConfigId} "
-                                   f"v{done.ClusterSchedulerConfigVersion} {done.Status}")
-            click.echo(scheduler_lines[-1])
-    report = _writer(live, poll_interval, timeout).apply(snap.cluster.ClusterArn, plan.requests, snap.quotas)
-    for line in report.lines():
+    run = runs.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
+                                                                                           log.now()),
+                      execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
+    who = _caller(live) if log.recorded else None
+    runs.record_snapshot(log, run, snap)
+    runs.record_plan(log, run, planned, who=who)
+    writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
+    try:
+        done = runs.apply_run(run, store=log, writer=writer, configs=configs, who=who)
+    except RebalancerError as e:
+        _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
+        raise
+    for line in done.lines():
         click.echo(line)
-    if audit is not None:
-        versions.update(_versions_left(report))
-        outcome = "applied" if report.succeeded else "rolled-back" if report.rolled_back else "failed"
-        detail: dict[str, Any] = {"outcomes": report.lines(), "versions": versions}
-        if scheduler_lines:
-            detail["scheduler"] = scheduler_lines
-        _record(audit, live, name, "apply", outcome=outcome, before=before, after=after, detail=detail,
-                versions=versions)
-    raise_for_report(report)
-    click.echo(f"applied {len(report.outcomes)} request(s); every quota settled")
+    click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
 
 
-def _audit_store(live: LiveSource, table: str | None, stack: str | None) -> Store | None:
-    """The controller's audit table when one is named (--table / --stack / $REBALANCER_TABLE), else None."""
+def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: TableLog | MemoryLog, writer: QuotaWriter,
+                      configs: SchedulerConfigClient) -> None:
+    """As the state machine after a failed Apply: the Rollback use case undoes what the run wrote. Prints what the
+    apply and the rollback did, and raises the apply's error with "; rolled back" (or "; ROLLBACK INCOMPLETE")
+    when the rollback had something to undo."""
+    from rebalancer.adapters.quota_writer import raise_for_report
+    from rebalancer.app import runs
+
+    undone = runs.rollback_run(run, {"Error": type(error).__name__, "Cause": str(error)}, store=log,
+                               writer=writer, configs=configs)
+    scheduler = runs.load_scheduler(log, run)
+    report = runs.load_report(log, run) or ApplyReport(cluster_arn="", succeeded=False, error=str(error))
+    if undone.did_anything:
+        report = report.model_copy(update={"rollback": undone.undo.outcomes, "rolled_back": undone.ok})
+    for line in ([scheduler.line()] if scheduler else []) + report.lines():
+        click.echo(line)
+    if undone.scheduler is not None:
+        click.echo("  " + undone.scheduler.line())
+    if undone.did_anything:
+        raise_for_report(report)
+
+
+def _run_log(live: LiveSource, table: str | None, stack: str | None) -> TableLog | MemoryLog:
+    """The controller's table when one is named (--table / --stack / $REBALANCER_TABLE), checked to exist; else
+    memory (nothing recorded)."""
     if not table and not stack:
-        return None
+        return MemoryLog()
     from rebalancer.adapters.aws import aws_call
     from rebalancer.app.store import Store
     from rebalancer_tools.cli.history_cmd import audit_table_name
@@ -246,59 +261,50 @@ def _audit_store(live: LiveSource, table: str | None, stack: str | None) -> Stor
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     with aws_call("DescribeTable", f"audit table {store.table_name}"):
         store.table.load()
-    return store
+    return TableLog(store)
 
 
-def _record(store: Store, live: LiveSource, cluster_name: str, kind: str, *, outcome: str, before: Any,
-            after: Any, detail: dict[str, Any], versions: dict[str, int] | None = None) -> None:
-    """One `kind` record in the audit log, shaped like the controller's own, so `rebalancer history` shows it;
-    with `versions` (per team, the version our writes left), the controller's next plan does not take those
-    quotas for console edits."""
+def _caller(live: LiveSource) -> str:
+    """Who runs the command, for the audit records."""
     from rebalancer.adapters.aws import aws_call
 
     with aws_call("GetCallerIdentity", "the caller"):
-        who = str(live.clients().client("sts").get_caller_identity()["Arn"])
-    execution = f"{cluster_name}-cli{store.now():%Y%m%dT%H%M%S}"
-    with aws_call("PutItem", f"audit table {store.table_name}"):
-        store.audit(cluster_name, execution, kind, outcome=outcome, who=who, before=before, after=after,
-                    detail={"source": "cli", **detail})
-        if versions:
-            store.record_versions(cluster_name, versions, execution)
-
-
-def _record_rollback(store: Store, live: LiveSource, cluster_name: str, to_file: str, report: ApplyReport,
-                     before: list[ComputeQuota], after: list[ComputeQuota]) -> None:
-    _record(store, live, cluster_name, "rollback", outcome="restored" if report.succeeded else "incomplete",
-            before={q.team: holdings(q) for q in before}, after={q.team: holdings(q) for q in after},
-            detail={"to": to_file, "outcomes": report.lines()}, versions=_versions_left(report))
-
-
-def _versions_left(report: ApplyReport) -> dict[str, int]:
-    """team → the version our last write of its quota left: the apply's, or the rollback's when it undid it."""
-    from rebalancer.app.steps import written_versions
-
-    out = written_versions(report)
-    out.update(written_versions(ApplyReport(cluster_arn=report.cluster_arn, succeeded=report.succeeded,
-                                            outcomes=report.rollback)))
-    return out
+        return str(live.clients().client("sts").get_caller_identity()["Arn"])
 
 
 @click.command()
 @live_options(required=True)
-@click.option("--to", "to_file", required=True, type=click.Path(dir_okay=False),
+@click.option("--to", "to_file", type=click.Path(dir_okay=False),
               help="Snapshot JSON holding the quotas to restore (from `rebalancer snapshot`).")
+@click.option("--run", "run_name", metavar="RUN",
+              help="Or undo what run RUN wrote (a controller run or a CLI apply, as `rebalancer history` names "
+                   "it; needs the audit table), as the controller's Rollback step: its quotas and its scheduler "
+                   "config, each left alone if edited after the run's write.")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
 @audit_options
 @with_poll_options
-def rollback(live: LiveSource, to_file: str, yes: bool, table: str | None, stack: str | None,
-             poll_interval: float, timeout: float) -> None:
-    """Restore the quotas of a snapshot, with fresh versions, decreases first. Given the controller's audit
-    table, the rollback is recorded there and shows in `rebalancer history`."""
+def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, table: str | None,
+             stack: str | None, poll_interval: float, timeout: float) -> None:
+    """Restore the quotas of a snapshot (--to), with fresh versions, decreases first; or undo what one run wrote
+    (--run). Given the controller's audit table, the rollback is recorded there and shows in `rebalancer
+    history`."""
+    if (to_file is None) == (run_name is None):
+        raise InvalidInput("give --to FILE (a snapshot to restore) or --run RUN (a run to undo)", field="--to")
+    log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any write
+    if run_name is not None:
+        _rollback_run(live, run_name, yes, log, poll_interval, timeout)
+    else:
+        assert to_file is not None
+        _restore_snapshot(live, to_file, yes, log, poll_interval, timeout)
+
+
+def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
+                      timeout: float) -> None:
     from rebalancer.adapters.quota_writer import raise_for_report
     from rebalancer.adapters.sagemaker import SageMakerReader
+    from rebalancer.app import runs
 
     target = load_model_file(Snapshot, to_file)
-    audit = _audit_store(live, table, stack)  # a wrong table or stack fails here, before any write
     sm = SageMakerReader(live.clients().client("sagemaker"))
     cluster = sm.cluster(live.cluster)
     if target.cluster.ClusterArn != cluster.ClusterArn:
@@ -315,15 +321,58 @@ def rollback(live: LiveSource, to_file: str, yes: bool, table: str | None, stack
             click.echo(f"warning: quota {q.Name} of team {q.team} is not in the snapshot; left as it is", err=True)
     if not yes:
         click.confirm(f"Restore {len(target.quotas)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
+    run = runs.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
+                                                                                     log.now()),
+                      execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")
     # Versions as shown above: a quota edited after this point is left alone, not overwritten unseen.
-    shown = {qid: q.ComputeQuotaVersion for qid, q in current.items()}
-    report = _writer(live, poll_interval, timeout).rollback(cluster.ClusterArn, target.quotas,
-                                                            expected_versions=shown)
+    report = runs.restore_quotas(run, cluster.ClusterArn, target.quotas, current, store=log,
+                                 writer=_writer(live, poll_interval, timeout),
+                                 who=_caller(live) if log.recorded else None, detail={"to": to_file})
     for line in report.lines():
         click.echo(line)
-    if audit is not None:
-        _record_rollback(audit, live, cluster.ClusterName, to_file, report,
-                         before=[current[q.ComputeQuotaId] for q in target.quotas if q.ComputeQuotaId in current],
-                         after=list(target.quotas))
     raise_for_report(report)
+    click.echo("restored")
+
+
+def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
+                  timeout: float) -> None:
+    """The controller's Rollback step for one stored run, from the command line."""
+    from rebalancer.app import runs
+
+    if not log.recorded:
+        raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
+                           value=run_name)
+    run = runs.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
+    if log.get_artifact(run_name, "PLAN") is None:
+        raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",
+                           value=run_name)
+    plan, snap = runs.load_plan(log, run), runs.load_snapshot(log, run)
+    if plan.cluster_name != live.cluster:
+        raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
+                           value=run_name)
+    report, scheduler = runs.load_report(log, run), runs.load_scheduler(log, run)
+    if report is None and scheduler is None:
+        # The controller's Rollback would then restore every quota the plan touched; from here, with nothing
+        # saying the run wrote anything, that could overwrite later changes.
+        raise InvalidInput(f"run {run_name} stored no apply: it wrote nothing to undo", field="--run",
+                           value=run_name)
+    before = {q.ComputeQuotaId: q for q in snap.quotas}
+    for o in report.outcomes if report else ():
+        if o.result == "applied" and o.quota_id:
+            was = before.get(o.quota_id)
+            back = f"back to {quota_summary(was)}" if was else "deleted (the run created it)"
+            click.echo(f"{o.team}: {o.operation} v{o.version} → {back}")
+    if scheduler is not None and scheduler.config_id and (scheduler.result == "applied" or scheduler.version):
+        back = "deleted (the run created it)" if scheduler.operation == "CreateClusterSchedulerConfig" else \
+            "back to the run's snapshot"
+        click.echo(f"(cluster): scheduler config {scheduler.config_id} v{scheduler.version} → {back}")
+    if not yes:
+        click.confirm(f"Undo what run {run_name} wrote to {live.cluster}?", abort=True)
+    done = runs.rollback_run(run, None, store=log, writer=_writer(live, poll_interval, timeout),
+                             configs=_configs(live, poll_interval, timeout))
+    for line in done.lines():
+        click.echo(line)
+    if not done.ok:
+        raise PermanentError(done.undo.error or "rollback incomplete: what is listed above as conflict or failed "
+                                                "was left as it is")
     click.echo("restored")

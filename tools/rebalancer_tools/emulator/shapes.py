@@ -15,8 +15,8 @@ from typing import Any
 import regex  # type: ignore[import-untyped]  # the model's patterns use \p{L}-style classes that `re` lacks
 from botocore.model import ListShape, MapShape, Shape, StringShape, StructureShape
 
-from rebalancer.sdk_model import sagemaker_model
 from rebalancer_tools.emulator.errors import SerializationException, ValidationError
+from rebalancer_tools.sdk_model import sagemaker_model
 
 
 @cache

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.adapters.kueue import TEAM_NAMESPACE_PREFIX
+from rebalancer.adapters.team_names import TEAM_NAMESPACE_PREFIX
 from rebalancer.models import Utilization
 
 NAMESPACE = "ContainerInsights"

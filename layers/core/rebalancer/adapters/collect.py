@@ -1,28 +1,26 @@
 """`collect`: a complete snapshot of a cluster from SageMaker (capacity, quotas), Kueue (demand) and CloudWatch
-(utilization). Kueue and CloudWatch are optional; what could not be read is said in the warnings."""
+(utilization). Kueue and CloudWatch are optional; what could not be read is said in the warnings.
+
+The Kubernetes side (eks_auth, kueue and the `kubernetes` client, a third of a second to import) loads when Kueue is
+first read, not when a handler that may read it is imported.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
-
-from kubernetes import client as k8s
+from typing import TYPE_CHECKING, Any, Literal
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
-from rebalancer.adapters.eks_auth import (
-    api_client_for_context,
-    api_client_for_eks,
-    api_client_with_token,
-    eks_cluster_name_of,
-)
-from rebalancer.adapters.kueue import KueueReader, NodeReader
 from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.errors import PermanentError, RebalancerError
 from rebalancer.models import Snapshot
+
+if TYPE_CHECKING:
+    from kubernetes import client as k8s
 
 
 @dataclass(frozen=True)
@@ -37,6 +35,13 @@ class KubeAccess:
     def api_client(self, clients: AwsClients, described: dict[str, Any]) -> k8s.ApiClient | None:
         if self.mode == "none":
             return None
+        from rebalancer.adapters.eks_auth import (
+            api_client_for_context,
+            api_client_for_eks,
+            api_client_with_token,
+            eks_cluster_name_of,
+        )
+
         if self.mode == "context":
             return api_client_for_context(self.context)
         if self.mode == "url":
@@ -80,6 +85,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     if api is None:
         warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
     else:
+        from rebalancer.adapters.kueue import KueueReader, NodeReader
+
         with api:
             kueue = KueueReader(api).read()
             demand = kueue.demand
@@ -109,6 +116,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
 
 
 def _eks_name(described: dict[str, Any]) -> str | None:
+    from rebalancer.adapters.eks_auth import eks_cluster_name_of
+
     try:
         return eks_cluster_name_of(described)
     except PermanentError:

@@ -25,14 +25,13 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from rebalancer import catalog
+from rebalancer.adapters.team_names import team_of_cluster_queue, team_of_namespace
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 from rebalancer.models import Demand, Resources
 from rebalancer.plan import pool_name
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")  # newest first; the next is tried when the API server answers 404
-TEAM_NAMESPACE_PREFIX = "hyperpod-ns-"
-CLUSTER_QUEUE_SUFFIX = "-clusterqueue"
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 GIB = Decimal(2**30)
@@ -40,18 +39,6 @@ GIB = Decimal(2**30)
 # Kubernetes resource name → (Resources field, divide by). NeuronCores are converted to devices per instance type.
 ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neurondevice", "aws.amazon.com/neuron")
 NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"
-
-
-def team_of_cluster_queue(name: str) -> str | None:
-    if name.startswith(TEAM_NAMESPACE_PREFIX) and name.endswith(CLUSTER_QUEUE_SUFFIX):
-        return name[len(TEAM_NAMESPACE_PREFIX):-len(CLUSTER_QUEUE_SUFFIX)] or None
-    return None
-
-
-def team_of_namespace(namespace: str) -> str | None:
-    if not namespace.startswith(TEAM_NAMESPACE_PREFIX):
-        return None
-    return namespace[len(TEAM_NAMESPACE_PREFIX):] or None
 
 
 @dataclass

@@ -28,16 +28,18 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
-from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from rebalancer.errors import TransientError
 from rebalancer.metering import Fact, Reading, fact_between
 from rebalancer.sample import DemandSample
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 ARTIFACT_RETENTION = timedelta(days=90)
 AUDIT_RETENTION = timedelta(days=400)
@@ -109,6 +111,8 @@ class Store:
         return self._table
 
     def idempotency_layer(self, function: str) -> DynamoDBPersistenceLayer:
+        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # apply and rollback only
+
         return DynamoDBPersistenceLayer(table_name=self.table_name, key_attr=KEY, sort_key_attr=SORT,
                                         static_pk_value=f"idempotency#{function}", expiry_attr=TTL)
 

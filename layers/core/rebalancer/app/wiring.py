@@ -1,4 +1,9 @@
-"""Clients and adapters, made lazily on first use and reused for the life of the process (a warm Lambda)."""
+"""Clients and adapters, made lazily on first use and reused for the life of the process (a warm Lambda).
+
+Every handler imports this module, so it imports nothing at module level beyond config: each factory imports what it
+builds, and a handler's cold start pays only for what that handler uses (the trigger never loads the approvals,
+Slack or the planning engine; kubernetes loads when collect first reads Kueue).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,28 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import boto3
-
 from rebalancer.app import config
-from rebalancer.app.approvals import Approvals
-from rebalancer.app.notifications import Channel, SlackChannel, SnsChannel
-from rebalancer.app.observe import Imbalance
-from rebalancer.app.store import Store
-from rebalancer.models import Snapshot
 
 if TYPE_CHECKING:
     from rebalancer.app.approval_http import ApprovalApi
+    from rebalancer.app.approvals import Approvals
+    from rebalancer.app.notifications import Channel
+    from rebalancer.app.observe import Imbalance
+    from rebalancer.app.store import Store
+    from rebalancer.models import Snapshot
 
 
 @cache
 def client(service: str) -> Any:
+    import boto3
+
     return boto3.client(service)  # type: ignore[call-overload]
 
 
 @cache
 def store() -> Store:
+    from rebalancer.app.store import Store
+
     return Store(config.load(config.EnvConfig).table_name)
 
 
@@ -37,6 +44,8 @@ def secret(arn: str) -> str:
 
 
 def channels(cfg: config.NotifyConfig) -> list[Channel]:
+    from rebalancer.app.notifications import SlackChannel, SnsChannel
+
     out: list[Channel] = [SnsChannel(client("sns"), cfg.topic_arn)]
     if cfg.slack_webhook_secret_arn:
         out.append(SlackChannel(secret(cfg.slack_webhook_secret_arn).strip()))
@@ -115,6 +124,7 @@ def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any
 
 
 def approvals(cfg: config.ApprovalConfig) -> Approvals:
+    from rebalancer.app.approvals import Approvals
     from rebalancer.app.signing import LinkSigner
 
     return Approvals(store=store(), sfn=client("stepfunctions"),

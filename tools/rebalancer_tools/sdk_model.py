@@ -1,4 +1,5 @@
-"""Facts read from the SageMaker service model that botocore ships, so they follow the SDK rather than a copy."""
+"""Facts read from the SageMaker service model that botocore ships (the emulator's shapes, the catalog generator):
+they follow the SDK rather than a copy. Tools only: the runtime reads no service model."""
 
 from __future__ import annotations
 
