@@ -13,13 +13,15 @@ from pathlib import Path
 from support.layer import FUNCTIONS, ROOT, RUNTIME, closure
 
 IMPORT_ALL = """
-import importlib, pkgutil, runpy, sys
+import importlib, importlib.util, pkgutil, runpy, sys
 import rebalancer
 names = [m.name for m in pkgutil.walk_packages(rebalancer.__path__, "rebalancer.")]
 for name in names:
     importlib.import_module(name)
 for app in sys.argv[1:]:
     assert callable(runpy.run_path(app)["handler"]), app
+# Budget periods use named zones; the Lambda image need not have the system's tz database, the layer ships tzdata.
+assert importlib.util.find_spec("tzdata") is not None, "tzdata is not in the layer"
 for absent in ("rebalancer_tools", "moto", "click", "rich"):
     try:
         importlib.import_module(absent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rebalancer import catalog, mig
-from rebalancer.sdk_model import mig_profile_types
+from rebalancer_tools.sdk_model import mig_profile_types
 
 # (GPU, profile, instances per GPU) as NVIDIA's tables give them ("Number of Instances Available").
 NVIDIA = [

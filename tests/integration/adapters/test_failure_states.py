@@ -20,9 +20,9 @@ from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.errors import ApplyFailed
 from rebalancer.plan import QuotaRequest, SchedulerRequest
-from rebalancer.sdk_model import sagemaker_model
 from rebalancer_tools.emulator.control import Emulator
 from rebalancer_tools.emulator.faults import FaultRule
+from rebalancer_tools.sdk_model import sagemaker_model
 
 
 def writer(aws: AwsClients, clock: FakeClock) -> QuotaWriter:

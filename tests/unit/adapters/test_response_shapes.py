@@ -19,7 +19,7 @@ from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.errors import InvalidInput
 from rebalancer.models import Cluster, ClusterNode, ClusterSchedulerConfig, ComputeQuota, Snapshot
-from rebalancer.sdk_model import cluster_instance_types
+from rebalancer_tools.sdk_model import cluster_instance_types
 
 TYPES = st.sampled_from(cluster_instance_types())
 # Instance types drawn from the model's enum wherever a member is called InstanceType (it is free text in
