@@ -112,7 +112,7 @@ def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
 
 def median_mean(fn: Callable[[], object]) -> str:
     times = cpu_ms(fn)
-    return f"{statistics.median(times):.1f} / {statistics.mean(times):.1f}"
+    return f"{statistics.median(times):.1f}/{statistics.mean(times):.1f}"
 
 
 def calibration_ms() -> float:
@@ -148,7 +148,7 @@ def lp_deviation(cases: int = 200, seed: int = 11) -> tuple[float, float]:
 
 def main() -> None:
     types = instance_types()
-    table = Table(title=f"planning time, median / mean of {RUNS} runs, ms of CPU, one core")
+    table = Table(title=f"planning time, median/mean of {RUNS} runs, ms of CPU, one core")
     for col in ("teams", "types", "pools", "make_plan", "engine only", "changes", "no-op re-plan"):
         table.add_column(col, justify="right")
     for teams in (10, 100, 1000):
