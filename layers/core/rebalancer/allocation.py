@@ -27,9 +27,10 @@ rebalancer redistributes partitions between teams; it never changes a node's MIG
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 EPS = 1e-9
@@ -55,12 +56,49 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class Claims:
+    """A pool's claims as parallel columns, entry i of every column being team i's (see Claim). The engine reads
+    columns; at 1,000 teams × 15 pools, one object per claim was 15k objects for the garbage collector to walk.
+    Iterating gives Claim rows."""
+
+    team: tuple[str, ...]
+    weight: tuple[float, ...]
+    guarantee: tuple[float, ...]
+    cap: tuple[float, ...]
+    demand: tuple[float, ...]
+    current: tuple[float, ...]
+    in_use: tuple[float, ...]
+    protected: tuple[bool, ...]
+    cooldown: tuple[str | None, ...]
+    notes: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, claims: Iterable[Claim]) -> Claims:
+        rows = tuple(claims)
+        return cls(*(tuple(getattr(c, f.name) for c in rows) for f in fields(Claim)))
+
+    def __len__(self) -> int:
+        return len(self.team)
+
+    def __iter__(self) -> Iterator[Claim]:
+        return (Claim(*row) for row in zip(self.team, self.weight, self.guarantee, self.cap, self.demand,
+                                            self.current, self.in_use, self.protected, self.cooldown, self.notes,
+                                            strict=True))
+
+
+@dataclass(frozen=True, slots=True)
 class PoolInput:
     key: str
     resource: str
     capacity: float  # what the policy's teams share (healthy capacity minus what others hold)
-    claims: tuple[Claim, ...]
+    claims: Claims
     notes: tuple[str, ...] = ()  # capacity facts quoted in every reason of this pool
+
+    @classmethod
+    def of(cls, key: str, resource: str, capacity: float, claims: Iterable[Claim],
+           notes: tuple[str, ...] = ()) -> PoolInput:
+        """A pool from Claim rows."""
+        return cls(key, resource, capacity, Claims.of(claims), notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +126,28 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class PoolResult:
+    """One pool's outcome as parallel columns, one entry per claim in input order (a plan at 1,000 teams × 15
+    types would otherwise keep 15k Outcome objects alive, which the garbage collector traverses again and again).
+    `reasons[i]` is empty when claim i keeps its amount."""
+
     key: str
     resource: str
     capacity: float
-    outcomes: tuple[Outcome, ...]
+    teams: tuple[str, ...]
+    before: tuple[float, ...]
+    after: tuple[int, ...]
+    fair: tuple[float, ...]  # the continuous allocation of steps 1-3
+    desired: tuple[int, ...]  # after rounding, before the stability rules
+    reasons: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+
+    @property
+    def outcomes(self) -> tuple[Outcome, ...]:
+        """The same result row by row."""
+        key, resource = self.key, self.resource
+        return tuple(Outcome(*row) for row in zip(self.teams, (key,) * len(self.teams), (resource,) * len(self.teams),
+                                                  self.before, self.after, self.fair, self.desired, self.reasons,
+                                                  strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,14 +205,15 @@ def fair_shares(pool: PoolInput, surplus: Surplus) -> tuple[list[float], float]:
     """Steps 1-3: the continuous allocation of every claim, and the factor applied to guarantees."""
     claims = pool.claims
     cap = max(pool.capacity, 0.0)
-    floors, factor = scaled_floors(cap, [c.guarantee for c in claims])
-    weights = [c.weight for c in claims]
+    floors, factor = scaled_floors(cap, claims.guarantee)
+    weights = claims.weight
     # A weight-0 team gets its floor only, even when everything fits (L·0 = 0 at any level).
-    ceilings = [max(f, min(c.demand, c.cap)) if c.weight > 0 else f for f, c in zip(floors, claims, strict=True)]
+    ceilings = [max(f, min(d, c)) if w > 0 else f
+                for f, w, d, c in zip(floors, weights, claims.demand, claims.cap, strict=True)]
     shares = ceilings if sum(ceilings) <= cap + EPS else water_fill(cap, weights, floors, ceilings)
     if surplus == "spread" and sum(shares) < cap - EPS:
         # Also when demand exceeds capacity but only weight-0 teams hold it: they get floors, the rest spreads.
-        shares = water_fill(cap, weights, shares, [max(a, c.cap) for a, c in zip(shares, claims, strict=True)])
+        shares = water_fill(cap, weights, shares, [max(a, c) for a, c in zip(shares, claims.cap, strict=True)])
     return shares, factor
 
 
@@ -218,49 +274,48 @@ class _Pool:
 
 def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
     claims = pool.claims
-    names = [c.team for c in claims]
-    weights = [c.weight for c in claims]
+    names, weights, protected = claims.team, claims.weight, claims.protected
+    current = [round(c) for c in claims.current]
     capacity = math.floor(max(pool.capacity, 0.0) + EPS)
     shares, factor = fair_shares(pool, settings.surplus)
     total = min(capacity, math.floor(sum(shares) + EPS))
-    desired = largest_remainder(shares, total, [c.cap for c in claims], weights, names)
+    desired = largest_remainder(shares, total, claims.cap, weights, names)
 
     warnings: list[str] = []
     if factor < 1:
-        g = sum(c.guarantee for c in claims)
+        g = sum(claims.guarantee)
         warnings.append(f"{pool.key}: guarantees add up to {g:g} but only {capacity} are available; scaled "
                         f"down to {factor:.0%} of each")
 
     after = list(desired)
     holds: list[str | None] = [None] * len(claims)
-    for i, c in enumerate(claims):
-        cur = round(c.current)
-        if c.cooldown and after[i] != cur:
-            after[i], holds[i] = cur, c.cooldown
+    for i, (cur, cooldown) in enumerate(zip(current, claims.cooldown, strict=True)):
+        if cooldown and after[i] != cur:
+            after[i], holds[i] = cur, cooldown
         elif 0 < abs(after[i] - cur) < settings.min_step:
             after[i], holds[i] = cur, f"change of {abs(after[i] - cur)} below min_step {settings.min_step}"
-        if c.protected and after[i] < cur:
-            keep = min(cur, math.ceil(c.in_use - EPS))
+        if protected[i] and after[i] < cur:
+            keep = min(cur, math.ceil(claims.in_use[i] - EPS))
             if after[i] < keep:
                 after[i], holds[i] = keep, f"{keep:g} in use is protected"
 
     excess = sum(after) - capacity
     if excess > 0:
         # Holds kept some quotas up: trim increases first, then break holds (cooldown, min_step, then protection).
-        room = [max(0, after[i] - round(c.current)) for i, c in enumerate(claims)]
+        room = [max(0, a - cur) for a, cur in zip(after, current, strict=True)]
         excess -= _cut(after, room, excess, weights, names)
-        for protected in (False, True):
+        for breaking in (False, True):  # holds of unprotected teams first
             if excess <= 0:
                 break
-            room = [max(0, after[i] - desired[i]) if holds[i] and c.protected == protected else 0
-                    for i, c in enumerate(claims)]
+            room = [max(0, after[i] - desired[i]) if holds[i] and protected[i] == breaking else 0
+                    for i in range(len(claims))]
             before_cut = list(after)
             taken = _cut(after, room, excess, weights, names)
             for i, was in enumerate(before_cut):
                 if after[i] < was:
                     holds[i] = f"{holds[i]}, overridden: quotas above capacity"
             if taken:
-                what = "protected in-use amounts" if protected else "cooldown and min_step holds"
+                what = "protected in-use amounts" if breaking else "cooldown and min_step holds"
                 warnings.append(f"{pool.key}: capacity {capacity} is below the quotas kept by {what}; "
                                 f"overrode them by {taken}")
             excess -= taken
@@ -270,7 +325,7 @@ def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
 def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:
     """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for."""
     claims = p.input.claims
-    current = [round(c.current) for c in claims]
+    current = [round(c) for c in claims.current]
     capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
     forced = max(0, sum(current) - capacity)
     decreases = [max(0, current[i] - p.after[i]) for i in range(len(claims))]
@@ -294,6 +349,7 @@ def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequenc
     return moved, note
 
 
+@functools.lru_cache(maxsize=4096)  # ~33k calls per 1,000-team plan on a few hundred distinct amounts
 def _fmt(x: float) -> str:
     if x == INF:
         return "∞"
@@ -304,8 +360,8 @@ def _fmt(x: float) -> str:
 def _reason(p: _Pool, i: int, weight_of: str, tail: str) -> str:
     """Why claim i moves. Only called for claims that change (about 11k of 15k at 1,000 teams): kept to plain
     concatenation. `weight_of` is " of <total weight>", `tail` the pool's notes already joined."""
-    c = p.input.claims[i]
-    after, before, demand = p.after[i], c.current, c.demand
+    c = p.input.claims
+    after, before, demand = p.after[i], c.current[i], c.demand[i]
     hold = p.holds[i]
     out = f"{hold}; " if hold else ""
     if demand == 0:
@@ -313,17 +369,18 @@ def _reason(p: _Pool, i: int, weight_of: str, tail: str) -> str:
     else:
         sign = ">" if demand > before + EPS else "<" if demand < before - EPS else "="
         out += f"demand {_fmt(demand)} {sign} allocation {_fmt(before)}"
-    out += f"; weight {_fmt(c.weight)}{weight_of}"
-    if c.guarantee:
-        out += f"; guarantee {_fmt(c.guarantee)}"
+    guarantee, cap, notes = c.guarantee[i], c.cap[i], c.notes[i]
+    out += f"; weight {_fmt(c.weight[i])}{weight_of}"
+    if guarantee:
+        out += f"; guarantee {_fmt(guarantee)}"
         if p.factor < 1:
-            out += f" scaled to {_fmt(c.guarantee * p.factor)}"
-    if c.cap < INF and after >= math.floor(c.cap + EPS):
-        out += f"; cap {_fmt(c.cap)}"
-    if p.spread and after > demand + EPS and after > c.guarantee * p.factor + EPS:
+            out += f" scaled to {_fmt(guarantee * p.factor)}"
+    if cap < INF and after >= math.floor(cap + EPS):
+        out += f"; cap {_fmt(cap)}"
+    if p.spread and after > demand + EPS and after > guarantee * p.factor + EPS:
         out += "; surplus spread by weight"
-    if c.notes:
-        out += "; " + "; ".join(c.notes)
+    if notes:
+        out += "; " + "; ".join(notes)
     return out + tail
 
 
@@ -334,22 +391,18 @@ def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
     budget = settings.max_move
     for p in work:
         if budget is not None and p.input.resource == "accelerators":
-            names = [c.team for c in p.input.claims]
-            weights = [c.weight for c in p.input.claims]
-            moved, note = _limit_moves(p, budget, weights, names)
+            moved, note = _limit_moves(p, budget, p.input.claims.weight, p.input.claims.team)
             budget = max(0, budget - moved)
             if note:
                 p.warnings.append(note)
     results = []
     for p in work:
-        key, resource, claims = p.input.key, p.input.resource, p.input.claims
-        weight_of = " of " + _fmt(sum(c.weight for c in claims))
+        claims = p.input.claims
+        weight_of = " of " + _fmt(sum(claims.weight))
         tail = "".join("; " + n for n in p.input.notes)
-        outcomes = tuple([
-            Outcome(c.team, key, resource, c.current, after, fair, desired,
-                    _reason(p, i, weight_of, tail) if after != c.current else "")
-            for i, (c, after, fair, desired) in enumerate(zip(claims, p.after, p.shares, p.desired, strict=True))
-        ])
-        results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, outcomes, tuple(p.warnings)))
+        reasons = tuple([_reason(p, i, weight_of, tail) if after != was else ""
+                         for i, (after, was) in enumerate(zip(p.after, claims.current, strict=True))])
+        results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, claims.team, claims.current,
+                                  tuple(p.after), tuple(p.shares), tuple(p.desired), reasons, tuple(p.warnings)))
         warnings.extend(p.warnings)
     return Allocation(tuple(results), tuple(warnings))

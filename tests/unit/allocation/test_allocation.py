@@ -47,7 +47,7 @@ def test_water_fill_gives_weight_zero_its_floor_only() -> None:
 
 
 def test_guarantees_above_capacity_are_scaled_proportionally() -> None:
-    pool = PoolInput("p", "accelerators", 24, (Claim("a", 1, guarantee=8, demand=30),
+    pool = PoolInput.of("p", "accelerators", 24, (Claim("a", 1, guarantee=8, demand=30),
                                                Claim("b", 1, guarantee=8), Claim("c", 1, guarantee=16)))
     shares, factor = fair_shares(pool, "idle")
     assert factor == pytest.approx(0.75)
@@ -65,39 +65,39 @@ def test_largest_remainder_never_rounds_above_a_cap() -> None:
 
 
 def test_surplus_idle_leaves_undemanded_capacity_unallocated() -> None:
-    pool = PoolInput("p", "accelerators", 16, (Claim("a", 1, demand=4), Claim("b", 3, demand=2)))
+    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=4), Claim("b", 3, demand=2)))
     assert after(pool) == {"a": 4, "b": 2}
 
 
 def test_surplus_spread_raises_by_weight_up_to_caps() -> None:
-    pool = PoolInput("p", "accelerators", 16, (Claim("a", 1, demand=4), Claim("b", 3, demand=2, cap=8),
+    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=4), Claim("b", 3, demand=2, cap=8),
                                                Claim("c", 1)))
     # Level rises from the demands: b stops at its cap of 8, a and c share the other 8 equally-by-weight.
     assert after(pool, Settings(surplus="spread")) == {"a": 4, "b": 8, "c": 4}
 
 
 def test_cooldown_holds_a_team_and_others_fit_around_it() -> None:
-    pool = PoolInput("p", "accelerators", 16, (Claim("a", 1, demand=16, current=12, cooldown="cooldown"),
+    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=16, current=12, cooldown="cooldown"),
                                                Claim("b", 1, demand=16, current=4)))
     assert after(pool) == {"a": 12, "b": 4}
 
 
 def test_min_step_suppresses_small_changes() -> None:
-    pool = PoolInput("p", "accelerators", 16, (Claim("a", 1, demand=9, current=8), Claim("b", 1, demand=7,
+    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=9, current=8), Claim("b", 1, demand=7,
                                                                                          current=8)))
     assert after(pool, Settings(min_step=2)) == {"a": 8, "b": 8}
     assert after(pool, Settings(min_step=1)) == {"a": 9, "b": 7}
 
 
 def test_protected_in_use_is_never_planned_away() -> None:
-    pool = PoolInput("p", "accelerators", 16, (Claim("a", 1, demand=10, current=10, in_use=10, protected=True),
+    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=10, current=10, in_use=10, protected=True),
                                                Claim("b", 3, demand=16, current=6)))
     assert after(pool) == {"a": 10, "b": 6}
 
 
 def test_holds_give_way_when_capacity_is_lost() -> None:
     # Both cooling down, but only 8 are left: quotas must still fit, with a warning.
-    pool = PoolInput("p", "accelerators", 8, (Claim("a", 1, demand=8, current=8, cooldown="cd"),
+    pool = PoolInput.of("p", "accelerators", 8, (Claim("a", 1, demand=8, current=8, cooldown="cd"),
                                               Claim("b", 1, demand=8, current=8, cooldown="cd")))
     result = allocate([pool], Settings())
     assert sum(o.after for o in result.pools[0].outcomes) == 8
@@ -105,14 +105,14 @@ def test_holds_give_way_when_capacity_is_lost() -> None:
 
 
 def test_max_move_bounds_voluntary_decreases_across_pools_but_not_forced_ones() -> None:
-    pools = [PoolInput(k, "accelerators", 32, (Claim("a", 1, demand=0, current=16), Claim("b", 1, demand=32,
+    pools = [PoolInput.of(k, "accelerators", 32, (Claim("a", 1, demand=0, current=16), Claim("b", 1, demand=32,
                                                                                         current=16)))
              for k in ("p1", "p2")]
     result = allocate(pools, Settings(max_move=10))
     moved = sum(o.before - o.after for p in result.pools for o in p.outcomes if o.after < o.before)
     assert moved == 10
     assert all(sum(o.after for o in p.outcomes) <= 32 for p in result.pools)
-    lost = PoolInput("p", "accelerators", 16, (Claim("a", 1, demand=16, current=16),
+    lost = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=16, current=16),
                                                Claim("b", 1, demand=16, current=16)))
     assert sum(after(lost, Settings(max_move=0)).values()) == 16
 

@@ -19,7 +19,7 @@ def cases(draw: st.DrawFn) -> tuple[PoolInput, str]:
         cap = draw(st.one_of(st.just(INF), st.integers(0, 40).map(float)))
         claims.append(Claim(f"t{i}", float(draw(st.integers(0, 5))), float(min(draw(st.integers(0, 10)), cap)),
                             cap, float(draw(st.integers(0, 40)))))
-    return PoolInput("p", "accelerators", float(draw(st.integers(0, 64))), tuple(claims)), draw(
+    return PoolInput.of("p", "accelerators", float(draw(st.integers(0, 64))), tuple(claims)), draw(
         st.sampled_from(["idle", "spread"]))
 
 

@@ -28,7 +28,7 @@ def claims(draw: st.DrawFn, n: int) -> tuple[Claim, ...]:
 @st.composite
 def pools(draw: st.DrawFn) -> PoolInput:
     n = draw(st.integers(1, 7))
-    return PoolInput("ml.p5.48xlarge", "accelerators", float(draw(st.integers(0, 80))), draw(claims(n)))
+    return PoolInput.of("ml.p5.48xlarge", "accelerators", float(draw(st.integers(0, 80))), draw(claims(n)))
 
 
 surpluses = st.sampled_from(["idle", "spread"])
@@ -94,7 +94,7 @@ def test_result_does_not_depend_on_the_order_of_teams(pool: PoolInput, surplus: 
     shuffled = list(pool.claims)
     rnd.shuffle(shuffled)
     base = dict(zip((c.team for c in pool.claims), run(pool, surplus), strict=True))
-    other = PoolInput(pool.key, pool.resource, pool.capacity, tuple(shuffled))
+    other = PoolInput.of(pool.key, pool.resource, pool.capacity, tuple(shuffled))
     assert dict(zip((c.team for c in shuffled), run(other, surplus), strict=True)) == base
 
 
@@ -102,7 +102,7 @@ def test_result_does_not_depend_on_the_order_of_teams(pool: PoolInput, surplus: 
 @given(pools(), surpluses)
 def test_reallocating_from_the_result_changes_nothing(pool: PoolInput, surplus: str) -> None:
     first = run(pool, surplus)
-    again = PoolInput(pool.key, pool.resource, pool.capacity,
+    again = PoolInput.of(pool.key, pool.resource, pool.capacity,
                       tuple(Claim(c.team, c.weight, c.guarantee, c.cap, c.demand, float(x))
                             for c, x in zip(pool.claims, first, strict=True)))
     assert run(again, surplus) == first
@@ -111,7 +111,7 @@ def test_reallocating_from_the_result_changes_nothing(pool: PoolInput, surplus: 
 @properties()
 @given(pools(), surpluses, st.integers(1, 40))
 def test_more_capacity_never_lowers_the_continuous_allocation(pool: PoolInput, surplus: str, extra: int) -> None:
-    more = PoolInput(pool.key, pool.resource, pool.capacity + extra, pool.claims)
+    more = PoolInput.of(pool.key, pool.resource, pool.capacity + extra, pool.claims)
     low, _ = fair_shares(pool, surplus)  # type: ignore[arg-type]
     high, _ = fair_shares(more, surplus)  # type: ignore[arg-type]
     for a, b in zip(low, high, strict=True):
@@ -123,7 +123,7 @@ def test_more_capacity_never_lowers_the_continuous_allocation(pool: PoolInput, s
 def test_more_capacity_lowers_an_integer_allocation_by_at_most_one_unit(pool: PoolInput, surplus: str,
                                                                         extra: int) -> None:
     # Largest remainder can show the Alabama paradox (documented in allocation.py): bounded to one unit.
-    more = PoolInput(pool.key, pool.resource, pool.capacity + extra, pool.claims)
+    more = PoolInput.of(pool.key, pool.resource, pool.capacity + extra, pool.claims)
     for a, b in zip(run(pool, surplus), run(more, surplus), strict=True):
         assert b >= a - 1
 
@@ -134,7 +134,7 @@ def test_stability_rules_never_break_capacity(pool: PoolInput, max_move: int, mi
     cooled = tuple(Claim(c.team, c.weight, c.guarantee, c.cap, c.demand, c.current, in_use=c.current / 2,
                          protected=i % 2 == 0, cooldown="cd" if i % 3 == 0 else None)
                    for i, c in enumerate(pool.claims))
-    p = PoolInput(pool.key, pool.resource, pool.capacity, cooled)
+    p = PoolInput.of(pool.key, pool.resource, pool.capacity, cooled)
     result = allocate([p], Settings(min_step=min_step, max_move=max_move))
     outs = result.pools[0].outcomes
     assert sum(o.after for o in outs) <= pool.capacity

@@ -1,4 +1,4 @@
-"""The engine's changed outcomes + the policy's settings → the quota API requests, in the order they must be sent.
+"""The amounts the engine moves + the policy's settings → the quota API requests, in the order they must be sent.
 
 How a quota's resource entries are written: a changed entry is rewritten as `Accelerators` (GPU/Neuron types;
 vCPU and memory left to SageMaker's ratio rule), `VCpu` + proportional `MemoryInGiB` (CPU-only types), or
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer import catalog, ownership
-from rebalancer.allocation import EPS, Outcome
+from rebalancer.allocation import EPS
 from rebalancer.errors import InvalidInput
 from rebalancer.field_diff import field_diff
 from rebalancer.models import ComputeQuota, Snapshot
@@ -30,6 +30,11 @@ DEFAULT_SHARING: dict[str, Any] = {"Strategy": "LendAndBorrow", "BorrowLimit": 5
 DEFAULT_PREEMPT = "LowerPriority"
 
 Entry = dict[str, Any]  # one ComputeQuotaResources entry, as the API takes it
+
+
+# An amount the engine moves in one team's pool: (pool, before, after). A plain tuple, not a NamedTuple: the
+# garbage collector stops tracking tuples of strings and numbers, and a 1,000-team plan holds 11k of them.
+Move = tuple[str, float, int]
 
 
 @dataclass(slots=True)
@@ -47,10 +52,10 @@ class QuotaWrites:
         return (*self.first, *self.second)
 
 
-def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Sequence[Outcome]],
+def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Sequence[Move]],
                    known_versions: Mapping[str, int] | None) -> QuotaWrites:
     """Decreases, deactivations and setting changes for every team first, then creations and increases.
-    `changed`: per team, the engine's outcomes that move an amount."""
+    `changed`: per team, the amounts the engine moves."""
     policy, _ = ownership.held_outside(snapshot, policy)  # a quota CloudFormation owns is never written
     quotas = {q.team: q for q in snapshot.quotas}
     # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
@@ -62,7 +67,7 @@ def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Seq
         q = quotas.get(team)
         if q is None:
             if not tp.remove:
-                _create(snapshot, team, tp, [o for o in moves if o.after > o.before], healthy, out)
+                _create(snapshot, team, tp, [m for m in moves if m[2] > m[1]], healthy, out)
             continue
         _update(q, tp, moves, healthy, known_versions, out)
     return out
@@ -96,7 +101,7 @@ def _entry_pool(entry: Entry) -> str:
     return pool_name(entry["InstanceType"], part["Type"] if part else None)
 
 
-def _rewrite(entries: list[Entry], down: Iterable[Outcome], up: Iterable[Outcome]) -> tuple[list[Entry], list[Entry]]:
+def _rewrite(entries: list[Entry], down: Iterable[Move], up: Iterable[Move]) -> tuple[list[Entry], list[Entry]]:
     """The entries once the decreases are written, and once the increases are too. Entries keep their order; a
     changed pool's entry is replaced in place, a new one appended, a zero removed."""
     slots: list[Entry | None] = list(entries)
@@ -104,14 +109,14 @@ def _rewrite(entries: list[Entry], down: Iterable[Outcome], up: Iterable[Outcome
     for i, e in enumerate(entries):
         at.setdefault(_entry_pool(e), i)
 
-    def write(outcomes: Iterable[Outcome]) -> list[Entry]:
-        for o in outcomes:
-            instance_type, _, profile = o.pool.partition(":")
-            new = _entry(instance_type, profile or None, o.after) if o.after else None
-            where = at.get(o.pool)
+    def write(moves: Iterable[Move]) -> list[Entry]:
+        for pool, _, after in moves:
+            instance_type, _, profile = pool.partition(":")
+            new = _entry(instance_type, profile or None, after) if after else None
+            where = at.get(pool)
             if where is None:
                 if new is not None:
-                    at[o.pool] = len(slots)
+                    at[pool] = len(slots)
                     slots.append(new)
             else:
                 slots[where] = new  # None marks a removed entry
@@ -163,7 +168,7 @@ def _why(console: bool) -> str:
     return "console edit will be replaced" if console else "policy changed"
 
 
-def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], healthy: Mapping[str, int],
+def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Move], healthy: Mapping[str, int],
             out: QuotaWrites) -> None:
     entries = _explicit(team, tp, _rewrite([], (), up)[1], healthy)
     if len(entries) > MAX_ENTRIES:
@@ -186,7 +191,7 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Outcome], he
                                   reason="team in the policy has no quota: created"))
 
 
-def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Outcome], healthy: Mapping[str, int],
+def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Move], healthy: Mapping[str, int],
             known_versions: Mapping[str, int] | None, out: QuotaWrites) -> None:
     team = q.team
     disabled = q.ActivationState == "Disabled"
@@ -215,8 +220,8 @@ def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Outcome], healthy
     if tp.fair_share_weight is not None:
         wanted_target["FairShareWeight"] = tp.fair_share_weight
     entries = [] if disabled else list(config.get("ComputeQuotaResources", []))
-    down = [o for o in changed if o.after < o.before]
-    up = [o for o in changed if o.after > o.before]
+    down = [m for m in changed if m[2] < m[1]]
+    up = [m for m in changed if m[2] > m[1]]
     lowered, final = _rewrite(entries, down, up)
     lowered = _explicit(team, tp, lowered, healthy)
     final = _explicit(team, tp, final, healthy) if up else lowered
