@@ -119,6 +119,7 @@ class LocalStack:
         self._handlers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
         self._function_of_arn: dict[str, str] = {}
         self._ids = itertools.count(1)
+        self._turns: dict[str, threading.Lock] = {}  # one per function, made with its handler
         self._exit = ExitStack()
         self.invocations: list[tuple[str, dict[str, Any]]] = []
         self.state_machine_arn = ""
@@ -270,6 +271,7 @@ class LocalStack:
                                 Environment={"Variables": env})
             self._function_of_arn[f"{STACK}-{logical_id}"] = name
             self._handlers[name] = self._load_handler(name)
+            self._turns[name] = threading.Lock()
 
     def _function_roles(self, values: dict[str, str]) -> None:
         """One role per principal of the template (collect and observe share ClusterReaderRole), holding the
@@ -321,7 +323,9 @@ class LocalStack:
         request_id = f"req-{next(self._ids):06d}"
         ctx = FakeContext(function_name=f"{STACK}-{function}", aws_request_id=request_id,
                           invoked_function_arn=self._function_arn(function))
-        with Enforcer.acting_as(self._credentials.get(function), function):
+        # A Lambda execution environment runs one invocation at a time, and module state (Powertools' metrics, cached
+        # clients) belongs to one environment; here every function shares this process, so each takes its turn.
+        with self._turns[function], Enforcer.acting_as(self._credentials.get(function), function):
             result = self._handlers[function](json.loads(json.dumps(event)), ctx)
         if function in self.hooks:
             result = self.hooks[function](result)

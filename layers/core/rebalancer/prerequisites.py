@@ -9,7 +9,7 @@ The collect step runs the cluster checks and carries their findings in the snaps
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -61,7 +61,7 @@ def check_addon(eks: Any, eks_cluster: str) -> Addon:
     except ClientError as e:
         if error_code(e) == "ResourceNotFoundException":
             return Addon(Check(name, "fail", f"not installed on EKS cluster {eks_cluster}", install))
-        return Addon(_denied_or_error(name, "eks:DescribeAddon", e))
+        return Addon(denied_or_error(name, "eks:DescribeAddon", e))
     version, status = addon.get("addonVersion"), addon.get("status")
     if status != "ACTIVE":
         issues = "; ".join(one_line(i.get("message", "")) for i in addon.get("health", {}).get("issues", []) or [])
@@ -90,7 +90,7 @@ def check_access_entry(eks: Any, eks_cluster: str, role_arn: str) -> Check:
             return Check(name, "fail", f"none for {role_arn} on EKS cluster {eks_cluster}",
                          "deploy with EksClusterName set (the stack creates it), or aws eks create-access-entry "
                          f"--cluster-name {eks_cluster} --principal-arn {role_arn}")
-        return _denied_or_error(name, "eks:DescribeAccessEntry", e)
+        return denied_or_error(name, "eks:DescribeAccessEntry", e)
     groups = ", ".join(entry.get("kubernetesGroups", []) or []) or "no Kubernetes groups"
     return Check(name, "ok", f"{role_arn} ({groups})")
 
@@ -137,7 +137,7 @@ def check_container_insights(cloudwatch: Any, eks_cluster: str) -> Check:
             if page.get("Metrics"):
                 found.append(metric)
     except ClientError as e:
-        return _denied_or_error(name, "cloudwatch:ListMetrics", e)
+        return denied_or_error(name, "cloudwatch:ListMetrics", e)
     if not found:
         return Check(name, "warn", f"none of {', '.join(CONTAINER_INSIGHTS_METRICS)} for ClusterName={eks_cluster}",
                      "install the amazon-cloudwatch-observability add-on (Container Insights with enhanced "
@@ -210,30 +210,7 @@ def function_calls(function: str, env: Mapping[str, str], *, partition: str, reg
     return out
 
 
-def check_permissions(iam: Any, function: str, role_arn: str, calls: Iterable[tuple[str, str]]) -> Check:
-    """IAM's policy simulator (iam:SimulatePrincipalPolicy) on the role, one call per resource."""
-    name = f"permissions of {function}"
-    by_resource: dict[str, list[str]] = {}
-    for action, resource in calls:
-        by_resource.setdefault(resource, []).append(action)
-    denied = []
-    try:
-        for resource, actions in by_resource.items():
-            kwargs: dict[str, Any] = {"PolicySourceArn": role_arn, "ActionNames": sorted(set(actions))}
-            if resource != "*":
-                kwargs["ResourceArns"] = [resource]
-            for r in iam.simulate_principal_policy(**kwargs)["EvaluationResults"]:
-                if r["EvalDecision"] != "allowed":
-                    denied.append(f"{r['EvalActionName']} on {resource}")
-    except ClientError as e:
-        return _denied_or_error(name, "iam:SimulatePrincipalPolicy", e)
-    if denied:
-        return Check(name, "fail", f"{role_arn} is denied {'; '.join(sorted(denied))}",
-                     "grant them in template.yaml (the function's Policies) and redeploy")
-    return Check(name, "ok", f"{role_arn}: {len({a for a, _ in calls})} actions allowed")
-
-
-def _denied_or_error(name: str, call: str, e: ClientError | BotoCoreError) -> Check:
+def denied_or_error(name: str, call: str, e: ClientError | BotoCoreError) -> Check:
     if isinstance(e, ClientError) and "AccessDenied" in error_code(e):
         return Check(name, "fail", f"{call} denied: {error_message(e)}", f"grant {call} to the caller")
     detail = f"{error_code(e)}: {error_message(e)}" if isinstance(e, ClientError) else one_line(e)

@@ -12,6 +12,7 @@ import pytest
 from support.emulator import EmulatorHandle, in_process_emulator
 
 from rebalancer import prerequisites as pre
+from rebalancer_tools import role_permissions
 from rebalancer_tools.emulator import prerequisites as emu_pre
 
 EKS = "ml-eks"
@@ -109,11 +110,11 @@ def test_permissions_through_the_policy_simulator(emu: EmulatorHandle) -> None:
              "Resource": quotas}]}))
     calls = [("sagemaker:UpdateComputeQuota", quotas.replace("*", "x")),
              ("sagemaker:DeleteComputeQuota", quotas.replace("*", "x"))]
-    got = pre.check_permissions(iam, "rollback", arn, calls)
+    got = role_permissions.check_permissions(iam, "rollback", arn, calls)
     assert got.line() == (f"FAIL permissions of rollback: {arn} is denied sagemaker:DeleteComputeQuota on "
                           f"{quotas.replace('*', 'x')} — fix: grant them in template.yaml (the function's Policies) "
                           "and redeploy")
-    assert pre.check_permissions(iam, "rollback", arn, calls[:1]).ok
+    assert role_permissions.check_permissions(iam, "rollback", arn, calls[:1]).ok
 
 
 def test_function_calls_leave_out_unset_optional_secrets() -> None:

@@ -11,6 +11,7 @@ import click
 
 from rebalancer import prerequisites as pre
 from rebalancer.errors import PermanentError, RebalancerError
+from rebalancer_tools import role_permissions
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
 
 # Logical ids of the template's functions: SAM names a function <stack>-<LogicalId>-<suffix>.
@@ -73,7 +74,7 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
             env = config.get("Environment", {}).get("Variables", {})
             calls = pre.function_calls(name, env, partition=_partition(clients.region_name),
                                        region=clients.region_name, account=account)
-            lines.append(pre.check_permissions(iam, name, config["Role"], calls))
+            lines.append(role_permissions.check_permissions(iam, name, config["Role"], calls))
     else:
         lines.append(pre.Check("function permissions", "warn", "not checked",
                                "pass --stack STACK (the deployed stack's name)"))

@@ -1,0 +1,34 @@
+"""`rebalancer doctor`'s check of each function role, through IAM's policy simulator. Here, not in the runtime
+package: no Lambda simulates policies, so the layer ships no IAM client data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from rebalancer.prerequisites import Check, denied_or_error
+
+
+def check_permissions(iam: Any, function: str, role_arn: str, calls: Iterable[tuple[str, str]]) -> Check:
+    """IAM's policy simulator (iam:SimulatePrincipalPolicy) on the role, one call per resource."""
+    name = f"permissions of {function}"
+    by_resource: dict[str, list[str]] = {}
+    for action, resource in calls:
+        by_resource.setdefault(resource, []).append(action)
+    denied = []
+    try:
+        for resource, actions in by_resource.items():
+            kwargs: dict[str, Any] = {"PolicySourceArn": role_arn, "ActionNames": sorted(set(actions))}
+            if resource != "*":
+                kwargs["ResourceArns"] = [resource]
+            for r in iam.simulate_principal_policy(**kwargs)["EvaluationResults"]:
+                if r["EvalDecision"] != "allowed":
+                    denied.append(f"{r['EvalActionName']} on {resource}")
+    except ClientError as e:
+        return denied_or_error(name, "iam:SimulatePrincipalPolicy", e)
+    if denied:
+        return Check(name, "fail", f"{role_arn} is denied {'; '.join(sorted(denied))}",
+                     "grant them in template.yaml (the function's Policies) and redeploy")
+    return Check(name, "ok", f"{role_arn}: {len({a for a, _ in calls})} actions allowed")
