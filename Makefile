@@ -43,8 +43,8 @@ test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test
 browser: ## install Debian's chromium for the browser tests if it is missing (needs root, as CI has)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-test-fast: $(STAMP) ## unit tests only, property tests at a fifth of their examples (make test runs them all)
-	PROPERTY_EXAMPLES_DIVISOR=5 $(PY) -m pytest -q tests/unit
+test-fast: $(STAMP) ## unit tests only, on 2 workers, property and fuzz tests at a fifth of their examples (make test runs all)
+	PROPERTY_EXAMPLES_DIVISOR=5 $(PY) -m pytest -q -n 2 tests/unit
 
 bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst
 	$(PY) benchmarks/plan_bench.py

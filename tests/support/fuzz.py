@@ -11,6 +11,8 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from support.props import scaled
+
 SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30))
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
@@ -22,7 +24,7 @@ YAML_TEXT = st.lists(st.sampled_from([*"ab:1-.&*!{}[],'\"#|>\n \t%@`?~0e+\u00e9"
 
 def fuzz(max_examples: int = 60, deadline_s: float = 5.0) -> settings:
     """Each example must finish within `deadline_s` (hypothesis fails a slower one, and says so)."""
-    return settings(derandomize=True, database=None, max_examples=max_examples,
+    return settings(derandomize=True, database=None, max_examples=scaled(max_examples),
                     deadline=timedelta(seconds=deadline_s),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])

@@ -12,6 +12,10 @@ from hypothesis import settings
 DIVISOR = max(1, int(os.environ.get("PROPERTY_EXAMPLES_DIVISOR", "1")))
 
 
+def scaled(max_examples: int) -> int:
+    """The examples a property test runs: all of them, or a fifth (at least 10) under `make test-fast`."""
+    return max(10, max_examples // DIVISOR) if DIVISOR > 1 else max_examples
+
+
 def properties(max_examples: int = 100) -> settings:
-    return settings(derandomize=True, database=None, deadline=None,
-                    max_examples=max(10, max_examples // DIVISOR) if DIVISOR > 1 else max_examples)
+    return settings(derandomize=True, database=None, deadline=None, max_examples=scaled(max_examples))
