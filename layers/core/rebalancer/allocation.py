@@ -15,8 +15,11 @@ five steps of DESIGN.md "Allocation semantics":
    teams with equal claims; the continuous allocation itself is monotone in capacity.
 5. Stability, relative to the current quotas: a team in its cooldown keeps its quota; no change smaller than
    `min_step`; a `protected_in_use` team is never planned below what it runs now (nor above its current quota for
-   that reason). If those holds leave the pool over capacity, increases are trimmed first, then holds are broken
-   (with a warning): the sum of quotas never exceeds the capacity. Finally `max_move` bounds the accelerators taken
+   that reason). If those holds leave the pool over capacity (capacity fell below the current quotas: failed
+   nodes), every team's in-use is held for that run, and the loss is taken first from increases, then from quota
+   nobody runs on (above demand, then above in-use), and only then by breaking holds (with a warning): the sum of
+   quotas never exceeds the capacity, and admitted work is never turned into reclaimable borrowing while idle
+   quota can absorb the loss. Finally `max_move` bounds the accelerators taken
    from teams in one run, across all accelerator pools; decreases forced by lost capacity are never held back.
 
 MIG model (deliberately small): a MIG pool's capacity is the number of partitions of that profile the healthy nodes
@@ -106,6 +109,9 @@ class Settings:
     surplus: Surplus = "idle"
     min_step: int = 1
     max_move: int | None = None
+    # When capacity falls below the quotas (failed nodes), take the loss from quota nobody runs on before any
+    # team's admitted work becomes borrowing (see `_fit`). False: the older rule, holds broken proportionally.
+    shrink_idle_first: bool = True
 
 
 @dataclass(slots=True)
@@ -289,37 +295,73 @@ def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
 
     after = list(desired)
     holds: list[str | None] = [None] * len(claims)
+    # Capacity below the quotas (failed nodes): admitted work is kept in every team's quota for this run, as far
+    # as quota nobody runs on can absorb the loss (`_fit`); ordinary rebalancing resumes at the next run.
+    shrinking = settings.shrink_idle_first and sum(current) > capacity
     for i, (cur, cooldown) in enumerate(zip(current, claims.cooldown, strict=True)):
         if cooldown and after[i] != cur:
             after[i], holds[i] = cur, cooldown
         elif 0 < abs(after[i] - cur) < settings.min_step:
             after[i], holds[i] = cur, f"change of {abs(after[i] - cur)} below min_step {settings.min_step}"
-        if protected[i] and after[i] < cur:
+        if (protected[i] or shrinking) and after[i] < cur:
             keep = min(cur, math.ceil(claims.in_use[i] - EPS))
             if after[i] < keep:
-                after[i], holds[i] = keep, f"{keep:g} in use is protected"
-
-    excess = sum(after) - capacity
-    if excess > 0:
-        # Holds kept some quotas up: trim increases first, then break holds (cooldown, min_step, then protection).
-        room = [max(0, a - cur) for a, cur in zip(after, current, strict=True)]
-        excess -= _cut(after, room, excess, weights, names)
-        for breaking in (False, True):  # holds of unprotected teams first
-            if excess <= 0:
-                break
-            room = [max(0, after[i] - desired[i]) if holds[i] and protected[i] == breaking else 0
-                    for i in range(len(claims))]
-            before_cut = list(after)
-            taken = _cut(after, room, excess, weights, names)
-            for i, was in enumerate(before_cut):
-                if after[i] < was:
-                    holds[i] = f"{holds[i]}, overridden: quotas above capacity"
-            if taken:
-                what = "protected in-use amounts" if breaking else "cooldown and min_step holds"
-                warnings.append(f"{pool.key}: capacity {capacity} is below the quotas kept by {what}; "
-                                f"overrode them by {taken}")
-            excess -= taken
+                after[i] = keep
+                holds[i] = f"{keep:g} in use is protected" if protected[i] else f"{keep:g} in use kept: capacity shrank"
+    _fit(pool.key, capacity, after, desired, holds, claims, settings.shrink_idle_first, warnings, factor)
     return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
+
+
+def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None],
+         claims: Claims, idle_first: bool, warnings: list[str], factor: float = 1.0) -> None:
+    """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
+    back to fit, tier by tier, each cut proportional to the tier's room. Increases first; then, with `idle_first`,
+    the quota nobody runs on, least harmful first: held quota above both its fair share and its in-use, then any
+    quota above its demand (nobody runs on it or waits for it), then any quota above its in-use (only pending work
+    waits for it, below its fair share if need be; never below its guarantee, scaled by `factor`); then holds of unprotected teams, then protected in-use
+    amounts, down to their fair share. Admitted work thus becomes borrowing (reclaimable) only when the quota
+    nobody runs on cannot absorb the loss."""
+    weights, names, protected = claims.weight, claims.team, claims.protected
+    n = range(len(claims))
+    current = [round(c) for c in claims.current]
+    used = [min(after[i], math.ceil(claims.in_use[i] - EPS)) for i in n]
+    # Idle quota is cut down to in-use, never below the (scaled) guarantee: a guarantee holds whoever runs more.
+    kept = [max(used[i], min(desired[i], math.floor(claims.guarantee[i] * factor + EPS))) for i in n]
+
+    def room(tier: str) -> list[int]:
+        if tier == "increases":
+            return [max(0, after[i] - current[i]) for i in n]
+        if tier == "held idle":
+            return [max(0, after[i] - max(desired[i], used[i])) if holds[i] else 0 for i in n]
+        if tier == "idle":
+            return [max(0, after[i] - max(kept[i], math.ceil(claims.demand[i] - EPS))) for i in n]
+        if tier == "waiting":
+            return [max(0, after[i] - kept[i]) for i in n]
+        breaking = tier == "protected"
+        return [max(0, after[i] - desired[i]) if holds[i] and protected[i] == breaking else 0 for i in n]
+
+    tiers = ["increases", *(["held idle", "idle", "waiting"] if idle_first else []), "holds", "protected"]
+    what = {"held idle": "held quota nobody runs on", "idle": "quota nobody runs on or waits for",
+            "waiting": "quota nobody runs on (pending work waits for it)",
+            "holds": "cooldown and min_step holds", "protected": "protected in-use amounts"}
+    excess = sum(after) - capacity
+    for tier in tiers:
+        if excess <= 0:
+            return
+        before_cut = list(after)
+        taken = _cut(after, room(tier), excess, weights, names)
+        excess -= taken
+        if tier == "increases" or not taken:
+            continue
+        for i, was in enumerate(before_cut):
+            if after[i] < was:
+                holds[i] = (f"{was - after[i]} unused taken first: capacity shrank" if tier in ("idle", "waiting")
+                            else f"{holds[i]}, overridden: quotas above capacity")
+        if tier in ("holds", "protected"):
+            warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {what[tier]}; "
+                            f"overrode them by {taken}")
+        else:
+            warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {what[tier]}")
 
 
 def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:

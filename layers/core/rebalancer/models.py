@@ -158,6 +158,9 @@ class Demand(BaseModel):
 
     in_use: Resources = Field(default_factory=Resources)
     pending: Resources = Field(default_factory=Resources)
+    # When the oldest of the team's pending workloads on this pool was created (Kueue Workload
+    # metadata.creationTimestamp); None: nothing pending, or not read. Read only by `fairness.age_doubling_hours`.
+    oldest_pending: AwareDatetime | None = None
 
     def total(self, resource: str) -> float:
         return self.in_use.get(resource) + self.pending.get(resource)

@@ -261,6 +261,16 @@ class Stability(Frozen):
     max_move: NonNegativeInt | None = 64
 
 
+class Fairness(Frozen):
+    """Time-aware fairness. `age_doubling_hours`: a team's weight in a pool is multiplied by 1 + a / H, where a is
+    how long its oldest pending work there has waited and H this setting (the weight doubles once that work has
+    waited H hours), so teams whose work waited longest are served first; None (the default): weights as written.
+    Under sustained overload waits grow without bound and the allocation tends to serve teams oldest-work-first
+    (first come, first served across teams); while waits stay short it is plain weighted fair share."""
+
+    age_doubling_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+
 class Approval(Frozen):
     moved_accelerators: NonNegativeInt = 16
     max_decrease_percent: Annotated[float, Field(ge=0, le=100)] = 50
@@ -320,6 +330,7 @@ class Policy(Frozen):
     mode: Literal["auto", "approve", "dry-run"] = "auto"
     surplus: Literal["idle", "spread"] = "idle"
     stability: Stability = Field(default_factory=Stability)
+    fairness: Fairness = Field(default_factory=Fairness)
     approval: Approval = Field(default_factory=Approval)
     teams: dict[str, TeamPolicy]
     cluster: ClusterPolicy | None = None  # the cluster's scheduler config; None: not managed by the policy

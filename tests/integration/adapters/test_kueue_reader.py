@@ -174,3 +174,17 @@ def test_nodes_forbidden_is_one_line(kube: tuple[str, KubeState]) -> None:
     state.errors["nodes"] = 403
     with pytest.raises(PermanentError, match=r"^Kubernetes list nodes: 403 Forbidden: "):
         NodeReader(api_client_with_token(url, lambda: "t0k3n")).mig_capacity()
+
+
+def test_pending_demand_carries_its_oldest_workloads_creation_time(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    older, newer = workload("a", "older", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]), \
+        workload("a", "newer", [pod_set(1, {"nvidia.com/gpu": 8}, P5)])
+    older["metadata"]["creationTimestamp"] = "2026-11-29T08:00:00Z"
+    newer["metadata"]["creationTimestamp"] = "2026-11-30T08:00:00Z"
+    running = workload("a", "running", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5)
+    running["metadata"]["creationTimestamp"] = "2026-11-01T00:00:00Z"  # admitted: not pending, not counted
+    state.add(cluster_queue("a", {P5: {"nvidia.com/gpu": 32}}), newer, older, running)
+    got = reader(url).read().demand["a"][P5]
+    assert got.pending.accelerators == 16
+    assert got.oldest_pending is not None and got.oldest_pending.isoformat() == "2026-11-29T08:00:00+00:00"

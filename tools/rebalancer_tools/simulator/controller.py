@@ -84,7 +84,7 @@ class PlannerController:
                                           TargetCount=nodes, Status="InService"),))
         self._nodes: dict[int, tuple[ClusterNode, ...]] = {}
         self._quotas: dict[tuple[str, int, int], ComputeQuota] = {}
-        self._demands: dict[tuple[int, int], dict[str, Demand]] = {}
+        self._demands: dict[tuple[int, int, float | None], dict[str, Demand]] = {}
         self.plans = 0
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
@@ -117,16 +117,20 @@ class PlannerController:
                 CreationTime=EPOCH, LastModifiedTime=EPOCH + timedelta(seconds=modified_s))
         return self._quotas[key]
 
-    def demand(self, in_use: int, pending: int) -> dict[str, Demand]:
-        key = (in_use, pending)
+    def demand(self, in_use: int, pending: int, oldest_s: float | None = None) -> dict[str, Demand]:
+        key = (in_use, pending, oldest_s)
         if key not in self._demands:
+            oldest = None if oldest_s is None else EPOCH + timedelta(seconds=oldest_s)
             self._demands[key] = {self.instance_type: Demand(in_use=Resources(accelerators=in_use),
-                                                             pending=Resources(accelerators=pending))}
+                                                             pending=Resources(accelerators=pending),
+                                                             oldest_pending=oldest)}
         return self._demands[key]
 
     def snapshot(self, view: ControllerView) -> Snapshot:
+        # Workload creation times are collected only for a policy that reads them (as collect would).
+        ages = view.oldest_pending_s if self.policy.fairness.age_doubling_hours is not None else {}
         demand: Mapping[str, dict[str, Demand]] = {
-            t: self.demand(view.in_use.get(t, 0), view.pending.get(t, 0)) for t in view.quotas}
+            t: self.demand(view.in_use.get(t, 0), view.pending.get(t, 0), ages.get(t)) for t in view.quotas}
         return Snapshot(
             taken_at=EPOCH + timedelta(seconds=view.now_s), cluster=self.cluster,
             nodes=self.node_list(view.healthy_nodes),
@@ -137,6 +141,8 @@ class PlannerController:
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
         """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
         cooldown_s = self.policy.stability.cooldown_minutes * 60
+        if self.policy.fairness.age_doubling_hours is not None:
+            return (view.now_s,)  # weights grow with waiting time: every tick plans
         return (view.healthy_nodes, tuple(view.quotas.items()), tuple(sorted(view.in_use.items())),
                 tuple(sorted(view.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))

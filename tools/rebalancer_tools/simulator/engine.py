@@ -51,6 +51,7 @@ class ControllerView:
     quota_modified_s: dict[str, float]
     in_use: dict[str, int]
     pending: dict[str, int]
+    oldest_pending_s: dict[str, float] = field(default_factory=dict)  # per team with pending jobs: oldest enqueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,7 +442,8 @@ class Simulation:
             quota_versions={q.name: v for q, v in zip(self.queues, self.versions, strict=True)},
             quota_modified_s={q.name: m for q, m in zip(self.queues, self.modified, strict=True)},
             in_use={q.name: self.usage[i] for i, q in enumerate(self.queues)},
-            pending={t: self.team_pending[i] for i, t in enumerate(self.teams)})
+            pending={t: self.team_pending[i] for i, t in enumerate(self.teams)},
+            oldest_pending_s=self._oldest_pending())
         decision = self.controller(view)
         if decision is not None and any(decision.quotas.get(q.name, q.nominal) != q.nominal for q in self.queues):
             self.seq += 1
@@ -454,6 +456,17 @@ class Simulation:
             self.idle_ticks += 1
         if self._active():
             self._push(self.now + self.cfg.controller_interval_s, TICK)
+
+    def _oldest_pending(self) -> dict[str, float]:
+        """Per team, when its oldest pending job was (re)queued, as a Kueue Workload's creation time shows it."""
+        oldest: dict[str, float] = {}
+        for sizes in self.pending:
+            for heap in sizes.values():
+                # heaps are ordered by priority first: with priorities the oldest may be anywhere in them
+                for _, enq, j in (heap if self.any_priority else heap[:1]):
+                    team = self.teams[self.jteam[j]]
+                    oldest[team] = min(enq, oldest.get(team, enq))
+        return oldest
 
     def _apply(self, quotas: dict[str, int]) -> None:
         for qi, q in enumerate(self.queues):

@@ -16,6 +16,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -66,16 +67,23 @@ class _Accumulator:
     def __init__(self) -> None:
         self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
         self.pending: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
+        self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
         self.warnings: list[str] = []
 
     def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
-            quantity: Decimal, where: str) -> None:
-        """Add `quantity` of a Kubernetes resource on a flavor, in the snapshot's units."""
+            quantity: Decimal, where: str, since: datetime | None = None) -> None:
+        """Add `quantity` of a Kubernetes resource on a flavor, in the snapshot's units; `since`: the creation time
+        of the pending workload it belongs to (the pool's oldest is kept)."""
         try:
             spec = catalog.spec(flavor)
         except UnknownInstanceType:
             self.warnings.append(f"{where}: flavor {flavor!r} is not a HyperPod instance type; ignored")
             return
+        if since is not None:
+            pool = (pool_name(flavor, "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX))
+                    if resource.startswith(MIG_RESOURCE_PREFIX) else flavor)
+            oldest = self.oldest[team]
+            oldest[pool] = min(since, oldest.get(pool, since))
         if resource in ACCELERATOR_RESOURCES:
             into[team][flavor].add("accelerators", quantity)
         elif resource == NEURONCORE_RESOURCE and spec.neuron_cores_per_device:
@@ -92,9 +100,21 @@ class _Accumulator:
         out: dict[str, dict[str, Demand]] = {}
         for team in sorted(set(self.in_use) | set(self.pending)):
             pools = sorted(set(self.in_use[team]) | set(self.pending[team]))
-            out[team] = {p: Demand(in_use=self.in_use[team][p].freeze(), pending=self.pending[team][p].freeze())
-                         for p in pools}
+            out[team] = {p: Demand(in_use=self.in_use[team][p].freeze(), pending=self.pending[team][p].freeze(),
+                                   oldest_pending=self.oldest[team].get(p)) for p in pools}
         return out
+
+
+def _created(meta: dict[str, Any]) -> datetime | None:
+    """A workload's metadata.creationTimestamp (RFC 3339, UTC `Z`), or None when absent or unreadable."""
+    raw = meta.get("creationTimestamp")
+    if not isinstance(raw, str):
+        return None
+    try:
+        at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
 
 
 def _condition(obj: dict[str, Any], kind: str) -> bool:
@@ -221,6 +241,7 @@ class KueueReader:
             if team is None or not is_pending(wl):
                 continue
             where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
+            since = _created(meta)
             offered = flavors_offered(queues.get(team, {}))
             for pod_set in wl.get("spec", {}).get("podSets", []) or []:
                 chosen = pod_set_instance_type(pod_set)
@@ -233,7 +254,7 @@ class KueueReader:
                             acc.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
                                                 f"waits for (no instance-type node selector, no single flavor)")
                         continue
-                    acc.add(acc.pending, team, flavor, resource, quantity, where)
+                    acc.add(acc.pending, team, flavor, resource, quantity, where, since)
         return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                            warnings=tuple(dict.fromkeys(acc.warnings)),
                            api_version=f"{GROUP}/{self.version}" if self.version else None)

@@ -10,6 +10,7 @@ hold is taken out of the capacity the policy's teams share.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from rebalancer.allocation import EPS, INF, Claims, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
 from rebalancer.models import ComputeQuota, Demand, Snapshot
 from rebalancer.plan import pool_name
+from rebalancer.planning.aging import aged_weights
 from rebalancer.policy import Amount, Policy, PoolKey, TeamPolicy, family_types
 
 
@@ -245,5 +247,15 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw[name]:g}")
             capacity = 0.0
         resource = key.resource
-        pools.append(PoolInput(name, resource, capacity, teams.claims(name, resource), tuple(notes)))
+        claims = teams.claims(name, resource)
+        if policy.fairness.age_doubling_hours is not None:
+            claims = _aged(claims, teams, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
+        pools.append(PoolInput(name, resource, capacity, claims, tuple(notes)))
     return pools, warnings
+
+
+def _aged(claims: Claims, teams: Teams, pool: str, taken_at: datetime, doubling_hours: float) -> Claims:
+    """The claims with each team's weight grown by the age of its oldest pending work (rebalancer.planning.aging)."""
+    weights, why = aged_weights(claims.weight, teams.demand, pool, taken_at, doubling_hours)
+    notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
+    return dataclasses.replace(claims, weight=weights, notes=notes)
