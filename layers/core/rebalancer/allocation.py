@@ -317,10 +317,10 @@ def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], hold
     """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
     back to fit, tier by tier, each cut proportional to the tier's room. Increases first; then, with `idle_first`,
     the quota nobody runs on, least harmful first: held quota above both its fair share and its in-use, then any
-    quota above its demand (nobody runs on it or waits for it), then any quota above its in-use (only pending work
-    waits for it, below its fair share if need be; never below its guarantee, scaled by `factor`); then holds of unprotected teams, then protected in-use
-    amounts, down to their fair share. Admitted work thus becomes borrowing (reclaimable) only when the quota
-    nobody runs on cannot absorb the loss."""
+    quota above its demand (nobody runs on it or waits for it), then any quota above its in-use (pending work
+    waits for it; below its fair share if need be, never below its guarantee scaled by `factor`); then holds of
+    unprotected teams, then protected in-use amounts, down to their fair share. Admitted work thus becomes
+    borrowing (reclaimable) only when the quota nobody runs on cannot absorb the loss."""
     weights, names, protected = claims.weight, claims.team, claims.protected
     n = range(len(claims))
     current = [round(c) for c in claims.current]

@@ -187,4 +187,5 @@ def test_pending_demand_carries_its_oldest_workloads_creation_time(kube: tuple[s
     state.add(cluster_queue("a", {P5: {"nvidia.com/gpu": 32}}), newer, older, running)
     got = reader(url).read().demand["a"][P5]
     assert got.pending.accelerators == 16
-    assert got.oldest_pending is not None and got.oldest_pending.isoformat() == "2026-11-29T08:00:00+00:00"
+    assert got.oldest_pending is not None
+    assert got.oldest_pending.isoformat() == "2026-11-29T08:00:00+00:00"

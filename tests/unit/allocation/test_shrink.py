@@ -82,8 +82,9 @@ def shrunk_pools(draw: st.DrawFn) -> PoolInput:
     for i in range(n):
         current = draw(st.integers(0, 40))
         cap = draw(st.one_of(st.just(INF), st.integers(0, 48).map(float)))
-        claims.append(Claim(f"t{i}", float(draw(st.integers(0, 4))), guarantee=float(min(draw(st.integers(0, 12)), cap)),
-                            cap=cap, demand=float(draw(st.integers(0, 60))), current=float(current),
+        guarantee = float(min(draw(st.integers(0, 12)), cap))
+        claims.append(Claim(f"t{i}", float(draw(st.integers(0, 4))), guarantee=guarantee, cap=cap,
+                            demand=float(draw(st.integers(0, 60))), current=float(current),
                             in_use=float(draw(st.integers(0, current))), protected=draw(st.booleans()),
                             cooldown="cd" if draw(st.booleans()) else None))
     total = sum(int(c.current) for c in claims)

@@ -53,4 +53,5 @@ def test_the_snapshot_carries_creation_times_only_for_a_policy_that_reads_them()
 def test_the_team_that_waited_longest_gets_the_quota() -> None:
     # a's work has waited 2 h (weight × 3 with a 1 h doubling), b's just arrived: 8 GPUs split 3 : 1 → 6 and 2
     decision = controller({"age_doubling_hours": 1})(view({"a": 0.0, "b": 7200.0}))
-    assert decision is not None and decision.quotas == {"a": 6, "b": 2}
+    assert decision is not None
+    assert decision.quotas == {"a": 6, "b": 2}
