@@ -19,6 +19,11 @@ five steps of DESIGN.md "Allocation semantics":
    (with a warning): the sum of quotas never exceeds the capacity. Finally `max_move` bounds the accelerators taken
    from teams in one run, across all accelerator pools; decreases forced by lost capacity are never held back.
 
+Family caps (a team's sum over an instance family's pools, `PoolInput.families`): the pools they touch are solved
+together in steps 1-4, by the same definition over every (team, pool) pair with the family caps as extra
+constraints (rebalancer.family_caps); step 5 is per pool as usual. Pools without family caps take the path above,
+unchanged.
+
 MIG model (deliberately small): a MIG pool's capacity is the number of partitions of that profile the healthy nodes
 expose (the snapshot's `mig` field, read from node allocatable `nvidia.com/mig-…`). Those partitions occupy
 ceil(partitions / partitions-per-GPU) whole GPUs, which the planner carves out of the type's whole-GPU pool. The

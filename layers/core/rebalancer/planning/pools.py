@@ -4,8 +4,10 @@ How a quota's resource entries are read: the whole-GPU (or vCPU) amount of a typ
 without an `AcceleratorPartition`, `Accelerators` if set, else `Count` × accelerators per instance (vCPU per
 instance for CPU-only types); a MIG pool's amount is `AcceleratorPartition.Count` of the entry with that profile.
 Percent guarantees and caps are of the pool's healthy capacity (before what teams outside the policy hold),
-rounded down to whole units; demand is rounded up. Teams with a quota but not in the policy keep it, and what they
-hold is taken out of the capacity the policy's teams share.
+rounded down to whole units; demand is rounded up. A family's percent is of the family's healthy total; a family
+guarantee is divided over the family's types by the team's demand, then by capacity; a family cap is not divided:
+each pool of the family lists it (PoolInput.families) and the engine bounds the team's sum over them. Teams with a
+quota but not in the policy keep it, and what they hold is taken out of the capacity the policy's teams share.
 """
 
 from __future__ import annotations
