@@ -96,7 +96,8 @@ class Claims:
 @dataclass(frozen=True, slots=True)
 class FamilyBound:
     """A family cap of one team, listed by every pool of the family: the team's amounts over the pools that list
-    the same (team, key) add up to at most `amount`. Those pools are allocated together (rebalancer.family_caps)."""
+    the same (team, key) add up to at most `amount`. Those pools are allocated together (rebalancer.family_caps).
+    A team's families do not overlap (the policy says so)."""
 
     team: str
     key: str  # the family, as the policy names it (ml.p5)
@@ -259,6 +260,12 @@ def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _S
                 groups.setdefault((b.team, b.key), []).append((p, i))
                 amounts[b.team, b.key] = min(b.amount, amounts.get((b.team, b.key), INF))
     keys = sorted(groups)
+    seen: dict[tuple[int, int], str] = {}
+    for team, key in keys:
+        for pair in groups[team, key]:
+            if pair in seen:  # the policy refuses overlapping families; the rounding relies on it
+                raise ValueError(f"{team}: family caps {seen[pair]} and {key} overlap on {coupled[pair[0]].key}")
+            seen[pair] = key
     families = [Family(amounts[k], tuple(groups[k])) for k in keys]
     floors, factors, ceilings = [], [], []
     for pool in coupled:

@@ -210,3 +210,9 @@ def test_rounding_moves_a_capped_teams_unit_to_the_pool_that_needs_it() -> None:
     assert got == [[3, 1], [0]]
     got = coupled_round(values, [4, 1], [[INF, INF], [INF]], [[1, 1], [1]], [["a", "b"], ["a"]], [family])
     assert got == [[2, 2], [1]]
+
+
+def test_overlapping_families_of_one_team_are_refused() -> None:
+    both = (FamilyBound("a", "ml.p5", 8), FamilyBound("a", "ml.p5e", 4))
+    with pytest.raises(ValueError, match=f"a: family caps ml.p5 and ml.p5e overlap on {P5EN}"):
+        solve_families([PoolInput.of(P5EN, "accelerators", 8, [Claim("a", 1, demand=8)], families=both)], "idle")
