@@ -158,7 +158,8 @@ def team_amounts(team: str, tp: TeamPolicy, raw: Mapping[str, float], warnings: 
 
 
 def demand_of(by_pool: Mapping[str, Demand], pool: str, resource: str) -> float:
-    """A team's demand on one pool in whole units: what it runs plus what waits, rounded up."""
+    """A team's demand on one pool in whole units: what it runs plus what waits, rounded up (as Teams.claims reads
+    it inline, in the planner's hot loop)."""
     d = by_pool.get(pool)
     if d is None:
         return 0.0
