@@ -66,8 +66,11 @@ def test_observe_stores_one_sample_per_cluster_with_the_retention_as_ttl(store: 
                                         "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "30"})
     measured = observe([snapshot(T0, 8)], store, timedelta(days=cfg.history_retention_days))
     assert [m.cluster for m in measured] == ["c1"]
-    items = store.table.scan()["Items"]
-    assert [(i[KEY], i[SORT]) for i in items] == [("SAMPLE#c1", "2026-11-30T12:00:00+00:00")]
+    scanned = store.table.scan()["Items"]
+    # observe also meters the reading for the budgets: the cluster's first reading, no interval yet
+    assert sorted((i[KEY], i[SORT]) for i in scanned) == [("METER#c1", "LAST"),
+                                                          ("SAMPLE#c1", "2026-11-30T12:00:00+00:00")]
+    items = [i for i in scanned if i[KEY].startswith("SAMPLE#")]
     assert int(items[0][TTL]) == int((T0 + timedelta(days=30)).timestamp())
     doc = json.loads(gzip.decompress(bytes(items[0]["body"].value)))
     assert doc["teams"]["research"][P5]["pending"] == 8
@@ -126,7 +129,7 @@ def test_a_bad_since_is_exit_2(store: Store, tmp_path: Path) -> None:
     assert "--since: expected a duration like 30d" in got.output
 
 
-def test_a_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(store: Store) -> None:
+def test_a_reading_or_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(store: Store) -> None:
     cfg = ObserveConfig.model_validate({"TABLE_NAME": "missing-table", "MANAGED_CLUSTERS": "c1,c2",
                                         "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "90"})
     broken = Store("missing-table", resource=boto3.resource("dynamodb", region_name="us-east-1"))
@@ -135,5 +138,7 @@ def test_a_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(sto
         update={"ClusterName": "c2"})})]
     measured = observe(two, broken, timedelta(days=cfg.history_retention_days), warn=warnings.append)
     assert [m.cluster for m in measured] == ["c1", "c2"]
-    assert [w.split(":")[0] for w in warnings] == ["demand sample of c1 not stored", "demand sample of c2 not stored"]
-    assert "ResourceNotFoundException" in warnings[0]
+    assert [w.split(":")[0] for w in warnings] == [
+        "use of c1 not metered this time (the next reading covers the interval)", "demand sample of c1 not stored",
+        "use of c2 not metered this time (the next reading covers the interval)", "demand sample of c2 not stored"]
+    assert all("ResourceNotFoundException" in w for w in warnings)
