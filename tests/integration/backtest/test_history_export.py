@@ -89,7 +89,8 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), env={"REBALANCER_TABLE": None})
 
 
-def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.gz"])
+def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_path: Path, name: str) -> None:
     early = T0 - timedelta(days=40)
     store.put_sample(sample_of(snapshot(early, 8)))  # before --since: left out
     for i in range(12):
@@ -98,11 +99,12 @@ def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_
     store.put_artifact("c1-20261130T120000", "SNAPSHOT", snapshot(T0 + timedelta(minutes=1), 8).model_dump(
         mode="json"))
     store.audit("c1", "c1-20261130T130000", "trigger", outcome="started")  # a run without a snapshot
-    out = tmp_path / "history.jsonl"
+    out = tmp_path / name
     got = run("history", "export", "--cluster", "c1", "--table", "audit-table", "--since", "2026-11-01",
               "-o", str(out))
     assert got.exit_code == 0, got.output
     assert "1 runs and 12 samples of c1" in got.output
+    assert (out.read_bytes()[:2] == b"\x1f\x8b") == name.endswith(".gz")
     h = load_history(out)
     assert len(h.runs) == 1
     assert len(h.samples) == 12
