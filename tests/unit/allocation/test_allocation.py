@@ -101,7 +101,7 @@ def test_holds_give_way_when_capacity_is_lost() -> None:
                                               Claim("b", 1, demand=8, current=8, cooldown="cd")))
     result = allocate([pool], Settings())
     assert sum(o.after for o in result.pools[0].outcomes) == 8
-    assert any("overrode" in w for w in result.warnings)
+    assert any("capacity 8 is below the quotas" in w for w in result.warnings)
 
 
 def test_max_move_bounds_voluntary_decreases_across_pools_but_not_forced_ones() -> None:
