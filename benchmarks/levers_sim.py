@@ -1,0 +1,84 @@
+"""The runs behind docs/simulation.md "Levers": one scenario × strategy with policy overrides, one JSON line out.
+
+    PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/levers_sim.py p1024f rebalancer LABEL \
+        '{"seed": 2, "set": {"fairness.age_doubling_hours": 24}}'
+
+Scenarios: p512, p1024f (MTBF 720 h), p1024 (the Philly trace), synth, synthf (MTBF 720 h), the synthetic trace
+written by `rebalancer trace --teams 8 --gpus 256 --load 1.3 --days 30 --seed 7 -o /tmp/lev/synth.csv`.
+Options: `set` (policy fields by dotted path, `teams*.` for every team), `seed`, `interval_s`, `gfrac` (guarantee
+fraction of the default policy), `window_ticks` (experiment: demand seen as its peak over the last k runs).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import sys
+import time
+from typing import Any
+
+from rebalancer.policy import Policy
+from rebalancer_tools.simulator import Failures, Scenario, default_teams, load_trace, run_strategy
+from rebalancer_tools.simulator.controller import default_policy
+from rebalancer_tools.simulator.engine import ControllerView, Decision
+from rebalancer_tools.simulator.run import controller_for
+
+PHILLY = "../shared/traces/philly-vc/jobs.csv"
+SYNTH = "/tmp/lev/synth.csv"
+SCENARIOS: dict[str, tuple[str, int, float | None]] = {
+    "p512": (PHILLY, 512, None), "p1024f": (PHILLY, 1024, 720.0), "p1024": (PHILLY, 1024, None),
+    "synth": (SYNTH, 256, None), "synthf": (SYNTH, 256, 720.0)}
+
+
+def policy_with(teams: list[Any], opts: dict[str, Any]) -> Policy:
+    doc = default_policy(teams, "ml.p5.48xlarge", opts.get("gfrac", 0.5)).model_dump(mode="json")
+    for path, value in opts.get("set", {}).items():
+        head, *rest = path.split(".")
+        if head == "teams*":
+            for t in doc["teams"].values():
+                t[rest[0]] = value
+            continue
+        cur = doc
+        for part in [head, *rest][:-1]:
+            cur = cur.setdefault(part, {})
+        cur[path.split(".")[-1]] = value
+    return Policy.model_validate(doc)
+
+
+def windowed(sc: Scenario, k: int) -> Any:
+    """The production controller fed demand as its peak over the last `k` runs."""
+    inner = controller_for(sc)
+    history: dict[str, collections.deque[int]] = collections.defaultdict(lambda: collections.deque(maxlen=k))
+
+    def controller(view: ControllerView) -> Decision | None:
+        pending = {}
+        for t, p in view.pending.items():
+            history[t].append(view.in_use.get(t, 0) + p)
+            pending[t] = max(history[t]) - view.in_use.get(t, 0)
+        return inner(dataclasses.replace(view, pending=pending))
+
+    return controller
+
+
+def main() -> None:
+    name, strategy, label = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "default"
+    opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    trace, gpus, mtbf = SCENARIOS[name]
+    jobs = load_trace(trace)
+    teams = default_teams(jobs, gpus, 8)
+    sc = Scenario(jobs=jobs, teams=teams, nodes=gpus // 8, failures=Failures(mtbf_hours=mtbf),
+                  seed=opts.get("seed", 1), controller_interval_s=opts.get("interval_s", 900.0),
+                  policy=policy_with(teams, opts) if strategy == "rebalancer" else None)
+    k = opts.get("window_ticks")
+    started = time.process_time()
+    result = run_strategy(sc, strategy, controller=windowed(sc, k) if strategy == "rebalancer" and k else None)
+    out = result.output()
+    out.pop("teams")
+    out.update(seed=opts.get("seed", 1), scenario=name, strategy=strategy, label=label,
+               cpu_s=round(time.process_time() - started, 1))
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
