@@ -68,7 +68,11 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
         scheduler += [request] if request else []
         fields = cluster_fields + fields
     approval = approval_reasons(policy, changes, fields)
-    return Plan(
+    # Every field is a validated model (changes, requests, field changes from their constructors; the snapshot's
+    # and policy's own fields) or built here with the declared types (allocations: floats from the engine), so
+    # the plan is not validated a second time (15k allocation amounts, ~10 ms at 1,000 teams). Reading a stored
+    # plan validates it as usual; tests check that a plan validates back to itself.
+    return Plan.model_construct(
         cluster_name=snapshot.cluster.ClusterName, cluster_arn=snapshot.cluster.ClusterArn,
         taken_at=snapshot.taken_at, mode=policy.mode, allocations=allocations, changes=tuple(changes),
         requests=written.requests, requires_approval=bool(approval), approval_reasons=tuple(approval),
