@@ -104,15 +104,16 @@ class _Outcome:
         for key, pool in keyed:
             name, resource, instance_type, profile = pool.key, pool.resource, key.instance_type, key.mig_profile
             for team, before, planned, reason in zip(pool.teams, pool.before, pool.after, pool.reasons, strict=True):
-                after = int(before) if planned > before and team in blocked else planned
+                after = int(before) if blocked and planned > before and team in blocked else planned
                 if after or before:
                     held = allocations.get(team)
                     if held is None:
                         held = allocations[team] = {}
                     held[name] = {resource: float(after)}
-                if abs(planned - before) > EPS:
+                moved = abs(planned - before) > EPS
+                if moved:
                     moves[team].append((name, before, planned))
-                if abs(after - before) > EPS:
+                if moved if after == planned else abs(after - before) > EPS:
                     (ups if after > before else downs)[team].append({
                         "team": team, "instance_type": instance_type, "resource": resource, "mig_profile": profile,
                         "before": before, "after": float(after), "reason": reason})
