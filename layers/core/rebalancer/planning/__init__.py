@@ -101,15 +101,22 @@ class _Outcome:
         # Pools visited in (type, profile) order: each team's lists come out sorted, only team names need sorting.
         keyed = sorted(((PoolKey.parse(pool.key), pool) for pool in result.pools),
                        key=lambda kp: (kp[0].instance_type, kp[0].mig_profile or ""))
+        # Equal amounts of one resource share one {resource: amount} dict (the plan is immutable): 15k of them at
+        # 1,000 teams × 15 types would be as many objects for the garbage collector.
+        cells: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
         for key, pool in keyed:
             name, resource, instance_type, profile = pool.key, pool.resource, key.instance_type, key.mig_profile
+            amounts = cells[resource]
             for team, before, planned, reason in zip(pool.teams, pool.before, pool.after, pool.reasons, strict=True):
                 after = int(before) if blocked and planned > before and team in blocked else planned
                 if after or before:
                     held = allocations.get(team)
                     if held is None:
                         held = allocations[team] = {}
-                    held[name] = {resource: float(after)}
+                    cell = amounts.get(after)
+                    if cell is None:
+                        cell = amounts[after] = {resource: float(after)}
+                    held[name] = cell
                 moved = abs(planned - before) > EPS
                 if moved:
                     moves[team].append((name, before, planned))
