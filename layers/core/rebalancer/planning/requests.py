@@ -224,20 +224,24 @@ def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Move], healthy: M
     target = q.ComputeQuotaTarget.to_api()
     target.setdefault("FairShareWeight", _fair_share_weight(tp.weight))
     settings = {k: v for k, v in config.items() if k != "ComputeQuotaResources"}
-    wanted = dict(settings)
-    if tp.sharing is not None:
-        wanted["ResourceSharingConfig"] = tp.sharing.to_api()
-    if tp.preempt_team_tasks is not None:
-        wanted["PreemptTeamTasks"] = tp.preempt_team_tasks
-    wanted_target = dict(target)
+    wanted, wanted_target = settings, target  # copied only when the policy states a setting
+    if tp.sharing is not None or tp.preempt_team_tasks is not None:
+        wanted = dict(settings)
+        if tp.sharing is not None:
+            wanted["ResourceSharingConfig"] = tp.sharing.to_api()
+        if tp.preempt_team_tasks is not None:
+            wanted["PreemptTeamTasks"] = tp.preempt_team_tasks
     if tp.fair_share_weight is not None:
-        wanted_target["FairShareWeight"] = tp.fair_share_weight
+        wanted_target = {**target, "FairShareWeight": tp.fair_share_weight}
     entries = [] if disabled else list(config.get("ComputeQuotaResources", []))
     down = [m for m in changed if m[2] < m[1]]
     up = [m for m in changed if m[2] > m[1]]
     lowered, final = _rewrite(entries, down, up)
-    lowered = _explicit(team, tp, lowered, healthy)
-    final = _explicit(team, tp, final, healthy) if up else lowered
+    if tp.vcpu or tp.memory_gib:
+        lowered = _explicit(team, tp, lowered, healthy)
+        final = _explicit(team, tp, final, healthy) if up else lowered
+    elif not up:
+        final = lowered
 
     console = edited_outside(q, known_versions)
     diffs = [] if settings == wanted else [(f"ComputeQuotaConfig.{k}", b, a)
