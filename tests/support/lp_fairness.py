@@ -10,9 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-from scipy.optimize import linprog
-
 
 def _bounds(n: int, floors: Sequence[float], ceilings: Sequence[float],
             frozen: dict[int, float]) -> list[tuple[float, float | None]]:
@@ -27,6 +24,10 @@ def _bounds(n: int, floors: Sequence[float], ceilings: Sequence[float],
 
 def progressive_fill(capacity: float, weights: Sequence[float], floors: Sequence[float],
                      ceilings: Sequence[float]) -> list[float]:
+    # scipy takes ~0.6 s to import: paid by the test that solves, not by every pytest worker's collection
+    import numpy as np
+    from scipy.optimize import linprog
+
     n = len(weights)
     frozen = {i: floors[i] for i in range(n) if weights[i] == 0}
     while len(frozen) < n:
