@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
+from pydantic import ValidationError
 
 from rebalancer.app.events import Trigger, event_id_of, parse_trigger
 from rebalancer.app.observability import logger
@@ -73,7 +74,7 @@ class Starter:
         event_id = event_id_of(event)
         try:
             trigger = parse_trigger(event)
-        except (ValueError, TypeError) as e:  # events.MalformedEvent names the field
+        except (ValidationError, ValueError, TypeError) as e:
             reason = _first_error(e)
             logger.warning("malformed or unknown event", extra={"event_id": event_id, "reason": reason})
             return TriggerOutcome(event_id, "malformed", reason=reason)
@@ -98,7 +99,8 @@ class Starter:
         if trigger.state_machine_arn != self.state_machine_arn:
             return TriggerOutcome(event_id, "ignored", reason=f"not our state machine: {trigger.state_machine_arn}")
         outcome = TriggerOutcome(event_id, "irrelevant", reason=trigger.summary)
-        followup = replace(trigger, kind="follow-up", summary=f"changes that arrived during run {finished}")
+        followup = trigger.model_copy(update={"kind": "follow-up",
+                                              "summary": f"changes that arrived during run {finished}"})
         for cluster in (c for c in trigger.clusters if c in self.managed):
             name = followup_name(cluster, finished, self.store.now(), self.debounce)
             lock = self.store.acquire_lock(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
@@ -151,4 +153,7 @@ class Starter:
 
 
 def _first_error(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        err = e.errors(include_url=False)[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
     return str(e).splitlines()[0] if str(e) else type(e).__name__
