@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from rebalancer.metering import Reading, Used, budget_usage, fact_between, reading_of
@@ -83,6 +84,14 @@ def quotas_from_plan(plan: Plan, instance_type: str | Sequence[str]) -> dict[str
     return {t: q for t, q in out.items() if q}
 
 
+@dataclass(frozen=True, slots=True)
+class _Flat:
+    healthy: tuple[int, ...]
+    quotas: dict[str, tuple[int, ...]]
+    in_use: dict[str, tuple[int, ...]]
+    pending: dict[str, tuple[int, ...]]
+
+
 class PlannerController:
     """Called by the engine every controller interval; returns new quotas or None."""
 
@@ -105,6 +114,8 @@ class PlannerController:
         self._nodes: dict[tuple[int, ...], tuple[ClusterNode, ...]] = {}
         self._quotas: dict[tuple[str, tuple[int, ...], int], ComputeQuota] = {}
         self._demands: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[str, Demand]] = {}
+        self._flat_of: ControllerView | None = None
+        self._flat_view = _Flat((), {}, {}, {})
         self.plans = 0
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
@@ -152,28 +163,41 @@ class PlannerController:
         return self._demands[key]
 
     def _per_type(self, by_type: Mapping[str, int] | None) -> tuple[int, ...]:
-        return tuple((by_type or {}).get(it, 0) for it in self.instance_types)
+        if not by_type:
+            return (0,) * len(self.instance_types)
+        if len(self.instance_types) == 1:  # the common case, once per team and field on every tick
+            return (by_type.get(self.instance_type, 0),)
+        return tuple(by_type.get(it, 0) for it in self.instance_types)
+
+    def _flat(self, view: ControllerView) -> _Flat:
+        """The view's per-type amounts as tuples in the pools' order (computed once per view: both the snapshot
+        and the skip check read them)."""
+        if self._flat_of is not view:
+            per = self._per_type
+            self._flat_of = view
+            self._flat_view = _Flat(per(view.healthy_nodes), {t: per(q) for t, q in view.quotas.items()},
+                                    {t: per(u) for t, u in view.in_use.items()},
+                                    {t: per(p) for t, p in view.pending.items()})
+        return self._flat_view
 
     def snapshot(self, view: ControllerView) -> Snapshot:
+        f = self._flat(view)
+        zero = (0,) * len(self.instance_types)
         demand: Mapping[str, dict[str, Demand]] = {
-            t: self.demand(self._per_type(view.in_use.get(t)), self._per_type(view.pending.get(t)))
-            for t in view.quotas}
+            t: self.demand(f.in_use.get(t, zero), f.pending.get(t, zero)) for t in view.quotas}
         return Snapshot(
             taken_at=EPOCH + timedelta(seconds=view.now_s), cluster=self.cluster,
-            nodes=self.node_list(self._per_type(view.healthy_nodes)),
-            quotas=tuple(self.quota(t, self._per_type(n), view.quota_versions[t], view.quota_modified_s[t])
-                         for t, n in view.quotas.items()),
+            nodes=self.node_list(f.healthy),
+            quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t])
+                         for t, n in f.quotas.items()),
             demand=dict(demand))
 
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
         """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
         cooldown_s = self.policy.stability.cooldown_minutes * 60
-
-        def flat(by_team: Mapping[str, Mapping[str, int]]) -> tuple[object, ...]:
-            return tuple(sorted((t, self._per_type(v)) for t, v in by_team.items()))
-
-        return (self._per_type(view.healthy_nodes), tuple((t, self._per_type(q)) for t, q in view.quotas.items()),
-                flat(view.in_use), flat(view.pending),
+        f = self._flat(view)
+        return (f.healthy, tuple(f.quotas.items()), tuple(sorted(f.in_use.items())),
+                tuple(sorted(f.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
     def _meter(self, snap: Snapshot) -> Snapshot:

@@ -145,6 +145,7 @@ class Simulation:
         self.team_pending = [[0] * nt for _ in range(npools)]
         self.node_pool = [p for p, spec in enumerate(self.pool_specs) for _ in range(spec.nodes)]
         self.nodes_up = [True] * len(self.node_pool)
+        self.up_count = [spec.nodes for spec in self.pool_specs]
         self.capacity = [spec.nodes * spec.per_node for spec in self.pool_specs]
         self.used = [0] * npools
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, a, b)
@@ -462,6 +463,7 @@ class Simulation:
             return
         p = self.node_pool[node]
         self.nodes_up[node] = False
+        self.up_count[p] -= 1
         self.capacity[p] -= self.pool_specs[p].per_node
         self.ent_dirty[p] = True
         if self.used[p] > self.capacity[p]:
@@ -482,6 +484,7 @@ class Simulation:
             return
         p = self.node_pool[node]
         self.nodes_up[node] = True
+        self.up_count[p] += 1
         self.capacity[p] += self.pool_specs[p].per_node
         self.ent_dirty[p] = True
         f = self.cfg.failures
@@ -494,18 +497,18 @@ class Simulation:
         if self.pending_applies:  # one execution per cluster: no new plan while one waits for approval or apply
             self._push(self.now + self.cfg.controller_interval_s, TICK)
             return
-        healthy = dict.fromkeys(self.pool_names, 0)
-        failed = dict.fromkeys(self.pool_names, 0)
-        for node, up in enumerate(self.nodes_up):
-            (healthy if up else failed)[self.pool_names[self.node_pool[node]]] += 1
+        names = self.pool_names
         quotas: dict[str, dict[str, int]] = {}
         in_use: dict[str, dict[str, int]] = {}
-        for p, name in enumerate(self.pool_names):
+        for p, name in enumerate(names):
             for qi, q in enumerate(self.pq[p]):
                 quotas.setdefault(q.name, {})[name] = q.nominal
                 in_use.setdefault(q.name, {})[name] = self.usage[p][qi]
         view = ControllerView(
-            now_s=self.now, healthy_nodes=healthy, failed_nodes=failed, quotas=quotas,
+            now_s=self.now, healthy_nodes=dict(zip(names, self.up_count, strict=True)),
+            failed_nodes={name: spec.nodes - up for name, spec, up in zip(names, self.pool_specs, self.up_count,
+                                                                          strict=True)},
+            quotas=quotas,
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: {name: self.team_pending[p][i] for p, name in enumerate(self.pool_names)}
                      for i, t in enumerate(self.teams)})
