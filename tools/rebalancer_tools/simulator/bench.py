@@ -103,6 +103,12 @@ def _ratio(a: float, b: float) -> float:
     return a / b
 
 
+def _shown(x: float, threshold: float) -> str:
+    """3 decimals, 4 where 3 would round a miss (or a hit) onto the threshold itself."""
+    text = f"{x:.3f}"
+    return f"{x:.4f}" if text == f"{threshold:.3f}" and x != threshold else text
+
+
 @dataclass(frozen=True)
 class Goal:
     head: str
@@ -111,22 +117,22 @@ class Goal:
 
 def _util(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     x = _ratio(r["rebalancer"].utilization, r["pooled"].utilization)
-    return f"{x:.3f}", x >= 0.99
+    return _shown(x, 0.99), x >= 0.99
 
 
 def _p95_pooled(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     x = _ratio(r["rebalancer"].wait_p95_s, r["pooled"].wait_p95_s)
-    return f"{x:.3f}", r["rebalancer"].wait_p95_s <= r["pooled"].wait_p95_s
+    return _shown(x, 1.0), r["rebalancer"].wait_p95_s <= r["pooled"].wait_p95_s
 
 
 def _p95_builtin(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     x = _ratio(r["rebalancer"].wait_p95_s, r["builtin"].wait_p95_s)
-    return f"{x:.3f}", r["rebalancer"].wait_p95_s <= 0.5 * r["builtin"].wait_p95_s
+    return _shown(x, 0.5), r["rebalancer"].wait_p95_s <= 0.5 * r["builtin"].wait_p95_s
 
 
 def _deficit(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     a, b = r["rebalancer"].entitlement_deficit_gpu_hours, r["builtin"].entitlement_deficit_gpu_hours
-    return f"{_ratio(a, b):.3f}", a <= 0.2 * b
+    return _shown(_ratio(a, b), 0.2), a <= 0.2 * b
 
 
 def _lost(r: dict[str, StrategyResult]) -> tuple[str, bool]:
