@@ -5,7 +5,8 @@ is parsed once, outside the timing); the engine alone (`allocate`) is shown too.
 in a Lambda: a full collection lands in some runs and not others, which moves the median of a few runs more than
 the mean. The LP column compares the engine with
 weighted max-min fairness by progressive filling solved by HiGHS (tests/support/lp_fairness.py) on random small
-pools: the continuous allocation should agree to floating-point precision, the integer one within one unit.
+pools: the continuous allocation should agree to floating-point precision, the integer one within one unit; and the
+same with family caps over several pools (the reference's coupled form). A last row has family caps in the policy.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ sys.path.insert(0, str(ROOT / "tests"))  # the LP reference is a test helper, sh
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
-from support.lp_fairness import reference_shares  # noqa: E402
+from support.lp_fairness import reference_coupled, reference_shares  # noqa: E402
 
 from rebalancer import catalog  # noqa: E402
-from rebalancer.allocation import INF, Claim, PoolInput, Settings, allocate, fair_shares  # noqa: E402
+from rebalancer.allocation import INF, Claim, FamilyBound, PoolInput, Settings, allocate, fair_shares  # noqa: E402
 from rebalancer.models import Snapshot  # noqa: E402
 from rebalancer.planning import build_pools, make_plan  # noqa: E402
 from rebalancer.policy import Policy  # noqa: E402
@@ -42,8 +43,10 @@ def instance_types(n: int = 15) -> list[str]:
     return sorted(t for t in catalog.known_types() if catalog.spec(t).accelerators)[:n]
 
 
-def synthetic(teams: int, types: list[str], seed: int = 7) -> tuple[Snapshot, Policy]:
-    """A contended cluster: every team has a quota on every type, demand is about 1.5× capacity."""
+def synthetic(teams: int, types: list[str], seed: int = 7, families: bool = False) -> tuple[Snapshot, Policy]:
+    """A contended cluster: every team has a quota on every type, demand is about 1.5× capacity. With `families`,
+    the teams that have a cap (one in 7) cap the family of that type instead (a guarantee in it becomes the
+    family's too), so that every pool is solved in the coupled path."""
     rnd = random.Random(seed)
     nodes, groups = [], []
     per = {t: catalog.spec(t).accelerators for t in types}
@@ -74,7 +77,14 @@ def synthetic(teams: int, types: list[str], seed: int = 7) -> tuple[Snapshot, Po
         if i % 10 == 0:
             tp["guarantee"] = {types[i % len(types)]: per[types[i % len(types)]]}
         if i % 7 == 0:
-            tp["cap"] = {types[(i + 1) % len(types)]: 4 * per[types[(i + 1) % len(types)]]}
+            capped = types[(i + 1) % len(types)]
+            tp["cap"] = {capped: 4 * per[capped]}
+            if families:
+                family = catalog.family_of(capped)
+                tp["cap"] = {family: 8 * per[capped]}
+                guaranteed = types[i % len(types)]
+                if "guarantee" in tp and catalog.family_of(guaranteed) == family:
+                    tp["guarantee"] = {family: per[guaranteed]}
         policy_teams[name] = tp
     snap = Snapshot.model_validate({"taken_at": NOW.isoformat(), "cluster": {"ClusterName": "bench",
                                     "ClusterArn": ARN, "InstanceGroups": groups},
@@ -146,13 +156,44 @@ def lp_deviation(cases: int = 200, seed: int = 11) -> tuple[float, float]:
     return worst_cont, worst_int
 
 
+def lp_deviation_families(cases: int = 100, seed: int = 13) -> tuple[float, float]:
+    """(max |continuous − LP|, max |integer − LP|) over random sets of 3 pools sharing up to 4 teams, some of them
+    with a family cap over 2 or 3 of the pools."""
+    rnd = random.Random(seed)
+    worst_cont = worst_int = 0.0
+    keys = ("p0", "p1", "p2")
+    for _ in range(cases):
+        n = rnd.randint(1, 4)
+        weights = [float(rnd.randint(0, 5)) for _ in range(n)]
+        capped = {i: (rnd.sample(range(3), rnd.randint(2, 3)), float(rnd.randint(0, 60)))
+                  for i in range(n) if rnd.random() < 0.5}
+        pools = []
+        for p, key in enumerate(keys):
+            claims = []
+            for i in range(n):
+                cap = INF if (i in capped and p in capped[i][0]) or rnd.random() < 0.5 else float(rnd.randint(0, 40))
+                claims.append(Claim(f"t{i}", weights[i], float(min(rnd.randint(0, 10), cap)), cap,
+                                    float(rnd.randint(0, 40))))
+            bounds = tuple(FamilyBound(f"t{i}", "fam", k) for i, (ps, k) in sorted(capped.items()) if p in ps)
+            pools.append(PoolInput.of(key, "accelerators", float(rnd.randint(0, 64)), claims, families=bounds))
+        surplus = rnd.choice(["idle", "spread"])
+        families = [(k, [(p, i) for p in sorted(ps)]) for i, (ps, k) in sorted(capped.items())]
+        ref = reference_coupled([(p.capacity, p.claims.weight, p.claims.guarantee, p.claims.demand, p.claims.cap)
+                                 for p in pools], families, surplus)
+        result = allocate(pools, Settings(surplus=surplus, max_move=None)).pools  # type: ignore[arg-type]
+        for got, expected in zip(result, ref, strict=True):
+            worst_cont = max(worst_cont, *(abs(a - b) for a, b in zip(got.fair, expected, strict=True)))
+            worst_int = max(worst_int, *(abs(a - b) for a, b in zip(got.desired, expected, strict=True)))
+    return worst_cont, worst_int
+
+
 def main() -> None:
     types = instance_types()
     table = Table(title=f"planning time, median/mean of {RUNS} runs, ms of CPU, one core")
     for col in ("teams", "types", "pools", "make_plan", "engine only", "changes", "no-op re-plan"):
         table.add_column(col, justify="right")
-    for teams in (10, 100, 1000):
-        snap, pol = synthetic(teams, types)
+    for teams, families in ((10, False), (100, False), (1000, False), (1000, True)):
+        snap, pol = synthetic(teams, types, families=families)
         plan = make_plan(snap, pol, NOW)
         pools, _ = build_pools(snap, pol, NOW)
         settings = Settings(surplus=pol.surplus, min_step=pol.stability.min_step, max_move=pol.stability.max_move)
@@ -161,9 +202,12 @@ def main() -> None:
         steady = settled(snap, plan.allocations)
         assert not make_plan(steady, pol, NOW).requests, "a settled cluster must need no change"
         noop = median_mean(lambda s=steady, p=pol: make_plan(s, p, NOW))
-        table.add_row(f"{teams:,}", str(len(types)), str(len(pools)), total, engine, f"{len(plan.changes):,}", noop)
+        label = f"{teams:,}" + ("*" if families else "")
+        table.add_row(label, str(len(types)), str(len(pools)), total, engine, f"{len(plan.changes):,}", noop)
     console = Console()
     console.print(table)
+    console.print("* the teams with a cap (one in 7) cap an instance family instead of a type: every pool is solved "
+                  "in the coupled path (rebalancer.family_caps)")
     console.print(f"calibration: a 1,000,000-iteration Python loop takes {calibration_ms():.0f} ms CPU here "
                   "(about 25 ms on a current desktop core)")
     # CPU time excludes other processes, but on a loaded machine they still share caches and the core's clock.
@@ -172,6 +216,9 @@ def main() -> None:
     cont, ints = lp_deviation()
     console.print(f"engine vs LP (HiGHS, progressive filling), 200 random pools: max deviation "
                   f"{cont:.2e} (continuous), {ints:.3f} (integer, bound 1)")
+    cont, ints = lp_deviation_families()
+    console.print(f"with family caps, 100 random sets of 3 pools: max deviation {cont:.2e} (continuous), "
+                  f"{ints:.3f} (integer, bound 1)")
 
 
 if __name__ == "__main__":

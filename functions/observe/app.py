@@ -9,7 +9,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import budgets, config, wiring
+from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
 from rebalancer.app.observe import observe
 
@@ -21,8 +21,6 @@ def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.ObserveConfig)
     read = wiring.snapshot_reader()
     snapshots = [read(name) for name in cfg.managed_clusters]
-    for snapshot in snapshots:  # each reading also meters the teams' use for their budgets
-        budgets.meter(wiring.store(), snapshot)
     worst = observe(snapshots, wiring.store(), timedelta(days=cfg.history_retention_days),
                     warn=lambda message: logger.warning(message))
     for m in worst:

@@ -73,3 +73,72 @@ def reference_shares(capacity: float, weights: Sequence[float], guarantees: Sequ
     if surplus == "spread" and sum(shares) < capacity - 1e-9:
         shares = progressive_fill(capacity, weights, shares, [max(s, c) for s, c in zip(shares, caps, strict=True)])
     return shares
+
+
+# ---------------------------------------------------------------- several pools and family caps
+
+
+def progressive_fill_rows(weights: Sequence[float], floors: Sequence[float], ceilings: Sequence[float],
+                          rows: Sequence[tuple[Sequence[int], float]]) -> list[float]:
+    """Progressive filling over variables a_v with rows Σ_{v∈row} a_v ≤ bound (pool capacities, family caps),
+    each a_v between its floor and ceiling; a weight-0 variable keeps its floor. The single-pool progressive_fill
+    is the case of one row over every variable."""
+    n = len(weights)
+    a_ub = np.zeros((len(rows), n + 1))
+    b_ub = []
+    for r, (members, bound) in enumerate(rows):
+        a_ub[r, list(members)] = 1.0
+        # A row whose floors exceed it (a team's guarantees above its family cap) binds at the floors.
+        b_ub.append(max(bound, sum(floors[v] for v in members)))
+    frozen = {v: floors[v] for v in range(n) if weights[v] == 0}
+    while len(frozen) < n:
+        live = [v for v in range(n) if v not in frozen]
+        level_rows = np.zeros((len(live), n + 1))
+        for k, v in enumerate(live):
+            level_rows[k, v], level_rows[k, n] = -1.0, weights[v]
+        a_all = np.vstack([a_ub, level_rows])
+        b_all = [*b_ub, *([0.0] * len(live))]
+        cost = np.zeros(n + 1)
+        cost[n] = -1.0
+        bounds = [*_bounds(n, floors, ceilings, frozen), (0, None)]
+        res = linprog(cost, A_ub=a_all, b_ub=b_all, bounds=bounds, method="highs")
+        assert res.status == 0, res.message  # every variable lies in a pool's row: bounded
+        level = float(res.x[n])
+        newly = {}
+        for v in live:
+            need = max(floors[v], level * weights[v])
+            cost_v = np.zeros(n + 1)
+            cost_v[v] = -1.0
+            r = linprog(cost_v, A_ub=a_all, b_ub=b_all, bounds=[*bounds[:n], (level, level)], method="highs")
+            assert r.status == 0, r.message
+            if -r.fun <= need + 1e-7:
+                newly[v] = min(need, ceilings[v])
+        if not newly:
+            newly = {v: min(max(floors[v], level * weights[v]), ceilings[v]) for v in live}
+        frozen.update(newly)
+    return [frozen[v] for v in range(n)]
+
+
+def reference_coupled(pools: Sequence[tuple[float, Sequence[float], Sequence[float], Sequence[float],
+                                            Sequence[float]]],
+                      families: Sequence[tuple[float, Sequence[tuple[int, int]]]], surplus: str) -> list[list[float]]:
+    """Steps 1-3 over several pools with family caps, from the definition. `pools`: (capacity, weights, guarantees,
+    demands, caps) per pool; `families`: (cap, [(pool, team index)]) each. A team's weight is that of its claim."""
+    var: list[tuple[int, int]] = [(p, i) for p, pool in enumerate(pools) for i in range(len(pool[1]))]
+    at = {pi: v for v, pi in enumerate(var)}
+    weights, floors, ceilings, caps = [], [], [], []
+    rows: list[tuple[list[int], float]] = []
+    for p, (capacity, ws, gs, ds, cs) in enumerate(pools):
+        total = sum(gs)
+        fl = [g * capacity / total for g in gs] if total > capacity else list(gs)
+        for w, f, d, c in zip(ws, fl, ds, cs, strict=True):
+            weights.append(w)
+            floors.append(f)
+            ceilings.append(max(f, min(d, c)) if w > 0 else f)
+            caps.append(c)
+        rows.append(([at[p, i] for i in range(len(ws))], capacity))
+    rows += [([at[pair] for pair in pairs], cap) for cap, pairs in families]
+    shares = progressive_fill_rows(weights, floors, ceilings, rows)
+    if surplus == "spread":
+        shares = progressive_fill_rows(weights, shares, [max(s, c) for s, c in zip(shares, caps, strict=True)], rows)
+    return [[shares[at[p, i]] for i in range(len(pool[1]))] for p, pool in enumerate(pools)]

@@ -2,10 +2,10 @@
 
 Reported: quota settings the policy states (sharing, preemption, fair-share weight, explicit vCPU / memory),
 team lifecycle (a policy team without a quota, a `remove: true` team still active, a deactivated quota of a policy
-team), the scheduler config, and allocations that break the policy (above a cap, below a guarantee that fits, or
-quotas adding up to more than a pool's healthy capacity), and policy teams whose quota CloudFormation owns (held
-outside the policy, see ownership.py). Allocations that merely differ from what demand would
-justify are not drift: that is rebalancing (`rebalancer plan`).
+team), the scheduler config, and allocations that break the policy (above a cap, a family's sum above its family
+cap, below a guarantee that fits, or quotas adding up to more than a pool's healthy capacity), and policy teams
+whose quota CloudFormation owns (held outside the policy, see ownership.py). Allocations that merely differ from
+what demand would justify are not drift: that is rebalancing (`rebalancer plan`).
 A difference is a console edit when the quota's version is not the one our last write left (`known_versions`,
 from the audit log), or when that is unknown."""
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rebalancer.allocation import EPS
+from rebalancer.allocation import EPS, PoolInput
 from rebalancer.cluster_policy import plan_scheduler_config
 from rebalancer.models import Snapshot
 from rebalancer.ownership import MANAGED_BY, stack_owned
@@ -86,4 +86,24 @@ def _allocation_breaches(snapshot: Snapshot, policy: Policy) -> list[Drift]:
             elif guarantees_fit and c.current < c.guarantee - EPS:
                 out.append(Drift(c.team, f"allocation of {pool.key}", c.current, f"≥ guarantee {c.guarantee:g}",
                                  note="below the policy's guarantee"))
+    out += _family_breaches(pools)
+    return out
+
+
+def _family_breaches(pools: list[PoolInput]) -> list[Drift]:
+    """A family cap bounds a team's sum over the family's pools (each pool lists it), not any one pool."""
+    held: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    amount: dict[tuple[str, str], float] = {}
+    for pool in pools:
+        current = dict(zip(pool.claims.team, pool.claims.current, strict=True))
+        for b in pool.families:
+            held.setdefault((b.team, b.key), []).append((pool.key, current.get(b.team, 0.0)))
+            amount[b.team, b.key] = b.amount
+    out = []
+    for (team, key), parts in sorted(held.items()):
+        total = sum(n for _, n in parts)
+        if total > amount[team, key] + EPS:
+            out.append(Drift(team, f"allocation of {key}", total, f"≤ family cap {amount[team, key]:g}",
+                             note="above the policy's family cap: the sum over "
+                                  + ", ".join(f"{p} {n:g}" for p, n in parts)))
     return out

@@ -19,6 +19,11 @@ five steps of DESIGN.md "Allocation semantics":
    (with a warning): the sum of quotas never exceeds the capacity. Finally `max_move` bounds the accelerators taken
    from teams in one run, across all accelerator pools; decreases forced by lost capacity are never held back.
 
+Family caps (a team's sum over an instance family's pools, `PoolInput.families`): the pools they touch are solved
+together in steps 1-4, by the same definition over every (team, pool) pair with the family caps as extra
+constraints (rebalancer.family_caps); step 5 is per pool as usual. Pools without family caps take the path above,
+unchanged.
+
 MIG model (deliberately small): a MIG pool's capacity is the number of partitions of that profile the healthy nodes
 expose (the snapshot's `mig` field, read from node allocatable `nvidia.com/mig-…`). Those partitions occupy
 ceil(partitions / partitions-per-GPU) whole GPUs, which the planner carves out of the type's whole-GPU pool. The
@@ -30,8 +35,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal
+
+from rebalancer.family_caps import CoupledPool, Family, coupled_fill, coupled_round
 
 EPS = 1e-9
 INF = math.inf
@@ -87,18 +94,30 @@ class Claims:
 
 
 @dataclass(frozen=True, slots=True)
+class FamilyBound:
+    """A family cap of one team, listed by every pool of the family: the team's amounts over the pools that list
+    the same (team, key) add up to at most `amount`. Those pools are allocated together (rebalancer.family_caps).
+    A team's families do not overlap (the policy says so)."""
+
+    team: str
+    key: str  # the family, as the policy names it (ml.p5)
+    amount: float
+
+
+@dataclass(frozen=True, slots=True)
 class PoolInput:
     key: str
     resource: str
     capacity: float  # what the policy's teams share (healthy capacity minus what others hold)
     claims: Claims
     notes: tuple[str, ...] = ()  # capacity facts quoted in every reason of this pool
+    families: tuple[FamilyBound, ...] = ()  # the family caps of teams in this pool; usually none
 
     @classmethod
     def of(cls, key: str, resource: str, capacity: float, claims: Iterable[Claim],
-           notes: tuple[str, ...] = ()) -> PoolInput:
+           notes: tuple[str, ...] = (), families: tuple[FamilyBound, ...] = ()) -> PoolInput:
         """A pool from Claim rows."""
-        return cls(key, resource, capacity, Claims.of(claims), notes)
+        return cls(key, resource, capacity, Claims.of(claims), notes, families)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +236,66 @@ def fair_shares(pool: PoolInput, surplus: Surplus) -> tuple[list[float], float]:
     return shares, factor
 
 
+@dataclass(frozen=True, slots=True)
+class _Solved:
+    """Steps 1-4 of a pool solved with the others of its family caps: the pool (its claims' notes now saying
+    which family cap applied), the continuous amounts, the guarantees' factor and the integers."""
+
+    pool: PoolInput
+    shares: list[float]
+    factor: float
+    desired: list[int]
+
+
+def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _Solved]:
+    """Steps 1-4 of every pool that lists a family cap, solved jointly (rebalancer.family_caps); by pool key."""
+    coupled = [p for p in pools if p.families]
+    groups: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    amounts: dict[tuple[str, str], float] = {}
+    for p, pool in enumerate(coupled):
+        index = {t: i for i, t in enumerate(pool.claims.team)}
+        for b in pool.families:
+            i = index.get(b.team)
+            if i is not None:
+                groups.setdefault((b.team, b.key), []).append((p, i))
+                amounts[b.team, b.key] = min(b.amount, amounts.get((b.team, b.key), INF))
+    keys = sorted(groups)
+    seen: dict[tuple[int, int], str] = {}
+    for team, key in keys:
+        for pair in groups[team, key]:
+            if pair in seen:  # the policy refuses overlapping families; the rounding relies on it
+                raise ValueError(f"{team}: family caps {seen[pair]} and {key} overlap on {coupled[pair[0]].key}")
+            seen[pair] = key
+    families = [Family(amounts[k], tuple(groups[k])) for k in keys]
+    floors, factors, ceilings = [], [], []
+    for pool in coupled:
+        c = pool.claims
+        f, factor = scaled_floors(max(pool.capacity, 0.0), c.guarantee)
+        floors.append(f)
+        factors.append(factor)
+        ceilings.append([max(fl, min(d, cap)) if w > 0 else fl
+                         for fl, w, d, cap in zip(f, c.weight, c.demand, c.cap, strict=True)])
+    shares = coupled_fill([CoupledPool(p.capacity, p.claims.weight, f, u)
+                           for p, f, u in zip(coupled, floors, ceilings, strict=True)], families)
+    if surplus == "spread":
+        shares = coupled_fill([CoupledPool(p.capacity, p.claims.weight, s,
+                                           [max(a, cap) for a, cap in zip(s, p.claims.cap, strict=True)])
+                               for p, s in zip(coupled, shares, strict=True)], families)
+    totals = [min(math.floor(max(p.capacity, 0.0) + EPS), math.floor(sum(s) + EPS))
+              for p, s in zip(coupled, shares, strict=True)]
+    desired = coupled_round(shares, totals, [p.claims.cap for p in coupled], [p.claims.weight for p in coupled],
+                            [p.claims.team for p in coupled], families)
+    notes = [list(p.claims.notes) for p in coupled]
+    for (_, key), fam in zip(keys, families, strict=True):
+        if fam.amount < INF and sum(desired[p][i] for p, i in fam.pairs) >= math.floor(fam.amount + EPS):
+            note = (f"family cap {key} = {_fmt(fam.amount)} (sum over "
+                    + ", ".join(f"{coupled[p].key} {desired[p][i]}" for p, i in fam.pairs) + ")")
+            for p, i in fam.pairs:
+                notes[p][i] = (*notes[p][i], note)
+    return {p.key: _Solved(replace(p, claims=replace(p.claims, notes=tuple(n))), s, factor, d)
+            for p, s, factor, d, n in zip(coupled, shares, factors, desired, notes, strict=True)}
+
+
 # ---------------------------------------------------------------- step 4: integers
 
 
@@ -272,14 +351,20 @@ class _Pool:
     spread: bool
 
 
-def _allocate_pool(pool: PoolInput, settings: Settings) -> _Pool:
+def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None = None) -> _Pool:
+    """Steps 1-5 of one pool; steps 1-4 come solved when the pool has family caps."""
+    if solved is not None:
+        pool = solved.pool
     claims = pool.claims
     names, weights, protected = claims.team, claims.weight, claims.protected
     current = [round(c) for c in claims.current]
     capacity = math.floor(max(pool.capacity, 0.0) + EPS)
-    shares, factor = fair_shares(pool, settings.surplus)
-    total = min(capacity, math.floor(sum(shares) + EPS))
-    desired = largest_remainder(shares, total, claims.cap, weights, names)
+    if solved is None:
+        shares, factor = fair_shares(pool, settings.surplus)
+        total = min(capacity, math.floor(sum(shares) + EPS))
+        desired = largest_remainder(shares, total, claims.cap, weights, names)
+    else:
+        shares, factor, desired = solved.shares, solved.factor, list(solved.desired)
 
     warnings: list[str] = []
     if factor < 1:
@@ -385,8 +470,11 @@ def _reason(p: _Pool, i: int, weight_of: str, tail: str) -> str:
 
 
 def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
-    """All five steps for every pool. `max_move` is shared by the accelerator pools, in pool-key order."""
-    work = [_allocate_pool(pool, settings) for pool in sorted(pools, key=lambda q: q.key)]
+    """All five steps for every pool. `max_move` is shared by the accelerator pools, in pool-key order. Pools
+    with family caps are solved together first (`solve_families`); the others, one by one."""
+    ordered = sorted(pools, key=lambda q: q.key)
+    solved = solve_families(ordered, settings.surplus) if any(p.families for p in ordered) else {}
+    work = [_allocate_pool(pool, settings, solved.get(pool.key)) for pool in ordered]
     warnings: list[str] = []
     budget = settings.max_move
     for p in work:

@@ -8,6 +8,7 @@ the collect step can override an entry. An unknown type is an error that names i
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Literal
 
@@ -92,6 +93,7 @@ def family_of(instance_type: str) -> str:
     return spec(instance_type).family
 
 
+@functools.lru_cache(maxsize=256)  # the table is fixed; a plan asks once per family key and team
 def types_in_family(family: str) -> tuple[str, ...]:
     """`ml.p5` → every known type whose family is exactly ml.p5 or a variant of it (ml.p5e, ml.p5en)."""
     return tuple(sorted(t for t in known_types() if _ALL[t].family == family or (_ALL[t].family.startswith(family)

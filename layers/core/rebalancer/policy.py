@@ -2,7 +2,8 @@
 
 Amounts are in the instance type's primary resource: accelerators (GPUs, Trainium devices) for accelerator types,
 vCPUs for CPU-only types. A key `ml.p5.48xlarge:mig-1g.10gb` names a MIG pool, counted in partitions. A key may also
-name an instance family (`ml.p5`): the planner divides the amount across the family's types in the cluster.
+name an instance family (`ml.p5`): a family cap bounds the team's sum over the family's types in the cluster
+(rebalancer.family_caps), a family guarantee is placed where the team's demand is (planning.pools).
 Besides allocations the policy states the rest of task governance: per team, explicit vCPU / memory, sharing
 (strategy, borrow limits, fair-share weight, preemption) and `remove`; per cluster, the scheduler config.
 Validators raise ValueError so that pydantic reports the full path of the field; `validation.invalid_input` turns

@@ -351,6 +351,13 @@ def test_rollback_of_a_cli_apply_run_restores_it(emu: Emulator, aws: AwsClients,
     assert [(r["kind"], r["outcome"]) for r in store.audit_log("c1")] == [("plan", "apply"), ("apply", "applied"),
                                                                           ("rollback", "restored")]
 
+    versions = {q["ComputeQuotaId"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")}
+    again = cli_run("rollback", "--cluster", "c1", "--run", execution, "--table", table, "--yes")
+    assert again.exit_code == 2, again.output
+    assert f"run {execution} was rolled back already" in again.stderr
+    assert {q["ComputeQuotaId"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")} == versions
+    assert len(store.audit_log("c1")) == 3
+
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--run", "c1-20261201T0600"], "--run: --run needs the audit table"),

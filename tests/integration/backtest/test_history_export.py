@@ -66,8 +66,11 @@ def test_observe_stores_one_sample_per_cluster_with_the_retention_as_ttl(store: 
                                         "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "30"})
     measured = observe([snapshot(T0, 8)], store, timedelta(days=cfg.history_retention_days))
     assert [m.cluster for m in measured] == ["c1"]
-    items = store.table.scan()["Items"]
-    assert [(i[KEY], i[SORT]) for i in items] == [("SAMPLE#c1", "2026-11-30T12:00:00+00:00")]
+    scanned = store.table.scan()["Items"]
+    # observe also meters the reading for the budgets: the cluster's first reading, no interval yet
+    assert sorted((i[KEY], i[SORT]) for i in scanned) == [("METER#c1", "LAST"),
+                                                          ("SAMPLE#c1", "2026-11-30T12:00:00+00:00")]
+    items = [i for i in scanned if i[KEY].startswith("SAMPLE#")]
     assert int(items[0][TTL]) == int((T0 + timedelta(days=30)).timestamp())
     doc = json.loads(gzip.decompress(bytes(items[0]["body"].value)))
     assert doc["teams"]["research"][P5]["pending"] == 8
@@ -86,7 +89,8 @@ def run(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), env={"REBALANCER_TABLE": None})
 
 
-def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.gz"])
+def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_path: Path, name: str) -> None:
     early = T0 - timedelta(days=40)
     store.put_sample(sample_of(snapshot(early, 8)))  # before --since: left out
     for i in range(12):
@@ -95,11 +99,12 @@ def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_
     store.put_artifact("c1-20261130T120000", "SNAPSHOT", snapshot(T0 + timedelta(minutes=1), 8).model_dump(
         mode="json"))
     store.audit("c1", "c1-20261130T130000", "trigger", outcome="started")  # a run without a snapshot
-    out = tmp_path / "history.jsonl"
+    out = tmp_path / name
     got = run("history", "export", "--cluster", "c1", "--table", "audit-table", "--since", "2026-11-01",
               "-o", str(out))
     assert got.exit_code == 0, got.output
     assert "1 runs and 12 samples of c1" in got.output
+    assert (out.read_bytes()[:2] == b"\x1f\x8b") == name.endswith(".gz")
     h = load_history(out)
     assert len(h.runs) == 1
     assert len(h.samples) == 12
@@ -126,7 +131,7 @@ def test_a_bad_since_is_exit_2(store: Store, tmp_path: Path) -> None:
     assert "--since: expected a duration like 30d" in got.output
 
 
-def test_a_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(store: Store) -> None:
+def test_a_reading_or_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(store: Store) -> None:
     cfg = ObserveConfig.model_validate({"TABLE_NAME": "missing-table", "MANAGED_CLUSTERS": "c1,c2",
                                         "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "90"})
     broken = Store("missing-table", resource=boto3.resource("dynamodb", region_name="us-east-1"))
@@ -135,5 +140,7 @@ def test_a_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(sto
         update={"ClusterName": "c2"})})]
     measured = observe(two, broken, timedelta(days=cfg.history_retention_days), warn=warnings.append)
     assert [m.cluster for m in measured] == ["c1", "c2"]
-    assert [w.split(":")[0] for w in warnings] == ["demand sample of c1 not stored", "demand sample of c2 not stored"]
-    assert "ResourceNotFoundException" in warnings[0]
+    assert [w.split(":")[0] for w in warnings] == [
+        "use of c1 not metered this time (the next reading covers the interval)", "demand sample of c1 not stored",
+        "use of c2 not metered this time (the next reading covers the interval)", "demand sample of c2 not stored"]
+    assert all("ResourceNotFoundException" in w for w in warnings)

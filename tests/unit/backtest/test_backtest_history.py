@@ -91,3 +91,26 @@ def test_a_missing_file_is_exit_2(tmp_path: Path, policy_file: Path) -> None:
     code, out = backtest(tmp_path / "nope.jsonl", policy_file)
     assert code == 2
     assert "cannot read file" in out
+
+
+def test_a_gzipped_export_reads_back_the_same_and_is_smaller(history_file: Path, tmp_path: Path) -> None:
+    h = syn.history(steady, {"a": 8, "b": 8}, nodes=2, days=0.25)
+    packed = syn.write(h, tmp_path / "history.jsonl.gz")
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
+    assert packed.stat().st_size * 5 < history_file.stat().st_size
+    assert load_history(packed) == load_history(history_file)
+    renamed = packed.rename(tmp_path / "history.jsonl")  # told by its bytes, not its name
+    assert load_history(renamed).samples == h.samples
+
+
+@pytest.mark.parametrize(("cut", "message"), [(10, "the gzip stream is cut short"),
+                                              (None, "cannot read file: ")])
+def test_a_broken_gzip_export_is_exit_2(history_file: Path, policy_file: Path, tmp_path: Path,
+                                        cut: int | None, message: str) -> None:
+    packed = syn.write(syn.history(steady, {"a": 8, "b": 8}, nodes=2, days=0.25), tmp_path / "h.jsonl.gz")
+    data = packed.read_bytes()
+    packed.write_bytes(data[:cut] if cut else data[:2] + b"\x00" * 20)
+    code, out = backtest(packed, policy_file)
+    assert code == 2
+    assert message in out
+    assert len(out.strip().splitlines()) == 1

@@ -46,6 +46,15 @@ def test_lifecycle_cap_and_capacity_breaches_are_drift() -> None:
     assert found == {("a", f"allocation of {P5}"), ("old", "ActivationState"), ("new", "ComputeQuota")}
 
 
+def test_a_sum_above_a_family_cap_is_drift_and_one_type_above_its_share_is_not() -> None:
+    p5en = "ml.p5en.48xlarge"
+    snap = snapshot({P5: 2, p5en: 3}, quotas={"a": {P5: 0, p5en: 16}, "b": {P5: 8, p5en: 8}})
+    pol = policy({"a": {**SYNCED, "cap": {"ml.p5": 16}}, "b": {**SYNCED, "cap": {"ml.p5": 12}}})
+    (d,) = find_drift(snap, pol)
+    assert (d.subject, d.field, d.cluster, d.policy) == ("b", "allocation of ml.p5", 16, "≤ family cap 12")
+    assert f"the sum over {P5} 8, {p5en} 8" in d.note
+
+
 def test_quotas_above_healthy_capacity_are_drift() -> None:
     snap = snapshot({P5: (1, 1)}, quotas={"a": {P5: 8}, "b": {P5: 8}})
     (d,) = find_drift(snap, policy({"a": {}, "b": {}}))

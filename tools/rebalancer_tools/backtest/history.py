@@ -10,12 +10,13 @@ The end line tells a complete export from one cut at a line boundary.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -23,6 +24,8 @@ from rebalancer.errors import InvalidInput
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.sample import DemandSample, sample_of
 from rebalancer.validation import invalid_input
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 HISTORY_FORMAT = 1
 
@@ -142,13 +145,24 @@ def parse_lines(lines: Iterable[str], source: str) -> History:
     return History(cluster=header.cluster, runs=tuple(runs), samples=tuple(samples))
 
 
+def open_text_out(path: Path) -> TextIO:
+    """A history file to write: gzip'd when its name ends in .gz (an export is mostly repeated keys: ~10× smaller)."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "wt", encoding="utf-8")
+    return path.open("w", encoding="utf-8")
+
+
 def load_history(path: str | Path) -> History:
-    """The one place a history file is read (a shared CLI input loader can replace the open here)."""
+    """The one place a history file is read, plain or gzip'd (told by its first bytes, not its name)."""
     p = Path(path)
     try:
-        with p.open() as f:
+        with p.open("rb") as raw:
+            packed = raw.read(2) == GZIP_MAGIC
+        with (gzip.open(p, "rt", encoding="utf-8") if packed else p.open(encoding="utf-8")) as f:
             return parse_lines(f, str(p))
-    except OSError as e:
-        raise InvalidInput(f"cannot read file: {e.strerror}", source=str(p)) from None
+    except OSError as e:  # gzip.BadGzipFile is an OSError without strerror
+        raise InvalidInput(f"cannot read file: {e.strerror or e}", source=str(p)) from None
+    except EOFError:
+        raise InvalidInput("the gzip stream is cut short", source=str(p)) from None
     except UnicodeDecodeError as e:
         raise InvalidInput(f"not UTF-8 text ({e.reason})", source=str(p)) from None

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rebalancer.sample import DemandSample, Nodes, PoolUse
-from rebalancer_tools.backtest.history import History, export_lines
+from rebalancer_tools.backtest.history import History, export_lines, open_text_out
 
 P5 = "ml.p5.48xlarge"
 START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -65,7 +65,7 @@ def team_names(teams: int) -> list[str]:
 def write(h: History, path: Path) -> Path:
     """The history as `rebalancer history export` writes it."""
     end = h.samples[-1].at if h.samples else START
-    with path.open("w") as f:
+    with open_text_out(path) as f:
         for line in export_lines(h.cluster, h.runs, h.samples, since=None, exported_at=end):
             f.write(line + "\n")
     return path

@@ -194,18 +194,20 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
 @click.option("--since", default="30d", show_default=True,
               help="How far back: 30d, 12h, 90m, 2w, or an ISO-8601 date.")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, writable=True),
-              help="The JSON-lines file to write (for `rebalancer backtest --history`).")
+              help="The JSON-lines file to write (for `rebalancer backtest --history`); gzip'd if it ends in .gz.")
 def export(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
            since: str, output: str) -> None:
     """Write the cluster's runs and demand samples as JSON lines, to backtest policies offline."""
     from botocore.exceptions import BotoCoreError, ClientError
+
+    from rebalancer_tools.backtest.history import open_text_out
 
     now = datetime.now(UTC)
     start = parse_since(since, now)
     store = open_store(table, stack, region, profile)
     last = "{}"
     try:
-        with Path(output).open("w") as f:
+        with open_text_out(Path(output)) as f:
             for last in export_history(store, cluster, start, now):
                 f.write(last + "\n")
     except ClientError as e:

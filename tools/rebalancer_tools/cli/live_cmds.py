@@ -350,6 +350,12 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | Me
     if plan.cluster_name != live.cluster:
         raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
                            value=run_name)
+    done_at = [r["at"] for r in log.audit_log(live.cluster)
+               if r.get("kind") == "rollback" and r.get("execution") == run_name and r.get("outcome") == "restored"]
+    if done_at:
+        # A second rollback would find our own restore as the quotas' newest version and call it someone else's.
+        raise InvalidInput(f"run {run_name} was rolled back already (at {done_at[-1]}): nothing left to undo",
+                           field="--run", value=run_name)
     report, scheduler = runs.load_report(log, run), runs.load_scheduler(log, run)
     if report is None and scheduler is None:
         # The controller's Rollback would then restore every quota the plan touched; from here, with nothing

@@ -108,6 +108,9 @@ class MemoryLog:
               before: Any = None, after: Any = None, detail: Any = None) -> None:
         pass
 
+    def audit_log(self, cluster_name: str) -> list[dict[str, Any]]:
+        return []
+
     def record_team_change(self, cluster_name: str, team: str, execution: str) -> None:
         pass
 

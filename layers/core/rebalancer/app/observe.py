@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from rebalancer import catalog
+from rebalancer.app import budgets
 from rebalancer.errors import UnknownInstanceType
 from rebalancer.models import Snapshot
 from rebalancer.sample import sample_of
@@ -83,12 +84,18 @@ def measure(snapshot: Snapshot) -> Imbalance:
 
 def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
             warn: Callable[[str], None] = lambda _message: None) -> list[Imbalance]:
-    """Each cluster's snapshot measured and stored as a demand sample (kept `retention`). A sample DynamoDB
-    refuses is a warning, not a failure: the metrics (which the alarms watch) still go out; history has a gap."""
+    """Each cluster's snapshot measured, metered for the teams' budgets and stored as a demand sample (kept
+    `retention`). A reading or sample DynamoDB refuses is a warning, not a failure: the metrics (which the alarms
+    watch) still go out. A missed reading loses no use: the next one meters the whole interval (marked estimated);
+    a missed sample leaves a gap in the history."""
     out = []
     for snapshot in snapshots:
         name = snapshot.cluster.ClusterName
         out.append(measure(snapshot))
+        try:
+            budgets.meter(store, snapshot)
+        except (ClientError, BotoCoreError) as e:
+            warn(f"use of {name} not metered this time (the next reading covers the interval): {e}")
         try:
             store.put_sample(sample_of(snapshot), retention)
         except (ClientError, BotoCoreError) as e:

@@ -4,8 +4,10 @@ How a quota's resource entries are read: the whole-GPU (or vCPU) amount of a typ
 without an `AcceleratorPartition`, `Accelerators` if set, else `Count` × accelerators per instance (vCPU per
 instance for CPU-only types); a MIG pool's amount is `AcceleratorPartition.Count` of the entry with that profile.
 Percent guarantees and caps are of the pool's healthy capacity (before what teams outside the policy hold),
-rounded down to whole units; demand is rounded up. Teams with a quota but not in the policy keep it, and what they
-hold is taken out of the capacity the policy's teams share.
+rounded down to whole units; demand is rounded up. A family's percent is of the family's healthy total; a family
+guarantee is divided over the family's types by the team's demand, then by capacity; a family cap is not divided:
+each pool of the family lists it (PoolInput.families) and the engine bounds the team's sum over them. Teams with a
+quota but not in the policy keep it, and what they hold is taken out of the capacity the policy's teams share.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rebalancer import catalog, mig, ownership
-from rebalancer.allocation import EPS, INF, Claims, PoolInput, largest_remainder
+from rebalancer.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
 from rebalancer.models import ComputeQuota, Demand, Snapshot
 from rebalancer.plan import pool_name
@@ -69,19 +71,50 @@ def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
     return dict(zip(names, largest_remainder(values, amount, caps, caps, names), strict=True))
 
 
+def split_by_demand(amount: int, capacities: dict[str, float], demand: Mapping[str, float]) -> dict[str, int]:
+    """A family guarantee's `amount` placed where the team's demand is: in proportion to its demand on each type
+    (at most that demand and the type's capacity), and what demand leaves over by the healthy capacity left."""
+    names = sorted(capacities)
+    wants = {t: min(max(demand.get(t, 0.0), 0.0), capacities[t]) for t in names}
+    wanted = sum(wants.values())
+    amount = min(amount, math.floor(sum(capacities.values()) + EPS))
+    first = min(amount, math.floor(wanted + EPS))
+    placed = dict.fromkeys(names, 0)
+    if first > 0:
+        values = [first * wants[t] / wanted for t in names]
+        uppers = [wants[t] for t in names]
+        placed = dict(zip(names, largest_remainder(values, first, uppers, uppers, names), strict=True))
+    rest = split_family(amount - sum(placed.values()), {t: capacities[t] - placed[t] for t in names})
+    return {t: placed[t] + rest[t] for t in names}
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyCap:
+    """A team's cap on a family: the sum of its amounts on `types` (the family's types in the cluster)."""
+
+    key: str
+    types: tuple[str, ...]
+    amount: float
+
+
 @dataclass(frozen=True, slots=True)
 class TeamAmounts:
-    """A team's guarantees and caps per pool in whole units (families divided across their types), and the notes
-    that explain a family split, quoted in the reasons of the types it touched."""
+    """A team's guarantees and caps per pool in whole units (family guarantees divided across their types; family
+    caps as a bound on the sum, see rebalancer.family_caps), and the notes that explain a family guarantee's
+    split, quoted in the reasons of the types it touched."""
 
     guarantee: Mapping[str, float]
     cap: Mapping[str, float]
     notes: Mapping[str, tuple[str, ...]]
+    families: tuple[FamilyCap, ...] = ()
 
 
-def team_amounts(team: str, tp: TeamPolicy, raw: Mapping[str, float], warnings: list[str]) -> TeamAmounts:
-    """`raw`: each pool's healthy capacity, which percents and family splits are of."""
+def team_amounts(team: str, tp: TeamPolicy, raw: Mapping[str, float], warnings: list[str],
+                 demand: Mapping[str, float] | None = None) -> TeamAmounts:
+    """`raw`: each pool's healthy capacity, which percents and family amounts are of; `demand`: the team's
+    demand per pool, where its family guarantees go first."""
     notes: dict[str, tuple[str, ...]] = {}
+    families: list[FamilyCap] = []
 
     def whole_units(what: str, amounts: Mapping[str, Amount]) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -93,23 +126,44 @@ def team_amounts(team: str, tp: TeamPolicy, raw: Mapping[str, float], warnings: 
             present = {t: raw[t] for t in members if raw.get(t, 0.0) > 0}
             total = sum(present.values())
             wanted = math.floor(amount.resolve(total) + EPS)
+            for t in members:
+                if t not in present:
+                    out[t] = 0.0  # no healthy capacity of that type: nothing to hold there
             if not present:
                 warnings.append(f"{team}: {what}.{key} names a family with no healthy nodes in the cluster")
-            elif wanted > total + EPS:
+                continue
+            if what == "cap":
+                # A cap bounds the sum over the family's types, wherever the team's work runs: the engine solves
+                # those pools together. Above the family's total it simply never binds.
+                families.append(FamilyCap(key, tuple(sorted(present)), float(wanted)))
+                continue
+            if wanted > total + EPS:
                 warnings.append(f"{team}: {what}.{key} = {amount} is above the family's healthy {total:g}; "
                                 f"limited to {total:g}")
-            split = split_family(wanted, present)
-            note = (f"{what} {key} {amount} split by healthy capacity: "
+            wants = {t: (demand or {}).get(t, 0.0) for t in present}
+            split = split_by_demand(wanted, present, wants)
+            how = ("the team's demand" if sum(min(wants[t], present[t]) for t in present) >= min(wanted, total)
+                   else "the team's demand, then healthy capacity" if any(wants.values())
+                   else "healthy capacity")
+            note = (f"{what} {key} {amount} split by {how}: "
                     + ", ".join(f"{t} {n} of {present[t]:g}" for t, n in split.items()))
-            for t in members:
-                out[t] = float(split.get(t, 0))
-                if t in present:
-                    notes[t] = (*notes.get(t, ()), note)
+            for t, n in split.items():
+                out[t] = float(n)
+                notes[t] = (*notes.get(t, ()), note)
         return out
 
     guarantee = whole_units("guarantee", tp.guarantee)
     cap = whole_units("cap", tp.cap)
-    return TeamAmounts(guarantee, cap, notes)
+    return TeamAmounts(guarantee, cap, notes, tuple(families))
+
+
+def demand_of(by_pool: Mapping[str, Demand], pool: str, resource: str) -> float:
+    """A team's demand on one pool in whole units: what it runs plus what waits, rounded up (as Teams.claims reads
+    it inline, in the planner's hot loop)."""
+    d = by_pool.get(pool)
+    if d is None:
+        return 0.0
+    return float(math.ceil(getattr(d.in_use, resource) + getattr(d.pending, resource) - EPS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +200,12 @@ class Teams:
                       current=tuple([h.get(pool, 0.0) for h in self.holds]), in_use=tuple(in_use),
                       protected=self.protected, cooldown=self.cooldown,
                       notes=tuple([n.get(pool, ()) for n in self.notes]))
+
+
+def _family_demand(tp: TeamPolicy, by_pool: Mapping[str, Demand]) -> dict[str, float]:
+    """The team's demand on the types of the families its guarantees name (where those guarantees go first)."""
+    types = {t for key in tp.guarantee for t in family_types(key)}
+    return {t: demand_of(by_pool, t, catalog.spec(t).primary_resource) for t in types}
 
 
 def _cooldown(quota: ComputeQuota | None, policy: Policy, now: datetime) -> str | None:
@@ -212,7 +272,13 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     no_holdings: dict[str, float] = {}
     names = policy.active_teams()
     team_policies = [policy.teams[team] for team in names]
-    amounts = [team_amounts(team, tp, raw, warnings) for team, tp in zip(names, team_policies, strict=True)]
+    amounts = [team_amounts(team, tp, raw, warnings, _family_demand(tp, snapshot.demand.get(team, no_demand)))
+               for team, tp in zip(names, team_policies, strict=True)]
+    bounds: dict[str, list[FamilyBound]] = {}
+    for team, a in zip(names, amounts, strict=True):
+        for fam in a.families:
+            for t in fam.types:
+                bounds.setdefault(t, []).append(FamilyBound(team, fam.key, fam.amount))
     teams = Teams(
         team=tuple(names), weight=tuple([tp.weight for tp in team_policies]),
         protected=tuple([tp.protected_in_use for tp in team_policies]),
@@ -245,5 +311,6 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw[name]:g}")
             capacity = 0.0
         resource = key.resource
-        pools.append(PoolInput(name, resource, capacity, teams.claims(name, resource), tuple(notes)))
+        pools.append(PoolInput(name, resource, capacity, teams.claims(name, resource), tuple(notes),
+                               tuple(bounds.get(name, ()))))
     return pools, warnings
