@@ -165,19 +165,24 @@ class PlannerController:
     def _per_type(self, by_type: Mapping[str, int] | None) -> tuple[int, ...]:
         if not by_type:
             return (0,) * len(self.instance_types)
-        if len(self.instance_types) == 1:  # the common case, once per team and field on every tick
-            return (by_type.get(self.instance_type, 0),)
         return tuple(by_type.get(it, 0) for it in self.instance_types)
 
     def _flat(self, view: ControllerView) -> _Flat:
         """The view's per-type amounts as tuples in the pools' order (computed once per view: both the snapshot
         and the skip check read them)."""
         if self._flat_of is not view:
-            per = self._per_type
             self._flat_of = view
-            self._flat_view = _Flat(per(view.healthy_nodes), {t: per(q) for t, q in view.quotas.items()},
-                                    {t: per(u) for t, u in view.in_use.items()},
-                                    {t: per(p) for t, p in view.pending.items()})
+            if len(self.instance_types) == 1:  # the common case, inlined: it runs on every tick for every team
+                it = self.instance_type
+                self._flat_view = _Flat((view.healthy_nodes.get(it, 0),),
+                                        {t: (q.get(it, 0),) for t, q in view.quotas.items()},
+                                        {t: (u.get(it, 0),) for t, u in view.in_use.items()},
+                                        {t: (p.get(it, 0),) for t, p in view.pending.items()})
+            else:
+                per = self._per_type
+                self._flat_view = _Flat(per(view.healthy_nodes), {t: per(q) for t, q in view.quotas.items()},
+                                        {t: per(u) for t, u in view.in_use.items()},
+                                        {t: per(p) for t, p in view.pending.items()})
         return self._flat_view
 
     def snapshot(self, view: ControllerView) -> Snapshot:

@@ -500,18 +500,22 @@ class Simulation:
         names = self.pool_names
         quotas: dict[str, dict[str, int]] = {}
         in_use: dict[str, dict[str, int]] = {}
-        for p, name in enumerate(names):
-            for qi, q in enumerate(self.pq[p]):
-                quotas.setdefault(q.name, {})[name] = q.nominal
-                in_use.setdefault(q.name, {})[name] = self.usage[p][qi]
+        for name, queues, usage in zip(names, self.pq, self.usage, strict=True):
+            for q, u in zip(queues, usage, strict=True):
+                if q.name in quotas:
+                    quotas[q.name][name] = q.nominal
+                    in_use[q.name][name] = u
+                else:
+                    quotas[q.name] = {name: q.nominal}
+                    in_use[q.name] = {name: u}
         view = ControllerView(
             now_s=self.now, healthy_nodes=dict(zip(names, self.up_count, strict=True)),
             failed_nodes={name: spec.nodes - up for name, spec, up in zip(names, self.pool_specs, self.up_count,
                                                                           strict=True)},
             quotas=quotas,
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
-            pending={t: {name: self.team_pending[p][i] for p, name in enumerate(self.pool_names)}
-                     for i, t in enumerate(self.teams)})
+            pending={t: dict(zip(names, by_pool, strict=True))
+                     for t, by_pool in zip(self.teams, zip(*self.team_pending, strict=True), strict=True)})
         decision = self.controller(view)
         if decision is not None and any(decision.quotas.get(q.name, {}).get(self.pool_names[q.pool], q.nominal)
                                         != q.nominal for q in self.queues):
