@@ -194,3 +194,22 @@ def test_pool_flags_are_checked(tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, ["simulate", "--trace", str(SAMPLE), *args])
         assert result.exit_code == 2, (args, result.output)
         assert needle in result.stderr
+
+
+def test_node_events_number_the_nodes_across_the_pools(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,team,submit_s,duration_s,gpus,instance_type\n"
+                     "g,a,0,7200,8,ml.p5.48xlarge\nt,a,0,7200,16,trainium\nlate,a,10800,60,1,\n")
+    events = tmp_path / "nodes.csv"
+    args = ["simulate", "--trace", str(trace), "--pool", "ml.p5.48xlarge=2", "--pool", "ml.trn1.32xlarge=1",
+            "--node-events", str(events), "--strategies", "builtin", "--format", "json", "--no-progress"]
+    events.write_text("time_s,node,event\n3600,2,fail\n")  # node 2: the trn1 node, after p5's 0 and 1
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    pools = json.loads(result.stdout)["strategies"]["builtin"]["pools"]
+    assert pools["ml.trn1.32xlarge"]["failure_kills"] == 1
+    assert pools["ml.p5.48xlarge"]["failure_kills"] == 0
+    events.write_text("time_s,node,event\n3600,3,fail\n")
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert "node: must be a node number from 0 to 2, got '3'" in result.stderr

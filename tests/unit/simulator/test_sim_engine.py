@@ -68,3 +68,13 @@ def test_a_plan_needing_approval_waits_for_it_and_no_other_plan_runs_meanwhile()
     raw = Simulation(jobs, ["a", "b"], queues, [0, 1], cfg, controller).run()
     assert raw.job_wait_s == [1920.0]
     assert calls[:3] == [0.0, 2700.0, 3600.0]  # the ticks at 900 and 1800 s fall while the approval is pending
+
+
+def test_a_run_ends_when_a_node_fails_for_good_and_a_job_no_longer_fits() -> None:
+    queues = [QueueSpec("a", 16)]
+    jobs = [TraceJob("big", "a", 0, 1000, 16), TraceJob("small", "a", 10, 100, 8)]
+    cfg = SimConfig(nodes=2, gpus_per_node=8, failures=Failures(explicit=(NodeEvent(100, 0, "fail"),)))
+    raw = Simulation(jobs, ["a"], queues, [0], cfg).run()  # before: sampled on forever, waiting for a repair
+    assert raw.job_done == [False, True]
+    assert raw.failure_kills == [1]
+    assert raw.end_s == 200

@@ -146,6 +146,7 @@ class Simulation:
         self.node_pool = [p for p, spec in enumerate(self.pool_specs) for _ in range(spec.nodes)]
         self.nodes_up = [True] * len(self.node_pool)
         self.up_count = [spec.nodes for spec in self.pool_specs]
+        self.repairs_due = 0  # repair events in the queue
         self.capacity = [spec.nodes * spec.per_node for spec in self.pool_specs]
         self.used = [0] * npools
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, a, b)
@@ -189,7 +190,9 @@ class Simulation:
             return True
         if not any(any(c) for c in self.pending_count):
             return False
-        return (self.controller is not None and self.idle_ticks < 8) or not all(self.nodes_up)
+        # Waiting jobs may still run once a failed node is back, if a repair is due (a node failed for good, or a
+        # gang larger than the cluster, would keep the run alive forever).
+        return (self.controller is not None and self.idle_ticks < 8) or self.repairs_due > 0
 
     def run(self, progress: Callable[[float], None] | None = None) -> RawResult:
         cfg = self.cfg
@@ -201,6 +204,7 @@ class Simulation:
                 raise ValueError(f"node event for node {ev.node}, but the cluster has nodes "
                                  f"0..{len(self.node_pool) - 1}")
             self._push(ev.time_s, NODE, ev.node, 0 if ev.kind == "fail" else 1)
+            self.repairs_due += ev.kind != "fail"
         if self.controller is not None:
             self._push(0.0, TICK)
         self._push(0.0, SAMPLE)
@@ -267,6 +271,7 @@ class Simulation:
             if b == 0:
                 self._fail_node(a)
             else:
+                self.repairs_due -= 1
                 self._repair_node(a)
         elif kind == APPLY:
             self.pending_applies -= 1
@@ -478,6 +483,7 @@ class Simulation:
         f = self.cfg.failures
         if f.mtbf_hours:
             self._push(self.now + self.node_rngs[node].expovariate(1 / (f.repair_hours * 3600)), NODE, node, 1)
+            self.repairs_due += 1
 
     def _repair_node(self, node: int) -> None:
         if self.nodes_up[node]:
