@@ -32,6 +32,8 @@ def stack_of(snapshot: Snapshot, quota: ComputeQuota) -> str | None:
 def stack_owned(snapshot: Snapshot) -> dict[str, str]:
     """Team → stack, for the quotas CloudFormation created."""
     out: dict[str, str] = {}
+    if not snapshot.quota_tags:  # tags not read: nothing is known to be a stack's (and 1,000 quotas need no pass)
+        return out
     for q in snapshot.quotas:
         stack = stack_of(snapshot, q)
         if stack:

@@ -3,10 +3,14 @@ order they must be applied. Shared by the CLI, the Lambdas, the simulator and th
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
 
 Operation = Literal["UpdateComputeQuota", "CreateComputeQuota"]
 SchedulerOperation = Literal["CreateClusterSchedulerConfig", "UpdateClusterSchedulerConfig"]
@@ -22,8 +26,13 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Change(Frozen):
-    """One team's allocation of one pool moving from `before` to `after`, and why."""
+@dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class Change:
+    """One team's allocation of one pool moving from `before` to `after`, and why.
+
+    A validated dataclass rather than a model: a plan at 1,000 teams × 15 types carries ~11k of them, which as
+    models cost twice the validation time and three objects each for the garbage collector. The plan's JSON is the
+    same; `model_dump` and `model_copy` keep the models' calls."""
 
     team: str
     instance_type: str
@@ -40,6 +49,20 @@ class Change(Frozen):
     @property
     def pool(self) -> str:
         return pool_name(self.instance_type, self.mig_profile)
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        """The change as a dict, as BaseModel.model_dump (`mode="json"`, `exclude_none=True`, …)."""
+        dumped: dict[str, Any] = _change_adapter().dump_python(self, **options)
+        return dumped
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Change:
+        """A copy with some fields replaced, validated."""
+        return replace(self, **(update or {}))
+
+
+@functools.cache
+def _change_adapter() -> TypeAdapter[Change]:
+    return TypeAdapter(Change)
 
 
 class QuotaRequest(Frozen):

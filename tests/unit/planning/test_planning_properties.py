@@ -115,3 +115,5 @@ def test_a_plan_reads_back_from_its_json_as_the_same_plan(case: tuple[Snapshot, 
     again = Plan.model_validate_json(plan.model_dump_json())
     assert again == plan
     assert repr(again) == repr(plan)
+    # make_plan builds the plan without validating it again (Plan.model_construct): validating it gives it back.
+    assert repr(Plan.model_validate(plan.model_dump())) == repr(plan)

@@ -18,15 +18,14 @@ def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence
     rules = policy.approval
     reasons = []
     downs = [c for c in changes if c.after < c.before]
-    moved = sum(c.before - c.after for c in downs if c.resource == "accelerators")
+    moved = sum([c.before - c.after for c in downs if c.resource == "accelerators"])
     if moved > rules.moved_accelerators:
         reasons.append(f"moves {moved:g} accelerators, above approval.moved_accelerators {rules.moved_accelerators}")
     limit = rules.max_decrease_percent
-    for c in downs:
+    for c in [c for c in downs if c.before > 0 and (c.before - c.after) / c.before * 100 > limit + EPS]:
         before, after = c.before, c.after
-        if before > 0 and (before - after) / before * 100 > limit + EPS:
-            reasons.append(f"{c.team} loses {(before - after) / before:.0%} of {c.pool} "
-                           f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
+        reasons.append(f"{c.team} loses {(before - after) / before:.0%} of {c.pool} "
+                       f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
     if rules.console_edits:
         edited: dict[str, list[str]] = {}
         for f in fields:

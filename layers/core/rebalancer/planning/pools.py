@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
+from typing import TypeVar
 
 from rebalancer import catalog, mig, ownership
 from rebalancer.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
@@ -31,23 +33,23 @@ def holdings(quota: ComputeQuota, index: int | None = None) -> dict[str, float]:
     With `index`, an unknown instance type is reported at its place in the snapshot's quotas."""
     out: dict[str, float] = {}
     for j, r in enumerate(quota.ComputeQuotaConfig.ComputeQuotaResources):
+        t = r.InstanceType
         try:
-            spec = catalog.spec(r.InstanceType)
+            spec = catalog.spec(t)
         except InvalidInput:
             if index is None:
                 raise
             # The field path is built only on failure: this loop runs for every entry of every quota.
-            catalog.spec(r.InstanceType,
-                         field=f"quotas.{index}.ComputeQuotaConfig.ComputeQuotaResources.{j}.InstanceType")
+            catalog.spec(t, field=f"quotas.{index}.ComputeQuotaConfig.ComputeQuotaResources.{j}.InstanceType")
             raise
         part = r.AcceleratorPartition
         if part is not None:
-            name, amount = pool_name(r.InstanceType, part.Type), float(part.Count)
+            name, amount = f"{t}:{part.Type}" if part.Type else t, float(part.Count)  # pool_name, inlined
         elif spec.accelerators:
-            name = r.InstanceType
+            name = t
             amount = float(r.Accelerators if r.Accelerators is not None else (r.Count or 0) * spec.accelerators)
         else:
-            name = r.InstanceType
+            name = t
             amount = float(r.VCpu if r.VCpu is not None else (r.Count or 0) * spec.vcpu)
         out[name] = out.get(name, 0.0) + amount
     return out
@@ -169,8 +171,8 @@ def demand_of(by_pool: Mapping[str, Demand], pool: str, resource: str) -> float:
 @dataclass(frozen=True, slots=True)
 class Teams:
     """What the policy's teams bring to every pool, one entry per team in each column: built once per plan, read
-    once per pool. The columns that do not depend on the pool are the engine's own, the same tuples in every pool;
-    the others are per-team mappings keyed by pool."""
+    once per pool. The columns that do not depend on the pool are the engine's own, the same tuples in every pool.
+    Guarantees, caps and notes are few: kept per pool as (team index, value) pairs over a default."""
 
     team: tuple[str, ...]
     weight: tuple[float, ...]
@@ -178,28 +180,51 @@ class Teams:
     cooldown: tuple[str | None, ...]  # why the team is cooling down, or None
     demand: tuple[Mapping[str, Demand], ...]
     holds: tuple[Mapping[str, float], ...]  # what its quota holds
-    guarantee: tuple[Mapping[str, float], ...]  # whole units, families divided across their types
-    cap: tuple[Mapping[str, float], ...]
-    notes: tuple[Mapping[str, tuple[str, ...]], ...]
+    guarantee: Mapping[str, Sequence[tuple[int, float]]]  # pool → (team index, whole units); families divided
+    cap: Mapping[str, Sequence[tuple[int, float]]]
+    notes: Mapping[str, Sequence[tuple[int, tuple[str, ...]]]]
+
+    @classmethod
+    def of(cls, names: Sequence[str], policies: Sequence[TeamPolicy], amounts: Sequence[TeamAmounts],
+           cooldown: Sequence[str | None], demand: Sequence[Mapping[str, Demand]],
+           holds: Sequence[Mapping[str, float]]) -> Teams:
+        guarantee: dict[str, list[tuple[int, float]]] = {}
+        cap: dict[str, list[tuple[int, float]]] = {}
+        notes: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        for i, a in enumerate(amounts):
+            for pool, g in a.guarantee.items():
+                guarantee.setdefault(pool, []).append((i, g))
+            for pool, c in a.cap.items():
+                cap.setdefault(pool, []).append((i, c))
+            for pool, n in a.notes.items():
+                notes.setdefault(pool, []).append((i, n))
+        return cls(team=tuple(names), weight=tuple([tp.weight for tp in policies]),
+                   protected=tuple([tp.protected_in_use for tp in policies]), cooldown=tuple(cooldown),
+                   demand=tuple(demand), holds=tuple(holds), guarantee=guarantee, cap=cap, notes=notes)
 
     def claims(self, pool: str, resource: str) -> Claims:
         """Every team's claim on one pool (the hot loop of planning: one pass per pool over 1,000 teams)."""
-        demand: list[float] = []
-        in_use: list[float] = []
-        for by_pool in self.demand:
-            d = by_pool.get(pool)
-            if d is None:
-                demand.append(0.0)
-                in_use.append(0.0)
-            else:
-                used = float(getattr(d.in_use, resource))  # Resources.get, without its call
-                in_use.append(used)
-                demand.append(float(math.ceil(used + getattr(d.pending, resource) - EPS)))
-        return Claims(team=self.team, weight=self.weight, guarantee=tuple([g.get(pool, 0.0) for g in self.guarantee]),
-                      cap=tuple([c.get(pool, INF) for c in self.cap]), demand=tuple(demand),
+        found = [by_pool.get(pool) for by_pool in self.demand]
+        in_use_of, pending_of = attrgetter(f"in_use.{resource}"), attrgetter(f"pending.{resource}")
+        in_use = [0.0 if d is None else float(in_use_of(d)) for d in found]
+        demand = [0.0 if d is None else float(math.ceil(used + pending_of(d) - EPS))
+                  for d, used in zip(found, in_use, strict=True)]
+        return Claims(team=self.team, weight=self.weight, guarantee=_column(self.guarantee, pool, 0.0, self.team),
+                      cap=_column(self.cap, pool, INF, self.team), demand=tuple(demand),
                       current=tuple([h.get(pool, 0.0) for h in self.holds]), in_use=tuple(in_use),
-                      protected=self.protected, cooldown=self.cooldown,
-                      notes=tuple([n.get(pool, ()) for n in self.notes]))
+                      protected=self.protected, cooldown=self.cooldown, notes=_column(self.notes, pool, (), self.team))
+
+
+_T = TypeVar("_T")
+
+
+def _column(sparse: Mapping[str, Sequence[tuple[int, _T]]], pool: str, default: _T,
+            team: Sequence[str]) -> tuple[_T, ...]:
+    """One pool's column: `default` for every team but those listed."""
+    column = [default] * len(team)
+    for i, value in sparse.get(pool, ()):
+        column[i] = value
+    return tuple(column)
 
 
 def _family_demand(tp: TeamPolicy, by_pool: Mapping[str, Demand]) -> dict[str, float]:
@@ -279,14 +304,10 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
         for fam in a.families:
             for t in fam.types:
                 bounds.setdefault(t, []).append(FamilyBound(team, fam.key, fam.amount))
-    teams = Teams(
-        team=tuple(names), weight=tuple([tp.weight for tp in team_policies]),
-        protected=tuple([tp.protected_in_use for tp in team_policies]),
-        cooldown=tuple([_cooldown(quotas.get(team), policy, now) for team in names]),
-        demand=tuple([snapshot.demand.get(team, no_demand) for team in names]),
-        holds=tuple([held_by.get(team, no_holdings) for team in names]),
-        guarantee=tuple([a.guarantee for a in amounts]), cap=tuple([a.cap for a in amounts]),
-        notes=tuple([a.notes for a in amounts]))
+    teams = Teams.of(names, team_policies, amounts,
+                     cooldown=[_cooldown(quotas.get(team), policy, now) for team in names],
+                     demand=[snapshot.demand.get(team, no_demand) for team in names],
+                     holds=[held_by.get(team, no_holdings) for team in names])
 
     pools = []
     for name in sorted(parsed):
