@@ -49,13 +49,16 @@ def policy_with(teams: list[Any], opts: dict[str, Any]) -> Policy:
 def windowed(sc: Scenario, k: int) -> Any:
     """The production controller fed demand as its peak over the last `k` runs."""
     inner = controller_for(sc)
-    history: dict[str, collections.deque[int]] = collections.defaultdict(lambda: collections.deque(maxlen=k))
+    history: dict[tuple[str, str], collections.deque[int]] = collections.defaultdict(
+        lambda: collections.deque(maxlen=k))
 
     def controller(view: ControllerView) -> Decision | None:
-        pending = {}
-        for t, p in view.pending.items():
-            history[t].append(view.in_use.get(t, 0) + p)
-            pending[t] = max(history[t]) - view.in_use.get(t, 0)
+        pending: dict[str, dict[str, int]] = {}
+        for t, by_pool in view.pending.items():
+            for pool, p in by_pool.items():
+                used = view.in_use.get(t, {}).get(pool, 0)
+                history[(t, pool)].append(used + p)
+                pending.setdefault(t, {})[pool] = max(history[(t, pool)]) - used
         return inner(dataclasses.replace(view, pending=pending))
 
     return controller

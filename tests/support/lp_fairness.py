@@ -10,9 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-from scipy.optimize import linprog
-
 
 def _bounds(n: int, floors: Sequence[float], ceilings: Sequence[float],
             frozen: dict[int, float]) -> list[tuple[float, float | None]]:
@@ -27,6 +24,10 @@ def _bounds(n: int, floors: Sequence[float], ceilings: Sequence[float],
 
 def progressive_fill(capacity: float, weights: Sequence[float], floors: Sequence[float],
                      ceilings: Sequence[float]) -> list[float]:
+    # scipy takes ~0.6 s to import: paid by the test that solves, not by every pytest worker's collection
+    import numpy as np
+    from scipy.optimize import linprog
+
     n = len(weights)
     frozen = {i: floors[i] for i in range(n) if weights[i] == 0}
     while len(frozen) < n:
@@ -83,6 +84,9 @@ def progressive_fill_rows(weights: Sequence[float], floors: Sequence[float], cei
     """Progressive filling over variables a_v with rows Σ_{v∈row} a_v ≤ bound (pool capacities, family caps),
     each a_v between its floor and ceiling; a weight-0 variable keeps its floor. The single-pool progressive_fill
     is the case of one row over every variable."""
+    import numpy as np
+    from scipy.optimize import linprog
+
     n = len(weights)
     a_ub = np.zeros((len(rows), n + 1))
     b_ub = []

@@ -1,5 +1,3 @@
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,14 +23,6 @@ def test_the_generator_names_a_type_no_rule_describes(monkeypatch: pytest.Monkey
     monkeypatch.setattr(catalog_gen, "cluster_instance_types", lambda: ("ml.p5.48xlarge", "ml.p9.huge"))
     with pytest.raises(SystemExit, match=r"ml\.p9\.huge"):
         catalog_gen.render()
-
-
-def test_a_lookup_loads_no_sdk() -> None:
-    """The catalog is data: a fresh interpreter looks a type up without importing botocore or the tools."""
-    code = ("import sys; from rebalancer import catalog; catalog.spec('ml.p5.48xlarge'); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3', 'rebalancer_tools')))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == "[]"
 
 
 def test_accelerator_figures_of_the_design_doc() -> None:

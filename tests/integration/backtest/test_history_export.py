@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from moto import mock_aws
 from support.template import create_table
 
-from rebalancer.app.config import ObserveConfig
+from rebalancer.app.config import ObserveConfig, parse
 from rebalancer.app.observe import observe
 from rebalancer.app.store import KEY, SORT, TTL, Store
 from rebalancer.models import Snapshot
@@ -62,8 +62,8 @@ def test_a_sample_holds_use_pending_quota_and_healthy_nodes_per_pool() -> None:
 
 
 def test_observe_stores_one_sample_per_cluster_with_the_retention_as_ttl(store: Store) -> None:
-    cfg = ObserveConfig.model_validate({"TABLE_NAME": "audit-table", "MANAGED_CLUSTERS": "c1",
-                                        "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "30"})
+    cfg = parse(ObserveConfig, {"TABLE_NAME": "audit-table", "MANAGED_CLUSTERS": "c1",
+                                "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "30"})
     measured = observe([snapshot(T0, 8)], store, timedelta(days=cfg.history_retention_days))
     assert [m.cluster for m in measured] == ["c1"]
     scanned = store.table.scan()["Items"]
@@ -132,8 +132,8 @@ def test_a_bad_since_is_exit_2(store: Store, tmp_path: Path) -> None:
 
 
 def test_a_reading_or_sample_dynamodb_refuses_is_a_warning_and_the_metrics_still_go_out(store: Store) -> None:
-    cfg = ObserveConfig.model_validate({"TABLE_NAME": "missing-table", "MANAGED_CLUSTERS": "c1,c2",
-                                        "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "90"})
+    cfg = parse(ObserveConfig, {"TABLE_NAME": "missing-table", "MANAGED_CLUSTERS": "c1,c2",
+                                "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "90"})
     broken = Store("missing-table", resource=boto3.resource("dynamodb", region_name="us-east-1"))
     warnings: list[str] = []
     two = [snapshot(T0, 8), snapshot(T0, 8).model_copy(update={"cluster": snapshot(T0, 8).cluster.model_copy(

@@ -71,9 +71,11 @@ def test_controller_snapshot_is_what_collect_would_read_and_plan_moves_quota_to_
     quotas = {t.name: t.quota for t in teams}
     busy = max(teams, key=lambda t: t.quota).name
     idle = next(t.name for t in teams if t.name != busy and t.quota >= 8)
-    view = ControllerView(now_s=7200, healthy_nodes=15, failed_nodes=1, quotas=quotas,
+    p5 = "ml.p5.48xlarge"
+    view = ControllerView(now_s=7200, healthy_nodes={p5: 15}, failed_nodes={p5: 1},
+                          quotas={t: {p5: n} for t, n in quotas.items()},
                           quota_versions=dict.fromkeys(quotas, 3), quota_modified_s=dict.fromkeys(quotas, 0.0),
-                          in_use={busy: quotas[busy]}, pending={busy: 64})
+                          in_use={busy: {p5: quotas[busy]}}, pending={busy: {p5: 64}})
     snap = ctl.snapshot(view)
     assert snap.healthy_nodes()["ml.p5.48xlarge"] == 15
     assert snap.unhealthy_nodes()["ml.p5.48xlarge"] == 1
@@ -82,7 +84,7 @@ def test_controller_snapshot_is_what_collect_would_read_and_plan_moves_quota_to_
     assert snap.demand_of(busy, "ml.p5.48xlarge").total("accelerators") == quotas[busy] + 64
     decision = ctl(view)
     assert decision is not None
-    new = decision.quotas
+    new = {t: q[p5] for t, q in decision.quotas.items()}
     assert new[busy] > quotas[busy]
     assert new.get(idle, quotas[idle]) < quotas[idle]
     assert sum({**quotas, **new}.values()) <= 120  # within healthy capacity
@@ -133,3 +135,81 @@ def test_same_seed_same_result_with_the_planner_in_the_loop() -> None:
     first = run_strategy(sc, "rebalancer").output()
     assert first == run_strategy(sc, "rebalancer").output()
     assert first["quota_changes"] > 0
+
+
+LABELLED = ("job_id,team,submit_s,duration_s,gpus\n" + "".join(
+    f"j{i},{label},{i * 600},{3600 * (1 + i % 3)},{(1, 2, 4, 8)[i % 4]}\n"
+    for i, label in enumerate(["app_0", "App 0", "app-0", "Vision Team", "ml"] * 12)))
+
+
+def test_a_trace_with_any_team_labels_simulates_and_the_mapping_is_reported(tmp_path: Path) -> None:
+    trace = tmp_path / "labels.csv"
+    trace.write_text(LABELLED)
+    base = ["simulate", "--trace", str(trace), "--gpus", "32", "--no-progress", "--controller-interval-minutes", "60"]
+    table = CliRunner().invoke(cli, base)
+    assert table.exit_code == 0, table.output
+    for text in ("App 0", "app-0-2", "vision-team"):
+        assert text in table.stdout
+    data = json.loads(CliRunner().invoke(cli, [*base, "--format", "json"]).stdout)
+    assert data["team_labels"] == {"App 0": "app-0-2", "Vision Team": "vision-team", "app-0": "app-0",
+                                   "app_0": "app-0-3", "ml": "ml"}
+    assert set(data["strategies"]["rebalancer"]["teams"]) == {"app-0", "app-0-2", "app-0-3", "vision-team", "ml"}
+    assert data["strategies"]["rebalancer"]["jobs_completed"] == 60
+    got = CliRunner().invoke(cli, [*base, "--strategies", "builtin", "--report", str(tmp_path / "r")])
+    assert got.exit_code == 0, got.output
+    assert "| `App 0` | `app-0-2` |" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_a_mixed_gpu_and_trainium_cluster_from_the_trace_command(tmp_path: Path) -> None:
+    trace = tmp_path / "mixed.csv"
+    got = CliRunner().invoke(cli, ["trace", "--teams", "4", "--pool", "ml.p5.48xlarge=4", "--pool",
+                                   "ml.trn1.32xlarge=2", "--days", "2", "--load", "1.2", "--seed", "3",
+                                   "-o", str(trace)])
+    assert got.exit_code == 0, got.output
+    lines = trace.read_text().splitlines()
+    assert lines[0] == "job_id,team,submit_s,duration_s,gpus,instance_type"
+    assert {line.rsplit(",", 1)[1] for line in lines[1:]} == {"ml.p5.48xlarge", "ml.trn1.32xlarge"}
+    result = CliRunner().invoke(cli, ["simulate", "--trace", str(trace), "--pool", "ml.p5.48xlarge=4", "--pool",
+                                      "ml.trn1.32xlarge=2", "--format", "json", "--no-progress",
+                                      "--controller-interval-minutes", "60"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["capacity_gpus"] == 64
+    assert data["pools"] == {"ml.p5.48xlarge": {"nodes": 4, "accelerators": 32},
+                             "ml.trn1.32xlarge": {"nodes": 2, "accelerators": 32}}
+    for r in data["strategies"].values():
+        pools = r["pools"]
+        assert set(pools) == {"ml.p5.48xlarge", "ml.trn1.32xlarge"}
+        assert sum(p["jobs_completed"] for p in pools.values()) == r["jobs_completed"]
+    table = CliRunner().invoke(cli, ["simulate", "--trace", str(trace), "--pool", "ml.p5.48xlarge=4", "--pool",
+                                     "ml.trn1.32xlarge=2", "--strategies", "static", "--no-progress"])
+    assert "pool ml.trn1.32xlarge: 32 accelerators" in table.stdout
+
+
+def test_pool_flags_are_checked(tmp_path: Path) -> None:
+    for args, needle in ((["--pool", "ml.p5.48xlarge=4", "--gpus", "64"], "either as --pool"),
+                         (["--pool", "ml.p5.48xlarge"], "--pool: must be TYPE=NODES"),
+                         (["--pool", "ml.c5.large=2"], "has no accelerators"),
+                         (["--pool", "ml.nope.x=2"], "--pool")):
+        result = CliRunner().invoke(cli, ["simulate", "--trace", str(SAMPLE), *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert needle in result.stderr
+
+
+def test_node_events_number_the_nodes_across_the_pools(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,team,submit_s,duration_s,gpus,instance_type\n"
+                     "g,a,0,7200,8,ml.p5.48xlarge\nt,a,0,7200,16,trainium\nlate,a,10800,60,1,\n")
+    events = tmp_path / "nodes.csv"
+    args = ["simulate", "--trace", str(trace), "--pool", "ml.p5.48xlarge=2", "--pool", "ml.trn1.32xlarge=1",
+            "--node-events", str(events), "--strategies", "builtin", "--format", "json", "--no-progress"]
+    events.write_text("time_s,node,event\n3600,2,fail\n")  # node 2: the trn1 node, after p5's 0 and 1
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    pools = json.loads(result.stdout)["strategies"]["builtin"]["pools"]
+    assert pools["ml.trn1.32xlarge"]["failure_kills"] == 1
+    assert pools["ml.p5.48xlarge"]["failure_kills"] == 0
+    events.write_text("time_s,node,event\n3600,3,fail\n")
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert "node: must be a node number from 0 to 2, got '3'" in result.stderr

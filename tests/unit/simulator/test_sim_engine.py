@@ -14,14 +14,15 @@ def test_quota_change_takes_effect_after_the_apply_delay() -> None:
 
     def controller(view: ControllerView) -> Decision | None:
         seen.append(view)
-        return Decision({"a": 8, "b": 0}) if view.pending.get("a") else None
+        return Decision({"a": {"gpu": 8}, "b": {"gpu": 0}}) if view.pending["a"]["gpu"] else None
 
     queues = [QueueSpec("a", 0, borrow_limit_percent=50), QueueSpec("b", 8, borrow_limit_percent=50)]
     jobs = [TraceJob("j", "a", 0, 100, 4)]
     cfg = SimConfig(nodes=1, gpus_per_node=8, fair_share=True, controller_interval_s=900, apply_delay_s=120)
     raw = Simulation(jobs, ["a", "b"], queues, [0, 1], cfg, controller).run()
-    assert seen[0].pending == {"a": 4, "b": 0}
-    assert seen[0].quotas == {"a": 0, "b": 8}
+    assert seen[0].pending == {"a": {"gpu": 4}, "b": {"gpu": 0}}
+    assert seen[0].quotas == {"a": {"gpu": 0}, "b": {"gpu": 8}}
+    assert seen[0].healthy_nodes == {"gpu": 1}
     assert raw.job_wait_s == [120.0]  # team a (nominal 0) cannot borrow until its quota is applied
     assert raw.quota_changes == [1, 1]
 
@@ -58,7 +59,8 @@ def test_a_plan_needing_approval_waits_for_it_and_no_other_plan_runs_meanwhile()
 
     def controller(view: ControllerView) -> Decision | None:
         calls.append(view.now_s)
-        return Decision({"a": 8, "b": 0}, needs_approval=True) if view.quotas["a"] == 0 else None
+        return Decision({"a": {"gpu": 8}, "b": {"gpu": 0}}, needs_approval=True) if view.quotas["a"]["gpu"] == 0 \
+            else None
 
     queues = [QueueSpec("a", 0, borrow_limit_percent=50), QueueSpec("b", 8, borrow_limit_percent=50)]
     jobs = [TraceJob("j", "a", 0, 7200, 4)]
@@ -66,3 +68,13 @@ def test_a_plan_needing_approval_waits_for_it_and_no_other_plan_runs_meanwhile()
     raw = Simulation(jobs, ["a", "b"], queues, [0, 1], cfg, controller).run()
     assert raw.job_wait_s == [1920.0]
     assert calls[:3] == [0.0, 2700.0, 3600.0]  # the ticks at 900 and 1800 s fall while the approval is pending
+
+
+def test_a_run_ends_when_a_node_fails_for_good_and_a_job_no_longer_fits() -> None:
+    queues = [QueueSpec("a", 16)]
+    jobs = [TraceJob("big", "a", 0, 1000, 16), TraceJob("small", "a", 10, 100, 8)]
+    cfg = SimConfig(nodes=2, gpus_per_node=8, failures=Failures(explicit=(NodeEvent(100, 0, "fail"),)))
+    raw = Simulation(jobs, ["a"], queues, [0], cfg).run()  # before: sampled on forever, waiting for a repair
+    assert raw.job_done == [False, True]
+    assert raw.failure_kills == [1]
+    assert raw.end_s == 200

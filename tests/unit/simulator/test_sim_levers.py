@@ -26,13 +26,14 @@ def test_the_view_carries_each_teams_oldest_pending_job() -> None:
     cfg = SimConfig(nodes=1, gpus_per_node=8, controller_interval_s=900)
     Simulation(jobs, ["a", "b"], queues, [0, 1], cfg, controller).run()
     assert seen[1].now_s == 900
-    assert seen[1].oldest_pending_s == {"a": 100, "b": 300}  # the running job is not pending
+    assert seen[1].oldest_pending_s == {"a": {"gpu": 100}, "b": {"gpu": 300}}  # the running job is not pending
 
 
 def view(oldest: dict[str, float]) -> ControllerView:
-    return ControllerView(now_s=7200, healthy_nodes=1, failed_nodes=0, quotas={"a": 4, "b": 4},
+    return ControllerView(now_s=7200, healthy_nodes={P5: 1}, failed_nodes={P5: 0}, quotas={"a": {P5: 4}, "b": {P5: 4}},
                           quota_versions={"a": 1, "b": 1}, quota_modified_s={"a": 0, "b": 0},
-                          in_use={"a": 0, "b": 0}, pending={"a": 8, "b": 8}, oldest_pending_s=oldest)
+                          in_use={"a": {P5: 0}, "b": {P5: 0}}, pending={"a": {P5: 8}, "b": {P5: 8}},
+                          oldest_pending_s={t: {P5: s} for t, s in oldest.items()})
 
 
 def controller(fairness: dict[str, float]) -> PlannerController:
@@ -54,4 +55,4 @@ def test_the_team_that_waited_longest_gets_the_quota() -> None:
     # a's work has waited 2 h (weight × 3 with a 1 h doubling), b's just arrived: 8 GPUs split 3 : 1 → 6 and 2
     decision = controller({"age_doubling_hours": 1})(view({"a": 0.0, "b": 7200.0}))
     assert decision is not None
-    assert decision.quotas == {"a": 6, "b": 2}
+    assert decision.quotas == {"a": {P5: 6}, "b": {P5: 2}}

@@ -22,7 +22,8 @@ def test_rows_are_sorted_by_submit_time_and_extra_columns_ignored() -> None:
     ("a,t1,0,100,1.5,x", "gpus: must be a whole number, got '1.5'"),
     ("a,t1,0,100,0,x", "gpus: must be at least 1"),
     ("a,t1,-3,100,1,x", "submit_s: must be a finite number >= 0"),
-    ("a,Team_1,0,100,1,x", "team: 'Team_1' is not a valid HyperPod team name"),
+    ("a,___,0,100,1,x", "team: '___' has no letter or digit to make a HyperPod team name from"),
+    ("a, ,0,100,1,x", "team: is empty"),
     ("a,t1,0", "expected 6 columns, got 3"),
 ])
 def test_malformed_row_names_the_line(row: str, needle: str) -> None:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import click
 
+from rebalancer import catalog
 from rebalancer.errors import InvalidInput
 from rebalancer.loading import load_model_file
 from rebalancer.policy import Policy
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
+from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events
-from rebalancer_tools.simulator.teams import default_teams, load_teams
-from rebalancer_tools.simulator.trace import load_trace
+from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams, load_teams
+from rebalancer_tools.simulator.trace import read_trace
 
 
 def _strategies(raw: str) -> list[str]:
@@ -32,13 +35,31 @@ def _positive(value: float | None, flag: str) -> None:
         raise InvalidInput(f"must be above 0, got {value:g}", field=flag, value=value)
 
 
-def _table(capacity: int, results: dict[str, StrategyResult]) -> None:
+def _pools(raw: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """`--pool TYPE=NODES` values, in the order given."""
+    out: dict[str, int] = {}
+    for value in raw:
+        itype, sep, nodes = value.partition("=")
+        itype = itype.strip()
+        if not sep or not nodes.strip().isdigit() or int(nodes) < 1:
+            raise InvalidInput(f"must be TYPE=NODES with NODES a whole number >= 1, got {value!r}", field="--pool",
+                               value=value)
+        spec = catalog.spec(itype, field="--pool")
+        if not spec.accelerators:
+            raise InvalidInput(f"{itype} has no accelerators to simulate", field="--pool", value=value)
+        if itype in out:
+            raise InvalidInput(f"{itype} given twice", field="--pool", value=value)
+        out[itype] = int(nodes)
+    return tuple(out.items())
+
+
+def _table(title: str, results: dict[str, StrategyResult]) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from rebalancer_tools.simulator.report import COLUMNS, cells
 
-    table = Table(title=f"{capacity} GPUs", title_justify="left")
+    table = Table(title=title, title_justify="left")
     for i, (_, head) in enumerate(COLUMNS):
         table.add_column(head, justify="left" if i == 0 else "right")
     for r in results.values():
@@ -46,11 +67,35 @@ def _table(capacity: int, results: dict[str, StrategyResult]) -> None:
     Console(width=160).print(table)
 
 
+def _labels_table(labels: dict[str, str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="trace labels → team names", title_justify="left")
+    table.add_column("label")
+    table.add_column("team")
+    for label, name in renamed(labels).items():
+        table.add_row(label, name)
+    Console(width=160).print(table)
+
+
+def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -> list[TeamSpec]:
+    if teams_path:
+        return load_teams(teams_path, labels)
+    if len(scenario.pools) > 1:
+        return default_pool_teams(scenario.jobs_by_pool())
+    return default_teams(scenario.jobs, scenario.capacity, scenario.pool_specs[0].per_node)
+
+
 @click.command()
 @click.option("--trace", "trace_path", required=True, type=click.Path(dir_okay=False),
-              help="CSV: job_id,team,submit_s,duration_s,gpus.")
+              help="CSV: job_id,team,submit_s,duration_s,gpus[,instance_type]. Any team label (mapped to a valid "
+                   "team name).")
 @click.option("--gpus", type=int, default=1024, show_default=True, help="Cluster size in GPUs (whole nodes).")
 @click.option("--gpus-per-node", type=int, default=8, show_default=True)
+@click.option("--pool", "pool_values", multiple=True, metavar="TYPE=NODES",
+              help="A capacity pool, e.g. ml.p5.48xlarge=64 (repeatable; instead of --gpus/--gpus-per-node). A job "
+                   "runs on the pool its trace's instance_type names; without one, on the first pool.")
 @click.option("--teams", "teams_path", type=click.Path(dir_okay=False),
               help="CSV team,weight,guarantee. Default: equal weights, quotas proportional to GPU-hours.")
 @click.option("--strategies", default=",".join(STRATEGIES), show_default=True)
@@ -70,14 +115,21 @@ def _table(capacity: int, results: dict[str, StrategyResult]) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), help="Write report.md and PNG plots here.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | None, strategies: str,
+def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[str, ...], teams_path: str | None,
+             strategies: str,
              policy_path: str | None, controller_interval_minutes: float, apply_delay_minutes: float,
              approval_minutes: float, checkpoint_minutes: float, node_mtbf_hours: float | None,
              node_repair_hours: float, node_events_path: str | None, seed: int, fmt: str, report_dir: str | None,
              no_progress: bool) -> None:
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
-    if gpus_per_node <= 0 or gpus < gpus_per_node or gpus % gpus_per_node:
+    pools = _pools(pool_values)
+    ctx = click.get_current_context()
+    given = [f for f in ("gpus", "gpus_per_node") if ctx.get_parameter_source(f) != click.core.ParameterSource.DEFAULT]
+    if pools and given:
+        raise InvalidInput("give the cluster either as --pool TYPE=NODES or as --gpus/--gpus-per-node, not both",
+                           field="--pool", value=pool_values[0])
+    if not pools and (gpus_per_node <= 0 or gpus < gpus_per_node or gpus % gpus_per_node):
         raise InvalidInput(f"must be a positive multiple of --gpus-per-node ({gpus_per_node}), got {gpus}",
                            field="--gpus", value=gpus)
     _positive(controller_interval_minutes, "--controller-interval-minutes")
@@ -87,32 +139,43 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, teams_path: str | N
                         ("--checkpoint-minutes", checkpoint_minutes)):
         if value < 0:
             raise InvalidInput(f"must not be negative, got {value:g}", field=flag, value=value)
-    jobs = load_trace(trace_path)
-    teams = load_teams(teams_path) if teams_path else default_teams(jobs, gpus, gpus_per_node)
+    trace = read_trace(trace_path)
+    jobs = trace.jobs
     policy = load_model_file(Policy, policy_path) if policy_path else None
-    explicit = load_node_events(node_events_path, gpus // gpus_per_node) if node_events_path else ()
     scenario = Scenario(
-        jobs=jobs, teams=teams, nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node,
+        jobs=jobs, teams=(), nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node, pools=pools,
         controller_interval_s=controller_interval_minutes * 60, apply_delay_s=apply_delay_minutes * 60,
         approval_delay_s=approval_minutes * 60,
-        checkpoint_s=checkpoint_minutes * 60, failures=Failures(mtbf_hours=node_mtbf_hours,
-                                                                repair_hours=node_repair_hours, explicit=explicit),
-        seed=seed, policy=policy)
+        checkpoint_s=checkpoint_minutes * 60, seed=seed, policy=policy)
+    nodes = sum(p.nodes for p in scenario.pool_specs)
+    explicit = load_node_events(node_events_path, nodes) if node_events_path else ()
+    teams = _teams(teams_path, scenario, trace.labels)
+    scenario = dataclasses.replace(scenario, teams=teams, failures=Failures(
+        mtbf_hours=node_mtbf_hours, repair_hours=node_repair_hours, explicit=explicit))
     scenario.check()
     results = _run(scenario, names, progress=not no_progress and len(jobs) > 2000)
     if fmt == "json":
         click.echo(json.dumps({"capacity_gpus": scenario.capacity,
+                               "pools": {p.name: {"nodes": p.nodes, "accelerators": p.nodes * p.per_node}
+                                         for p in scenario.pool_specs},
+                               "team_labels": trace.labels,
                                "strategies": {n: r.output() for n, r in results.items()}}, indent=2))
     else:
-        _table(scenario.capacity, results)
+        if renamed(trace.labels):
+            _labels_table(trace.labels)
+        _table(f"{scenario.capacity} accelerators ({scenario.describe_pools()})", results)
+        if len(scenario.pool_specs) > 1:
+            for p in scenario.pool_specs:
+                _table(f"pool {p.name}: {p.nodes * p.per_node} accelerators",
+                       {n: r.pools[p.name] for n, r in results.items()})
     if report_dir:
         from rebalancer_tools.simulator.report import write_report
 
-        setup = (f"Trace `{Path(trace_path).name}`: {len(jobs)} jobs, {len(teams)} teams; {scenario.capacity} GPUs "
-                 f"({scenario.nodes} × {scenario.instance_type}); controller every {controller_interval_minutes:g} "
+        setup = (f"Trace `{Path(trace_path).name}`: {len(jobs)} jobs, {len(teams)} teams; {scenario.capacity} "
+                 f"accelerators ({scenario.describe_pools()}); controller every {controller_interval_minutes:g} "
                  f"min, apply delay {apply_delay_minutes:g} min, approval {approval_minutes:g} min; checkpoint "
                  f"{checkpoint_minutes:g} min; node MTBF {node_mtbf_hours or 'none'} h; seed {seed}.")
-        path = write_report(results, report_dir, title="Simulation report", setup=setup)
+        path = write_report(results, report_dir, title="Simulation report", setup=setup, labels=trace.labels)
         click.echo(f"report: {path}", err=True)
 
 

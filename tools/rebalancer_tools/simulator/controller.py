@@ -8,7 +8,8 @@ the new nominal quotas. No allocation logic lives here.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from rebalancer.metering import Reading, Used, budget_usage, fact_between, reading_of
@@ -38,11 +39,23 @@ GROUP = "gpu-workers"
 FAILED_NODE_STATUS = "Failure"
 
 
-def default_policy(teams: list[TeamSpec], instance_type: str, guarantee_fraction: float) -> Policy:
-    """Weights from the teams; each team guaranteed `guarantee_fraction` of its hand-set quota and never planned
-    below what it runs (so that a quota cut does not turn running work into reclaimable borrowing)."""
+def _group(index: int, instance_type: str) -> str:
+    """The first pool's instance group is `gpu-workers`; the others are named after their type."""
+    return GROUP if index == 0 else f"{instance_type.removeprefix('ml.').replace('.', '-')}-workers"
+
+
+def default_policy(teams: list[TeamSpec], instance_type: str | Sequence[str], guarantee_fraction: float) -> Policy:
+    """Weights from the teams; each team guaranteed `guarantee_fraction` of its hand-set quota (of each instance
+    type) and never planned below what it runs (so that a quota cut does not turn running work into reclaimable
+    borrowing)."""
+    types = _types(instance_type)
     return Policy(teams={t.name: TeamPolicy(weight=t.weight, protected_in_use=True, guarantee={
-        instance_type: Amount(value=float(int(t.quota * guarantee_fraction)))}) for t in teams})
+        it: Amount(value=float(int(t.quota_in(it, types[0]) * guarantee_fraction))) for it in types})
+        for t in teams})
+
+
+def _types(instance_type: str | Sequence[str]) -> tuple[str, ...]:
+    return (instance_type,) if isinstance(instance_type, str) else tuple(instance_type)
 
 
 def make_plan(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
@@ -52,39 +65,58 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
     return production_make_plan(snapshot, policy, now)
 
 
-def quotas_from_plan(plan: Plan, instance_type: str) -> dict[str, int]:
-    """Accelerators each UpdateComputeQuota/CreateComputeQuota request sets (the plan's allocation for a request that
-    does not spell them out)."""
-    out: dict[str, int] = {}
+def quotas_from_plan(plan: Plan, instance_type: str | Sequence[str]) -> dict[str, dict[str, int]]:
+    """Accelerators of each instance type that each UpdateComputeQuota/CreateComputeQuota request sets (the plan's
+    allocation for a type a request does not spell out): team → type → accelerators."""
+    types = _types(instance_type)
+    out: dict[str, dict[str, int]] = {}
     for req in plan.requests:
         resources = req.parameters.get("ComputeQuotaConfig", {}).get("ComputeQuotaResources", [])
+        team = out.setdefault(req.team, {})
         for r in resources:
-            if r.get("InstanceType") == instance_type and r.get("Accelerators") is not None:
-                out[req.team] = int(r["Accelerators"])
-        if req.team not in out:
-            amount = plan.allocations.get(req.team, {}).get(instance_type, {}).get("accelerators")
-            if amount is not None:
-                out[req.team] = round(amount)
-    return out
+            if r.get("InstanceType") in types and r.get("Accelerators") is not None:
+                team[r["InstanceType"]] = int(r["Accelerators"])
+        for it in types:
+            if it not in team:
+                amount = plan.allocations.get(req.team, {}).get(it, {}).get("accelerators")
+                if amount is not None:
+                    team[it] = round(amount)
+    return {t: q for t, q in out.items() if q}
+
+
+@dataclass(frozen=True, slots=True)
+class _Flat:
+    healthy: tuple[int, ...]
+    quotas: dict[str, tuple[int, ...]]
+    in_use: dict[str, tuple[int, ...]]
+    pending: dict[str, tuple[int, ...]]
 
 
 class PlannerController:
     """Called by the engine every controller interval; returns new quotas or None."""
 
-    def __init__(self, policy: Policy, teams: list[TeamSpec], instance_type: str, nodes: int,
-                 borrow_limit_percent: int = 50):
+    def __init__(self, policy: Policy, teams: list[TeamSpec], instance_type: str | Mapping[str, int],
+                 nodes: int = 0, borrow_limit_percent: int = 50):
+        """`instance_type` and `nodes`: the cluster's one pool; or a mapping instance type → nodes, one instance
+        group (and one pool) per type."""
         self.policy = policy
         self.weights = {t.name: t.weight for t in teams}
-        self.instance_type = instance_type
-        self.nodes = nodes
+        pools = {instance_type: nodes} if isinstance(instance_type, str) else dict(instance_type)
+        self.instance_types = tuple(pools)
+        self.instance_type = self.instance_types[0]
+        self.pools = pools
         self.borrow_limit_percent = borrow_limit_percent
         self.cluster = Cluster(
             ClusterName=CLUSTER_NAME, ClusterArn=CLUSTER_ARN, ClusterStatus="InService",
-            InstanceGroups=(InstanceGroup(InstanceGroupName=GROUP, InstanceType=instance_type, CurrentCount=nodes,
-                                          TargetCount=nodes, Status="InService"),))
-        self._nodes: dict[int, tuple[ClusterNode, ...]] = {}
-        self._quotas: dict[tuple[str, int, int], ComputeQuota] = {}
-        self._demands: dict[tuple[int, int, float | None], dict[str, Demand]] = {}
+            InstanceGroups=tuple(InstanceGroup(InstanceGroupName=_group(i, it), InstanceType=it, CurrentCount=n,
+                                               TargetCount=n, Status="InService")
+                                 for i, (it, n) in enumerate(pools.items())))
+        self._nodes: dict[tuple[int, ...], tuple[ClusterNode, ...]] = {}
+        self._quotas: dict[tuple[str, tuple[int, ...], int], ComputeQuota] = {}
+        self._demands: dict[tuple[tuple[int, ...], tuple[int, ...], tuple[float | None, ...]],
+                           dict[str, Demand]] = {}
+        self._flat_of: ControllerView | None = None
+        self._flat_view = _Flat((), {}, {}, {})
         self.plans = 0
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
@@ -93,15 +125,22 @@ class PlannerController:
         self._last_reading: Reading | None = None
         self.used: dict[tuple[str, str], dict[str, Used]] = defaultdict(lambda: defaultdict(Used))
 
-    def node_list(self, healthy: int) -> tuple[ClusterNode, ...]:
+    def node_list(self, healthy: tuple[int, ...]) -> tuple[ClusterNode, ...]:
+        """The nodes of every pool, the first `healthy[i]` of pool i running. Instance ids are numbered across
+        the pools."""
         if healthy not in self._nodes:
-            self._nodes[healthy] = tuple(
-                ClusterNode(InstanceGroupName=GROUP, InstanceId=f"i-{n:017x}", InstanceType=self.instance_type,
-                            InstanceStatus=NodeStatus(Status="Running" if n < healthy else FAILED_NODE_STATUS))
-                for n in range(self.nodes))
+            nodes: list[ClusterNode] = []
+            for i, (it, count) in enumerate(self.pools.items()):
+                nodes += [ClusterNode(InstanceGroupName=_group(i, it), InstanceId=f"i-{len(nodes) + n:017x}",
+                                      InstanceType=it,
+                                      InstanceStatus=NodeStatus(Status="Running" if n < healthy[i]
+                                                                else FAILED_NODE_STATUS))
+                          for n in range(count)]
+            self._nodes[healthy] = tuple(nodes)
         return self._nodes[healthy]
 
-    def quota(self, team: str, accelerators: int, version: int, modified_s: float) -> ComputeQuota:
+    def quota(self, team: str, accelerators: tuple[int, ...], version: int, modified_s: float) -> ComputeQuota:
+        """The team's one compute quota: an entry per instance type, in the pools' order."""
         key = (team, accelerators, version)
         if key not in self._quotas:
             self._quotas[key] = ComputeQuota(
@@ -109,33 +148,63 @@ class PlannerController:
                 Status="Created" if version == 1 else "Updated", ClusterArn=CLUSTER_ARN, ActivationState="Enabled",
                 ComputeQuotaTarget=QuotaTarget(TeamName=team, FairShareWeight=round(self.weights.get(team, 1))),
                 ComputeQuotaConfig=QuotaConfig(
-                    ComputeQuotaResources=(ComputeQuotaResource(InstanceType=self.instance_type,
-                                                                Accelerators=accelerators),),
+                    ComputeQuotaResources=tuple(ComputeQuotaResource(InstanceType=it, Accelerators=n)
+                                                for it, n in zip(self.instance_types, accelerators, strict=True)),
                     ResourceSharingConfig=SharingConfig(Strategy="LendAndBorrow",
                                                         BorrowLimit=self.borrow_limit_percent),
                     PreemptTeamTasks="LowerPriority"),
                 CreationTime=EPOCH, LastModifiedTime=EPOCH + timedelta(seconds=modified_s))
         return self._quotas[key]
 
-    def demand(self, in_use: int, pending: int, oldest_s: float | None = None) -> dict[str, Demand]:
-        key = (in_use, pending, oldest_s)
+    def demand(self, in_use: tuple[int, ...], pending: tuple[int, ...],
+               oldest_s: tuple[float | None, ...] | None = None) -> dict[str, Demand]:
+        oldest = oldest_s or (None,) * len(self.instance_types)
+        key = (in_use, pending, oldest)
         if key not in self._demands:
-            oldest = None if oldest_s is None else EPOCH + timedelta(seconds=oldest_s)
-            self._demands[key] = {self.instance_type: Demand(in_use=Resources(accelerators=in_use),
-                                                             pending=Resources(accelerators=pending),
-                                                             oldest_pending=oldest)}
+            self._demands[key] = {
+                it: Demand(in_use=Resources(accelerators=u), pending=Resources(accelerators=p),
+                           oldest_pending=None if o is None else EPOCH + timedelta(seconds=o))
+                for it, u, p, o in zip(self.instance_types, in_use, pending, oldest, strict=True)}
         return self._demands[key]
 
+    def _per_type(self, by_type: Mapping[str, int] | None) -> tuple[int, ...]:
+        if not by_type:
+            return (0,) * len(self.instance_types)
+        return tuple(by_type.get(it, 0) for it in self.instance_types)
+
+    def _flat(self, view: ControllerView) -> _Flat:
+        """The view's per-type amounts as tuples in the pools' order (computed once per view: both the snapshot
+        and the skip check read them)."""
+        if self._flat_of is not view:
+            self._flat_of = view
+            if len(self.instance_types) == 1:  # the common case, inlined: it runs on every tick for every team
+                it = self.instance_type
+                self._flat_view = _Flat((view.healthy_nodes.get(it, 0),),
+                                        {t: (q.get(it, 0),) for t, q in view.quotas.items()},
+                                        {t: (u.get(it, 0),) for t, u in view.in_use.items()},
+                                        {t: (p.get(it, 0),) for t, p in view.pending.items()})
+            else:
+                per = self._per_type
+                self._flat_view = _Flat(per(view.healthy_nodes), {t: per(q) for t, q in view.quotas.items()},
+                                        {t: per(u) for t, u in view.in_use.items()},
+                                        {t: per(p) for t, p in view.pending.items()})
+        return self._flat_view
+
     def snapshot(self, view: ControllerView) -> Snapshot:
+        f = self._flat(view)
+        zero = (0,) * len(self.instance_types)
         # Workload creation times are collected only for a policy that reads them (as collect would).
-        ages = view.oldest_pending_s if self.policy.fairness.age_doubling_hours is not None else {}
+        aged = self.policy.fairness.age_doubling_hours is not None
         demand: Mapping[str, dict[str, Demand]] = {
-            t: self.demand(view.in_use.get(t, 0), view.pending.get(t, 0), ages.get(t)) for t in view.quotas}
+            t: self.demand(f.in_use.get(t, zero), f.pending.get(t, zero),
+                           tuple(view.oldest_pending_s.get(t, {}).get(it) for it in self.instance_types)
+                           if aged else None)
+            for t in view.quotas}
         return Snapshot(
             taken_at=EPOCH + timedelta(seconds=view.now_s), cluster=self.cluster,
-            nodes=self.node_list(view.healthy_nodes),
+            nodes=self.node_list(f.healthy),
             quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t])
-                         for t, n in view.quotas.items()),
+                         for t, n in f.quotas.items()),
             demand=dict(demand))
 
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
@@ -143,8 +212,9 @@ class PlannerController:
         cooldown_s = self.policy.stability.cooldown_minutes * 60
         if self.policy.fairness.age_doubling_hours is not None:
             return (view.now_s,)  # weights grow with waiting time: every tick plans
-        return (view.healthy_nodes, tuple(view.quotas.items()), tuple(sorted(view.in_use.items())),
-                tuple(sorted(view.pending.items())),
+        f = self._flat(view)
+        return (f.healthy, tuple(f.quotas.items()), tuple(sorted(f.in_use.items())),
+                tuple(sorted(f.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
     def _meter(self, snap: Snapshot) -> Snapshot:
@@ -187,7 +257,8 @@ class PlannerController:
             return None
         plan = make_plan(snap, self.policy, snap.taken_at)
         self.plans += 1
-        quotas = quotas_from_plan(plan, self.instance_type) if plan.applies else {}
-        changed = {t: n for t, n in quotas.items() if view.quotas.get(t) != n}
+        quotas = quotas_from_plan(plan, self.instance_types) if plan.applies else {}
+        changed = {t: q for t, q in quotas.items()
+                   if any(view.quotas.get(t, {}).get(it) != n for it, n in q.items())}
         self._last_unchanged = None if changed else inputs
         return Decision(changed, plan.requires_approval) if changed else None

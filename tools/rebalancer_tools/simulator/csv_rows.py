@@ -28,8 +28,10 @@ def csv_reader_rows(reader: Any, source: str) -> Iterator[list[str]]:
         yield row
 
 
-def csv_rows(path: str | Path, what: str, header: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
-    """(`file:line`, the row's first len(header) cells, stripped) for each non-blank row after the header."""
+def csv_rows(path: str | Path, what: str, header: Sequence[str],
+             optional: str | None = None) -> Iterator[tuple[str, list[str]]]:
+    """(`file:line`, the row's first len(header) cells, stripped) for each non-blank row after the header. With
+    `optional`, a column that may follow the header's: its cell is appended ('' when the file has no such column)."""
     p = Path(path)
     text = read_text(p, what=what, max_bytes=CSV_MAX_BYTES)
     reader = csv.reader(text.splitlines())
@@ -37,10 +39,13 @@ def csv_rows(path: str | Path, what: str, header: Sequence[str]) -> Iterator[tup
     if got[:len(header)] != list(header):
         raise InvalidInput(f"expected the header {','.join(header)}, got {short(','.join(got))}", source=f"{p}:1",
                            field="header", value=got)
+    has_optional = optional is not None and got[len(header):len(header) + 1] == [optional]
+    width = len(header) + has_optional
     for row in csv_reader_rows(reader, str(p)):
         where = f"{p}:{reader.line_num}"
         if not row or not "".join(row).strip():
             continue
-        if len(row) < len(header):
-            raise InvalidInput(f"expected {len(header)} columns, got {len(row)}", source=where, value=row)
-        yield where, [c.strip() for c in row[:len(header)]]
+        if len(row) < width:
+            raise InvalidInput(f"expected {width} columns, got {len(row)}", source=where, value=row)
+        cells = [c.strip() for c in row[:width]]
+        yield where, [*cells, ""] if optional is not None and not has_optional else cells

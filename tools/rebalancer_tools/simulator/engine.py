@@ -1,8 +1,10 @@
 """The discrete-event loop: arrivals, completions, node failures and repairs, controller runs, quota applies.
 
-Capacity is a pool of GPUs (nodes × GPUs per node); placement inside nodes is not modelled (a gang job takes any free
-GPUs). When a node fails and the remaining GPUs cannot hold the running jobs, jobs chosen by the seeded RNG are
-killed until the rest fits (as if the scheduler packed jobs so that idle nodes fail first).
+Capacity is one pool of GPUs per instance type (nodes × accelerators per node); a job runs only on its own type's
+pool, and each pool has its own Kueue cohort (one queue per team), its own failures and its own metrics. Placement
+inside nodes is not modelled (a gang job takes any free GPUs of its pool). When a node fails and the remaining GPUs
+of its pool cannot hold the pool's running jobs, jobs of that pool chosen by the seeded RNG are killed until the
+rest fits (as if the scheduler packed jobs so that idle nodes fail first).
 """
 
 from __future__ import annotations
@@ -15,17 +17,18 @@ from dataclasses import dataclass, field
 
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import entitlements
-from rebalancer_tools.simulator.results import RawResult, Timeline
+from rebalancer_tools.simulator.results import PoolRaw, RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 # event kinds, in the order they are handled at one instant
 COMPLETE, NODE, APPLY, ARRIVE, TICK, SAMPLE = range(6)
+DEFAULT_POOL = "gpu"
 
 
 @dataclass(frozen=True, slots=True)
 class NodeEvent:
     time_s: float
-    node: int
+    node: int  # numbered across the pools in their order: pool 0's nodes first
     kind: str  # "fail" | "repair"
 
 
@@ -40,25 +43,36 @@ class Failures:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolSpec:
+    """One instance type's capacity: `nodes` nodes of `per_node` accelerators."""
+
+    name: str
+    nodes: int
+    per_node: int
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerView:
-    """What the production collect step can see: capacity, quotas, and per-team use and pending demand (GPUs)."""
+    """What the production collect step can see: capacity, quotas, and per-team use and pending demand, per pool
+    (instance type) in accelerators. A team's quota versions are per team: one compute quota holds all its types."""
 
     now_s: float
-    healthy_nodes: int
-    failed_nodes: int
-    quotas: dict[str, int]
+    healthy_nodes: dict[str, int]  # pool → healthy nodes
+    failed_nodes: dict[str, int]
+    quotas: dict[str, dict[str, int]]  # queue (team) → pool → nominal quota
     quota_versions: dict[str, int]
     quota_modified_s: dict[str, float]
-    in_use: dict[str, int]
-    pending: dict[str, int]
-    oldest_pending_s: dict[str, float] = field(default_factory=dict)  # per team with pending jobs: oldest enqueue
+    in_use: dict[str, dict[str, int]]  # queue (team) → pool → in use
+    pending: dict[str, dict[str, int]]  # team → pool → pending
+    # team → pool → when its oldest pending job was (re)queued (a Kueue Workload's creation time)
+    oldest_pending_s: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Quotas to set (team → GPUs); `needs_approval` delays them by the configured approval time."""
+    """Quotas to set (team → pool → accelerators); `needs_approval` delays them by the configured approval time."""
 
-    quotas: dict[str, int]
+    quotas: dict[str, dict[str, int]]
     needs_approval: bool = False
 
 
@@ -68,7 +82,7 @@ Controller = Callable[[ControllerView], Decision | None]
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    nodes: int
+    nodes: int = 0  # with gpus_per_node: the one pool when `pools` is empty
     gpus_per_node: int = 8
     share_unallocated: bool = False
     fair_share: bool = False
@@ -80,17 +94,30 @@ class SimConfig:
     failures: Failures = field(default_factory=Failures)
     seed: int = 0
     label: str = "sim"
+    pools: tuple[PoolSpec, ...] = ()
+
+    def pool_specs(self) -> tuple[PoolSpec, ...]:
+        return self.pools or (PoolSpec(DEFAULT_POOL, self.nodes, self.gpus_per_node),)
 
 
 class Simulation:
     def __init__(self, jobs: Sequence[TraceJob], teams: Sequence[str], queues: Sequence[QueueSpec],
                  queue_of_team: Sequence[int], config: SimConfig, controller: Controller | None = None,
                  weights: Sequence[float] | None = None):
+        """`queues` of every pool (each names its pool); `queue_of_team[t]`: team t's queue among its pool's
+        queues, in their order. A job runs in the pool named by its instance type ('': the first pool)."""
         self.cfg = config
+        self.pool_specs = config.pool_specs()
+        self.pool_names = [p.name for p in self.pool_specs]
+        pool_index = {name: i for i, name in enumerate(self.pool_names)}
         self.teams = list(teams)
         self.team_index = {t: i for i, t in enumerate(self.teams)}
         self.queues = list(queues)
-        self.weights = list(weights) if weights is not None else [1.0] * len(self.teams)
+        npools, nt = len(self.pool_specs), len(self.teams)
+        self.pq: list[list[QueueSpec]] = [[] for _ in range(npools)]  # each pool's queues, the cohort
+        for q in self.queues:
+            self.pq[q.pool].append(q)
+        self.weights = list(weights) if weights is not None else [1.0] * nt
         self.controller = controller
         self.rng = random.Random(f"{config.seed}:{config.label}")
         n = len(jobs)
@@ -99,23 +126,31 @@ class Simulation:
         self.gpus = [j.gpus for j in jobs]
         self.prio = [j.priority for j in jobs]
         self.jteam = [self.team_index[j.team] for j in jobs]
-        self.jqueue = [queue_of_team[t] for t in self.jteam]
+        try:
+            self.jpool = [pool_index[j.instance_type] if j.instance_type else 0 for j in jobs]
+        except KeyError as e:
+            raise ValueError(f"a job on {e.args[0]!r}, but the cluster's pools are {', '.join(self.pool_names)}") \
+                from None
+        self.jqueue = [queue_of_team[t] for t in self.jteam]  # within the job's pool
         self.remaining = [j.duration_s for j in jobs]
         self.start = [-1.0] * n
         self.enq = [0.0] * n
         self.waited = [0.0] * n
         self.done = [False] * n
         self.epoch = [0] * n
-        nq, nt = len(self.queues), len(self.teams)
-        self.usage = [0] * nq
-        self.running: list[set[int]] = [set() for _ in range(nq)]
-        self.pending: list[dict[int, list[tuple[int, float, int]]]] = [{} for _ in range(nq)]
-        self.pending_count = [0] * nq
-        self.team_run = [0] * nt
-        self.team_pending = [0] * nt
-        self.nodes_up = [True] * config.nodes
-        self.capacity = config.nodes * config.gpus_per_node
-        self.used = 0
+        sizes = [len(qs) for qs in self.pq]
+        self.usage = [[0] * k for k in sizes]
+        self.running: list[list[set[int]]] = [[set() for _ in range(k)] for k in sizes]
+        self.pending: list[list[dict[int, list[tuple[int, float, int]]]]] = [[{} for _ in range(k)] for k in sizes]
+        self.pending_count = [[0] * k for k in sizes]
+        self.team_run = [[0] * nt for _ in range(npools)]
+        self.team_pending = [[0] * nt for _ in range(npools)]
+        self.node_pool = [p for p, spec in enumerate(self.pool_specs) for _ in range(spec.nodes)]
+        self.nodes_up = [True] * len(self.node_pool)
+        self.up_count = [spec.nodes for spec in self.pool_specs]
+        self.repairs_due = 0  # repair events in the queue
+        self.capacity = [spec.nodes * spec.per_node for spec in self.pool_specs]
+        self.used = [0] * npools
         self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, a, b)
         self.seq = 0
         self.arrival = 0
@@ -123,26 +158,28 @@ class Simulation:
         self.last = 0.0
         self.window_s = max(j.submit_s for j in jobs) if jobs else 0.0
         self.any_priority = any(p != 0 for p in self.prio)
-        self.versions = [1] * nq
-        self.modified = [0.0] * nq
+        self.versions = {q.name: 1 for q in self.queues}  # a team's compute quota covers all its pools
+        self.modified = {q.name: 0.0 for q in self.queues}
         self.pending_applies = 0
-        self.staged: dict[int, dict[str, int]] = {}  # quota changes waiting for their apply event
+        self.staged: dict[int, dict[str, dict[str, int]]] = {}  # quota changes waiting for their apply event
         self.idle_ticks = 0
-        self.node_rngs = [random.Random(f"{config.seed}:node:{i}") for i in range(config.nodes)]
-        self.ent = [0.0] * nt
-        self.ent_dirty = True
-        self.busy_window = 0.0
-        self.cap_window = 0.0
-        self.received = [0.0] * nt
-        self.entitled = [0.0] * nt
-        self.deficit = [0.0] * nt
-        self.preemptions = [0] * nt
-        self.lost = [0.0] * nt
-        self.fail_kills = [0] * nt
-        self.fail_lost = [0.0] * nt
-        self.quota_changes = [0] * nt
+        self.node_rngs = [random.Random(f"{config.seed}:node:{i}") for i in range(len(self.node_pool))]
+        self.ent = [[0.0] * nt for _ in range(npools)]
+        self.ent_dirty = [True] * npools
+        self.busy_window = [0.0] * npools
+        self.cap_window = [0.0] * npools
+        self.received = [[0.0] * nt for _ in range(npools)]
+        self.entitled = [[0.0] * nt for _ in range(npools)]
+        self.deficit = [[0.0] * nt for _ in range(npools)]
+        self.preemptions = [[0] * nt for _ in range(npools)]
+        self.lost = [[0.0] * nt for _ in range(npools)]
+        self.fail_kills = [[0] * nt for _ in range(npools)]
+        self.fail_lost = [[0.0] * nt for _ in range(npools)]
+        self.quota_changes = [[0] * nt for _ in range(npools)]
         self.timeline = Timeline(quota={t: [] for t in self.teams}, usage={t: [] for t in self.teams},
-                                 demand={t: [] for t in self.teams})
+                                 demand={t: [] for t in self.teams},
+                                 pool_busy={p: [] for p in self.pool_names},
+                                 pool_capacity={p: [] for p in self.pool_names})
         self.end = 0.0
 
     # --- events -------------------------------------------------------------------------------------------------
@@ -151,11 +188,13 @@ class Simulation:
         heapq.heappush(self.events, (t, kind, self.seq, a, b))
 
     def _active(self) -> bool:
-        if self.arrival < len(self.submit) or self.used > 0 or self.pending_applies:
+        if self.arrival < len(self.submit) or any(self.used) or self.pending_applies:
             return True
-        if not any(self.pending_count):
+        if not any(any(c) for c in self.pending_count):
             return False
-        return (self.controller is not None and self.idle_ticks < 8) or not all(self.nodes_up)
+        # Waiting jobs may still run once a failed node is back, if a repair is due (a node failed for good, or a
+        # gang larger than the cluster, would keep the run alive forever).
+        return (self.controller is not None and self.idle_ticks < 8) or self.repairs_due > 0
 
     def run(self, progress: Callable[[float], None] | None = None) -> RawResult:
         cfg = self.cfg
@@ -163,9 +202,11 @@ class Simulation:
             for node, r in enumerate(self.node_rngs):
                 self._push(r.expovariate(1 / (cfg.failures.mtbf_hours * 3600)), NODE, node, 0)
         for ev in cfg.failures.explicit:
-            if not 0 <= ev.node < cfg.nodes:
-                raise ValueError(f"node event for node {ev.node}, but the cluster has nodes 0..{cfg.nodes - 1}")
+            if not 0 <= ev.node < len(self.node_pool):
+                raise ValueError(f"node event for node {ev.node}, but the cluster has nodes "
+                                 f"0..{len(self.node_pool) - 1}")
             self._push(ev.time_s, NODE, ev.node, 0 if ev.kind == "fail" else 1)
+            self.repairs_due += ev.kind != "fail"
         if self.controller is not None:
             self._push(0.0, TICK)
         self._push(0.0, SAMPLE)
@@ -189,7 +230,8 @@ class Simulation:
                     ta = self.submit[self.arrival] if self.arrival < n else math.inf
                 else:
                     break
-            self._schedule()
+            for p in range(len(self.pool_specs)):
+                self._schedule(p)
             if progress is not None and self.arrival >= next_progress:
                 progress(self.arrival / n)
                 next_progress = self.arrival + max(1, n // 200)
@@ -198,12 +240,30 @@ class Simulation:
                 self.waited[j] += self.end - self.enq[j]
         if progress is not None:
             progress(1.0)
+        return self._result()
+
+    def _result(self) -> RawResult:
+        pools = [PoolRaw(
+            name=name, busy_gpu_s_window=self.busy_window[p], capacity_gpu_s_window=self.cap_window[p],
+            received_gpu_s=self.received[p], entitled_gpu_s=self.entitled[p], deficit_gpu_s=self.deficit[p],
+            preemptions=self.preemptions[p], lost_gpu_s=self.lost[p], failure_kills=self.fail_kills[p],
+            failure_lost_gpu_s=self.fail_lost[p], quota_changes=self.quota_changes[p])
+            for p, name in enumerate(self.pool_names)]
+
+        def total(rows: list[list[float]] | list[list[int]]) -> list[float]:
+            return [sum(col) for col in zip(*rows, strict=True)]
+
+        def total_int(rows: list[list[int]]) -> list[int]:
+            return [sum(col) for col in zip(*rows, strict=True)]
+
         return RawResult(
-            teams=self.teams, end_s=self.end, window_s=self.window_s, busy_gpu_s_window=self.busy_window,
-            capacity_gpu_s_window=self.cap_window, received_gpu_s=self.received, entitled_gpu_s=self.entitled,
-            deficit_gpu_s=self.deficit, preemptions=self.preemptions, lost_gpu_s=self.lost,
-            failure_kills=self.fail_kills, failure_lost_gpu_s=self.fail_lost, quota_changes=self.quota_changes,
-            job_team=self.jteam, job_wait_s=self.waited, job_done=self.done, timeline=self.timeline)
+            teams=self.teams, end_s=self.end, window_s=self.window_s, busy_gpu_s_window=sum(self.busy_window),
+            capacity_gpu_s_window=sum(self.cap_window), received_gpu_s=total(self.received),
+            entitled_gpu_s=total(self.entitled), deficit_gpu_s=total(self.deficit),
+            preemptions=total_int(self.preemptions), lost_gpu_s=total(self.lost),
+            failure_kills=total_int(self.fail_kills), failure_lost_gpu_s=total(self.fail_lost),
+            quota_changes=total_int(self.quota_changes), job_team=self.jteam, job_wait_s=self.waited,
+            job_done=self.done, timeline=self.timeline, pools=pools, job_pool=self.jpool)
 
     def _handle(self, kind: int, a: int, b: int) -> None:
         if kind == COMPLETE:
@@ -213,6 +273,7 @@ class Simulation:
             if b == 0:
                 self._fail_node(a)
             else:
+                self.repairs_due -= 1
                 self._repair_node(a)
         elif kind == APPLY:
             self.pending_applies -= 1
@@ -227,31 +288,33 @@ class Simulation:
         if dt > 0:
             w = self.window_s
             wdt = min(t, w) - min(self.last, w)
-            if wdt > 0:
-                self.busy_window += self.used * wdt
-                self.cap_window += self.capacity * wdt
-            if self.ent_dirty:
-                demand = [r + p for r, p in zip(self.team_run, self.team_pending, strict=True)]
-                self.ent = entitlements(float(self.capacity), self.weights, demand)
-                self.ent_dirty = False
-            for i, r in enumerate(self.team_run):
-                e = self.ent[i]
-                if r:
-                    self.received[i] += r * dt
-                if e:
-                    self.entitled[i] += e * dt
-                    if e > r:
-                        self.deficit[i] += (e - r) * dt
+            for p, team_run in enumerate(self.team_run):
+                if wdt > 0:
+                    self.busy_window[p] += self.used[p] * wdt
+                    self.cap_window[p] += self.capacity[p] * wdt
+                if self.ent_dirty[p]:
+                    demand = [r + q for r, q in zip(team_run, self.team_pending[p], strict=True)]
+                    self.ent[p] = entitlements(float(self.capacity[p]), self.weights, demand)
+                    self.ent_dirty[p] = False
+                ent, received, entitled, deficit = self.ent[p], self.received[p], self.entitled[p], self.deficit[p]
+                for i, r in enumerate(team_run):
+                    e = ent[i]
+                    if r:
+                        received[i] += r * dt
+                    if e:
+                        entitled[i] += e * dt
+                        if e > r:
+                            deficit[i] += (e - r) * dt
         self.last = t
         self.now = t
 
     # --- jobs ---------------------------------------------------------------------------------------------------
     def _enqueue(self, j: int) -> None:
-        q = self.jqueue[j]
-        heapq.heappush(self.pending[q].setdefault(self.gpus[j], []), (-self.prio[j], self.enq[j], j))
-        self.pending_count[q] += 1
-        self.team_pending[self.jteam[j]] += self.gpus[j]
-        self.ent_dirty = True
+        p, q = self.jpool[j], self.jqueue[j]
+        heapq.heappush(self.pending[p][q].setdefault(self.gpus[j], []), (-self.prio[j], self.enq[j], j))
+        self.pending_count[p][q] += 1
+        self.team_pending[p][self.jteam[j]] += self.gpus[j]
+        self.ent_dirty[p] = True
 
     def _arrive(self, j: int) -> None:
         self.enq[j] = self.now
@@ -259,27 +322,27 @@ class Simulation:
         self._enqueue(j)
 
     def _start(self, j: int) -> None:
-        q, g, t = self.jqueue[j], self.gpus[j], self.jteam[j]
-        heapq.heappop(self.pending[q][g])
-        self.pending_count[q] -= 1
-        self.team_pending[t] -= g
+        p, q, g, t = self.jpool[j], self.jqueue[j], self.gpus[j], self.jteam[j]
+        heapq.heappop(self.pending[p][q][g])
+        self.pending_count[p][q] -= 1
+        self.team_pending[p][t] -= g
         self.waited[j] += self.now - self.enq[j]
         self.start[j] = self.now
-        self.usage[q] += g
-        self.used += g
-        self.team_run[t] += g
-        self.running[q].add(j)
+        self.usage[p][q] += g
+        self.used[p] += g
+        self.team_run[p][t] += g
+        self.running[p][q].add(j)
         self._push(self.now + self.remaining[j], COMPLETE, j, self.epoch[j])
 
     def _stop(self, j: int) -> None:
-        q, g, t = self.jqueue[j], self.gpus[j], self.jteam[j]
-        self.running[q].discard(j)
-        self.usage[q] -= g
-        self.used -= g
-        self.team_run[t] -= g
+        p, q, g, t = self.jpool[j], self.jqueue[j], self.gpus[j], self.jteam[j]
+        self.running[p][q].discard(j)
+        self.usage[p][q] -= g
+        self.used[p] -= g
+        self.team_run[p][t] -= g
         self.start[j] = -1.0
         self.epoch[j] += 1
-        self.ent_dirty = True
+        self.ent_dirty[p] = True
 
     def _complete(self, j: int) -> None:
         self._stop(j)
@@ -298,35 +361,35 @@ class Simulation:
         return (ran - saved) * self.gpus[j]
 
     def _preempt(self, j: int) -> None:
-        t = self.jteam[j]
-        self.preemptions[t] += 1
-        self.lost[t] += self._interrupt(j)
+        p, t = self.jpool[j], self.jteam[j]
+        self.preemptions[p][t] += 1
+        self.lost[p][t] += self._interrupt(j)
 
-    # --- scheduling ---------------------------------------------------------------------------------------------
-    def _limit(self, qi: int, free: int, room: float) -> float:
-        q, u = self.queues[qi], self.usage[qi]
+    # --- scheduling (one pool's cohort at a time) ---------------------------------------------------------------
+    def _limit(self, q: QueueSpec, u: int, free: int, room: float) -> float:
         within = q.nominal - u
         if q.borrow:
             return min(free, max(within, min(q.nominal + q.borrowing_room() - u, room)))
         return min(free, within)
 
-    def _schedule(self) -> None:
+    def _schedule(self, p: int) -> None:
         while True:
-            self._admit()
-            if not self._reclaim():
+            self._admit(p)
+            if not self._reclaim(p):
                 return
 
-    def _admit(self) -> None:
-        queues, usage, pending = self.queues, self.usage, self.pending
+    def _admit(self, p: int) -> None:
+        queues, usage, pending, count = self.pq[p], self.usage[p], self.pending[p], self.pending_count[p]
         fair = self.cfg.fair_share
-        while self.used < self.capacity:
-            free = self.capacity - self.used
-            room = cohort_room(queues, usage, self.capacity, self.cfg.share_unallocated)
+        capacity, used = self.capacity[p], self.used
+        while used[p] < capacity:
+            free = capacity - used[p]
+            room = cohort_room(queues, usage, capacity, self.cfg.share_unallocated)
             best: tuple[float, int, float, int] | None = None
             for qi, sizes in enumerate(pending):
-                if not self.pending_count[qi]:
+                if not count[qi]:
                     continue
-                limit = self._limit(qi, free, room)
+                limit = self._limit(queues[qi], usage[qi], free, room)
                 if limit < 1:
                     continue
                 head: tuple[int, float, int] | None = None  # BestEffortFIFO: the queue's first job that fits
@@ -344,50 +407,52 @@ class Simulation:
                 return
             self._start(best[3])
 
-    def _heads(self) -> list[tuple[int, float, int]]:
+    def _heads(self, p: int) -> list[tuple[int, float, int]]:
         heads = []
-        for qi, sizes in enumerate(self.pending):
-            if self.pending_count[qi]:
+        for qi, sizes in enumerate(self.pending[p]):
+            if self.pending_count[p][qi]:
                 heads.append(min(h[0] for h in sizes.values() if h))
         heads.sort()
         return heads
 
-    def _reclaim(self) -> bool:
+    def _reclaim(self, p: int) -> bool:
         """Preempts for the first queue head that can get its GPUs back: reclaim from borrowing queues, then
         lower-priority jobs of its own queue. True if a job was admitted that way."""
-        borrowing = [qi for qi, q in enumerate(self.queues) if self.usage[qi] > q.nominal]
+        usage = self.usage[p]
+        borrowing = [qi for qi, q in enumerate(self.pq[p]) if usage[qi] > q.nominal]
         if not borrowing and not self.any_priority:
             return False
-        return any(self._try_reclaim(j, -negp, borrowing) for negp, _, j in self._heads())
+        return any(self._try_reclaim(p, j, -negp, borrowing) for negp, _, j in self._heads(p))
 
-    def _try_reclaim(self, j: int, prio: int, borrowing: list[int]) -> bool:
+    def _try_reclaim(self, p: int, j: int, prio: int, borrowing: list[int]) -> bool:
+        queues, running = self.pq[p], self.running[p]
         qi, g = self.jqueue[j], self.gpus[j]
-        q = self.queues[qi]
-        free = self.capacity - self.used
-        if free >= g and self.usage[qi] + g <= q.nominal:
+        q = queues[qi]
+        free = self.capacity[p] - self.used[p]
+        if free >= g and self.usage[p][qi] + g <= q.nominal:
             return False  # admissible without preemption; _admit declined it for the cohort, leave it
-        if self.usage[qi] + g > q.nominal and not (q.preempt_within and self.any_priority):
+        if self.usage[p][qi] + g > q.nominal and not (q.preempt_within and self.any_priority):
             return False  # only a queue getting back its own nominal quota may reclaim
         candidates: list[tuple[int, int, float, int]] = []
         for bi in borrowing:
             if bi == qi:
                 continue
-            for v in self.running[bi]:
+            for v in running[bi]:
                 if q.reclaim_lower_priority_only and self.prio[v] >= prio:
                     continue
                 candidates.append((0, self.prio[v], -self.start[v], v))
         if q.preempt_within:
-            candidates.extend((1, self.prio[v], -self.start[v], v) for v in self.running[qi] if self.prio[v] < prio)
+            candidates.extend((1, self.prio[v], -self.start[v], v) for v in running[qi] if self.prio[v] < prio)
         if not candidates:
             return False
         if free + sum(self.gpus[c[3]] for c in candidates) < g:
             return False
         candidates.sort()
-        usage = list(self.usage)
+        usage = list(self.usage[p])
         victims: list[int] = []
         for _, _, _, v in candidates:
             vq = self.jqueue[v]
-            if vq != qi and usage[vq] <= self.queues[vq].nominal:
+            if vq != qi and usage[vq] <= queues[vq].nominal:
                 continue
             victims.append(v)
             usage[vq] -= self.gpus[v]
@@ -403,28 +468,33 @@ class Simulation:
     def _fail_node(self, node: int) -> None:
         if not self.nodes_up[node]:
             return
+        p = self.node_pool[node]
         self.nodes_up[node] = False
-        self.capacity -= self.cfg.gpus_per_node
-        self.ent_dirty = True
-        if self.used > self.capacity:
-            running = sorted(j for r in self.running for j in r)
+        self.up_count[p] -= 1
+        self.capacity[p] -= self.pool_specs[p].per_node
+        self.ent_dirty[p] = True
+        if self.used[p] > self.capacity[p]:
+            running = sorted(j for r in self.running[p] for j in r)
             self.rng.shuffle(running)
             for j in running:
-                if self.used <= self.capacity:
+                if self.used[p] <= self.capacity[p]:
                     break
                 t = self.jteam[j]
-                self.fail_kills[t] += 1
-                self.fail_lost[t] += self._interrupt(j)
+                self.fail_kills[p][t] += 1
+                self.fail_lost[p][t] += self._interrupt(j)
         f = self.cfg.failures
         if f.mtbf_hours:
             self._push(self.now + self.node_rngs[node].expovariate(1 / (f.repair_hours * 3600)), NODE, node, 1)
+            self.repairs_due += 1
 
     def _repair_node(self, node: int) -> None:
         if self.nodes_up[node]:
             return
+        p = self.node_pool[node]
         self.nodes_up[node] = True
-        self.capacity += self.cfg.gpus_per_node
-        self.ent_dirty = True
+        self.up_count[p] += 1
+        self.capacity[p] += self.pool_specs[p].per_node
+        self.ent_dirty[p] = True
         f = self.cfg.failures
         if f.mtbf_hours and self._active():
             self._push(self.now + self.node_rngs[node].expovariate(1 / (f.mtbf_hours * 3600)), NODE, node, 0)
@@ -435,17 +505,29 @@ class Simulation:
         if self.pending_applies:  # one execution per cluster: no new plan while one waits for approval or apply
             self._push(self.now + self.cfg.controller_interval_s, TICK)
             return
-        up = sum(self.nodes_up)
+        names = self.pool_names
+        quotas: dict[str, dict[str, int]] = {}
+        in_use: dict[str, dict[str, int]] = {}
+        for name, queues, usage in zip(names, self.pq, self.usage, strict=True):
+            for q, u in zip(queues, usage, strict=True):
+                if q.name in quotas:
+                    quotas[q.name][name] = q.nominal
+                    in_use[q.name][name] = u
+                else:
+                    quotas[q.name] = {name: q.nominal}
+                    in_use[q.name] = {name: u}
         view = ControllerView(
-            now_s=self.now, healthy_nodes=up, failed_nodes=len(self.nodes_up) - up,
-            quotas={q.name: q.nominal for q in self.queues},
-            quota_versions={q.name: v for q, v in zip(self.queues, self.versions, strict=True)},
-            quota_modified_s={q.name: m for q, m in zip(self.queues, self.modified, strict=True)},
-            in_use={q.name: self.usage[i] for i, q in enumerate(self.queues)},
-            pending={t: self.team_pending[i] for i, t in enumerate(self.teams)},
+            now_s=self.now, healthy_nodes=dict(zip(names, self.up_count, strict=True)),
+            failed_nodes={name: spec.nodes - up for name, spec, up in zip(names, self.pool_specs, self.up_count,
+                                                                          strict=True)},
+            quotas=quotas,
+            quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
+            pending={t: dict(zip(names, by_pool, strict=True))
+                     for t, by_pool in zip(self.teams, zip(*self.team_pending, strict=True), strict=True)},
             oldest_pending_s=self._oldest_pending())
         decision = self.controller(view)
-        if decision is not None and any(decision.quotas.get(q.name, q.nominal) != q.nominal for q in self.queues):
+        if decision is not None and any(decision.quotas.get(q.name, {}).get(self.pool_names[q.pool], q.nominal)
+                                        != q.nominal for q in self.queues):
             self.seq += 1
             self.staged[self.seq] = decision.quotas
             self.pending_applies += 1
@@ -457,35 +539,45 @@ class Simulation:
         if self._active():
             self._push(self.now + self.cfg.controller_interval_s, TICK)
 
-    def _oldest_pending(self) -> dict[str, float]:
-        """Per team, when its oldest pending job was (re)queued, as a Kueue Workload's creation time shows it."""
-        oldest: dict[str, float] = {}
-        for sizes in self.pending:
-            for heap in sizes.values():
-                # heaps are ordered by priority first: with priorities the oldest may be anywhere in them
-                for _, enq, j in (heap if self.any_priority else heap[:1]):
-                    team = self.teams[self.jteam[j]]
-                    oldest[team] = min(enq, oldest.get(team, enq))
+    def _oldest_pending(self) -> dict[str, dict[str, float]]:
+        """Per team and pool, when its oldest pending job was (re)queued, as a Kueue Workload's creation time."""
+        oldest: dict[str, dict[str, float]] = {}
+        for name, queues in zip(self.pool_names, self.pending, strict=True):
+            for sizes in queues:
+                for heap in sizes.values():
+                    # heaps are ordered by priority first: with priorities the oldest may be anywhere in them
+                    for _, enq, j in (heap if self.any_priority else heap[:1]):
+                        by_pool = oldest.setdefault(self.teams[self.jteam[j]], {})
+                        by_pool[name] = min(enq, by_pool.get(name, enq))
         return oldest
 
-    def _apply(self, quotas: dict[str, int]) -> None:
-        for qi, q in enumerate(self.queues):
-            new = quotas.get(q.name)
+    def _apply(self, quotas: dict[str, dict[str, int]]) -> None:
+        updated: set[str] = set()
+        for q in self.queues:
+            new = quotas.get(q.name, {}).get(self.pool_names[q.pool])
             if new is not None and new != q.nominal:
                 q.nominal = new
-                self.versions[qi] += 1
-                self.modified[qi] = self.now
-                self.quota_changes[self.team_index.get(q.name, 0)] += 1
+                if q.name not in updated:  # one UpdateComputeQuota per team, whatever pools it changes
+                    updated.add(q.name)
+                    self.versions[q.name] += 1
+                self.modified[q.name] = self.now
+                self.quota_changes[q.pool][self.team_index.get(q.name, 0)] += 1
 
     def _sample(self) -> None:
         tl = self.timeline
         tl.times_s.append(self.now)
-        tl.busy.append(self.used)
-        tl.capacity.append(self.capacity)
-        by_name = {q.name: q.nominal for q in self.queues}
+        tl.busy.append(sum(self.used))
+        tl.capacity.append(sum(self.capacity))
+        for p, name in enumerate(self.pool_names):
+            tl.pool_busy[name].append(self.used[p])
+            tl.pool_capacity[name].append(self.capacity[p])
+        by_name: dict[str, int] = {}
+        for q in self.queues:
+            by_name[q.name] = by_name.get(q.name, 0) + q.nominal
         for i, t in enumerate(self.teams):
             tl.quota[t].append(by_name.get(t, 0))
-            tl.usage[t].append(self.team_run[i])
-            tl.demand[t].append(self.team_run[i] + self.team_pending[i])
+            tl.usage[t].append(sum(run[i] for run in self.team_run))
+            tl.demand[t].append(sum(run[i] + pend[i] for run, pend in zip(self.team_run, self.team_pending,
+                                                                         strict=True)))
         if self._active():
             self._push(self.now + self.cfg.sample_interval_s, SAMPLE)

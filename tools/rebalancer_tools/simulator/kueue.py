@@ -1,6 +1,8 @@
 """Kueue's quota model as HyperPod task governance configures it: one ClusterQueue per team in one cohort.
 
-Amounts are GPUs. A queue admits a gang job when its usage stays within nominal quota, or, if it may borrow,
+A cluster with several instance types is modelled as one cohort per type (a pool): a team's quota of each type is
+its own queue there, borrowing and lending stay within the type, as a flavor's quota does. Amounts are GPUs (or
+the type's accelerators). A queue admits a gang job when its usage stays within nominal quota, or, if it may borrow,
 within nominal + borrowing limit while the cohort has lendable quota left; the GPUs must also be free physically
 (Kueue does not know about failed nodes; the pods of a job admitted onto missing capacity would just not start).
 """
@@ -27,6 +29,7 @@ class QueueSpec:
     borrow_limit: int | None = None
     preempt_within: bool = True  # PreemptTeamTasks=LowerPriority
     reclaim_lower_priority_only: bool = False  # reclaimWithinCohort: LowerPriority instead of Any
+    pool: int = 0  # the capacity pool (instance type) this queue's quota is of: an index into SimConfig.pools
 
     def borrowing_room(self) -> float:
         """How far above nominal this queue may go."""

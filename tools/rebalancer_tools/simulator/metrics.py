@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer.allocation import water_fill
-from rebalancer_tools.simulator.results import RawResult, Timeline
+from rebalancer_tools.simulator.results import PoolRaw, RawResult, Timeline
 
 
 def entitlements(capacity: float, weights: Sequence[float], demands: Sequence[float]) -> list[float]:
@@ -72,6 +73,7 @@ class StrategyResult:
     teams: dict[str, TeamResult] = field(default_factory=dict)
     timeline: Timeline | None = None
     budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # team → period → hours, %
+    pools: dict[str, StrategyResult] = field(default_factory=dict)  # per instance type, when there are several
 
     def output(self) -> dict[str, Any]:
         """The JSON shape of `rebalancer simulate --format json`, per strategy."""
@@ -93,6 +95,7 @@ class StrategyResult:
             "teams": {t: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in _fields(r).items()}
                       for t, r in self.teams.items()},
             **({"budgets": self.budgets} if self.budgets else {}),
+            **({"pools": {n: r.output() for n, r in self.pools.items()}} if self.pools else {}),
         }
 
 
@@ -104,8 +107,32 @@ def _waits(raw: RawResult, team: int | None) -> list[float]:
     return sorted(w for w, t in zip(raw.job_wait_s, raw.job_team, strict=True) if team is None or t == team)
 
 
+def pool_raw(raw: RawResult, p: int) -> RawResult:
+    """The run as seen from one pool: its integrals and its jobs only."""
+    pr: PoolRaw = raw.pools[p]
+    mine = [i for i, jp in enumerate(raw.job_pool) if jp == p]
+    return RawResult(
+        teams=raw.teams, end_s=raw.end_s, window_s=raw.window_s, busy_gpu_s_window=pr.busy_gpu_s_window,
+        capacity_gpu_s_window=pr.capacity_gpu_s_window, received_gpu_s=pr.received_gpu_s,
+        entitled_gpu_s=pr.entitled_gpu_s, deficit_gpu_s=pr.deficit_gpu_s, preemptions=pr.preemptions,
+        lost_gpu_s=pr.lost_gpu_s, failure_kills=pr.failure_kills, failure_lost_gpu_s=pr.failure_lost_gpu_s,
+        quota_changes=pr.quota_changes, job_team=[raw.job_team[i] for i in mine],
+        job_wait_s=[raw.job_wait_s[i] for i in mine], job_done=[raw.job_done[i] for i in mine],
+        timeline=Timeline())
+
+
 def summarize(name: str, raw: RawResult) -> StrategyResult:
-    """Waits are the time each job spent queued (all its queued spells; a job never started counts until the end)."""
+    """Waits are the time each job spent queued (all its queued spells; a job never started counts until the end).
+    With several pools the figures are over all of them (accelerator-hours of every kind added up; Jain's index
+    over each team's received ÷ entitled summed across pools), and `pools` holds each pool's own."""
+    result = _summarize(name, raw)
+    if len(raw.pools) < 2:
+        return result
+    pools = {pr.name: _summarize(name, pool_raw(raw, p)) for p, pr in enumerate(raw.pools)}
+    return dataclasses.replace(result, pools=pools)
+
+
+def _summarize(name: str, raw: RawResult) -> StrategyResult:
     h = 3600.0
     teams: dict[str, TeamResult] = {}
     ratios = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.metrics import StrategyResult
 
 HOUR = 3600.0
@@ -76,11 +77,34 @@ def _plots(results: Mapping[str, StrategyResult], out: Path) -> list[str]:
     return files
 
 
-def write_report(results: Mapping[str, StrategyResult], out_dir: str | Path, *, title: str, setup: str) -> Path:
+def labels_table(labels: Mapping[str, str]) -> list[str]:
+    """The trace's team labels that were renamed, as Markdown lines (none when every label is a team name)."""
+    changed = renamed(dict(labels))
+    if not changed:
+        return []
+    return ["## Team labels of the trace", "",
+            f"{len(changed)} of {len(labels)} labels are not valid HyperPod team names; they run as:", "",
+            "| label | team |", "|---|---|", *[f"| `{a}` | `{b}` |" for a, b in changed.items()], ""]
+
+
+def pool_tables(results: Mapping[str, StrategyResult]) -> list[str]:
+    """One results table per pool, when the cluster has several."""
+    first = next(iter(results.values()), None)
+    if first is None or not first.pools:
+        return []
+    lines: list[str] = []
+    for pool in first.pools:
+        lines += [f"Pool `{pool}`:", "", markdown_table({n: r.pools[pool] for n, r in results.items()}), ""]
+    return lines
+
+
+def write_report(results: Mapping[str, StrategyResult], out_dir: str | Path, *, title: str, setup: str,
+                 labels: Mapping[str, str] | None = None) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = _plots(results, out)
-    lines = [f"# {title}", "", setup, "", markdown_table(results), ""]
+    lines = [f"# {title}", "", setup, "", markdown_table(results), "", *pool_tables(results),
+             *labels_table(labels or {})]
     for name, r in results.items():
         lines += [f"## {name}: per team", "",
                   "| team | jobs | done | wait p50 h | wait p95 h | preempt | lost GPU-h | received GPU-h | "

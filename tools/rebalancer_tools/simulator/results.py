@@ -14,11 +14,31 @@ class Timeline:
     quota: dict[str, list[int]] = field(default_factory=dict)
     usage: dict[str, list[int]] = field(default_factory=dict)
     demand: dict[str, list[int]] = field(default_factory=dict)
+    pool_busy: dict[str, list[int]] = field(default_factory=dict)  # pool → accelerators busy, per sample
+    pool_capacity: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class PoolRaw:
+    """One pool's integrals, per team (the same team order as RawResult's)."""
+
+    name: str
+    busy_gpu_s_window: float
+    capacity_gpu_s_window: float
+    received_gpu_s: list[float]
+    entitled_gpu_s: list[float]
+    deficit_gpu_s: list[float]
+    preemptions: list[int]
+    lost_gpu_s: list[float]
+    failure_kills: list[int]
+    failure_lost_gpu_s: list[float]
+    quota_changes: list[int]
 
 
 @dataclass(slots=True)
 class RawResult:
-    """Integrals and per-job outcomes; `metrics.summarize` turns them into the reported figures."""
+    """Integrals (summed over the pools) and per-job outcomes; `metrics.summarize` turns them into the reported
+    figures. `pools` holds each pool's own integrals, `job_pool` each job's pool."""
 
     teams: list[str]
     end_s: float
@@ -37,3 +57,5 @@ class RawResult:
     job_wait_s: list[float]
     job_done: list[bool]
     timeline: Timeline
+    pools: list[PoolRaw] = field(default_factory=list)
+    job_pool: list[int] = field(default_factory=list)

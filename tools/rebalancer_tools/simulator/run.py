@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from rebalancer import catalog
 from rebalancer.errors import InvalidInput
+from rebalancer.loading import short
 from rebalancer.policy import Policy
-from rebalancer_tools.simulator.engine import Controller, Failures, SimConfig, Simulation
+from rebalancer_tools.simulator.engine import Controller, Failures, PoolSpec, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
 from rebalancer_tools.simulator.metrics import StrategyResult, summarize
 from rebalancer_tools.simulator.teams import TeamSpec
@@ -28,11 +29,24 @@ def instance_type_for(gpus_per_node: int) -> str:
     return it
 
 
+def pool_of(value: str, types: Sequence[str]) -> str | None:
+    """The cluster's pool a trace's `instance_type` value names: '' the first pool, an instance type itself, an
+    accelerator kind or model the one pool whose type has it. None when no pool (or more than one) matches."""
+    if not value:
+        return types[0]
+    if value in types:
+        return value
+    v = value.lower()
+    matches = [t for t in types if v in {(catalog.spec(t).accelerator_kind or "").lower(),
+                                         (catalog.spec(t).accelerator_model or "").lower()}]
+    return matches[0] if len(matches) == 1 else None
+
+
 @dataclass(frozen=True)
 class Scenario:
     jobs: Sequence[TraceJob]
     teams: Sequence[TeamSpec]
-    nodes: int
+    nodes: int = 0  # with gpus_per_node: the one pool when `pools` is empty
     gpus_per_node: int = 8
     controller_interval_s: float = 900.0
     apply_delay_s: float = 120.0
@@ -43,14 +57,28 @@ class Scenario:
     seed: int = 0
     policy: Policy | None = None
     guarantee_fraction: float = 0.5
+    pools: tuple[tuple[str, int], ...] = ()  # (instance type, nodes) per pool; the first is the default pool
+
+    @property
+    def pool_specs(self) -> tuple[PoolSpec, ...]:
+        if not self.pools:
+            return (PoolSpec(instance_type_for(self.gpus_per_node), self.nodes, self.gpus_per_node),)
+        return tuple(PoolSpec(t, n, catalog.spec(t).accelerators) for t, n in self.pools)
+
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.pool_specs)
 
     @property
     def capacity(self) -> int:
-        return self.nodes * self.gpus_per_node
+        return sum(p.nodes * p.per_node for p in self.pool_specs)
 
     @property
     def instance_type(self) -> str:
-        return instance_type_for(self.gpus_per_node)
+        return self.pool_specs[0].name
+
+    def describe_pools(self) -> str:
+        return " + ".join(f"{p.nodes} × {p.name}" for p in self.pool_specs)
 
     def check(self) -> None:
         names = {t.name for t in self.teams}
@@ -58,27 +86,66 @@ class Scenario:
         if unknown:
             raise InvalidInput(f"trace has jobs of team(s) not in the teams file: {', '.join(unknown[:5])}",
                                field="team", value=unknown[0])
+        types = set(self.instance_types)
+        for t in self.teams:
+            stray = sorted({it for it, _ in t.quotas} - types)
+            if stray:
+                raise InvalidInput(f"team {short(t.name)} has a quota of {stray[0]}, not a pool of the cluster "
+                                   f"({', '.join(self.instance_types)})", field="instance_type", value=stray[0])
+        self.resolved_jobs()
+
+    def resolved_jobs(self) -> Sequence[TraceJob]:
+        """The jobs with each one's instance type resolved to the cluster's pool it runs in. InvalidInput naming
+        the first job whose type or accelerator kind matches no pool."""
+        types = self.instance_types
+        if all(not j.instance_type or j.instance_type in types for j in self.jobs):
+            return self.jobs
+        resolved: dict[str, str] = {}
+        for j in self.jobs:
+            if j.instance_type not in resolved:
+                pool = pool_of(j.instance_type, types)
+                if pool is None:
+                    raise InvalidInput(f"job {short(j.job_id)} runs on {short(j.instance_type)}, which names no "
+                                       f"single pool of the cluster ({', '.join(types)})", field="instance_type",
+                                       value=j.instance_type)
+                resolved[j.instance_type] = pool
+        return [dataclasses.replace(j, instance_type=resolved[j.instance_type]) for j in self.jobs]
+
+    def jobs_by_pool(self) -> list[tuple[str, list[TraceJob], int, int]]:
+        """(instance type, its jobs, capacity, accelerators per node) per pool."""
+        jobs = self.resolved_jobs()
+        first = self.instance_type
+        return [(p.name, [j for j in jobs if (j.instance_type or first) == p.name], p.nodes * p.per_node, p.per_node)
+                for p in self.pool_specs]
 
 
 def _queues(sc: Scenario, strategy: str) -> tuple[list[QueueSpec], list[int]]:
     teams = list(sc.teams)
-    if strategy == "pooled":
-        return [QueueSpec("pool", sc.capacity, borrow=False, lend=False)], [0] * len(teams)
-    if strategy == "static":
-        queues = [QueueSpec(t.name, t.quota, t.weight, lend=False, borrow=False) for t in teams]
-    elif strategy in ("builtin", "rebalancer"):
-        queues = [QueueSpec(t.name, t.quota, t.weight, borrow_limit_percent=sc.borrow_limit_percent) for t in teams]
-    else:
-        raise InvalidInput(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})",
-                           field="--strategies", value=strategy)
-    return queues, list(range(len(teams)))
+    first = sc.instance_type
+    queues: list[QueueSpec] = []
+    for pool, spec in enumerate(sc.pool_specs):
+        if strategy == "pooled":
+            queues.append(QueueSpec("pool", spec.nodes * spec.per_node, borrow=False, lend=False, pool=pool))
+        elif strategy == "static":
+            queues += [QueueSpec(t.name, t.quota_in(spec.name, first), t.weight, lend=False, borrow=False, pool=pool)
+                       for t in teams]
+        elif strategy in ("builtin", "rebalancer"):
+            queues += [QueueSpec(t.name, t.quota_in(spec.name, first), t.weight,
+                                 borrow_limit_percent=sc.borrow_limit_percent, pool=pool) for t in teams]
+        else:
+            raise InvalidInput(f"unknown strategy {strategy!r} (choose from {', '.join(STRATEGIES)})",
+                               field="--strategies", value=strategy)
+    return queues, [0] * len(teams) if strategy == "pooled" else list(range(len(teams)))
 
 
 def controller_for(sc: Scenario) -> Controller:
     from rebalancer_tools.simulator.controller import PlannerController, default_policy
 
-    policy = sc.policy or default_policy(list(sc.teams), sc.instance_type, sc.guarantee_fraction)
-    return PlannerController(policy, list(sc.teams), sc.instance_type, sc.nodes, sc.borrow_limit_percent)
+    types = sc.instance_types
+    policy = sc.policy or default_policy(list(sc.teams), types[0] if len(types) == 1 else types,
+                                         sc.guarantee_fraction)
+    pools = {p.name: p.nodes for p in sc.pool_specs}
+    return PlannerController(policy, list(sc.teams), pools, borrow_limit_percent=sc.borrow_limit_percent)
 
 
 def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] | None = None,
@@ -87,7 +154,7 @@ def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] 
     queues, queue_of_team = _queues(sc, strategy)
     sharing = strategy in ("builtin", "rebalancer")
     config = SimConfig(
-        nodes=sc.nodes, gpus_per_node=sc.gpus_per_node, share_unallocated=sharing, fair_share=sharing,
+        pools=sc.pool_specs, share_unallocated=sharing, fair_share=sharing,
         checkpoint_s=sc.checkpoint_s, controller_interval_s=sc.controller_interval_s, apply_delay_s=sc.apply_delay_s,
         approval_delay_s=sc.approval_delay_s,
         failures=sc.failures, seed=sc.seed, label=strategy)
@@ -95,7 +162,7 @@ def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] 
         controller = controller_for(sc)
     elif strategy != "rebalancer":
         controller = None
-    sim = Simulation(sc.jobs, [t.name for t in sc.teams], queues, queue_of_team, config, controller,
+    sim = Simulation(sc.resolved_jobs(), [t.name for t in sc.teams], queues, queue_of_team, config, controller,
                      weights=[t.weight for t in sc.teams])
     result = summarize(strategy, sim.run(progress))
     report = getattr(controller, "budget_report", None)

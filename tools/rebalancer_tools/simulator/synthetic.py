@@ -7,7 +7,9 @@ Four kinds of team, each a stream of jobs with a target average load (GPUs busy 
 - `heavy_tailed`: few jobs with log-normal durations and large gang sizes (pretraining runs), most of the GPU-hours
   in a few jobs.
 The load of each team is met on average over the trace (the arrival rate is set from the mean job size × duration),
-so a generated trace can be tuned to overload a cluster by a stated factor.
+so a generated trace can be tuned to overload a cluster by a stated factor. A team may run on one instance type of
+a cluster with several (`pool_teams`: e.g. some teams on ml.p5.48xlarge, others on ml.trn1.32xlarge); its jobs then
+carry that `instance_type` and their gang sizes are in that type's accelerators per node.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rebalancer_tools.simulator.trace import COLUMNS, TraceJob
+from rebalancer import catalog
+from rebalancer_tools.simulator.trace import COLUMNS, TYPE_COLUMN, TraceJob
 
 Kind = Literal["steady", "diurnal", "bursty", "heavy_tailed"]
 KINDS: tuple[Kind, ...] = ("steady", "diurnal", "bursty", "heavy_tailed")
@@ -33,6 +36,7 @@ class TeamLoad:
     name: str
     kind: Kind
     gpus: float  # average GPUs busy
+    instance_type: str = ""  # '' : the cluster's first pool, with `generate`'s gpus_per_node
 
 
 def _sizes(rng: random.Random, kind: Kind, gpus_per_node: int) -> int:
@@ -70,6 +74,8 @@ def _diurnal_weight(t: float) -> float:
 
 
 def _team_jobs(rng: random.Random, team: TeamLoad, days: float, gpus_per_node: int) -> Iterator[TraceJob]:
+    if team.instance_type:
+        gpus_per_node = catalog.spec(team.instance_type).accelerators
     end = days * DAY
     rate = team.gpus / _mean_work(team.kind, gpus_per_node, random.Random(f"{team.kind}/{gpus_per_node}"))
     n = 0
@@ -81,7 +87,7 @@ def _team_jobs(rng: random.Random, team: TeamLoad, days: float, gpus_per_node: i
             for _ in range(per_burst):
                 n += 1
                 yield TraceJob(f"{team.name}-{n}", team.name, t + rng.uniform(0, 600), _duration(rng, team.kind),
-                               _sizes(rng, team.kind, gpus_per_node))
+                               _sizes(rng, team.kind, gpus_per_node), instance_type=team.instance_type)
             t += rng.uniform(0.5 * every, 1.5 * every)
         return
     peak = rate / DIURNAL_MEAN if team.kind == "diurnal" else rate
@@ -94,7 +100,7 @@ def _team_jobs(rng: random.Random, team: TeamLoad, days: float, gpus_per_node: i
             continue
         n += 1
         yield TraceJob(f"{team.name}-{n}", team.name, t, _duration(rng, team.kind),
-                       _sizes(rng, team.kind, gpus_per_node))
+                       _sizes(rng, team.kind, gpus_per_node), instance_type=team.instance_type)
 
 
 def generate(teams: Sequence[TeamLoad], *, days: float, seed: int, gpus_per_node: int = 8) -> list[TraceJob]:
@@ -103,21 +109,38 @@ def generate(teams: Sequence[TeamLoad], *, days: float, seed: int, gpus_per_node
     for team in teams:
         jobs += _team_jobs(random.Random(f"{seed}/{team.name}/{team.kind}"), team, days, gpus_per_node)
     jobs.sort(key=lambda j: (j.submit_s, j.job_id))
-    return [TraceJob(j.job_id, j.team, round(j.submit_s, 1), round(j.duration_s, 1), j.gpus) for j in jobs]
+    return [TraceJob(j.job_id, j.team, round(j.submit_s, 1), round(j.duration_s, 1), j.gpus,
+                     instance_type=j.instance_type) for j in jobs]
 
 
-def default_teams(count: int, capacity: int, load: float) -> list[TeamLoad]:
-    """`count` teams cycling through the four kinds, sharing `load` × capacity GPUs of average demand unevenly
-    (team i gets a share ∝ 1/(i+1), so some teams are large and most are small)."""
+def default_teams(count: int, capacity: int, load: float, kinds: Sequence[Kind] = KINDS, *, first: int = 1,
+                  instance_type: str = "") -> list[TeamLoad]:
+    """`count` teams cycling through `kinds`, sharing `load` × capacity GPUs of average demand unevenly
+    (team i gets a share ∝ 1/(i+1), so some teams are large and most are small). Names start at team-`first`."""
     shares = [1 / (i + 1) for i in range(count)]
     total = sum(shares)
-    return [TeamLoad(f"team-{i + 1:02d}", KINDS[i % len(KINDS)], load * capacity * s / total)
+    return [TeamLoad(f"team-{first + i:02d}", kinds[i % len(kinds)], load * capacity * s / total, instance_type)
             for i, s in enumerate(shares)]
 
 
+def pool_teams(count: int, pools: Sequence[tuple[str, int]], load: float,
+               kinds: Sequence[Kind] = KINDS) -> list[TeamLoad]:
+    """`count` teams over several pools (instance type, accelerators): each pool gets a number of teams in
+    proportion to its capacity (at least one) and `load` × its capacity of demand, shared as in `default_teams`."""
+    total = sum(c for _, c in pools)
+    counts = [max(1, round(count * c / total)) for _, c in pools]
+    counts[0] = max(1, count - sum(counts[1:]))
+    out: list[TeamLoad] = []
+    for (itype, capacity), n in zip(pools, counts, strict=True):
+        out += default_teams(n, capacity, load, kinds, first=len(out) + 1, instance_type=itype)
+    return out
+
+
 def write_csv(jobs: Sequence[TraceJob], path: Path) -> None:
+    typed = any(j.instance_type for j in jobs)
     with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(COLUMNS)
+        w.writerow((*COLUMNS, TYPE_COLUMN) if typed else COLUMNS)
         for j in jobs:
-            w.writerow((j.job_id, j.team, f"{j.submit_s:g}", f"{j.duration_s:g}", j.gpus))
+            row = (j.job_id, j.team, f"{j.submit_s:g}", f"{j.duration_s:g}", j.gpus)
+            w.writerow((*row, j.instance_type) if typed else row)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rebalancer import catalog
 from rebalancer.errors import InvalidInput
 from rebalancer.loading import MAX_NUMBER, short
 from rebalancer.policy import TEAM_NAME
@@ -20,6 +21,15 @@ class TeamSpec:
     name: str
     weight: float
     quota: int  # GPUs: the hand-set compute quota (static and builtin use it; rebalancer starts from it)
+    # With several pools: the hand-set quota per instance type (`quota` is then their sum). Empty: `quota` is of
+    # the cluster's first pool.
+    quotas: tuple[tuple[str, int], ...] = ()
+
+    def quota_in(self, instance_type: str, first: str) -> int:
+        """The hand-set quota of one instance type; `first` is the cluster's first pool."""
+        if self.quotas:
+            return dict(self.quotas).get(instance_type, 0)
+        return self.quota if instance_type == first else 0
 
 
 def _largest_remainder(shares: Sequence[float], total: int) -> list[int]:
@@ -54,11 +64,28 @@ def default_teams(jobs: Sequence[TraceJob], capacity: int, gpus_per_node: int) -
     return [TeamSpec(t, 1.0, quota[t]) for t in names]
 
 
-def load_teams(path: str | Path) -> list[TeamSpec]:
-    """CSV `team,weight,guarantee` (guarantee in GPUs: the team's hand-set quota)."""
-    teams: list[TeamSpec] = []
-    for where, row in csv_rows(path, "teams file", ("team", "weight", "guarantee")):
-        name, weight, guarantee = row
+def default_pool_teams(jobs_by_pool: Sequence[tuple[str, Sequence[TraceJob], int, int]]) -> list[TeamSpec]:
+    """`default_teams` in each pool (instance type, its jobs, capacity, accelerators per node): equal weights, and
+    in each pool quotas proportional to the team's accelerator-hours there."""
+    per_pool = {itype: {t.name: t.quota for t in default_teams(jobs, capacity, per_node)} if jobs else {}
+                for itype, jobs, capacity, per_node in jobs_by_pool}
+    names = sorted({name for quotas in per_pool.values() for name in quotas})
+    out = []
+    for name in names:
+        quotas = tuple((itype, per_pool[itype].get(name, 0)) for itype, *_ in jobs_by_pool)
+        out.append(TeamSpec(name, 1.0, sum(q for _, q in quotas), quotas))
+    return out
+
+
+def load_teams(path: str | Path, labels: Mapping[str, str] | None = None) -> list[TeamSpec]:
+    """CSV `team,weight,guarantee` (guarantee in GPUs: the team's hand-set quota), optionally a fourth column
+    `instance_type` with one row per team and type (the quota of that type). `team` may be a label of the trace
+    (`labels`: label → team name) or a team name."""
+    rows: dict[str, tuple[float, dict[str, int]]] = {}
+    typed = False
+    for where, row in csv_rows(path, "teams file", ("team", "weight", "guarantee"), optional="instance_type"):
+        label, weight, guarantee, itype = row
+        name = (labels or {}).get(label, label)
         if not TEAM_NAME.fullmatch(name):
             raise InvalidInput(f"invalid team name {short(name)}", source=where, field="team", value=name)
         try:
@@ -71,7 +98,22 @@ def load_teams(path: str | Path) -> list[TeamSpec]:
             raise InvalidInput(f"weight and guarantee must be finite and not negative, got {short(weight)}, "
                                f"{short(guarantee)}",
                                source=where, value=row)
-        teams.append(TeamSpec(name, w, g))
-    if not teams:
+        if itype and itype not in catalog.known_types():
+            raise InvalidInput(f"{short(itype)} is not a HyperPod instance type", source=where,
+                               field="instance_type", value=itype)
+        typed = typed or bool(itype)
+        if name in rows:
+            if rows[name][0] != w or itype in rows[name][1] or not itype:
+                raise InvalidInput(f"team {short(name)} given twice (one row per team and instance type, with "
+                                   f"the same weight)", source=where, field="team", value=label)
+            rows[name][1][itype] = g
+        else:
+            rows[name] = (w, {itype: g})
+    if not rows:
         raise InvalidInput("no teams in the file", source=str(path))
-    return teams
+    if not typed:
+        return [TeamSpec(name, w, q[""]) for name, (w, q) in rows.items()]
+    if any("" in q for _, q in rows.values()):
+        raise InvalidInput("instance_type is blank on some rows: give it on every row or on none", source=str(path),
+                           field="instance_type")
+    return [TeamSpec(name, w, sum(q.values()), tuple(q.items())) for name, (w, q) in rows.items()]

@@ -1,18 +1,26 @@
-"""Reading a job trace: CSV with columns job_id,team,submit_s,duration_s,gpus (extra columns ignored)."""
+"""Reading a job trace: CSV with columns job_id,team,submit_s,duration_s,gpus and optionally instance_type (extra
+columns ignored).
+
+`team` may be any label: labels are mapped to valid HyperPod team names (`labels.team_names`). `instance_type` is
+an instance type (`ml.trn1.32xlarge`), an accelerator kind (`trainium`, `nvidia-gpu`) or model (`H100`); blank or
+absent: the cluster's first pool. `gpus` counts the job's accelerators of that kind (GPUs, Trainium chips).
+"""
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebalancer import catalog
 from rebalancer.errors import InvalidInput
 from rebalancer.loading import MAX_NUMBER, read_text, short
-from rebalancer.policy import TEAM_NAME, TEAM_NAME_MAX
 from rebalancer_tools.simulator.csv_rows import TRACE_MAX_BYTES, csv_reader_rows
+from rebalancer_tools.simulator.labels import fold, is_team_name, team_names
 
 COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus")
+TYPE_COLUMN = "instance_type"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +31,24 @@ class TraceJob:
     duration_s: float
     gpus: int
     priority: int = 0
+    instance_type: str = ""  # as the trace gives it ('' = the cluster's first pool); run.py resolves it to a pool
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    jobs: list[TraceJob]
+    labels: dict[str, str] = field(default_factory=dict)  # the trace's team label → the team name it runs as
+
+
+def accelerator_names() -> dict[str, str]:
+    """Lowercased accelerator kinds and models of the catalog → how they are spelled."""
+    out: dict[str, str] = {}
+    for t in catalog.known_types():
+        s = catalog.spec(t)
+        for name in (s.accelerator_kind.value if s.accelerator_kind else None, s.accelerator_model):
+            if name:
+                out.setdefault(name.lower(), name)  # a kind before a model of the same spelling
+    return out
 
 
 def _number(raw: str, column: str, where: str, *, integer: bool) -> float:
@@ -38,8 +64,29 @@ def _number(raw: str, column: str, where: str, *, integer: bool) -> float:
     return value
 
 
-def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
-    """Jobs sorted by submit time (stable). A malformed row raises InvalidInput naming `source:line`."""
+def _team_label(team: str, where: str, checked: set[str]) -> None:
+    if team in checked:
+        return
+    if not team:
+        raise InvalidInput("is empty", source=where, field="team", value=team)
+    if not is_team_name(team) and not fold(team):
+        raise InvalidInput(f"{short(team)} has no letter or digit to make a HyperPod team name from", source=where,
+                           field="team", value=team)
+    checked.add(team)
+
+
+def _instance_type(raw: str, where: str, kinds: dict[str, str]) -> str:
+    if not raw or (raw in catalog.known_types() and catalog.spec(raw).accelerators):
+        return raw
+    if raw.lower() in kinds:
+        return kinds[raw.lower()]
+    raise InvalidInput(f"{short(raw)} is neither an accelerated HyperPod instance type nor an accelerator kind or "
+                       f"model (e.g. ml.p5.48xlarge, trainium, H100)", source=where, field=TYPE_COLUMN, value=raw)
+
+
+def parse_trace(lines: Iterable[str], source: str) -> Trace:
+    """Jobs sorted by submit time (stable), their teams renamed to valid team names. A malformed row raises
+    InvalidInput naming `source:line` and the column."""
     reader = csv.reader(lines)
     rows = csv_reader_rows(reader, source)
     header = next(rows, None)
@@ -51,8 +98,11 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
         raise InvalidInput(f"header lacks column(s) {', '.join(missing)} (got {','.join(names)})",
                            source=f"{source}:1", field="header", value=header)
     idx = {c: names.index(c) for c in COLUMNS}
+    type_at = names.index(TYPE_COLUMN) if TYPE_COLUMN in names else None
+    kinds = accelerator_names() if type_at is not None else {}
     jobs: list[TraceJob] = []
     seen: set[str] = set()
+    checked: set[str] = set()
     for row in rows:
         where = f"{source}:{reader.line_num}"
         if not row or all(not c.strip() for c in row):
@@ -66,9 +116,7 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
         if job_id in seen:
             raise InvalidInput(f"duplicate {short(job_id)}", source=where, field="job_id", value=job_id)
         seen.add(job_id)
-        if len(team) > TEAM_NAME_MAX or not TEAM_NAME.fullmatch(team):
-            raise InvalidInput(f"{short(team)} is not a valid HyperPod team name (lowercase letters, digits, '-')",
-                               source=where, field="team", value=team)
+        _team_label(team, where, checked)
         submit = _number(row[idx["submit_s"]].strip(), "submit_s", where, integer=False)
         duration = _number(row[idx["duration_s"]].strip(), "duration_s", where, integer=False)
         gpus = _number(row[idx["gpus"]].strip(), "gpus", where, integer=True)
@@ -78,13 +126,26 @@ def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
         if duration <= 0:
             raise InvalidInput(f"must be above 0, got {row[idx['duration_s']]!r}", source=where,
                                field="duration_s", value=row[idx["duration_s"]])
-        jobs.append(TraceJob(job_id, team, submit, duration, int(gpus)))
+        itype = _instance_type(row[type_at].strip(), where, kinds) if type_at is not None else ""
+        jobs.append(TraceJob(job_id, team, submit, duration, int(gpus), 0, itype))
     if not jobs:
         raise InvalidInput("the trace has no jobs", source=source)
+    mapping = team_names(checked)
+    if any(label != name for label, name in mapping.items()):
+        jobs = [TraceJob(j.job_id, mapping[j.team], j.submit_s, j.duration_s, j.gpus, j.priority, j.instance_type)
+                for j in jobs]
     jobs.sort(key=lambda j: j.submit_s)
-    return jobs
+    return Trace(jobs, mapping)
+
+
+def parse_rows(lines: Iterable[str], source: str) -> list[TraceJob]:
+    return parse_trace(lines, source).jobs
+
+
+def read_trace(path: str | Path) -> Trace:
+    p = Path(path)
+    return parse_trace(read_text(p, what="trace", max_bytes=TRACE_MAX_BYTES).splitlines(), str(p))
 
 
 def load_trace(path: str | Path) -> list[TraceJob]:
-    p = Path(path)
-    return parse_rows(read_text(p, what="trace", max_bytes=TRACE_MAX_BYTES).splitlines(), str(p))
+    return read_trace(path).jobs

@@ -43,8 +43,8 @@ from rebalancer.app.review_page import (
     rows_of,
     trigger_text,
 )
+from rebalancer.app.run_ref import RunRef, load_plan
 from rebalancer.app.signing import DECISIONS, BadLink, Decision, LinkExpired, slack_request_is_valid
-from rebalancer.app.steps import RunRef, load_plan
 from rebalancer.app.store import ApprovalRecord
 
 APPROVAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")

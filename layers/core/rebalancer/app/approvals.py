@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 
 from rebalancer.app.notifications import Channel, Message
 from rebalancer.app.notify import approval_id_of, deliver, execution_url
+from rebalancer.app.run_ref import RunRef, load_plan
 from rebalancer.app.signing import Decision, LinkSigner
-from rebalancer.app.steps import RunRef, load_plan
 from rebalancer.app.store import ApprovalNotPending, ApprovalRecord, ApprovalStatus, RunContext, Store
 
 REJECTED_ERROR = "ApprovalRejected"

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.aws import one_line
+from rebalancer.app.kinds import Kind
 from rebalancer.plan import Change, FieldChange
-
-Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
-               "failed", "budget", "budget_summary"]
 
 TITLES: dict[str, str] = {
     "approval_request": "Approval needed: quota changes on {cluster}",

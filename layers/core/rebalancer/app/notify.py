@@ -7,8 +7,9 @@ import contextlib
 import json
 from typing import Any
 
-from rebalancer.app.notifications import Channel, DeliveryResult, Kind, Message
-from rebalancer.app.steps import RunRef
+from rebalancer.app.kinds import Kind
+from rebalancer.app.notifications import Channel, DeliveryResult, Message
+from rebalancer.app.run_ref import RunRef
 from rebalancer.app.store import ApprovalNotPending, Store
 from rebalancer.errors import TransientError
 from rebalancer.plan import Plan

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.adapters.scheduler_config import SchedulerOutcome
 from rebalancer.app import budgets
+
+# the steps, the CLI and the tests read these from here too
+from rebalancer.app.run_ref import RunRef as RunRef
+from rebalancer.app.run_ref import load_plan as load_plan
+from rebalancer.app.run_ref import load_snapshot as load_snapshot
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
 from rebalancer.metering import Fact
 from rebalancer.models import ClusterSchedulerConfig, ComputeQuota, Snapshot
@@ -31,19 +34,6 @@ from rebalancer.planning import holdings, make_plan, setting_changes
 from rebalancer.policy import Policy
 
 Decision = Literal["no_change", "dry_run", "approve", "apply"]
-
-
-class RunRef(BaseModel):
-    """One run: what the state machine's Begin state passes to every step, or what the CLI makes for itself."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    cluster_name: str
-    execution_name: str
-    execution_arn: str
-    trigger: dict[str, Any] = {}
-    started_at: str | None = None
-    source: str = "controller"  # who ran it, in every audit record: "controller" (the workflow) or "cli"
 
 
 class Writer(Protocol):
@@ -90,20 +80,6 @@ class AuditLog(Protocol):
 
 
 # --- the run's documents -----------------------------------------------------------------------------------------
-def load_snapshot(store: Store, run: RunRef) -> Snapshot:
-    doc = store.get_artifact(run.execution_name, "SNAPSHOT")
-    if doc is None:
-        raise PermanentError(f"no snapshot stored for execution {run.execution_name}")
-    return Snapshot.model_validate(doc)
-
-
-def load_plan(store: Store, run: RunRef) -> Plan:
-    doc = store.get_artifact(run.execution_name, "PLAN")
-    if doc is None:
-        raise PermanentError(f"no plan stored for execution {run.execution_name}")
-    return Plan.model_validate(doc)
-
-
 def load_report(store: Store, run: RunRef) -> ApplyReport | None:
     doc = store.get_artifact(run.execution_name, "APPLY")
     return None if doc is None else ApplyReport.model_validate(doc)

@@ -8,8 +8,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, model_validator
 
-from rebalancer.app.notifications import Kind
-from rebalancer.app.steps import RunRef
+from rebalancer.app.kinds import Kind
+from rebalancer.app.run_ref import RunRef
 from rebalancer.errors import InvalidInput
 from rebalancer.validation import load_model
 

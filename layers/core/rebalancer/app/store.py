@@ -36,11 +36,12 @@ from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from rebalancer.errors import TransientError
-from rebalancer.metering import Fact, Reading, fact_between
-from rebalancer.sample import DemandSample
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from rebalancer.metering import Fact, Reading
+    from rebalancer.sample import DemandSample
 
 ARTIFACT_RETENTION = timedelta(days=90)
 # An audit field above this is stored gzip'd (`<field>_gz`): a plan of 1,000 teams x 15 types is ~0.5 MB of JSON,
@@ -194,6 +195,8 @@ class Store:
         condition: Any = Key(KEY).eq(f"SAMPLE#{cluster_name}")
         if since is not None:
             condition = condition & Key(SORT).gte(since.astimezone(UTC).isoformat())
+        from rebalancer.sample import DemandSample  # a pydantic model: only observe and the backtest read samples
+
         for item in self._query(condition):
             body = item["body"]
             yield DemandSample.model_validate_json(gzip.decompress(bytes(getattr(body, "value", body))))
@@ -344,6 +347,9 @@ class Store:
             puts = [{"Put": {"TableName": self.table_name, "Item": new_last,
                              "ConditionExpression": "attribute_not_exists(pk)"}}]
             return self._meter_transaction(client, puts, MeterResult("first", None))
+        # pydantic models, imported by the handlers that meter (observe, collect), not by the trigger's cold start
+        from rebalancer.metering import Reading, fact_between
+
         last = Reading.model_validate(_unpack(item["body"]))
         fact = fact_between(last, reading, expected_gap)
         if fact is None:
@@ -370,6 +376,8 @@ class Store:
 
     def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
         """The facts overlapping [since, until), oldest first."""
+        from rebalancer.metering import Fact
+
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": Key(KEY).eq(f"METER#{cluster_name}") & Key(SORT).between("FACT#",
                                                                                                 f"FACT#{_utc(until)}"),
