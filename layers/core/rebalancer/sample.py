@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 
 from rebalancer import catalog
 from rebalancer.errors import InvalidInput
+from rebalancer.holdings import holdings
 from rebalancer.models import HEALTHY_NODE_STATUS, Snapshot
-from rebalancer.planning import holdings
 from rebalancer.policy import PoolKey
 
 

@@ -26,9 +26,9 @@ from rebalancer.adapters.aws import aws_call, error_code
 from rebalancer.adapters.outcomes import ApplyReport, ChangeOutcome, WriteOperation
 from rebalancer.adapters.sagemaker import SageMakerReader
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
+from rebalancer.holdings import held
 from rebalancer.models import ComputeQuota, QuotaConfig, QuotaTarget
 from rebalancer.plan import QuotaRequest
-from rebalancer.planning import held
 from rebalancer.policy import PoolKey
 
 SETTLED = frozenset({"Created", "Updated"})

@@ -19,10 +19,11 @@ from pydantic import TypeAdapter
 from rebalancer.allocation import EPS, Allocation, Settings, allocate
 from rebalancer.budget_enforcement import enforce, explain
 from rebalancer.cluster_policy import plan_scheduler_config
+from rebalancer.holdings import held, holdings
 from rebalancer.models import Snapshot
 from rebalancer.plan import CLUSTER, Change, Plan, SchedulerRequest
 from rebalancer.planning.approval import approval_reasons
-from rebalancer.planning.pools import build_pools, held, holdings, split_family
+from rebalancer.planning.pools import build_pools, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
 from rebalancer.policy import Policy, PoolKey
 
