@@ -3,8 +3,8 @@
     PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/levers_sim.py p1024f rebalancer LABEL \
         '{"seed": 2, "set": {"fairness.age_doubling_hours": 24}}'
 
-Scenarios: p512, p1024f (MTBF 720 h), p1024 (the Philly trace), synth, synthf (MTBF 720 h), the synthetic trace
-written by `rebalancer trace --teams 8 --gpus 256 --load 1.3 --days 30 --seed 7 -o /tmp/lev/synth.csv`.
+Scenarios: p512, p1024f (MTBF 720 h), p1024 (the Philly trace), synth, synthf (MTBF 720 h): the synthetic trace
+that `rebalancer trace --teams 8 --gpus 256 --load 1.3 --days 30 --seed 7` writes, generated here in memory.
 Options: `set` (policy fields by dotted path, `teams*.` for every team), `seed`, `interval_s`, `gfrac` (guarantee
 fraction of the default policy), `window_ticks` (experiment: demand seen as its peak over the last k runs).
 """
@@ -19,13 +19,13 @@ import time
 from typing import Any
 
 from rebalancer.policy import Policy
-from rebalancer_tools.simulator import Failures, Scenario, default_teams, load_trace, run_strategy
+from rebalancer_tools.simulator import Failures, Scenario, default_teams, load_trace, run_strategy, synthetic
 from rebalancer_tools.simulator.controller import default_policy
 from rebalancer_tools.simulator.engine import ControllerView, Decision
 from rebalancer_tools.simulator.run import controller_for
 
 PHILLY = "../shared/traces/philly-vc/jobs.csv"
-SYNTH = "/tmp/lev/synth.csv"
+SYNTH = "synthetic: 8 teams, 256 GPUs, load 1.3, 30 days, seed 7"
 SCENARIOS: dict[str, tuple[str, int, float | None]] = {
     "p512": (PHILLY, 512, None), "p1024f": (PHILLY, 1024, 720.0), "p1024": (PHILLY, 1024, None),
     "synth": (SYNTH, 256, None), "synthf": (SYNTH, 256, 720.0)}
@@ -68,7 +68,10 @@ def main() -> None:
     name, strategy, label = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "default"
     opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
     trace, gpus, mtbf = SCENARIOS[name]
-    jobs = load_trace(trace)
+    if trace == SYNTH:
+        jobs = synthetic.generate(synthetic.default_teams(8, 256, 1.3), days=30, seed=7)
+    else:
+        jobs = load_trace(trace)
     teams = default_teams(jobs, gpus, 8)
     sc = Scenario(jobs=jobs, teams=teams, nodes=gpus // 8, failures=Failures(mtbf_hours=mtbf),
                   seed=opts.get("seed", 1), controller_interval_s=opts.get("interval_s", 900.0),
