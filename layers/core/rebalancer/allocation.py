@@ -16,11 +16,13 @@ five steps of DESIGN.md "Allocation semantics":
 5. Stability, relative to the current quotas: a team in its cooldown keeps its quota; no change smaller than
    `min_step`; a `protected_in_use` team is never planned below what it runs now (nor above its current quota for
    that reason). If those holds leave the pool over capacity (capacity fell below the current quotas: failed
-   nodes), every team's in-use is held for that run, and the loss is taken first from increases, then from quota
-   nobody runs on (above demand, then above in-use), and only then by breaking holds (with a warning): the sum of
-   quotas never exceeds the capacity, and admitted work is never turned into reclaimable borrowing while idle
-   quota can absorb the loss. Finally `max_move` bounds the accelerators taken
-   from teams in one run, across all accelerator pools; decreases forced by lost capacity are never held back.
+   nodes), the loss is taken first from increases, then from quota nobody runs on (above demand, then above
+   in-use), and only then by breaking holds (with a warning): the sum of quotas never exceeds the capacity, and a
+   protected team's admitted work is never turned into reclaimable borrowing while idle quota can absorb the loss.
+   An unprotected team's in-use is not held on a shrink: the next run, no longer short, would cut it to its share
+   anyway, and planning twice on the same input must give no second change. Finally `max_move` bounds the
+   accelerators taken from teams in one run, across all accelerator pools; decreases forced by lost capacity are
+   never held back.
 
 Family caps (a team's sum over an instance family's pools, `PoolInput.families`): the pools they touch are solved
 together in steps 1-4, by the same definition over every (team, pool) pair with the family caps as extra
@@ -392,21 +394,17 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
 
     after = list(desired)
     holds: list[str | None] = [None] * len(claims)
-    # Capacity below the quotas (failed nodes): admitted work is kept in every team's quota for this run, as far
-    # as quota nobody runs on can absorb the loss (`_fit`); ordinary rebalancing resumes at the next run.
-    shrinking = settings.shrink_idle_first and sum(current) > capacity
-    # With min_step 1 only cooldowns, protection and a shrink can hold an amount: most pools have none.
-    holding = settings.min_step > 1 or shrinking or any(claims.cooldown) or any(protected)
+    # With min_step 1 only cooldowns and protection can hold an amount: most pools have neither.
+    holding = settings.min_step > 1 or any(claims.cooldown) or any(protected)
     for i, (cur, cooldown) in enumerate(zip(current, claims.cooldown, strict=True) if holding else ()):
         if cooldown and after[i] != cur:
             after[i], holds[i] = cur, cooldown
         elif 0 < abs(after[i] - cur) < settings.min_step:
             after[i], holds[i] = cur, f"change of {abs(after[i] - cur)} below min_step {settings.min_step}"
-        if (protected[i] or shrinking) and after[i] < cur:
+        if protected[i] and after[i] < cur:
             keep = min(cur, math.ceil(claims.in_use[i] - EPS))
             if after[i] < keep:
-                after[i] = keep
-                holds[i] = f"{keep:g} in use is protected" if protected[i] else f"{keep:g} in use kept: capacity shrank"
+                after[i], holds[i] = keep, f"{keep:g} in use is protected"
     _fit(pool.key, capacity, after, desired, holds, claims, settings.shrink_idle_first, warnings, factor)
     return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
 
