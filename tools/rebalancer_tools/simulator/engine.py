@@ -14,10 +14,11 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import entitlements
-from rebalancer_tools.simulator.results import PoolRaw, RawResult, Timeline
+from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 # event kinds, in the order they are handled at one instant
@@ -250,20 +251,16 @@ class Simulation:
             failure_lost_gpu_s=self.fail_lost[p], quota_changes=self.quota_changes[p])
             for p, name in enumerate(self.pool_names)]
 
-        def total(rows: list[list[float]] | list[list[int]]) -> list[float]:
-            return [sum(col) for col in zip(*rows, strict=True)]
+        def total(values: list[Any]) -> Any:
+            """Over the pools: a figure summed, a per-team list summed team by team."""
+            if isinstance(values[0], list):
+                return [sum(col) for col in zip(*values, strict=True)]
+            return sum(values)
 
-        def total_int(rows: list[list[int]]) -> list[int]:
-            return [sum(col) for col in zip(*rows, strict=True)]
-
-        return RawResult(
-            teams=self.teams, end_s=self.end, window_s=self.window_s, busy_gpu_s_window=sum(self.busy_window),
-            capacity_gpu_s_window=sum(self.cap_window), received_gpu_s=total(self.received),
-            entitled_gpu_s=total(self.entitled), deficit_gpu_s=total(self.deficit),
-            preemptions=total_int(self.preemptions), lost_gpu_s=total(self.lost),
-            failure_kills=total_int(self.fail_kills), failure_lost_gpu_s=total(self.fail_lost),
-            quota_changes=total_int(self.quota_changes), job_team=self.jteam, job_wait_s=self.waited,
-            job_done=self.done, timeline=self.timeline, pools=pools, job_pool=self.jpool)
+        totals = {f: total([getattr(pr, f) for pr in pools]) for f in POOL_FIELDS}
+        return RawResult(teams=self.teams, end_s=self.end, window_s=self.window_s, **totals, job_team=self.jteam,
+                         job_wait_s=self.waited, job_done=self.done, timeline=self.timeline, pools=pools,
+                         job_pool=self.jpool)
 
     def _handle(self, kind: int, a: int, b: int) -> None:
         if kind == COMPLETE:

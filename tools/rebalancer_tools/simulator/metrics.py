@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer.allocation import water_fill
-from rebalancer_tools.simulator.results import PoolRaw, RawResult, Timeline
+from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
 
 
 def entitlements(capacity: float, weights: Sequence[float], demands: Sequence[float]) -> list[float]:
@@ -111,14 +111,10 @@ def pool_raw(raw: RawResult, p: int) -> RawResult:
     """The run as seen from one pool: its integrals and its jobs only."""
     pr: PoolRaw = raw.pools[p]
     mine = [i for i, jp in enumerate(raw.job_pool) if jp == p]
-    return RawResult(
-        teams=raw.teams, end_s=raw.end_s, window_s=raw.window_s, busy_gpu_s_window=pr.busy_gpu_s_window,
-        capacity_gpu_s_window=pr.capacity_gpu_s_window, received_gpu_s=pr.received_gpu_s,
-        entitled_gpu_s=pr.entitled_gpu_s, deficit_gpu_s=pr.deficit_gpu_s, preemptions=pr.preemptions,
-        lost_gpu_s=pr.lost_gpu_s, failure_kills=pr.failure_kills, failure_lost_gpu_s=pr.failure_lost_gpu_s,
-        quota_changes=pr.quota_changes, job_team=[raw.job_team[i] for i in mine],
-        job_wait_s=[raw.job_wait_s[i] for i in mine], job_done=[raw.job_done[i] for i in mine],
-        timeline=Timeline())
+    return RawResult(teams=raw.teams, end_s=raw.end_s, window_s=raw.window_s,
+                     **{f: getattr(pr, f) for f in POOL_FIELDS}, job_team=[raw.job_team[i] for i in mine],
+                     job_wait_s=[raw.job_wait_s[i] for i in mine], job_done=[raw.job_done[i] for i in mine],
+                     timeline=Timeline())
 
 
 def summarize(name: str, raw: RawResult) -> StrategyResult:

@@ -3,7 +3,7 @@ metrics and the report."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 @dataclass(slots=True)
@@ -33,6 +33,10 @@ class PoolRaw:
     failure_kills: list[int]
     failure_lost_gpu_s: list[float]
     quota_changes: list[int]
+
+
+# The integrals a pool has of its own and a run has in total (summed over the pools).
+POOL_FIELDS = tuple(f.name for f in fields(PoolRaw) if f.name != "name")
 
 
 @dataclass(slots=True)
