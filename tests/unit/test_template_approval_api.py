@@ -80,5 +80,5 @@ def test_the_authorizer_exists_only_with_issuer_and_audience_both_set() -> None:
 
 def test_the_function_believes_claims_exactly_when_the_authorizer_is_there() -> None:
     env = t.resources()["ApprovalFunction"]["Properties"]["Environment"]["Variables"]
-    name = config.env_name(config.ApprovalConfig, "approval_oidc_issuer")
+    name = str(config.ApprovalConfig.model_fields["approval_oidc_issuer"].alias)
     assert env[name] == {"!If": [CONDITION, {"!Ref": "ApprovalOidcIssuer"}, ""]}
