@@ -24,7 +24,7 @@ from rebalancer.adapters.collect import KubeAccess, collect_snapshot
 from rebalancer.adapters.quota_writer import Poller, QuotaWriter
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
 from rebalancer.app import steps
-from rebalancer.app.runs import RunRef
+from rebalancer.app.run_ref import RunRef
 from rebalancer.app.store import Store
 from rebalancer.errors import RebalancerError
 from rebalancer.policy import Policy

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the c
     from rebalancer.adapters.collect import Collected
     from rebalancer.adapters.quota_writer import QuotaWriter
     from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-    from rebalancer.app.runs import RunRef
+    from rebalancer.app.run_ref import RunRef
 
 F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
@@ -187,7 +187,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     restored. The same use cases as the controller's run (rebalancer.app.runs): given its audit table, the plan
     takes the versions the controller's writes left for its own, and the run is recorded there like one of the
     controller's (plan, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it left."""
-    from rebalancer.app import runs
+    from rebalancer.app import run_ref, runs
 
     policy = load_model_file(Policy, policy_file)
     log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
@@ -209,7 +209,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     if not yes:
         click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                       f"{snap.cluster.ClusterName}?", abort=True)
-    run = runs.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
+    run = run_ref.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
                                                                                            log.now()),
                       execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
     who = _caller(live) if log.recorded else None
@@ -302,7 +302,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
                       timeout: float) -> None:
     from rebalancer.adapters.quota_writer import raise_for_report
     from rebalancer.adapters.sagemaker import SageMakerReader
-    from rebalancer.app import runs
+    from rebalancer.app import run_ref, runs
 
     target = load_model_file(Snapshot, to_file)
     sm = SageMakerReader(live.clients().client("sagemaker"))
@@ -321,7 +321,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
             click.echo(f"warning: quota {q.Name} of team {q.team} is not in the snapshot; left as it is", err=True)
     if not yes:
         click.confirm(f"Restore {len(target.quotas)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
-    run = runs.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
+    run = run_ref.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
                                                                                      log.now()),
                       execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")
     # Versions as shown above: a quota edited after this point is left alone, not overwritten unseen.
@@ -337,16 +337,16 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
 def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
                   timeout: float) -> None:
     """The controller's Rollback step for one stored run, from the command line."""
-    from rebalancer.app import runs
+    from rebalancer.app import run_ref, runs
 
     if not log.recorded:
         raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
                            value=run_name)
-    run = runs.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
+    run = run_ref.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
     if log.get_artifact(run_name, "PLAN") is None:
         raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",
                            value=run_name)
-    plan, snap = runs.load_plan(log, run), runs.load_snapshot(log, run)
+    plan, snap = run_ref.load_plan(log, run), run_ref.load_snapshot(log, run)
     if plan.cluster_name != live.cluster:
         raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
                            value=run_name)

@@ -23,9 +23,7 @@ from rebalancer.adapters.scheduler_config import SchedulerOutcome
 from rebalancer.app import budgets
 
 # the steps, the CLI and the tests read these from here too
-from rebalancer.app.run_ref import RunRef as RunRef
-from rebalancer.app.run_ref import load_plan as load_plan
-from rebalancer.app.run_ref import load_snapshot as load_snapshot
+from rebalancer.app.run_ref import RunRef, load_plan, load_snapshot
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
 from rebalancer.metering import Fact
 from rebalancer.models import ClusterSchedulerConfig, ComputeQuota, Snapshot

@@ -10,7 +10,8 @@ from typing import Any
 
 from rebalancer.app import budgets, runs
 from rebalancer.app.notifications import field_line
-from rebalancer.app.runs import RunRef, SchedulerConfigs, Store, Writer, load_plan, load_snapshot
+from rebalancer.app.run_ref import RunRef, load_plan, load_snapshot
+from rebalancer.app.runs import SchedulerConfigs, Store, Writer
 from rebalancer.errors import PermanentError, TransientError
 from rebalancer.models import Snapshot
 from rebalancer.policy import Policy
