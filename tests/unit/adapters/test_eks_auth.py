@@ -1,22 +1,14 @@
-"""The EKS bearer token: a presigned STS GetCallerIdentity URL that signs the cluster-id header, valid 60 s."""
+"""The EKS bearer token: a presigned STS GetCallerIdentity URL that signs the cluster-id header, valid 60 s. The
+client built from eks:DescribeCluster is tested against moto in tests/integration/adapters/test_eks_client.py."""
 
 from __future__ import annotations
 
-import base64
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.adapters.eks_auth import (
-    api_client_for_eks,
-    decode_token,
-    eks_cluster_name_of,
-    eks_token,
-)
+from rebalancer.adapters.eks_auth import decode_token, eks_cluster_name_of, eks_token
 from rebalancer.errors import PermanentError
 
 
@@ -49,23 +41,3 @@ def test_eks_cluster_name_comes_from_the_orchestrator_arn() -> None:
     assert eks_cluster_name_of(described) == "ml-eks"
     with pytest.raises(PermanentError, match="'slurm-one' has no EKS orchestrator"):
         eks_cluster_name_of({"ClusterName": "slurm-one", "Orchestrator": {"Slurm": {}}})
-
-
-@mock_aws
-def test_client_is_configured_from_eks_describe_cluster() -> None:
-    eks = boto3.client("eks", region_name="us-east-1")
-    eks.create_cluster(name="ml-eks", roleArn="arn:aws:iam::123456789012:role/eks",
-                       resourcesVpcConfig={"subnetIds": ["subnet-1"]})
-    described = eks.describe_cluster(name="ml-eks")["cluster"]
-    api = api_client_for_eks(AwsClients(region="us-east-1"), "ml-eks")
-    conf = api.configuration
-    assert conf.host == described["endpoint"]
-    assert Path(conf.ssl_ca_cert).read_bytes() == base64.b64decode(
-        described["certificateAuthority"]["data"])
-    assert conf.get_api_key_with_prefix("BearerToken").startswith("Bearer k8s-aws-v1.")
-
-
-@mock_aws
-def test_unknown_eks_cluster_is_one_line() -> None:
-    with pytest.raises(PermanentError, match=r"^eks:DescribeCluster on EKS cluster nope: ResourceNotFoundException"):
-        api_client_for_eks(AwsClients(region="us-east-1"), "nope")

@@ -14,14 +14,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.signers import RequestSigner
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from rebalancer.adapters.aws import AwsClients, aws_call
 from rebalancer.errors import PermanentError
+
+if TYPE_CHECKING:
+    from kubernetes import client as k8s
 
 TOKEN_PREFIX = "k8s-aws-v1."
 TOKEN_TTL_SECONDS = 60
@@ -95,6 +96,9 @@ def _ca_file(ca_base64: str) -> str:
 def api_client_with_token(host: str, make_token: Callable[[], str], *, ca_file: str | None = None,
                           clock: Callable[[], float] = time.monotonic) -> k8s.ApiClient:
     """A client sending `Authorization: Bearer <token>`, making a new token when the last is about to expire."""
+    # The client library (a third of a second to import) loads when a client is made, not with the token code.
+    from kubernetes import client as k8s
+
     configuration = k8s.Configuration(host=host)
     if ca_file:
         configuration.ssl_ca_cert = ca_file
@@ -113,6 +117,8 @@ def api_client_with_token(host: str, make_token: Callable[[], str], *, ca_file: 
 
 def api_client_for_context(context: str | None) -> k8s.ApiClient:
     """A client from the user's kubeconfig (a laptop with `aws eks update-kubeconfig` already run)."""
+    from kubernetes import config as k8s_config
+
     try:
         return k8s_config.new_client_from_config(context=context)
     except (k8s_config.ConfigException, FileNotFoundError) as e:
