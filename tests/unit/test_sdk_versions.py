@@ -68,8 +68,10 @@ def _operations() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _sdk_calls() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(file, operation or paginator name, keyword arguments) of every SDK call in the package's source."""
+@cache
+def _sdk_calls() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(file, operation or paginator name, keyword arguments) of every SDK call in the package's source (parsed once,
+    for the parametrization and the test of the scan)."""
     ops = _operations()
     calls = []
     for f in sorted(PACKAGE.rglob("*.py")):
@@ -81,7 +83,7 @@ def _sdk_calls() -> list[tuple[str, str, tuple[str, ...]]]:
                 calls.append((f.name, f"paginator:{node.args[0].value}", ()))
             elif name in ops and (f.name, name) not in NOT_SDK:
                 calls.append((f.name, name, tuple(k.arg for k in node.keywords if k.arg)))
-    return calls
+    return tuple(calls)
 
 
 def test_the_scan_sees_the_calls_we_know_of() -> None:

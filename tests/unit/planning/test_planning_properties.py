@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 
-import botocore.session
 from botocore.validate import ParamValidator
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,10 +15,11 @@ from rebalancer.models import Snapshot
 from rebalancer.plan import Plan
 from rebalancer.planning import held, make_plan
 from rebalancer.policy import Policy, PoolKey
+from rebalancer_tools.sdk_model import sagemaker_model
 
 TYPES = ["ml.g5.12xlarge", "ml.p5.48xlarge", "ml.c5.4xlarge"]
 TEAMS = ["ana", "bob", "cyd", "dee"]
-SDK = botocore.session.get_session().get_service_model("sagemaker")
+SDK = sagemaker_model()
 
 
 @st.composite

@@ -19,6 +19,7 @@ import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -57,8 +58,11 @@ def _duration(rng: random.Random, kind: Kind) -> float:
     return rng.expovariate(1 / (4 * HOUR)) + 60
 
 
-def _mean_work(kind: Kind, gpus_per_node: int, rng: random.Random) -> float:
-    """GPU-seconds of an average job of this kind (estimated from draws of the same generator)."""
+@cache
+def _mean_work(kind: Kind, gpus_per_node: int) -> float:
+    """GPU-seconds of an average job of this kind (estimated from draws of the same generator, its own seed: a
+    function of the two arguments alone, so computed once per process)."""
+    rng = random.Random(f"{kind}/{gpus_per_node}")
     draws = [_sizes(rng, kind, gpus_per_node) * _duration(rng, kind) for _ in range(4000)]
     return sum(draws) / len(draws)
 
@@ -77,7 +81,7 @@ def _team_jobs(rng: random.Random, team: TeamLoad, days: float, gpus_per_node: i
     if team.instance_type:
         gpus_per_node = catalog.spec(team.instance_type).accelerators
     end = days * DAY
-    rate = team.gpus / _mean_work(team.kind, gpus_per_node, random.Random(f"{team.kind}/{gpus_per_node}"))
+    rate = team.gpus / _mean_work(team.kind, gpus_per_node)
     n = 0
     if team.kind == "bursty":
         every = 3 * DAY
