@@ -8,6 +8,7 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.props import properties
 
 from rebalancer.errors import InvalidInput
 from rebalancer.policy import TEAM_NAME, TEAM_NAME_MAX
@@ -22,6 +23,7 @@ crowded = st.lists(st.sampled_from(["app_0", "App 0", "app-0", "APP-0", "app-0-2
                                     "A" * 45, "a" * 39 + "_", "Équipe ML", "equipe-ml", "x", "X"]), max_size=14)
 
 
+@properties(100)
 @given(st.one_of(labels, crowded), st.randoms())
 def test_the_mapping_is_valid_injective_and_depends_only_on_the_set(names: list[str], rng: random.Random) -> None:
     mapping = team_names(names)
