@@ -1,21 +1,23 @@
 """Several capacity pools (instance types) in one run: each job runs on its own type, each pool has its own Kueue
-cohort and its own failures, the controller plans every pool, and the per-pool figures add up to the totals."""
+cohort and its own failures, and a job's kind or model resolves to its pool. Whole simulations on a generated
+two-pool trace (the controller plans every pool, the per-pool figures add up to the totals) are in
+tests/integration/simulator/test_sim_pool_runs.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from support.mixed_pools import P5, TRN1, mixed
 
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.simulator.engine import Failures, NodeEvent, PoolSpec, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
-from rebalancer_tools.simulator.run import STRATEGIES, Scenario, run_strategy
+from rebalancer_tools.simulator.run import Scenario, run_strategy
 from rebalancer_tools.simulator.synthetic import generate, pool_teams, write_csv
-from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, load_teams
+from rebalancer_tools.simulator.teams import TeamSpec, load_teams
 from rebalancer_tools.simulator.trace import TraceJob, load_trace, parse_trace
 
-P5, TRN1 = "ml.p5.48xlarge", "ml.trn1.32xlarge"
 HOUR = 3600.0
 
 
@@ -50,14 +52,6 @@ def test_a_node_failure_in_one_pool_does_not_touch_the_other() -> None:
     assert raw.timeline.pool_capacity[TRN1][:4] == [16, 0, 16, 16]
 
 
-def mixed(seed: int = 1, mtbf: float | None = None) -> Scenario:
-    loads = pool_teams(4, [(P5, 64), (TRN1, 32)], 1.2)
-    jobs = generate(loads, days=4, seed=seed)
-    sc = Scenario(jobs=jobs, teams=(), pools=((P5, 8), (TRN1, 2)), failures=Failures(mtbf_hours=mtbf), seed=seed,
-                  controller_interval_s=3600)
-    return Scenario(**{**sc.__dict__, "teams": default_pool_teams(sc.jobs_by_pool())})
-
-
 def test_the_generator_puts_some_teams_on_trainium_with_whole_node_gangs() -> None:
     sc = mixed()
     by_type = {j.instance_type for j in sc.jobs}
@@ -66,38 +60,6 @@ def test_the_generator_puts_some_teams_on_trainium_with_whole_node_gangs() -> No
     quotas = {t.name: dict(t.quotas) for t in sc.teams}
     assert sum(q[P5] for q in quotas.values()) == 64
     assert sum(q[TRN1] for q in quotas.values()) == 32
-
-
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_per_pool_figures_add_up_to_the_totals(strategy: str) -> None:
-    r = run_strategy(mixed(mtbf=48), strategy)
-    p5, trn1 = r.pools[P5], r.pools[TRN1]
-    for f in ("preemptions", "jobs_completed", "jobs_unfinished", "failure_kills", "quota_changes"):
-        assert getattr(p5, f) + getattr(trn1, f) == getattr(r, f), f
-    for f in ("lost_gpu_hours", "entitlement_deficit_gpu_hours", "failure_lost_gpu_hours"):
-        assert getattr(p5, f) + getattr(trn1, f) == pytest.approx(getattr(r, f)), f
-    assert min(p5.utilization, trn1.utilization) <= r.utilization <= max(p5.utilization, trn1.utilization)
-    for team, t in r.teams.items():
-        assert t.jobs == p5.teams[team].jobs + trn1.teams[team].jobs
-    assert r.failure_kills > 0
-
-
-def test_the_controller_plans_both_pools() -> None:
-    r = run_strategy(mixed(), "rebalancer")
-    assert r.pools[P5].quota_changes > 0
-    assert r.pools[TRN1].quota_changes > 0
-    builtin = run_strategy(mixed(), "builtin")
-    assert r.entitlement_deficit_gpu_hours < builtin.entitlement_deficit_gpu_hours
-
-
-def test_one_pool_given_as_a_pool_is_the_single_pool_run() -> None:
-    sc = mixed()
-    jobs = [TraceJob(j.job_id, j.team, j.submit_s, j.duration_s, j.gpus) for j in sc.jobs if j.instance_type == P5]
-    teams = [TeamSpec(t.name, 1, dict(t.quotas)[P5]) for t in sc.teams if dict(t.quotas)[P5]]
-    single = Scenario(jobs=jobs, teams=teams, nodes=8, controller_interval_s=3600)
-    pooled = Scenario(jobs=jobs, teams=teams, pools=((P5, 8),), controller_interval_s=3600)
-    for strategy in ("builtin", "rebalancer"):
-        assert run_strategy(single, strategy).output() == run_strategy(pooled, strategy).output()
 
 
 def test_a_kind_or_model_in_the_trace_resolves_to_the_one_pool_that_has_it() -> None:
