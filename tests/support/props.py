@@ -1,7 +1,7 @@
 """Hypothesis settings for property tests: derandomized (the same examples on every run, so a failure in CI
 reproduces locally), no example database, no per-example deadline (CI machines are shared and slow).
 
-`make test-fast` sets PROPERTY_EXAMPLES_DIVISOR (5) for a quick edit-run loop; `make test` runs every example."""
+`make test-fast` sets PROPERTY_EXAMPLES_DIVISOR (10) for a quick edit-run loop; `make test` runs every example."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ DIVISOR = max(1, int(os.environ.get("PROPERTY_EXAMPLES_DIVISOR", "1")))
 
 
 def scaled(max_examples: int) -> int:
-    """The examples a property test runs: all of them, or a fifth (at least 10) under `make test-fast`."""
+    """The examples a property test runs: all of them, or a tenth (at least 10) under `make test-fast`."""
     return max(10, max_examples // DIVISOR) if DIVISOR > 1 else max_examples
 
 
