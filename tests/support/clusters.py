@@ -12,7 +12,8 @@ from botocore.validate import ParamValidator
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.plan import Plan, QuotaRequest
 from rebalancer.planning import held
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 from support.clock import T0
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/test01"

@@ -15,7 +15,8 @@ from rebalancer import catalog
 from rebalancer.models import Snapshot
 from rebalancer.plan import Plan
 from rebalancer.planning import held, make_plan
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 
 TYPES = ["ml.g5.12xlarge", "ml.p5.48xlarge", "ml.c5.4xlarge"]
 TEAMS = ["ana", "bob", "cyd", "dee"]
