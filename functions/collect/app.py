@@ -4,8 +4,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import step_input, steps, wiring
+from rebalancer.app import step_input, wiring
 from rebalancer.app.observability import logger, tracer
+from rebalancer.app.steps.collect import collect
 
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
@@ -16,4 +17,4 @@ wiring.preload("rebalancer.adapters.collect")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     run = step_input.run_of(event, "collect")
-    return steps.collect(run, store=wiring.store(), read_snapshot=wiring.snapshot_reader())
+    return collect(run, store=wiring.store(), read_snapshot=wiring.snapshot_reader())

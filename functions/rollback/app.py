@@ -4,8 +4,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import step_input, steps, wiring
+from rebalancer.app import step_input, wiring
 from rebalancer.app.observability import logger, tracer
+from rebalancer.app.steps.rollback import rollback
 
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
@@ -21,5 +22,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = given.run
     store = wiring.store()
     return wiring.once("rollback", run.execution_name, context,
-                       lambda: steps.rollback(run, given.error, store=store, writer=wiring.writer(),
+                       lambda: rollback(run, given.error, store=store, writer=wiring.writer(),
                                                     configs=wiring.scheduler_configs()))

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
+from support.layer import FUNCTIONS, RUNTIME
 
 
 def test_a_catalog_lookup_loads_no_sdk() -> None:
@@ -20,3 +24,30 @@ def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
     code = ("import sys, rebalancer.app.review_page as p; assert 'jinja2' not in sys.modules; "
             "p.message_page('t', 'x'); assert 'jinja2' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# What a handler must not load at init because it never runs it: the planner and the budget use cases only in
+# Plan (and the CLI), the approvals and Slack only where a person is asked, Kueue's client only where it is read;
+# asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt).
+NEVER_LOADED = {
+    "trigger": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.approvals", "slack_sdk", "kubernetes"),
+    "apply": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
+    "verify": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
+    "rollback": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
+    "collect": ("rebalancer.planning", "rebalancer.app.approvals", "slack_sdk"),
+}
+NOWHERE = ("asyncio",)
+
+
+@pytest.mark.parametrize("function", sorted(p.name for p in FUNCTIONS.iterdir() if (p / "app.py").is_file()))
+def test_a_handler_loads_only_what_it_runs(function: str) -> None:
+    """As in a Lambda (LAMBDA_TASK_ROOT set: Powertools' Tracer is on and X-Ray patches botocore)."""
+    app = FUNCTIONS / function / "app.py"
+    absent = (*NEVER_LOADED.get(function, ()), *NOWHERE)
+    code = f"import runpy, sys; runpy.run_path({str(app)!r}); print(sorted(m for m in {absent!r} if m in sys.modules))"
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(RUNTIME.parent), "AWS_REGION": "us-east-1",
+           "LAMBDA_TASK_ROOT": str(app.parent), "AWS_LAMBDA_FUNCTION_NAME": function,
+           "POWERTOOLS_SERVICE_NAME": "test", "TABLE_NAME": "t", "MANAGED_CLUSTERS": "c"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -11,7 +11,8 @@ from botocore.validate import ParamValidator
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.plan import Plan, QuotaRequest
 from rebalancer.planning import held
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 from rebalancer_tools.sdk_model import sagemaker_model
 from support.clock import T0
 

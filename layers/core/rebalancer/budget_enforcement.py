@@ -11,7 +11,8 @@ from rebalancer.budget import Budget, BudgetUsage, describe
 from rebalancer.errors import UnknownInstanceType
 from rebalancer.models import Snapshot
 from rebalancer.plan import Plan
-from rebalancer.policy import Amount, Policy, PoolKey, Sharing, TeamPolicy, family_types
+from rebalancer.policy import Amount, Policy, Sharing, TeamPolicy, family_types
+from rebalancer.pool_key import PoolKey
 
 LEND_ONLY = Sharing(strategy="Lend")
 

@@ -29,8 +29,7 @@ from pydantic import (
 
 from rebalancer import catalog
 from rebalancer.budget import Budget
-from rebalancer.errors import UnknownInstanceType
-from rebalancer.plan import pool_name
+from rebalancer.pool_key import PoolKey
 
 TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 TEAM_NAME_MAX = 40
@@ -39,37 +38,6 @@ PERCENT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class PoolKey(Frozen):
-    """One allocatable pool: an instance type's primary resource, or one MIG profile on it."""
-
-    instance_type: str
-    mig_profile: str | None = None
-
-    @classmethod
-    def parse(cls, key: str) -> PoolKey:
-        """Raises ValueError naming the key when the type or the MIG profile is unknown."""
-        instance_type, _, profile = key.partition(":")
-        try:
-            spec = catalog.spec(instance_type)
-        except UnknownInstanceType as e:
-            raise ValueError(str(e)) from None
-        if profile:
-            if profile not in spec.mig_profiles:
-                raise ValueError(f"{profile!r} is not a MIG profile of {instance_type} (it supports: "
-                                 f"{', '.join(spec.mig_profiles) or 'none'})")
-            return cls(instance_type=instance_type, mig_profile=profile)
-        return cls(instance_type=instance_type)
-
-    @property
-    def resource(self) -> str:
-        if self.mig_profile:
-            return "partitions"
-        return catalog.spec(self.instance_type).primary_resource
-
-    def __str__(self) -> str:
-        return pool_name(self.instance_type, self.mig_profile)
 
 
 class Amount(Frozen):

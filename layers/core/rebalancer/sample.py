@@ -17,7 +17,7 @@ from rebalancer import catalog
 from rebalancer.errors import InvalidInput
 from rebalancer.holdings import holdings
 from rebalancer.models import HEALTHY_NODE_STATUS, Snapshot
-from rebalancer.policy import PoolKey
+from rebalancer.pool_key import PoolKey
 
 
 class Frozen(BaseModel):

@@ -23,8 +23,11 @@ from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import KubeAccess, collect_snapshot
 from rebalancer.adapters.quota_writer import Poller, QuotaWriter
 from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-from rebalancer.app import steps
 from rebalancer.app.run_ref import RunRef
+from rebalancer.app.steps.apply import apply
+from rebalancer.app.steps.collect import collect
+from rebalancer.app.steps.plan import plan
+from rebalancer.app.steps.rollback import rollback
 from rebalancer.app.store import Store
 from rebalancer.errors import RebalancerError
 from rebalancer.policy import Policy
@@ -100,16 +103,16 @@ def workflow(aws: AwsClients, table: str, cluster: str, policy_text: str, kube: 
     ticks = iter(range(1_000_000))
     store = Store(table, resource=aws.session.resource("dynamodb"), now=lambda: NOW + timedelta(seconds=next(ticks)))
     run = RunRef(cluster_name=cluster, execution_name=execution, execution_arn=f"arn:aws:states:::{execution}")
-    steps.collect(run, store=store, read_snapshot=lambda c: collect_snapshot(
+    collect(run, store=store, read_snapshot=lambda c: collect_snapshot(
         c, aws, now=NOW, kube=KubeAccess(mode="url", url=kube), metrics_window=None).snapshot)
-    steps.plan(run, store=store, load_policy=lambda _c: Policy.model_validate(yaml.safe_load(policy_text)), now=NOW)
+    plan(run, store=store, load_policy=lambda _c: Policy.model_validate(yaml.safe_load(policy_text)), now=NOW)
     poller = Poller(sleep=lambda _s: None)
     writer, configs = QuotaWriter(aws.client("sagemaker"), poller), SchedulerConfigClient(aws.client("sagemaker"),
                                                                                            poller)
     try:
-        return steps.apply(run, store=store, writer=writer, configs=configs)
+        return apply(run, store=store, writer=writer, configs=configs)
     except RebalancerError as e:
-        return steps.rollback(run, {"Error": type(e).__name__, "Cause": str(e)}, store=store, writer=writer,
+        return rollback(run, {"Error": type(e).__name__, "Cause": str(e)}, store=store, writer=writer,
                               configs=configs)
 
 

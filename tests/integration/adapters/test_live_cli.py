@@ -15,7 +15,7 @@ from support.kube_api import KubeState, node, serve
 from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.app.runs import known_versions_for
+from rebalancer.app.run_plan import known_versions_for
 from rebalancer.app.store import Store
 from rebalancer.models import Snapshot
 from rebalancer.planning import make_plan

@@ -9,7 +9,7 @@ from support.clusters import T0, policy, snapshot
 
 from rebalancer.app.notifications import Message, field_line, render_blocks, render_text
 from rebalancer.app.review_page import Review, review_page, rows_of
-from rebalancer.app.runs import known_versions_for
+from rebalancer.app.run_plan import known_versions_for
 from rebalancer.plan import CLUSTER, FieldChange, Plan
 from rebalancer.planning import make_plan
 

@@ -14,7 +14,8 @@ from rebalancer import catalog
 from rebalancer.models import Snapshot
 from rebalancer.plan import Plan
 from rebalancer.planning import held, make_plan
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 from rebalancer_tools.sdk_model import sagemaker_model
 
 TYPES = ["ml.g5.12xlarge", "ml.p5.48xlarge", "ml.c5.4xlarge"]

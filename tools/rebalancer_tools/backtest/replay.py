@@ -44,7 +44,8 @@ from rebalancer.models import (
 )
 from rebalancer.plan import Plan
 from rebalancer.planning import holdings, make_plan
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 from rebalancer.sample import DemandSample
 from rebalancer_tools.simulator.metrics import entitlements
 

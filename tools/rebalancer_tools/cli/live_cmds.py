@@ -21,7 +21,8 @@ from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, Unk
 from rebalancer.loading import load_model_file
 from rebalancer.models import ComputeQuota, Snapshot
 from rebalancer.planning import held
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
 from rebalancer_tools.render import render_plan
 
@@ -187,7 +188,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     restored. The same use cases as the controller's run (rebalancer.app.runs): given its audit table, the plan
     takes the versions the controller's writes left for its own, and the run is recorded there like one of the
     controller's (plan, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it left."""
-    from rebalancer.app import run_ref, runs
+    from rebalancer.app import run_plan, run_ref, runs
 
     policy = load_model_file(Policy, policy_file)
     log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
@@ -195,7 +196,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     snap = live.collect(now).snapshot
     if save_snapshot:
         Path(save_snapshot).write_text(snap.model_dump_json(indent=2, exclude_none=True) + "\n")
-    planned = runs.make_run_plan(snap, policy, now, store=log)
+    planned = run_plan.make_run_plan(snap, policy, now, store=log)
     if not log.recorded:
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
     plan = planned.plan
@@ -214,7 +215,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
                       execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
     who = _caller(live) if log.recorded else None
     runs.record_snapshot(log, run, snap)
-    runs.record_plan(log, run, planned, who=who)
+    run_plan.record_plan(log, run, planned, who=who)
     writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
     try:
         done = runs.apply_run(run, store=log, writer=writer, configs=configs, who=who)

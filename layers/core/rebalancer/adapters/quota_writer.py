@@ -29,7 +29,7 @@ from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, Trans
 from rebalancer.holdings import held
 from rebalancer.models import ComputeQuota, QuotaConfig, QuotaTarget
 from rebalancer.plan import QuotaRequest
-from rebalancer.policy import PoolKey
+from rebalancer.pool_key import PoolKey
 
 SETTLED = frozenset({"Created", "Updated"})
 RAW_FIELDS = ("VCpu", "MemoryInGiB")

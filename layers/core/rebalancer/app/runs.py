@@ -1,8 +1,8 @@
 """A rebalance run of one cluster, as the use cases both entry points call: the workflow's Lambda steps
 (`app.steps`) and the CLI (`rebalancer apply / rollback / history`). Each records what it did in the run log (the
-controller's table: artifacts, audit records, the versions our writes left); nothing else writes those.
+controller's table: artifacts, audit records, the versions our writes left); nothing else writes those. The plan
+use case is `app.run_plan` (apart, so that the steps that write never load the planner).
 
-- plan: against the versions our earlier writes left (a quota at another version holds a console edit);
 - apply: the scheduler config first, then the quotas (each with the TargetVersion read), one audit record, and on
   success the versions the writes left, so the next plan takes them for ours;
 - rollback: only what this run wrote, back to the snapshot's state; the scheduler config too, unless someone
@@ -20,18 +20,14 @@ from typing import Any, Literal, Protocol
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.adapters.scheduler_config import SchedulerOutcome
-from rebalancer.app import budgets
 
 # the steps, the CLI and the tests read these from here too
 from rebalancer.app.run_ref import RunRef, load_plan, load_snapshot
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
+from rebalancer.holdings import holdings
 from rebalancer.metering import Fact
 from rebalancer.models import ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.plan import CLUSTER, Change, Plan, QuotaRequest, SchedulerRequest
-from rebalancer.planning import holdings, make_plan, setting_changes
-from rebalancer.policy import Policy
-
-Decision = Literal["no_change", "dry_run", "approve", "apply"]
 
 
 class Writer(Protocol):
@@ -105,7 +101,7 @@ def changes_table(plan: Plan) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json", exclude_none=True) for c in plan.changes]
 
 
-def _audit(store: Store, run: RunRef, kind: str, *, outcome: str, who: str | None, before: Any, after: Any,
+def audit(store: Store, run: RunRef, kind: str, *, outcome: str, who: str | None, before: Any, after: Any,
            detail: dict[str, Any]) -> None:
     store.audit(run.cluster_name, run.execution_name, kind, outcome=outcome, who=who, before=before, after=after,
                 detail={"source": run.source, **detail})
@@ -118,64 +114,6 @@ def written_versions(report: ApplyReport) -> dict[str, int]:
         if o.result == "applied" and o.version is not None:
             out[o.team] = o.version
     return out
-
-
-# --- plan --------------------------------------------------------------------------------------------------------
-def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:
-    """The versions to plan with: what our applied writes left (`recorded`, from the store), and for a quota we
-    never wrote, its current version, so its amounts are ordinary rebalancing, unless the policy would rewrite one
-    of its settings: then nothing is known and the plan marks it a console edit (it may be one)."""
-    suspect = {f.team for f in setting_changes(snapshot, policy)}
-    known = dict(recorded)
-    for q in snapshot.quotas:
-        if q.team not in known and q.team not in suspect:
-            known[q.team] = q.ComputeQuotaVersion
-    return known
-
-
-def decide(plan: Plan) -> Decision:
-    if plan.is_empty:
-        return "no_change"
-    if plan.mode == "dry-run":
-        return "dry_run"
-    return "approve" if plan.requires_approval else "apply"
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    plan: Plan
-    known_versions: dict[str, int]  # what the plan took for our own writes' versions
-    snapshot: Snapshot  # what it was planned from: the snapshot read, with the teams' period-to-date budget use
-
-    @property
-    def decision(self) -> Decision:
-        return decide(self.plan)
-
-
-def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
-    """The plan against the versions our recorded writes left and the budget use metered so far. Writes
-    nothing."""
-    snapshot = budgets.with_usage(store, policy, snapshot)
-    known = known_versions_for(store.known_versions(snapshot.cluster.ClusterName), snapshot, policy)
-    return RunPlan(make_plan(snapshot, policy, now, known_versions=known), known, snapshot)
-
-
-def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
-    """The plan becomes the run's (the apply reads it back) and its audit record."""
-    result = planned.plan
-    store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
-    _audit(store, run, "plan", outcome=planned.decision, who=who, before=by_team(result.changes, "before"),
-           after=by_team(result.changes, "after"),
-           detail={"changes": changes_table(result), "warnings": list(result.warnings),
-                   "approval_reasons": list(result.approval_reasons), "trigger": run.trigger,
-                   "field_changes": [f.model_dump(mode="json") for f in result.field_changes],
-                   "scheduler_requests": [r.model_dump(mode="json") for r in result.scheduler_requests],
-                   "known_versions": planned.known_versions})
-
-
-def record_invalid_policy(store: Store, run: RunRef, error: Exception) -> None:
-    _audit(store, run, "plan", outcome="invalid-policy", who=None, before=None, after=None,
-           detail={"error": str(error)})
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
@@ -238,7 +176,7 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
         # No quota was written: the rollback finds an empty report and undoes only the scheduler config.
         empty = ApplyReport(cluster_arn=the_plan.cluster_arn, succeeded=False, error=str(e))
         store.put_artifact(run.execution_name, "APPLY", empty.model_dump(mode="json"))
-        _audit(store, run, "apply", outcome="failed", who=who, before=before, after=after,
+        audit(store, run, "apply", outcome="failed", who=who, before=before, after=after,
                detail={"scheduler": (load_scheduler(store, run) or _no_outcome()).line(),
                        "outcomes": [], "error": str(e)})
         raise
@@ -254,7 +192,7 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
         detail["field_changes"] = [f.model_dump(mode="json") for f in the_plan.field_changes]
     if report.succeeded:
         detail["versions"] = versions
-    _audit(store, run, "apply", outcome="applied" if report.succeeded else "failed", who=who, before=before,
+    audit(store, run, "apply", outcome="applied" if report.succeeded else "failed", who=who, before=before,
            after=after, detail=detail)
     if not report.succeeded:
         raise ApplyFailed(report.error or "apply failed")
@@ -320,7 +258,7 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
     detail: dict[str, Any] = {"cause": (error or {}).get("Error"), "outcomes": undo.lines()}
     if config is not None:
         detail["scheduler"] = config.line()
-    _audit(store, run, "rollback", outcome="restored" if done.ok else "incomplete", who=None,
+    audit(store, run, "rollback", outcome="restored" if done.ok else "incomplete", who=None,
            before=by_team(the_plan.changes, "after"), after=by_team(the_plan.changes, "before"), detail=detail)
     store.record_versions(run.cluster_name, versions, run.execution_name)
     return done
@@ -350,7 +288,7 @@ def restore_quotas(run: RunRef, cluster_arn: str, target: Sequence[ComputeQuota]
     rollback record, and the versions the writes left."""
     shown = {qid: q.ComputeQuotaVersion for qid, q in current.items()}
     report = writer.rollback(cluster_arn, target, expected_versions=shown)
-    _audit(store, run, "rollback", outcome="restored" if report.succeeded else "incomplete", who=who,
+    audit(store, run, "rollback", outcome="restored" if report.succeeded else "incomplete", who=who,
            before={q.team: holdings(current[q.ComputeQuotaId]) for q in target if q.ComputeQuotaId in current},
            after={q.team: holdings(q) for q in target},
            detail={**(detail or {}), "outcomes": report.lines()})

@@ -25,7 +25,8 @@ from rebalancer.plan import CLUSTER, Change, Plan, SchedulerRequest
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.pools import build_pools, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
-from rebalancer.policy import Policy, PoolKey
+from rebalancer.policy import Policy
+from rebalancer.pool_key import PoolKey
 
 __all__ = ["build_pools", "edited_outside", "held", "holdings", "make_plan", "setting_changes", "split_family"]
 

@@ -28,7 +28,8 @@ from rebalancer.holdings import holdings
 from rebalancer.models import ComputeQuota, Demand, Snapshot
 from rebalancer.plan import pool_name
 from rebalancer.planning.aging import aged_weights
-from rebalancer.policy import Amount, Policy, PoolKey, TeamPolicy, family_types
+from rebalancer.policy import Amount, Policy, TeamPolicy, family_types
+from rebalancer.pool_key import PoolKey
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
