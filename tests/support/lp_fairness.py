@@ -1,4 +1,5 @@
-"""Weighted max-min fairness by progressive filling, each step a linear program solved by HiGHS.
+"""Weighted max-min fairness by progressive filling, each step a linear program solved by HiGHS, through its own
+bindings (highspy: 0.2 s to import on the dev box, where numpy + scipy.optimize's linprog took 0.75 s).
 
 An independent reference for the allocation engine's steps 1-3: it shares no code with it, only the definition.
 Round by round, maximise the common level t with a_i ≥ t·w_i for every team not yet frozen; then freeze each team
@@ -9,6 +10,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+
+def _solve(cost: Sequence[float], a_ub: Sequence[Sequence[float]], b_ub: Sequence[float],
+             bounds: Sequence[tuple[float, float | None]]) -> tuple[list[float], float]:
+    """Minimise cost·x subject to a_ub·x ≤ b_ub and the bounds: an optimal x and cost·x (as linprog(method="highs"))."""
+    import highspy
+    import numpy as np
+
+    inf = highspy.kHighsInf
+    a = np.asarray(a_ub, dtype=float)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = len(cost), len(b_ub)
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_ = np.array([lo for lo, _ in bounds], dtype=float)
+    lp.col_upper_ = np.array([inf if hi is None else hi for _, hi in bounds], dtype=float)
+    lp.row_lower_ = np.full(len(b_ub), -inf)
+    lp.row_upper_ = np.asarray(b_ub, dtype=float)
+    rows, cols = np.nonzero(a)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.start_ = np.searchsorted(rows, np.arange(len(b_ub) + 1)).astype(np.int32)
+    lp.a_matrix_.index_ = cols.astype(np.int32)
+    lp.a_matrix_.value_ = a[rows, cols]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    assert status == highspy.HighsModelStatus.kOptimal, h.modelStatusToString(status)
+    return list(h.getSolution().col_value), h.getInfo().objective_function_value
 
 
 def _bounds(n: int, floors: Sequence[float], ceilings: Sequence[float],
@@ -24,10 +54,6 @@ def _bounds(n: int, floors: Sequence[float], ceilings: Sequence[float],
 
 def progressive_fill(capacity: float, weights: Sequence[float], floors: Sequence[float],
                      ceilings: Sequence[float]) -> list[float]:
-    # scipy takes ~0.6 s to import: paid by the test that solves, not by every pytest worker's collection
-    import numpy as np
-    from scipy.optimize import linprog
-
     n = len(weights)
     frozen = {i: floors[i] for i in range(n) if weights[i] == 0}
     while len(frozen) < n:
@@ -41,19 +67,16 @@ def progressive_fill(capacity: float, weights: Sequence[float], floors: Sequence
             a_ub.append(row)
             b_ub.append(0.0)
         cost = [0.0] * n + [-1.0]
-        res = linprog(cost, A_ub=np.array(a_ub), b_ub=b_ub, bounds=[*_bounds(n, floors, ceilings, frozen),
-                                                                    (0, None)], method="highs")
-        assert res.status == 0, res.message
-        level = float(res.x[n])
+        x, _ = _solve(cost, a_ub, b_ub, [*_bounds(n, floors, ceilings, frozen), (0, None)])
+        level = float(x[n])
         newly = {}
         for i in live:
             need = max(floors[i], level * weights[i])
             cost_i = [0.0] * (n + 1)
             cost_i[i] = -1.0
             bounds = [*_bounds(n, floors, ceilings, frozen), (level, level)]
-            r = linprog(cost_i, A_ub=np.array(a_ub), b_ub=b_ub, bounds=bounds, method="highs")
-            assert r.status == 0, r.message
-            if -r.fun <= need + 1e-7:
+            _, fun = _solve(cost_i, a_ub, b_ub, bounds)
+            if -fun <= need + 1e-7:
                 newly[i] = min(need, ceilings[i])
         if not newly:  # numerical stalemate: everyone is at the level
             newly = {i: min(max(floors[i], level * weights[i]), ceilings[i]) for i in live}
@@ -85,7 +108,6 @@ def progressive_fill_rows(weights: Sequence[float], floors: Sequence[float], cei
     each a_v between its floor and ceiling; a weight-0 variable keeps its floor. The single-pool progressive_fill
     is the case of one row over every variable."""
     import numpy as np
-    from scipy.optimize import linprog
 
     n = len(weights)
     a_ub = np.zeros((len(rows), n + 1))
@@ -105,17 +127,15 @@ def progressive_fill_rows(weights: Sequence[float], floors: Sequence[float], cei
         cost = np.zeros(n + 1)
         cost[n] = -1.0
         bounds = [*_bounds(n, floors, ceilings, frozen), (0, None)]
-        res = linprog(cost, A_ub=a_all, b_ub=b_all, bounds=bounds, method="highs")
-        assert res.status == 0, res.message  # every variable lies in a pool's row: bounded
-        level = float(res.x[n])
+        x, _ = _solve(cost, a_all, b_all, bounds)  # every variable lies in a pool's row: bounded
+        level = float(x[n])
         newly = {}
         for v in live:
             need = max(floors[v], level * weights[v])
             cost_v = np.zeros(n + 1)
             cost_v[v] = -1.0
-            r = linprog(cost_v, A_ub=a_all, b_ub=b_all, bounds=[*bounds[:n], (level, level)], method="highs")
-            assert r.status == 0, r.message
-            if -r.fun <= need + 1e-7:
+            _, fun = _solve(cost_v, a_all, b_all, [*bounds[:n], (level, level)])
+            if -fun <= need + 1e-7:
                 newly[v] = min(need, ceilings[v])
         if not newly:
             newly = {v: min(max(floors[v], level * weights[v]), ceilings[v]) for v in live}
