@@ -50,9 +50,10 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 # (all of hypothesis, pytest-benchmark and pytest-xdist), and where no bytecode is written (PYTHONDONTWRITEBYTECODE,
 # as on the dev box) it does so on every run; the unit tests need hypothesis' plugin alone (collection 4.5 s instead
 # of 6.1 s, median of 3 at load 1.4). Examples at a tenth, 10 at least (a fifth: 16.9 s wall instead of 12.8 s, medians
-# of 3 at load 2.3). Whole simulations and multi-day replays are in tests/integration. 631 tests: 12.2 s (pytest's
-# figure), 14.4 s wall; 647 before: 23.4 s, 26.0 s (medians of 3, run in turn, load 1.3-2.1). Of the 2.2 s outside
-# pytest's figure, ~1.2 s is the interpreter finalizing (modules and a 300 MB heap) after the last atexit handler.
+# of 3 at load 2.3). Whole simulations and multi-day replays are in tests/integration. 631 tests: 11.4 s (pytest's
+# figure), 13.6 s wall (slowest 15.8 s); 647 before: 27.0 s, 29.7 s (medians of 6, main and this run in turn, load
+# 1.0-1.25). Of the ~2.2 s outside pytest's figure, ~0.4 s is start-up (interpreter, pytest, hypothesis, conftest),
+# ~0.6 s pytest's unraisable-exception collections and atexit, ~1.2 s the interpreter finalizing a 300 MB heap.
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
