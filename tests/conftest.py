@@ -1,4 +1,5 @@
-"""Shared fixtures. Tests are offline: sockets to anything but loopback are refused."""
+"""Shared fixtures. Tests are offline: sockets to anything but loopback are refused. No test sleeps through
+botocore's retry back-off: retries happen (and are counted) at once."""
 
 from __future__ import annotations
 
@@ -35,3 +36,17 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_retry_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore retries without its exponential back-off sleeps (up to 20 s a call in standard mode): a test that
+    injects a server error waits for nothing, and still sees every attempt."""
+    import botocore.retries.standard as standard
+    import botocore.retryhandler as legacy
+
+    def no_delay(*_: Any, **__: Any) -> float:
+        return 0.0
+
+    monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", no_delay)
+    monkeypatch.setattr(legacy, "delay_exponential", no_delay)

@@ -18,8 +18,8 @@ Two ways to run it, each yielding an `EmulatorHandle` with `.client(...)` (a bot
             emu.emulator.external_edit("research-quota")   # an admin edits it in the console: version + 1
 
 Or as pytest fixtures (import them into your test module or conftest): `emulator` (in-process, mock_aws),
-`http_emulator_server` (over HTTP), `any_emulator` (both, parametrized), `demo_emulator` (HTTP, seeded), and
-`instant_retries` (botocore retries without back-off sleeps, so throttling tests stay fast).
+`http_emulator_server` (over HTTP), `any_emulator` (both, parametrized) and `demo_emulator` (HTTP, seeded). Every
+test retries without botocore's back-off sleeps (tests/conftest.py), so throttling tests stay fast.
 
 The demo cluster (`rebalancer_tools.emulator.DEMO`): cluster `demo-hyperpod` with groups gpu-p5 (ml.p5.48xlarge ×4),
 trainium-trn1 (ml.trn1.32xlarge ×2), gpu-g5 (ml.g5.12xlarge ×3); node ids are `<group>-<i>`; five teams
@@ -73,7 +73,7 @@ class EmulatorHandle:
 @functools.cache
 def _client(service: str, region: str, endpoint: str | None, max_attempts: int | None,
             parameter_validation: bool) -> Any:
-    # Always botocore's standard mode: its back-off is looked up per retry, so `instant_retries` also reaches
+    # Always botocore's standard mode: its back-off is looked up per retry, so the tests' no-back-off patch also reaches
     # clients cached before the fixture ran (legacy mode binds its delay function when the client is made).
     retries: dict[str, Any] = {"mode": "standard"}
     if max_attempts:
@@ -155,16 +155,3 @@ def any_emulator(request: pytest.FixtureRequest) -> Iterator[EmulatorHandle]:
     factory: Callable[..., Any] = in_process_emulator if request.param == "in-process" else http_emulator
     with factory() as handle:
         yield handle
-
-
-@pytest.fixture
-def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """botocore retries at once instead of sleeping its exponential back-off (create clients after this)."""
-    import botocore.retries.standard as standard
-    import botocore.retryhandler as legacy
-
-    def no_delay(*_: Any, **__: Any) -> float:
-        return 0.0
-
-    monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", no_delay)
-    monkeypatch.setattr(legacy, "delay_exponential", no_delay)

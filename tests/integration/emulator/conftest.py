@@ -1,5 +1,5 @@
 """The emulator fixtures of support.emulator, available to every test here."""
 
-from support.emulator import any_emulator, demo_emulator, emulator, http_emulator_server, instant_retries
+from support.emulator import any_emulator, demo_emulator, emulator, http_emulator_server
 
-__all__ = ["any_emulator", "demo_emulator", "emulator", "http_emulator_server", "instant_retries"]
+__all__ = ["any_emulator", "demo_emulator", "emulator", "http_emulator_server"]

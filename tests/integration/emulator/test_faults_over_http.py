@@ -15,7 +15,7 @@ P5, TRN1, G5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.g5.12xlarge"
 
 
 @pytest.fixture
-def emu(instant_retries: None) -> Iterator[EmulatorHandle]:
+def emu() -> Iterator[EmulatorHandle]:
     with http_emulator(seed_demo=True) as handle:
         yield handle
 
