@@ -147,6 +147,7 @@ class Emulator:
         return self.gov.cluster_capacity(cluster_ops.require_cluster(self.gov, cluster))
 
     def allocated(self, cluster: str) -> dict[tuple[str, str], float]:
+        """What the cluster's quotas ask for, per (instance type, resource) asked for at all."""
         return self.gov.cluster_allocated(self.cluster_arn(cluster))
 
     # ---- quotas and scheduler configs ------------------------------------------------------------------------

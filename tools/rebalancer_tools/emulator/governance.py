@@ -135,8 +135,9 @@ class Governance:
         return capacity.healthy_capacity((n.instance_type, n.status) for n in cluster.nodes.values())
 
     def cluster_allocated(self, cluster_arn: str) -> dict[capacity.Key, float]:
-        """What the cluster's quotas ask for in all. Checked after every write: each quota's amounts are read once
-        per version, not once per write (1,000 quotas of 15 entries made the checks quadratic)."""
+        """What the cluster's quotas ask for in all, per (type, resource) asked for at all. Checked after every
+        write: each quota's amounts are read once per version, not once per write (1,000 quotas of 15 entries made
+        the checks quadratic)."""
         out: dict[capacity.Key, float] = defaultdict(float)
         for r in self.resources.values():
             if r.kind is Kind.COMPUTE_QUOTA and r.cluster_arn == cluster_arn and r.holds and r.enabled:
@@ -148,7 +149,9 @@ class Governance:
         config = r.body.get("ComputeQuotaConfig") or {}
         cached = self._asks.get(r.resource_id)
         if cached is None or cached[0] is not config:
-            cached = self._asks[r.resource_id] = (config, capacity.quota_amounts([config]))
+            # Zeros dropped: they never exceed a capacity, and most entries of a large cluster's quotas are zero.
+            asked = {key: amount for key, amount in capacity.quota_amounts([config]).items() if amount}
+            cached = self._asks[r.resource_id] = (config, asked)
         return cached[1]
 
     def check_invariant(self, operation: str, cluster_arn: str, target: str | None) -> InvariantRecord | None:
