@@ -15,10 +15,10 @@ another checkout (e.g. the main branch before a change) with the same yardstick.
   (none written): what a Lambda, whose /opt is read-only, pays; a layer without .pyc compiles every module each time.
 
 The "(floor)" row imports only what every handler needs (Powertools' Logger, Tracer and Metrics, boto3, pydantic):
-a handler's own cost is its figure minus the floor's. "(floor, no pydantic)" is what bounds the trigger, whose path
-reads no pydantic model: boto3 and Powertools, X-Ray patching botocore and http.client only (as
-rebalancer.app.observability has it). Both rows are the same code whatever --root is, so two checkouts measured back
-to back share them.
+a handler's own cost is its figure minus the floor's. "(floor, no pydantic)" is boto3 and Powertools alone, X-Ray
+patching botocore and http.client only (as rebalancer.app.observability has it): what any handler would pay even
+with no pydantic model on its path (the trigger reads its events with Powertools' parser, which is pydantic). Both
+rows are the same code whatever --root is, so two checkouts measured back to back share them.
 
 Targets: trigger < 300 ms, every other handler < 400 ms, layer <= 60 MB unzipped.
 """
