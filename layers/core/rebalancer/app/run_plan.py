@@ -65,14 +65,14 @@ def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None 
     result = planned.plan
     store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
     audit(store, run, "plan", outcome=planned.decision, who=who, before=by_team(result.changes, "before"),
-           after=by_team(result.changes, "after"),
-           detail={"changes": changes_table(result), "warnings": list(result.warnings),
-                   "approval_reasons": list(result.approval_reasons), "trigger": run.trigger,
-                   "field_changes": [f.model_dump(mode="json") for f in result.field_changes],
-                   "scheduler_requests": [r.model_dump(mode="json") for r in result.scheduler_requests],
-                   "known_versions": planned.known_versions})
+          after=by_team(result.changes, "after"),
+          detail={"changes": changes_table(result), "warnings": list(result.warnings),
+                  "approval_reasons": list(result.approval_reasons), "trigger": run.trigger,
+                  "field_changes": [f.model_dump(mode="json") for f in result.field_changes],
+                  "scheduler_requests": [r.model_dump(mode="json") for r in result.scheduler_requests],
+                  "known_versions": planned.known_versions})
 
 
 def record_invalid_policy(store: Store, run: RunRef, error: Exception) -> None:
     audit(store, run, "plan", outcome="invalid-policy", who=None, before=None, after=None,
-           detail={"error": str(error)})
+          detail={"error": str(error)})

@@ -102,7 +102,7 @@ def changes_table(plan: Plan) -> list[dict[str, Any]]:
 
 
 def audit(store: Store, run: RunRef, kind: str, *, outcome: str, who: str | None, before: Any, after: Any,
-           detail: dict[str, Any]) -> None:
+          detail: dict[str, Any]) -> None:
     store.audit(run.cluster_name, run.execution_name, kind, outcome=outcome, who=who, before=before, after=after,
                 detail={"source": run.source, **detail})
 
@@ -177,8 +177,8 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
         empty = ApplyReport(cluster_arn=the_plan.cluster_arn, succeeded=False, error=str(e))
         store.put_artifact(run.execution_name, "APPLY", empty.model_dump(mode="json"))
         audit(store, run, "apply", outcome="failed", who=who, before=before, after=after,
-               detail={"scheduler": (load_scheduler(store, run) or _no_outcome()).line(),
-                       "outcomes": [], "error": str(e)})
+              detail={"scheduler": (load_scheduler(store, run) or _no_outcome()).line(),
+                      "outcomes": [], "error": str(e)})
         raise
     report = writer.apply(the_plan.cluster_arn, the_plan.requests, snapshot.quotas, rollback_on_failure=False)
     store.put_artifact(run.execution_name, "APPLY", report.model_dump(mode="json"))
@@ -193,7 +193,7 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
     if report.succeeded:
         detail["versions"] = versions
     audit(store, run, "apply", outcome="applied" if report.succeeded else "failed", who=who, before=before,
-           after=after, detail=detail)
+          after=after, detail=detail)
     if not report.succeeded:
         raise ApplyFailed(report.error or "apply failed")
     store.record_versions(run.cluster_name, versions, run.execution_name)
@@ -259,7 +259,7 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
     if config is not None:
         detail["scheduler"] = config.line()
     audit(store, run, "rollback", outcome="restored" if done.ok else "incomplete", who=None,
-           before=by_team(the_plan.changes, "after"), after=by_team(the_plan.changes, "before"), detail=detail)
+          before=by_team(the_plan.changes, "after"), after=by_team(the_plan.changes, "before"), detail=detail)
     store.record_versions(run.cluster_name, versions, run.execution_name)
     return done
 
@@ -289,9 +289,9 @@ def restore_quotas(run: RunRef, cluster_arn: str, target: Sequence[ComputeQuota]
     shown = {qid: q.ComputeQuotaVersion for qid, q in current.items()}
     report = writer.rollback(cluster_arn, target, expected_versions=shown)
     audit(store, run, "rollback", outcome="restored" if report.succeeded else "incomplete", who=who,
-           before={q.team: holdings(current[q.ComputeQuotaId]) for q in target if q.ComputeQuotaId in current},
-           after={q.team: holdings(q) for q in target},
-           detail={**(detail or {}), "outcomes": report.lines()})
+          before={q.team: holdings(current[q.ComputeQuotaId]) for q in target if q.ComputeQuotaId in current},
+          after={q.team: holdings(q) for q in target},
+          detail={**(detail or {}), "outcomes": report.lines()})
     store.record_versions(run.cluster_name, written_versions(report), run.execution_name)
     return report
 
