@@ -20,8 +20,6 @@ from typing import Any, Literal, Protocol
 
 from rebalancer.adapters.outcomes import ApplyReport
 from rebalancer.adapters.scheduler_config import SchedulerOutcome
-
-# the steps, the CLI and the tests read these from here too
 from rebalancer.app.run_ref import RunRef, load_plan, load_snapshot
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
 from rebalancer.holdings import holdings
