@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.run import run_backtest

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.simulator import Failures, Scenario, default_teams, load_trace, run_strategy, synthetic
 from rebalancer_tools.simulator.controller import default_policy
 from rebalancer_tools.simulator.engine import ControllerView, Decision

@@ -28,11 +28,12 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 from support.lp_fairness import reference_coupled, reference_shares  # noqa: E402
 
-from rebalancer import catalog  # noqa: E402
-from rebalancer.allocation import INF, Claim, FamilyBound, PoolInput, Settings, allocate, fair_shares  # noqa: E402
-from rebalancer.models import Snapshot  # noqa: E402
-from rebalancer.planning import build_pools, make_plan  # noqa: E402
-from rebalancer.policy import Policy  # noqa: E402
+from rebalancer.catalog import specs as catalog  # noqa: E402
+from rebalancer.domain.policy import Policy  # noqa: E402
+from rebalancer.domain.snapshot import Snapshot  # noqa: E402
+from rebalancer.engine.allocation import INF, Claim, FamilyBound, PoolInput, Settings, allocate, fair_shares  # noqa: E402
+from rebalancer.planning.planner import make_plan  # noqa: E402
+from rebalancer.planning.pools import build_pools  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/bench01"
@@ -207,7 +208,7 @@ def main() -> None:
     console = Console()
     console.print(table)
     console.print("* the teams with a cap (one in 7) cap an instance family instead of a type: every pool is solved "
-                  "in the coupled path (rebalancer.family_caps)")
+                  "in the coupled path (rebalancer.engine.family_caps)")
     console.print(f"calibration: a 1,000,000-iteration Python loop takes {calibration_ms():.0f} ms CPU here "
                   "(about 25 ms on a current desktop core)")
     # CPU time excludes other processes, but on a loaded machine they still share caches and the core's clock.

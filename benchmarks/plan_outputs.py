@@ -25,10 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import plan_bench as bench
 
-from rebalancer.allocation import Settings, allocate
-from rebalancer.models import Snapshot
-from rebalancer.planning import build_pools, make_plan
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.engine.allocation import Settings, allocate
+from rebalancer.planning.planner import make_plan
+from rebalancer.planning.pools import build_pools
 
 CPU = "ml.c5.12xlarge"
 MIG_TYPE = "ml.p4d.24xlarge"

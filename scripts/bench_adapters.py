@@ -13,11 +13,11 @@ from moto import mock_aws
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
-from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.kueue import KueueReader
-from rebalancer.adapters.quota_writer import Poller, QuotaWriter
-from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.plan import QuotaRequest
+from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
+from rebalancer.adapters.kubernetes.kueue import KueueReader
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
+from rebalancer.domain.plan import QuotaRequest
 from rebalancer_tools.emulator.control import Emulator
 from rebalancer_tools.emulator.server import EmulatorServer
 from rebalancer_tools.kube_fake import KubeState, cluster_queue, pod_set, serve, workload

@@ -1,5 +1,5 @@
 """Approval: RequestApproval from the state machine (stores the task token, sends the controls), and the HTTP API
-for the review page, its decision form and Slack buttons (rebalancer.app.approval_http)."""
+for the review page, its decision form and Slack buttons (rebalancer.app.approvals.http)."""
 
 from typing import Any
 
@@ -10,7 +10,8 @@ from rebalancer.app.observability import logger, tracer
 
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("aws_lambda_powertools.utilities.parameters", "rebalancer.app.approvals", "rebalancer.app.signing")
+wiring.preload("aws_lambda_powertools.utilities.parameters", "rebalancer.app.approvals.decisions",
+               "rebalancer.app.approvals.signing")
 
 
 @logger.inject_lambda_context

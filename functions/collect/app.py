@@ -4,9 +4,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import step_input, wiring
+from rebalancer.app import wiring
 from rebalancer.app.observability import logger, tracer
-from rebalancer.app.steps.collect import collect
+from rebalancer.app.workflow import state
+from rebalancer.app.workflow.steps.collect import collect
 
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
@@ -16,5 +17,5 @@ wiring.preload("rebalancer.adapters.collect")
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    run = step_input.run_of(event, "collect")
+    run = state.run_of(event, "collect")
     return collect(run, store=wiring.store(), read_snapshot=wiring.snapshot_reader())

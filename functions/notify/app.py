@@ -4,14 +4,15 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, step_input, wiring
-from rebalancer.app.notify import notify
+from rebalancer.app import config, wiring
+from rebalancer.app.notifications.notify import notify
 from rebalancer.app.observability import logger, tracer
+from rebalancer.app.workflow import state
 
 
 @logger.inject_lambda_context(correlation_id_path="state.run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
-    given = step_input.parse(step_input.NotifyInput, event, "notify")
+    given = state.parse(state.NotifyInput, event, "notify")
     return notify(given.kind, given.state, store=wiring.store(), channels=wiring.channels(cfg))

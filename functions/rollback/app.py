@@ -4,21 +4,22 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import step_input, wiring
+from rebalancer.app import wiring
 from rebalancer.app.observability import logger, tracer
-from rebalancer.app.steps.rollback import rollback
+from rebalancer.app.workflow import state
+from rebalancer.app.workflow.steps.rollback import rollback
 
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
 wiring.preload("aws_lambda_powertools.utilities.idempotency",
-               "rebalancer.adapters.quota_writer",
-               "rebalancer.adapters.scheduler_config")
+               "rebalancer.adapters.sagemaker.quota_writer",
+               "rebalancer.adapters.sagemaker.scheduler_config")
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    given = step_input.parse(step_input.RunInput, event, "rollback")
+    given = state.parse(state.RunInput, event, "rollback")
     run = given.run
     store = wiring.store()
     return wiring.once("rollback", run.execution_name, context,

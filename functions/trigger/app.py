@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
-from rebalancer.app.trigger import Starter
+from rebalancer.app.trigger.start import Starter
 
 METRIC = {"started": "RunsStarted", "debounced": "EventsDebounced", "ignored": "EventsIgnored",
           "irrelevant": "EventsIgnored", "malformed": "MalformedEvents"}

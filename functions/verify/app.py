@@ -4,20 +4,21 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, step_input, wiring
+from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, tracer
-from rebalancer.app.steps.verify import verify
+from rebalancer.app.workflow import state
+from rebalancer.app.workflow.steps.verify import verify
 
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("rebalancer.adapters.quota_writer", "rebalancer.adapters.scheduler_config")
+wiring.preload("rebalancer.adapters.sagemaker.quota_writer", "rebalancer.adapters.sagemaker.scheduler_config")
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.VerifyConfig)
-    given = step_input.parse(step_input.VerifyInput, event, "verify")
+    given = state.parse(state.VerifyInput, event, "verify")
     return verify(given.attempt, list(given.apply.quota_ids), writer=wiring.writer(poll_once=True),
                         poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts,
                         scheduler_config_id=given.apply.scheduler_config_id,

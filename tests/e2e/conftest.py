@@ -1,6 +1,6 @@
 """Every end-to-end test runs with IAM enforced (rebalancer_tools.local_stack); after each, every request a function
-made is checked against the calls `rebalancer doctor` simulates for it (rebalancer.prerequisites.FUNCTION_CALLS),
-so the doctor cannot miss a permission a function needs."""
+made is checked against the calls `rebalancer doctor` simulates for it
+(rebalancer.adapters.prerequisites.FUNCTION_CALLS), so the doctor cannot miss a permission a function needs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rebalancer.prerequisites import FUNCTION_CALLS
+from rebalancer.adapters.prerequisites import FUNCTION_CALLS
 from rebalancer_tools.iam.enforce import Decision
 from rebalancer_tools.local_stack import LocalStack
 
@@ -35,4 +35,4 @@ def _calls_are_the_ones_doctor_checks(monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setattr(LocalStack, "__exit__", exit_and_keep)
     yield
     unlisted = sorted({(d.caller or d.role, d.action) for d in seen if d.allowed and not listed(d)})
-    assert not unlisted, f"calls missing from rebalancer.prerequisites.FUNCTION_CALLS: {unlisted}"
+    assert not unlisted, f"calls missing from rebalancer.adapters.prerequisites.FUNCTION_CALLS: {unlisted}"

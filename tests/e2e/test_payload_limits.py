@@ -17,8 +17,8 @@ import boto3
 import pytest
 from support.emulator import in_process_emulator
 
-from rebalancer import catalog
 from rebalancer.app import wiring
+from rebalancer.catalog import specs as catalog
 from rebalancer_tools.emulator.control import GroupSpec
 from rebalancer_tools.emulator.resources import Kind
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver

@@ -16,7 +16,7 @@ from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
 
-from rebalancer.prerequisites import ADDON
+from rebalancer.adapters.prerequisites import ADDON
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator import prerequisites as emu_pre

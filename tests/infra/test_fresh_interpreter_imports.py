@@ -13,7 +13,7 @@ from support.layer import FUNCTIONS, RUNTIME
 
 def test_a_catalog_lookup_loads_no_sdk() -> None:
     """The catalog is data: a fresh interpreter looks a type up without importing botocore or the tools."""
-    code = ("import sys; from rebalancer import catalog; catalog.spec('ml.p5.48xlarge'); "
+    code = ("import sys; from rebalancer.catalog import specs; specs.spec('ml.p5.48xlarge'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3', 'rebalancer_tools')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
@@ -21,7 +21,7 @@ def test_a_catalog_lookup_loads_no_sdk() -> None:
 
 def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
     """The review page module is on RequestApproval's import path; the template engine is not."""
-    code = ("import sys, rebalancer.app.review_page as p; assert 'jinja2' not in sys.modules; "
+    code = ("import sys, rebalancer.app.approvals.review_page as p; assert 'jinja2' not in sys.modules; "
             "p.message_page('t', 'x'); assert 'jinja2' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -30,10 +30,12 @@ def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
 # Plan (and the CLI), the approvals and Slack only where a person is asked, Kueue's client only where it is read;
 # asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt).
 NEVER_LOADED = {
-    "trigger": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.approvals", "slack_sdk", "kubernetes"),
-    "apply": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
-    "verify": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
-    "rollback": ("rebalancer.planning", "rebalancer.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
+    "trigger": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.approvals", "slack_sdk",
+                "kubernetes"),
+    "apply": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
+    "verify": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
+    "rollback": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.budgets", "slack_sdk",
+                 "kubernetes"),
     "collect": ("rebalancer.planning", "rebalancer.app.approvals", "slack_sdk"),
 }
 NOWHERE = ("asyncio",)

@@ -16,12 +16,12 @@ from urllib.parse import urlencode, urljoin
 import boto3
 from moto import mock_aws
 
-from rebalancer.app.approval_http import ApprovalApi
-from rebalancer.app.approvals import Approvals
-from rebalancer.app.notifications import DeliveryResult, Message
-from rebalancer.app.signing import LinkSigner
-from rebalancer.app.store import Store
-from rebalancer.plan import Change, Plan
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app.approvals.decisions import Approvals
+from rebalancer.app.approvals.http import ApprovalApi
+from rebalancer.app.approvals.signing import LinkSigner
+from rebalancer.app.notifications.messages import DeliveryResult, Message
+from rebalancer.domain.plan import Change, Plan
 from rebalancer_tools.http_api import http_api_event
 from rebalancer_tools.ticking_clock import Clock
 from support.approval_page import review_form

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app import wiring
-from rebalancer.app.notify import approval_id_of
-from rebalancer.app.store import ApprovalRecord
-from rebalancer.plan import Plan
+from rebalancer.app.notifications.notify import approval_id_of
+from rebalancer.domain.plan import Plan
 from rebalancer_tools.demo.world import ApprovalGateway
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver

@@ -8,11 +8,10 @@ from typing import Any
 
 from botocore.validate import ParamValidator
 
-from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.plan import Plan, QuotaRequest
-from rebalancer.planning import held
-from rebalancer.policy import Policy
-from rebalancer.pool_key import PoolKey
+from rebalancer.domain.plan import Plan, QuotaRequest
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.pools import PoolKey, held
+from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer_tools.sdk_model import sagemaker_model
 from support.clock import T0
 

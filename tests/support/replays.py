@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import Replay, prepare, replay
 

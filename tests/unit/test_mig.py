@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rebalancer import catalog, mig
+from rebalancer.catalog import mig
+from rebalancer.catalog import specs as catalog
 from rebalancer_tools.sdk_model import mig_profile_types
 
 # (GPU, profile, instances per GPU) as NVIDIA's tables give them ("Number of Instances Available").

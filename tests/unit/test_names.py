@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
-from rebalancer.names import entity_name, quota_name, scheduler_config_name
-from rebalancer.policy import TEAM_NAME, TEAM_NAME_MAX
+from rebalancer.domain.names import entity_name, quota_name, scheduler_config_name
+from rebalancer.domain.policy import TEAM_NAME, TEAM_NAME_MAX
 from rebalancer_tools.sdk_model import sagemaker_model
 
 

@@ -1,9 +1,9 @@
 import pytest
 
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import parse_document
-from rebalancer.policy import Policy
-from rebalancer.validation import load_model
+from rebalancer.parsing.loading import parse_document
+from rebalancer.parsing.validation import load_model
 
 EXAMPLE = """
 mode: auto

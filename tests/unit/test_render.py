@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from support.clusters import T0, snapshot
 
-from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.render import render_plan
 
 G5 = "ml.g5.12xlarge"

@@ -17,7 +17,7 @@ import pytest
 from botocore import xform_name
 from support.template import ROOT
 
-from rebalancer import models
+from rebalancer.domain import snapshot as models
 
 SDK = ("boto3", "botocore", "s3transfer", "jmespath")
 PACKAGE = ROOT / "layers" / "core" / "rebalancer"

@@ -75,7 +75,7 @@ def test_powertools_settings_match_the_observability_module() -> None:
 
 
 def test_table_keys_and_ttl_match_the_store() -> None:
-    from rebalancer.app import store
+    from rebalancer.adapters.dynamodb import store
 
     p = t.resources("AWS::DynamoDB::Table")["Table"]["Properties"]
     assert [k["AttributeName"] for k in p["KeySchema"]] == [store.KEY, store.SORT]

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from support import template as t
 
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import config
-from rebalancer.app.approval_http import ApprovalApi
-from rebalancer.app.approvals import Approvals
-from rebalancer.app.signing import LinkSigner
-from rebalancer.app.store import Store
+from rebalancer.app.approvals.decisions import Approvals
+from rebalancer.app.approvals.http import ApprovalApi
+from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer_tools.http_api import http_api_event
 
 CONDITION = "HasApprovalOidc"

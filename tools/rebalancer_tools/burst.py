@@ -22,8 +22,8 @@ from typing import Any
 
 import boto3
 
-from rebalancer.app.store import Store
-from rebalancer.app.trigger import Starter
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app.trigger.start import Starter
 from rebalancer_tools import template as tpl
 from rebalancer_tools.local_stack import atomic_dynamodb_writes, run_finished_event
 

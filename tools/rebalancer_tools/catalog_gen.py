@@ -1,6 +1,6 @@
-"""Generates layers/core/rebalancer/instance_types.py, the runtime's table of HyperPod instance types:
+"""Generates layers/core/rebalancer/catalog/instance_types.py, the runtime's table of HyperPod instance types:
 
-    python -m rebalancer_tools.catalog_gen > layers/core/rebalancer/instance_types.py
+    python -m rebalancer_tools.catalog_gen > layers/core/rebalancer/catalog/instance_types.py
 
 Its rows are the types of the installed botocore's SageMaker `ClusterInstanceType` enum, each described by the
 family rules below (accelerator figures from the EC2 and SageMaker instance pages). A type of the enum that no rule
@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import sys
 
-from rebalancer import mig
-from rebalancer.catalog import AcceleratorKind, InstanceSpec
+from rebalancer.catalog import mig
+from rebalancer.catalog.specs import AcceleratorKind, InstanceSpec
 from rebalancer_tools.sdk_model import cluster_instance_types, mig_profile_types
 
 
@@ -26,7 +26,7 @@ def _gpu(t: str, n: int, model: str, vcpu: int, mem: float) -> InstanceSpec:
 
 
 def _mig_profiles(model: str) -> tuple[str, ...]:
-    """The GPU's profiles (rebalancer.mig's table, the one place they are written) that the SDK's MIGProfileType
+    """The GPU's profiles (rebalancer.catalog.mig's table, the one place they are written) that the SDK's MIGProfileType
     enum names: a quota can only be set on those. B300's are in none of today's enum values, so p6-b300 has none."""
     gpu = mig.GPU_OF_MODEL.get(model)
     if gpu is None:

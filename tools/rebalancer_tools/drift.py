@@ -16,13 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rebalancer.allocation import EPS, PoolInput
-from rebalancer.cluster_policy import plan_scheduler_config
-from rebalancer.models import Snapshot
-from rebalancer.ownership import MANAGED_BY, stack_owned
-from rebalancer.plan import CLUSTER
-from rebalancer.planning import build_pools, setting_changes
-from rebalancer.policy import Policy
+from rebalancer.domain.ownership import MANAGED_BY, stack_owned
+from rebalancer.domain.plan import CLUSTER
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.engine.allocation import EPS, PoolInput
+from rebalancer.planning.cluster_policy import plan_scheduler_config
+from rebalancer.planning.pools import build_pools
+from rebalancer.planning.requests import setting_changes
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,8 @@ from unittest import mock
 import boto3
 from botocore.credentials import Credentials
 
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import wiring
-from rebalancer.app.store import Store
 from rebalancer_tools import template as tpl
 from rebalancer_tools.iam import policies as iam_policies
 from rebalancer_tools.iam.enforce import Enforcer
@@ -203,8 +203,8 @@ class LocalStack:
         # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,
         # which would otherwise happen on the interpreter's thread in the middle of a run.
         importlib.import_module("rebalancer.adapters.collect")
-        importlib.import_module("rebalancer.adapters.quota_writer")
-        importlib.import_module("rebalancer.adapters.eks_auth")
+        importlib.import_module("rebalancer.adapters.sagemaker.quota_writer")
+        importlib.import_module("rebalancer.adapters.kubernetes.eks_auth")
         stack = self
 
         def invoke(fn: Any, body: Any, _request_headers: Any, response_headers: Any) -> bytes:
@@ -308,7 +308,7 @@ class LocalStack:
         return handler
 
     def _kube_client(self, described: dict[str, Any]) -> Any:
-        from rebalancer.adapters.eks_auth import api_client_with_token
+        from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
 
         if self.kube_url is None:
             from rebalancer_tools.kube_fake import serve

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from rebalancer.prerequisites import Check, denied_or_error
+from rebalancer.adapters.prerequisites import Check, denied_or_error
 
 
 def check_permissions(iam: Any, function: str, role_arn: str, calls: Iterable[tuple[str, str]]) -> Check:

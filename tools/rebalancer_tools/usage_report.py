@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rebalancer.budget import Budget, Period, PeriodWindow, parse_period_label, period_window
-from rebalancer.metering import Fact, Used, budget_usage, hours_in
-from rebalancer.policy import Policy
+from rebalancer.budgets.metering import Fact, Used, budget_usage, hours_in
+from rebalancer.domain.budget import Budget, Period, PeriodWindow, parse_period_label, period_window
+from rebalancer.domain.policy import Policy
 
 
 @dataclass(frozen=True)

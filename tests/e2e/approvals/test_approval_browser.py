@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.approval_stack import Waiting
 
-from rebalancer.app.review_page import Row, rows_of
+from rebalancer.app.approvals.review_page import Row, rows_of
 
 pytestmark = pytest.mark.slow  # a stack deploy, a run on moto's interpreter and a browser: seconds
 

@@ -7,86 +7,13 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from support.import_graph import MODULES, ROOT, cycles, import_graph
 
-import rebalancer
-
-PACKAGE = Path(rebalancer.__file__).resolve().parent
-ROOT = PACKAGE.parent
 TABLE_CALLS = {"put_item", "get_item", "update_item", "delete_item", "query", "scan", "batch_write_item",
                "transact_write_items", "put_new"}
-STORE = "rebalancer.app.store"
-
-
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    return out
-
-
-MODULES = _modules()
-
-
-def _imported(name: str, tree: ast.AST) -> Iterator[str]:
-    """The runtime modules `name` imports: `from a.b import c` is a.b.c when c is a module, else a.b."""
-    package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names if a.name in MODULES)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([base] if base else [])])
-            for a in node.names:
-                if f"{base}.{a.name}" in MODULES:
-                    yield f"{base}.{a.name}"
-                elif base in MODULES:
-                    yield base
-
-
-def import_graph() -> dict[str, set[str]]:
-    return {name: set(_imported(name, ast.parse(path.read_text()))) - {name} for name, path in MODULES.items()}
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(found)
+STORE = "rebalancer.adapters.dynamodb.store"
 
 
 def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
@@ -96,8 +23,8 @@ def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
 
 def test_the_graph_sees_the_imports_it_should() -> None:
     graph = import_graph()
-    assert "rebalancer.app.approvals" in graph["rebalancer.app.approval_http"]
-    assert "rebalancer.app.store" in graph["rebalancer.app.approvals"]
+    assert "rebalancer.app.approvals.decisions" in graph["rebalancer.app.approvals.http"]
+    assert "rebalancer.adapters.dynamodb.store" in graph["rebalancer.app.approvals.decisions"]
     assert len(graph) == len(MODULES) > 20
 
 
@@ -105,7 +32,7 @@ def test_the_runtime_package_has_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
 
 
-@pytest.mark.parametrize("module", ["rebalancer.app.approval_http", "rebalancer.app.approvals"])
+@pytest.mark.parametrize("module", ["rebalancer.app.approvals.http", "rebalancer.app.approvals.decisions"])
 def test_each_approval_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -123,7 +50,7 @@ def _table_use(tree: ast.AST) -> list[str]:
 
 
 def test_the_table_use_finder_sees_a_key_built_outside_the_store() -> None:
-    source = ("from rebalancer.app.store import KEY, SORT\n"
+    source = ("from rebalancer.adapters.dynamodb.store import KEY, SORT\n"
               "def claim(store, n):\n    return store.put_new({KEY: 'APPROVAL#1', SORT: n})\n")
     assert _table_use(ast.parse(source)) == ["imports KEY", "imports SORT", ".put_new (line 3)"]
 
@@ -138,7 +65,7 @@ def test_only_the_store_reads_or_writes_the_table() -> None:
 def test_the_approval_handler_imports_neither_the_resolver_nor_jinja2_until_an_http_request() -> None:
     """RequestApproval (the state machine's call) pays for neither; the first HTTP request imports them."""
     handler = ROOT.parent.parent / "functions" / "approval"
-    lazy = ("jinja2", "aws_lambda_powertools.event_handler", "rebalancer.app.approval_http")
+    lazy = ("jinja2", "aws_lambda_powertools.event_handler", "rebalancer.app.approvals.http")
     code = (f"import sys; sys.path.insert(0, {str(handler)!r}); import app; "
             f"print(sorted(m for m in {lazy!r} if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

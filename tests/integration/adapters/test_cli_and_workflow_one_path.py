@@ -1,5 +1,6 @@
-"""`rebalancer apply` and the workflow's steps run the same use cases (rebalancer.app.runs): the same plan makes the
-same SageMaker writes in the same order, leaves the same quotas and scheduler config, and writes audit records of
+"""`rebalancer apply` and the workflow's steps run the same use cases (rebalancer.app.workflow.runs): the same plan
+makes the same SageMaker writes in the same order, leaves the same quotas and scheduler config, and writes audit records
+of
 the same shape; after either, the other takes the versions left for its own (no console edit). Both run against the
 emulator over HTTP, one cluster each (c1 the workflow, c2 the CLI), with the same Kueue demand."""
 
@@ -21,16 +22,16 @@ from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import KubeAccess, collect_snapshot
-from rebalancer.adapters.quota_writer import Poller, QuotaWriter
-from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-from rebalancer.app.run_ref import RunRef
-from rebalancer.app.steps.apply import apply
-from rebalancer.app.steps.collect import collect
-from rebalancer.app.steps.plan import plan
-from rebalancer.app.steps.rollback import rollback
-from rebalancer.app.store import Store
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
+from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.app.workflow.state import RunRef
+from rebalancer.app.workflow.steps.apply import apply
+from rebalancer.app.workflow.steps.collect import collect
+from rebalancer.app.workflow.steps.plan import plan
+from rebalancer.app.workflow.steps.rollback import rollback
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import RebalancerError
-from rebalancer.policy import Policy
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator.control import Emulator
 

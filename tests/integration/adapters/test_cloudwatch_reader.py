@@ -12,8 +12,8 @@ from moto import mock_aws
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
+from rebalancer.domain.snapshot import Utilization
 from rebalancer.errors import PermanentError
-from rebalancer.models import Utilization
 
 END = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 START = END - timedelta(hours=1)

@@ -13,9 +13,9 @@ from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import collect_snapshot
-from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.models import Utilization
+from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.domain.snapshot import Utilization
 
 NOW = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/ml-eks"

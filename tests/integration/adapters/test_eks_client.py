@@ -11,7 +11,7 @@ import pytest
 from moto import mock_aws
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.adapters.eks_auth import api_client_for_eks
+from rebalancer.adapters.kubernetes.eks_auth import api_client_for_eks
 from rebalancer.errors import PermanentError
 
 

@@ -15,11 +15,11 @@ from support.fake_clock import FakeClock
 from support.five_teams import BEFORE, config, gpus, setup_cluster, violations
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.adapters.quota_writer import FAILED_MEANS, Poller, QuotaWriter, raise_for_report
-from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.quota_writer import FAILED_MEANS, Poller, QuotaWriter, raise_for_report
+from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.domain.plan import QuotaRequest, SchedulerRequest
 from rebalancer.errors import ApplyFailed
-from rebalancer.plan import QuotaRequest, SchedulerRequest
 from rebalancer_tools.emulator.control import Emulator
 from rebalancer_tools.emulator.faults import FaultRule
 from rebalancer_tools.sdk_model import sagemaker_model

@@ -11,8 +11,8 @@ import yaml
 from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 from support.template import ROOT, resources
 
-from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.kueue import KueueReader, NodeReader
+from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
+from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
 MANIFEST = ROOT / "examples" / "kubernetes" / "kueue-reader-rbac.yaml"
 P5 = "ml.p5.48xlarge"

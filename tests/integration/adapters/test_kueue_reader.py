@@ -8,10 +8,10 @@ import pytest
 from kubernetes import client as k8s
 from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 
-from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.kueue import KueueReader, NodeReader
+from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
+from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
+from rebalancer.domain.snapshot import Demand, Resources
 from rebalancer.errors import PermanentError, TransientError
-from rebalancer.models import Demand, Resources
 
 P5 = "ml.p5.48xlarge"
 TRN1 = "ml.trn1.32xlarge"

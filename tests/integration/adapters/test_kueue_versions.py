@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
 
-from rebalancer.adapters.eks_auth import api_client_with_token
-from rebalancer.adapters.kueue import KueueReader
+from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
+from rebalancer.adapters.kubernetes.kueue import KueueReader
+from rebalancer.domain.snapshot import Demand, Resources
 from rebalancer.errors import PermanentError
-from rebalancer.models import Demand, Resources
 
 P5 = "ml.p5.48xlarge"
 

@@ -15,11 +15,11 @@ from support.kube_api import KubeState, node, serve
 from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.app.run_plan import known_versions_for
-from rebalancer.app.store import Store
-from rebalancer.models import Snapshot
-from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app.workflow.run_plan import known_versions_for
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator.control import Emulator
 

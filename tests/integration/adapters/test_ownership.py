@@ -13,10 +13,11 @@ from support.five_teams import BEFORE, P5, setup_cluster
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import collect_snapshot
-from rebalancer.adapters.quota_writer import Poller, QuotaWriter
-from rebalancer.ownership import CLOUDFORMATION_STACK_TAG, MANAGED_BY, MANAGED_BY_KEY, QUOTA_DESCRIPTION
-from rebalancer.planning import build_pools, make_plan
-from rebalancer.policy import Policy
+from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
+from rebalancer.domain.ownership import CLOUDFORMATION_STACK_TAG, MANAGED_BY, MANAGED_BY_KEY, QUOTA_DESCRIPTION
+from rebalancer.domain.policy import Policy
+from rebalancer.planning.planner import make_plan
+from rebalancer.planning.pools import build_pools
 from rebalancer_tools.drift import find_drift
 
 NOW = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)

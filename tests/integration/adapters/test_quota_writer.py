@@ -13,11 +13,11 @@ from support.fake_clock import FakeClock, FakeTime
 from support.five_teams import BEFORE, config, gpus, violations
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.adapters.quota_writer import Poller, QuotaWriter, raise_for_report
-from rebalancer.adapters.sagemaker import SageMakerReader
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter, raise_for_report
+from rebalancer.domain.plan import QuotaRequest
+from rebalancer.domain.snapshot import ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, TransientError
-from rebalancer.models import ComputeQuota
-from rebalancer.plan import QuotaRequest
 from rebalancer_tools.emulator.control import Emulator
 
 AFTER = {"a": 6, "b": 6, "c": 8, "d": 6, "e": 6}

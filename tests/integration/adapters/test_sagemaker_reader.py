@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.adapters.sagemaker import SageMakerReader
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.errors import PermanentError
 from rebalancer_tools.emulator.control import Emulator
 

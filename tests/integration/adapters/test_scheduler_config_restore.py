@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from support.emulator import EmulatorHandle, in_process_emulator
 
-from rebalancer.adapters.quota_writer import Poller
-from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-from rebalancer.plan import SchedulerRequest
+from rebalancer.adapters.sagemaker.quota_writer import Poller
+from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.domain.plan import SchedulerRequest
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator.resources import Kind
 

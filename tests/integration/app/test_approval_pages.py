@@ -13,7 +13,7 @@ import pytest
 from support.approval_api import BASE, T0, Api, approval_api, slack_headers
 from support.approval_page import has_form
 
-from rebalancer.app.form_nonce import FormNonces
+from rebalancer.app.approvals.form_nonce import FormNonces
 from rebalancer_tools.http_api import http_api_event
 
 

@@ -14,8 +14,8 @@ from moto import mock_aws
 from support.events import load_event
 from support.template import create_table
 
-from rebalancer.app.store import Store
-from rebalancer.app.trigger import Starter, followup_name
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app.trigger.start import Starter, followup_name
 from rebalancer_tools.local_stack import run_finished_event
 from rebalancer_tools.ticking_clock import Clock
 

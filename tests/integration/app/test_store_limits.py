@@ -11,8 +11,8 @@ import pytest
 from moto import mock_aws
 from support.template import create_table
 
-from rebalancer.app.steps import MAX_STATE_LINES, summarised
-from rebalancer.app.store import AUDIT_INLINE_MAX, Store
+from rebalancer.adapters.dynamodb.store import AUDIT_INLINE_MAX, Store
+from rebalancer.app.workflow.state import MAX_STATE_LINES, summarised
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import recommend as rec
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import prepare, replay

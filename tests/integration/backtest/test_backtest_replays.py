@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.replays import morning_bursts, policy, run
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 
 

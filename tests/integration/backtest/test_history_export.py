@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from moto import mock_aws
 from support.template import create_table
 
+from rebalancer.adapters.dynamodb.store import KEY, SORT, TTL, Store
 from rebalancer.app.config import ObserveConfig, parse
 from rebalancer.app.observe import observe
-from rebalancer.app.store import KEY, SORT, TTL, Store
-from rebalancer.models import Snapshot
-from rebalancer.sample import sample_of
+from rebalancer.domain.sample import sample_of
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.cli import cli
 

@@ -12,10 +12,10 @@ import pytest
 from moto import mock_aws
 from support.template import create_table
 
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.budgets import period_to_date
-from rebalancer.app.store import Store
-from rebalancer.metering import EXPECTED_GAP, Reading
-from rebalancer.policy import Policy
+from rebalancer.budgets.metering import EXPECTED_GAP, Reading
+from rebalancer.domain.policy import Policy
 
 P5 = "ml.p5.48xlarge"
 NOV_30 = datetime(2026, 11, 30, 22, 0, tzinfo=UTC)

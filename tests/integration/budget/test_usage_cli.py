@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from moto import mock_aws
 from support.template import create_table
 
-from rebalancer.app.store import Store
-from rebalancer.metering import EXPECTED_GAP, Reading
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.budgets.metering import EXPECTED_GAP, Reading
 from rebalancer_tools.cli import cli
 
 P5, TRN = "ml.p5.48xlarge", "ml.trn1.32xlarge"

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from support.fuzz import JSON, fuzz
 
+from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app import wiring
-from rebalancer.app.store import ApprovalRecord
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.local_stack import LocalStack
 from rebalancer_tools.ticking_clock import Clock

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from moto import mock_aws
 
-from rebalancer.app.store import Store
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer_tools.cli import cli
 
 TEMPLATE = {

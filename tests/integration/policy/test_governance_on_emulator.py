@@ -12,14 +12,14 @@ import pytest
 from click.testing import CliRunner
 from support.emulator import EmulatorHandle, demo_emulator, http_emulator_server
 
-from rebalancer.adapters.quota_writer import Poller, QuotaWriter
-from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
+from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.domain.plan import CLUSTER, Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import ConflictError
-from rebalancer.models import Snapshot
-from rebalancer.plan import CLUSTER, Plan
-from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli import cli
 from rebalancer_tools.drift import find_drift
 from rebalancer_tools.emulator import DEMO
@@ -180,7 +180,7 @@ def test_apply_command_reconciles_the_scheduler_config_then_the_quotas(
                                       "--region", "us-east-1", "--no-kube", "--metrics-window", "0", "--yes",
                                       "--poll-interval", "0.1"])
     assert result.exit_code == 0, result.output
-    # The workflow's outcome lines (rebalancer.app.runs): the scheduler config first, then the quota.
+    # The workflow's outcome lines (rebalancer.app.workflow.runs): the scheduler config first, then the quota.
     lines = result.stdout.splitlines()
     scheduler = next(i for i, line in enumerate(lines) if "UpdateClusterSchedulerConfig scheduler config" in line)
     assert lines[scheduler].startswith("applied ")

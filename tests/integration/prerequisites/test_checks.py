@@ -1,5 +1,5 @@
-"""rebalancer.prerequisites on the emulator (moto in process with EKS add-ons, access entries and the IAM policy
-simulator added): each check passes on what a ready cluster has and names the fix when one thing is missing."""
+"""rebalancer.adapters.prerequisites on the emulator (moto in process with EKS add-ons, access entries and the IAM
+policy simulator added): each check passes on what a ready cluster has and names the fix when one thing is missing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from support.emulator import EmulatorHandle, in_process_emulator
 
-from rebalancer import prerequisites as pre
+from rebalancer.adapters import prerequisites as pre
 from rebalancer_tools import role_permissions
 from rebalancer_tools.emulator import prerequisites as emu_pre
 

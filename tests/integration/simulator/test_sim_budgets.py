@@ -3,7 +3,7 @@ used its budget is held at its guarantee for the rest of the period."""
 
 from __future__ import annotations
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.simulator import Scenario, run_strategy
 from rebalancer_tools.simulator.teams import TeamSpec
 from rebalancer_tools.simulator.trace import TraceJob

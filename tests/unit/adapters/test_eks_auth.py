@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from rebalancer.adapters.aws import AwsClients
-from rebalancer.adapters.eks_auth import decode_token, eks_cluster_name_of, eks_token
+from rebalancer.adapters.kubernetes.eks_auth import decode_token, eks_cluster_name_of, eks_token
 from rebalancer.errors import PermanentError
 
 

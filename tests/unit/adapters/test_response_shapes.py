@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from support.botocore_shapes import output_of
 from support.props import properties
 
-from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.domain.snapshot import Cluster, ClusterNode, ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.models import Cluster, ClusterNode, ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer_tools.sdk_model import cluster_instance_types
 
 TYPES = st.sampled_from(cluster_instance_types())

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from support.clusters import T0, allocation, apply_plan, snapshot
 
-from rebalancer.allocation import (
+from rebalancer.domain.policy import Policy
+from rebalancer.engine.allocation import (
     Claim,
     PoolInput,
     Settings,
@@ -17,8 +18,7 @@ from rebalancer.allocation import (
     largest_remainder,
     water_fill,
 )
-from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
+from rebalancer.planning.planner import make_plan
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.12xlarge"
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from support.lp_fairness import reference_shares
 from support.props import properties
 
-from rebalancer.allocation import INF, Claim, PoolInput, Settings, allocate, fair_shares
+from rebalancer.engine.allocation import INF, Claim, PoolInput, Settings, allocate, fair_shares
 
 
 @st.composite

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
-from rebalancer.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
+from rebalancer.engine.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
 
 amounts = st.integers(min_value=0, max_value=40)
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from support.lp_fairness import reference_coupled
 from support.props import properties
 
-from rebalancer.allocation import (
+from rebalancer.engine.allocation import (
     EPS,
     INF,
     Allocation,
@@ -29,7 +29,7 @@ from rebalancer.allocation import (
     scaled_floors,
     solve_families,
 )
-from rebalancer.family_caps import Family, coupled_round
+from rebalancer.engine.family_caps import Family, coupled_round
 
 P5, P5EN = "ml.p5.48xlarge", "ml.p5en.48xlarge"
 KEYS = ("pool-a", "pool-b", "pool-c")

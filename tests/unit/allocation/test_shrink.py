@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
-from rebalancer.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
+from rebalancer.engine.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
 
 OLD = Settings(shrink_idle_first=False)
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
-from rebalancer.allocation import EPS, INF, water_fill
+from rebalancer.engine.allocation import EPS, INF, water_fill
 
 
 def tuple_water_fill(capacity: float, weights: list[float], floors: list[float],

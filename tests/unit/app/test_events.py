@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.parser import parse
 from pydantic import ValidationError
 from support.events import load_event
 
-from rebalancer.app.events import TriggerEvent, parse_trigger
+from rebalancer.app.trigger.events import TriggerEvent, parse_trigger
 
 
 @pytest.mark.parametrize(("name", "kind", "clusters"), [

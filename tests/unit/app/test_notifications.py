@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from rebalancer.app.notifications import Message, render_blocks, render_text
-from rebalancer.plan import Change
+from rebalancer.app.notifications.messages import Message, render_blocks, render_text
+from rebalancer.domain.plan import Change
 
 
 def _change(team: str, before: float, after: float) -> Change:

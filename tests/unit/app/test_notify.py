@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from rebalancer.app.notifications import DeliveryResult, Message
-from rebalancer.app.notify import error_text, notify
+from rebalancer.app.notifications.messages import DeliveryResult, Message
+from rebalancer.app.notifications.notify import error_text, notify
 from rebalancer.errors import TransientError
 
 RUN = {"cluster_name": "c1", "execution_name": "run-1",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rebalancer.app.observe import measure
-from rebalancer.models import Snapshot
+from rebalancer.domain.snapshot import Snapshot
 
 P5 = "ml.p5.48xlarge"
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
-from rebalancer.app.review_page import Review, Row, message_page, review_page, rows_of, trigger_text
-from rebalancer.plan import Change, Plan
+from rebalancer.app.approvals.review_page import Review, Row, message_page, review_page, rows_of, trigger_text
+from rebalancer.domain.plan import Change, Plan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PLAN = Plan(cluster_name="c1", cluster_arn="arn:aws:sagemaker:us-east-1:1:cluster/c1", taken_at=NOW, mode="approve",

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 from support.clusters import T0, policy, snapshot
 
-from rebalancer.app.notifications import Message, field_line, render_blocks, render_text
-from rebalancer.app.review_page import Review, review_page, rows_of
-from rebalancer.app.run_plan import known_versions_for
-from rebalancer.plan import CLUSTER, FieldChange, Plan
-from rebalancer.planning import make_plan
+from rebalancer.app.approvals.review_page import Review, review_page, rows_of
+from rebalancer.app.notifications.messages import Message, field_line, render_blocks, render_text
+from rebalancer.app.workflow.run_plan import known_versions_for
+from rebalancer.domain.plan import CLUSTER, FieldChange, Plan
+from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
 LEND = {"sharing": {"strategy": "Lend"}}

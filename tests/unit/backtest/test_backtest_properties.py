@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
-from rebalancer.policy import Policy
-from rebalancer.sample import DemandSample, Nodes, PoolUse
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.sample import DemandSample, Nodes, PoolUse
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import prepare, replay
 

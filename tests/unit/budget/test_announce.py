@@ -10,8 +10,8 @@ import pytest
 from support.clusters import snapshot
 
 from rebalancer.app.budgets import announce, with_usage
-from rebalancer.metering import Fact
-from rebalancer.policy import Policy
+from rebalancer.budgets.metering import Fact
+from rebalancer.domain.policy import Policy
 
 P5 = "ml.p5.48xlarge"
 POLICY = Policy.model_validate({"teams": {"research": {"budget": {"accelerator_hours": 100}}, "ops": {}}})

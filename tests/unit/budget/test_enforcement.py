@@ -8,9 +8,9 @@ from typing import Any
 from support.clock import T0
 from support.clusters import policy, snapshot
 
-from rebalancer.budget import BudgetUsage
-from rebalancer.models import Snapshot
-from rebalancer.planning import make_plan
+from rebalancer.domain.budget import BudgetUsage
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
 

@@ -11,8 +11,8 @@ from support.clock import T0
 from support.clusters import snapshot
 from support.props import properties
 
-from rebalancer.budget import Budget
-from rebalancer.metering import Fact, Reading, budget_usage, fact_between, hours_in, reading_of
+from rebalancer.budgets.metering import Fact, Reading, budget_usage, fact_between, hours_in, reading_of
+from rebalancer.domain.budget import Budget
 
 P5, TRN = "ml.p5.48xlarge", "ml.trn1.32xlarge"
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from support.props import properties
 
-from rebalancer.budget import Budget, BudgetUsage, parse_period_label, period_window, reached_thresholds
-from rebalancer.policy import Policy
+from rebalancer.domain.budget import Budget, BudgetUsage, parse_period_label, period_window, reached_thresholds
+from rebalancer.domain.policy import Policy
 
 instants = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1), timezones=st.just(UTC))
 zones = st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"])

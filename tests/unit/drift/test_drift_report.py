@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 from support.clusters import quota, snapshot
 
-from rebalancer.models import ClusterSchedulerConfig
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import ClusterSchedulerConfig
 from rebalancer_tools.cli import cli
 from rebalancer_tools.drift import find_drift
 

@@ -1,5 +1,5 @@
-"""Every file the product reads goes through rebalancer.loading: a bad file is exit 2 and one line naming the file,
-the field (or line and column) and the value cut short; never a traceback, never a hang. The named cases are the
+"""Every file the product reads goes through rebalancer.parsing.loading: a bad file is exit 2 and one line naming the
+file, the field (or line and column) and the value cut short; never a traceback, never a hang. The named cases are the
 ones issue 15 found (tracebacks, silent duplicates, a hanging alias bomb, a value echoed in full); the properties
 throw arbitrary bytes, JSON and YAML at the CLI's loaders."""
 
@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.fuzz import JSON, YAML_TEXT, fuzz, mutated
 
-from rebalancer import loading
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.policy import Policy
+from rebalancer.parsing import loading
 from rebalancer_tools.cli import cli
 from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import load_teams

@@ -10,19 +10,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.fuzz import JSON, fuzz, mutated
 
-from rebalancer.app import step_input
+from rebalancer.app.workflow import state
 from rebalancer.errors import InvalidInput
 
 RUN = {"cluster_name": "ml-cluster", "execution_name": "ml-cluster-20261130T120000",
        "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:ml-cluster-1",
        "trigger": {"kind": "node-health", "summary": "node i-1 is Unschedulable"}, "started_at": "2026-11-30T12:00Z"}
-INPUTS: dict[str, tuple[type[step_input.StepInput], dict[str, Any]]] = {
-    "collect": (step_input.RunInput, {"run": RUN}),
-    "plan": (step_input.RunInput, {"run": RUN, "collect": {"snapshot_stored": True}}),
-    "rollback": (step_input.RunInput, {"run": RUN, "error": {"Error": "ApplyFailed", "Cause": "x"}}),
-    "verify": (step_input.VerifyInput, {"attempt": 2, "apply": {"quota_ids": ["q-1", "q-2"],
+INPUTS: dict[str, tuple[type[state.StepInput], dict[str, Any]]] = {
+    "collect": (state.RunInput, {"run": RUN}),
+    "plan": (state.RunInput, {"run": RUN, "collect": {"snapshot_stored": True}}),
+    "rollback": (state.RunInput, {"run": RUN, "error": {"Error": "ApplyFailed", "Cause": "x"}}),
+    "verify": (state.VerifyInput, {"attempt": 2, "apply": {"quota_ids": ["q-1", "q-2"],
                                                                 "scheduler_config_id": None}}),
-    "notify": (step_input.NotifyInput, {"kind": "applied", "state": {"run": RUN, "plan": {"changed": True}}}),
+    "notify": (state.NotifyInput, {"kind": "applied", "state": {"run": RUN, "plan": {"changed": True}}}),
 }
 
 
@@ -30,7 +30,7 @@ def parses_or_refuses(step: str, event: Any) -> None:
     model, _ = INPUTS[step]
     error = None
     try:
-        step_input.parse(model, event, step)
+        state.parse(model, event, step)
     except InvalidInput as e:
         error = str(e)
     if error is not None:
@@ -41,7 +41,7 @@ def parses_or_refuses(step: str, event: Any) -> None:
 @pytest.mark.parametrize("step", sorted(INPUTS))
 def test_the_state_machine_s_inputs_parse(step: str) -> None:
     model, sample = INPUTS[step]
-    assert step_input.parse(model, sample, step) is not None
+    assert state.parse(model, sample, step) is not None
 
 
 @pytest.mark.parametrize(("step", "event", "words"), [
@@ -57,7 +57,7 @@ def test_the_state_machine_s_inputs_parse(step: str) -> None:
 def test_a_malformed_input_names_the_step_and_the_field(step: str, event: Any, words: str) -> None:
     model, _ = INPUTS[step]
     with pytest.raises(InvalidInput, match=f"^{step} input: ") as e:
-        step_input.parse(model, event, step)
+        state.parse(model, event, step)
     assert words in str(e.value)
 
 

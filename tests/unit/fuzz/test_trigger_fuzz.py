@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from support.events import load_event
 from support.fuzz import JSON, fuzz, mutated
 
-from rebalancer.app.store import LockResult
-from rebalancer.app.trigger import Starter
+from rebalancer.adapters.dynamodb.store import LockResult
+from rebalancer.app.trigger.start import Starter
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SAMPLES = ["hyperpod-cluster-state-change", "hyperpod-node-health", "hyperpod-cluster-event", "alarm-state-change",

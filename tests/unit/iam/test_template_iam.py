@@ -11,7 +11,7 @@ import pytest
 from moto.iam.access_control import IAMPolicy, PermissionResult
 from support import template as t
 
-from rebalancer import prerequisites
+from rebalancer.adapters import prerequisites
 from rebalancer_tools.iam import catalog, policies
 
 REGION, ACCOUNT, STACK = "eu-west-1", "111122223333", "rebalancer"

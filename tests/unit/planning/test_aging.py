@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from support.clusters import T0, policy, snapshot
 
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Demand, Resources, Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.models import Demand, Resources, Snapshot
-from rebalancer.planning import make_plan
+from rebalancer.parsing.validation import load_model
 from rebalancer.planning.aging import aged_weights
-from rebalancer.policy import Policy
-from rebalancer.validation import load_model
+from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from support.clusters import policy
 
-from rebalancer.plan import Change, FieldChange
+from rebalancer.domain.plan import Change, FieldChange
 from rebalancer.planning.approval import approval_reasons
 
 P5, C5 = "ml.p5.48xlarge", "ml.c5.4xlarge"

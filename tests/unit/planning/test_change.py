@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 from support.clusters import T0
 
-from rebalancer.plan import Change, Plan
+from rebalancer.domain.plan import Change, Plan
 
 P5 = "ml.p5.48xlarge"
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from support.clusters import T0, apply_request, policy, quota, quota_sum, snapshot, validate
 
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import load_model_file
-from rebalancer.models import Snapshot
-from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import load_model_file
+from rebalancer.planning.planner import make_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 

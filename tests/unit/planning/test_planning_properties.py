@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from support.clusters import T0, apply_plan, apply_request, quota_sum, snapshot
 from support.props import properties
 
-from rebalancer import catalog
-from rebalancer.models import Snapshot
-from rebalancer.plan import Plan
-from rebalancer.planning import held, make_plan
-from rebalancer.policy import Policy
-from rebalancer.pool_key import PoolKey
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.pools import PoolKey, held
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.sdk_model import sagemaker_model
 
 TYPES = ["ml.g5.12xlarge", "ml.p5.48xlarge", "ml.c5.4xlarge"]

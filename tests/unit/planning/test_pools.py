@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from support.clusters import T0, policy, snapshot
 
-from rebalancer.allocation import INF, Claim
-from rebalancer.planning import build_pools
+from rebalancer.engine.allocation import INF, Claim
+from rebalancer.planning.pools import build_pools
 
 P5, C5 = "ml.p5.48xlarge", "ml.c5.4xlarge"
 

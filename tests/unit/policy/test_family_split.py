@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from support.clusters import T0, apply_plan, policy, snapshot
 from support.props import properties
 
-from rebalancer.allocation import PoolInput
-from rebalancer.models import Snapshot
-from rebalancer.planning import build_pools, make_plan, split_family
-from rebalancer.planning.pools import split_by_demand
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.engine.allocation import PoolInput
+from rebalancer.planning.planner import make_plan
+from rebalancer.planning.pools import build_pools, split_by_demand, split_family
 
 P5, P5E, P5EN, P5_SMALL = "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p5.4xlarge"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import parse_document
-from rebalancer.policy import Policy
-from rebalancer.validation import load_model
+from rebalancer.parsing.loading import parse_document
+from rebalancer.parsing.validation import load_model
 
 FULL = """
 teams:

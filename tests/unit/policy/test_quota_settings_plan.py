@@ -9,7 +9,7 @@ import pytest
 from support.clusters import T0, policy, quota, snapshot, validate
 
 from rebalancer.errors import InvalidInput
-from rebalancer.planning import make_plan
+from rebalancer.planning.planner import make_plan
 
 P5, TRN, C5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.c5.xlarge"
 

@@ -3,7 +3,7 @@ pending work (as collect reads it from Kueue Workloads' creation times) and capa
 
 from __future__ import annotations
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.simulator.controller import EPOCH, PlannerController
 from rebalancer_tools.simulator.engine import ControllerView, Decision, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec

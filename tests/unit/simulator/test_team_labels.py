@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
+from rebalancer.domain.policy import TEAM_NAME, TEAM_NAME_MAX
 from rebalancer.errors import InvalidInput
-from rebalancer.policy import TEAM_NAME, TEAM_NAME_MAX
 from rebalancer_tools.simulator.labels import fold, renamed, team_names
 from rebalancer_tools.simulator.trace import parse_trace
 

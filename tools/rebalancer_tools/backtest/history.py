@@ -20,10 +20,10 @@ from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rebalancer.domain.sample import DemandSample, sample_of
+from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.sample import DemandSample, sample_of
-from rebalancer.validation import invalid_input
+from rebalancer.parsing.validation import invalid_input
 
 GZIP_MAGIC = b"\x1f\x8b"
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
-from rebalancer import catalog
-from rebalancer.policy import Policy, family_types
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import Policy, family_types
 from rebalancer_tools.backtest.replay import CHURN_WINDOW, Replay, State
 from rebalancer_tools.simulator.metrics import percentile
 

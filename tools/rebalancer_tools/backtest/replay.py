@@ -1,4 +1,4 @@
-"""One policy replayed over a recorded history with the production planner (`rebalancer.planning.make_plan`).
+"""One policy replayed over a recorded history with the production planner (`rebalancer.planning.planner.make_plan`).
 
 At every recorded state the planner runs on that state's capacity and demand and on the quotas the policy's own
 earlier plans left (every plan is taken as applied at once; one that needs approval is counted, and taken as
@@ -28,8 +28,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from rebalancer import catalog
-from rebalancer.models import (
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.pools import PoolKey, holdings
+from rebalancer.domain.sample import DemandSample
+from rebalancer.domain.snapshot import (
     Cluster,
     ClusterNode,
     ComputeQuota,
@@ -42,11 +46,7 @@ from rebalancer.models import (
     Resources,
     Snapshot,
 )
-from rebalancer.plan import Plan
-from rebalancer.planning import holdings, make_plan
-from rebalancer.policy import Policy
-from rebalancer.pool_key import PoolKey
-from rebalancer.sample import DemandSample
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.simulator.metrics import entitlements
 
 CHURN_WINDOW = timedelta(hours=1)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import load_model_file, parse_document
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import load_model_file, parse_document
 from rebalancer_tools.backtest.history import History
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.recommend import apply_suggestions, suggest_guarantees
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay

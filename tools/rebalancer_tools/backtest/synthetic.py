@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from rebalancer.sample import DemandSample, Nodes, PoolUse
+from rebalancer.domain.sample import DemandSample, Nodes, PoolUse
 from rebalancer_tools.backtest.history import History, export_lines, open_text_out
 
 P5 = "ml.p5.48xlarge"

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import click
 
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import load_document, load_model_file, short
-from rebalancer.models import Snapshot
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import load_document, load_model_file, short
 from rebalancer_tools.drift import find_drift
 
 DRIFTED = 3
@@ -22,8 +22,8 @@ KNOWN_VERSIONS_MAX_BYTES = 1024 * 1024
 def _live_snapshot(cluster: str, region: str | None, profile: str | None) -> Snapshot:
     """Capacity, quotas and the scheduler config; no Kueue or CloudWatch (drift does not depend on demand)."""
     from rebalancer.adapters.aws import AwsClients
-    from rebalancer.adapters.sagemaker import SageMakerReader
-    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+    from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+    from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
 
     sm = AwsClients(region=region, profile=profile).client("sagemaker")
     reader = SageMakerReader(sm)

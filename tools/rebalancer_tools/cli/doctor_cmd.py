@@ -1,6 +1,6 @@
 """`rebalancer doctor --cluster NAME [--stack STACK]`: what a real cluster needs, checked one line each with what to
-fix (rebalancer.prerequisites): the task-governance add-on, the collect role's EKS access entry, reading Kueue, the
-Container Insights metrics, and with --stack each deployed function role's permissions (IAM's policy simulator
+fix (rebalancer.adapters.prerequisites): the task-governance add-on, the collect role's EKS access entry, reading Kueue,
+the Container Insights metrics, and with --stack each deployed function role's permissions (IAM's policy simulator
 against the calls the function makes). Exit 1 when a check fails, 0 otherwise (warnings included)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from rebalancer import prerequisites as pre
+from rebalancer.adapters import prerequisites as pre
 from rebalancer.errors import PermanentError, RebalancerError
 from rebalancer_tools import role_permissions
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
@@ -26,8 +26,8 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
     """Check the prerequisites of a cluster and the stack's permissions."""
     from rebalancer.adapters.aws import aws_call
     from rebalancer.adapters.collect import KubeAccess
-    from rebalancer.adapters.eks_auth import eks_cluster_name_of
-    from rebalancer.adapters.sagemaker import SageMakerReader
+    from rebalancer.adapters.kubernetes.eks_auth import eks_cluster_name_of
+    from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 
     clients = live.clients()
     described = SageMakerReader(clients.client("sagemaker")).describe_cluster(live.cluster)

@@ -77,10 +77,10 @@ def audit_table_name(session: Any, table: str | None, stack: str | None) -> str:
 
 
 def open_store(table: str | None, stack: str | None, region: str | None, profile: str | None) -> Any:
-    """The controller's table (rebalancer.app.store.Store) through the caller's AWS configuration."""
+    """The controller's table (rebalancer.adapters.dynamodb.store.Store) through the caller's AWS configuration."""
     import boto3
 
-    from rebalancer.app.store import Store
+    from rebalancer.adapters.dynamodb.store import Store
 
     session = boto3.Session(region_name=region, profile_name=profile)
     return Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
@@ -152,7 +152,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
         return
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from rebalancer.app import runs
+    from rebalancer.app.workflow import runs
 
     if not cluster:
         raise InvalidInput("give --cluster NAME", field="--cluster")

@@ -15,23 +15,22 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import click
 from rich.console import Console
 
-from rebalancer.adapters.outcomes import ApplyReport
-from rebalancer.catalog import spec
+from rebalancer.adapters.sagemaker.outcomes import ApplyReport
+from rebalancer.catalog.specs import spec
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.pools import PoolKey, held
+from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
-from rebalancer.loading import load_model_file
-from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.planning import held
-from rebalancer.policy import Policy
-from rebalancer.pool_key import PoolKey
+from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
 from rebalancer_tools.render import render_plan
 
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
     from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.collect import Collected
-    from rebalancer.adapters.quota_writer import QuotaWriter
-    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
-    from rebalancer.app.run_ref import RunRef
+    from rebalancer.adapters.sagemaker.quota_writer import QuotaWriter
+    from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+    from rebalancer.app.workflow.state import RunRef
 
 F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
@@ -125,14 +124,14 @@ def quota_summary(q: ComputeQuota) -> str:
 
 
 def _writer(live: LiveSource, poll_interval: float, timeout: float) -> QuotaWriter:
-    from rebalancer.adapters.quota_writer import Poller, QuotaWriter
+    from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
 
     return QuotaWriter(live.clients().client("sagemaker"), Poller(interval=poll_interval, timeout=timeout))
 
 
 def _configs(live: LiveSource, poll_interval: float, timeout: float) -> SchedulerConfigClient:
-    from rebalancer.adapters.quota_writer import Poller
-    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+    from rebalancer.adapters.sagemaker.quota_writer import Poller
+    from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
 
     return SchedulerConfigClient(live.clients().client("sagemaker"), Poller(interval=poll_interval, timeout=timeout))
 
@@ -185,10 +184,10 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
           stack: str | None, poll_interval: float, timeout: float) -> None:
     """Plan on the live cluster, show the plan, ask, apply (the scheduler config first, then the quotas,
     decreases first), verify and print each outcome. On a failure after the first write, what this run wrote is
-    restored. The same use cases as the controller's run (rebalancer.app.runs): given its audit table, the plan
+    restored. The same use cases as the controller's run (rebalancer.app.workflow.runs): given its audit table, the plan
     takes the versions the controller's writes left for its own, and the run is recorded there like one of the
     controller's (plan, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it left."""
-    from rebalancer.app import run_plan, run_ref, runs
+    from rebalancer.app.workflow import run_plan, runs, state
 
     policy = load_model_file(Policy, policy_file)
     log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
@@ -210,7 +209,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     if not yes:
         click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                       f"{snap.cluster.ClusterName}?", abort=True)
-    run = run_ref.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
+    run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
                                                                                            log.now()),
                       execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
     who = _caller(live) if log.recorded else None
@@ -232,8 +231,8 @@ def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: TableLog | Me
     """As the state machine after a failed Apply: the Rollback use case undoes what the run wrote. Prints what the
     apply and the rollback did, and raises the apply's error with "; rolled back" (or "; ROLLBACK INCOMPLETE")
     when the rollback had something to undo."""
-    from rebalancer.adapters.quota_writer import raise_for_report
-    from rebalancer.app import runs
+    from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
+    from rebalancer.app.workflow import runs
 
     undone = runs.rollback_run(run, {"Error": type(error).__name__, "Cause": str(error)}, store=log,
                                writer=writer, configs=configs)
@@ -255,7 +254,7 @@ def _run_log(live: LiveSource, table: str | None, stack: str | None) -> TableLog
     if not table and not stack:
         return MemoryLog()
     from rebalancer.adapters.aws import aws_call
-    from rebalancer.app.store import Store
+    from rebalancer.adapters.dynamodb.store import Store
     from rebalancer_tools.cli.history_cmd import audit_table_name
 
     session = live.clients().session
@@ -301,9 +300,9 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
 
 def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
                       timeout: float) -> None:
-    from rebalancer.adapters.quota_writer import raise_for_report
-    from rebalancer.adapters.sagemaker import SageMakerReader
-    from rebalancer.app import run_ref, runs
+    from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+    from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
+    from rebalancer.app.workflow import runs, state
 
     target = load_model_file(Snapshot, to_file)
     sm = SageMakerReader(live.clients().client("sagemaker"))
@@ -322,7 +321,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
             click.echo(f"warning: quota {q.Name} of team {q.team} is not in the snapshot; left as it is", err=True)
     if not yes:
         click.confirm(f"Restore {len(target.quotas)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
-    run = run_ref.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
+    run = state.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
                                                                                      log.now()),
                       execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")
     # Versions as shown above: a quota edited after this point is left alone, not overwritten unseen.
@@ -338,16 +337,16 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
 def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
                   timeout: float) -> None:
     """The controller's Rollback step for one stored run, from the command line."""
-    from rebalancer.app import run_ref, runs
+    from rebalancer.app.workflow import runs, state
 
     if not log.recorded:
         raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
                            value=run_name)
-    run = run_ref.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
+    run = state.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
     if log.get_artifact(run_name, "PLAN") is None:
         raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",
                            value=run_name)
-    plan, snap = run_ref.load_plan(log, run), run_ref.load_snapshot(log, run)
+    plan, snap = state.load_plan(log, run), state.load_snapshot(log, run)
     if plan.cluster_name != live.cluster:
         raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
                            value=run_name)

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import click
 from rich.console import Console
 
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import load_model_file
-from rebalancer.models import Snapshot
-from rebalancer.planning import make_plan
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import load_model_file
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
 from rebalancer_tools.render import render_plan
 

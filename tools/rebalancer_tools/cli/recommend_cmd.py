@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from rebalancer.policy import Policy
-from rebalancer.validation import load_model
+from rebalancer.domain.policy import Policy
+from rebalancer.parsing.validation import load_model
 from rebalancer_tools.backtest import recommend as rec
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import prepare, replay

@@ -1,4 +1,4 @@
-"""Where a CLI run records itself for the use cases of `rebalancer.app.runs`: the controller's table (named by
+"""Where a CLI run records itself for the use cases of `rebalancer.app.workflow.runs`: the controller's table (named by
 --table / --stack / $REBALANCER_TABLE), each call's AWS error one line; or, without a table, memory that keeps the
 run's documents for the run itself, records nothing and knows no versions (as the controller with an empty
 table: a setting the policy rewrites is then marked a console edit)."""
@@ -14,8 +14,8 @@ from rebalancer.adapters.aws import aws_call
 from rebalancer.errors import PermanentError
 
 if TYPE_CHECKING:
-    from rebalancer.app.store import MeterResult, Store
-    from rebalancer.metering import Fact
+    from rebalancer.adapters.dynamodb.store import MeterResult, Store
+    from rebalancer.budgets.metering import Fact
 
 NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the versions the controller's writes "
                     "left are unknown, so a setting the policy rewrites is marked a console edit; no budget use is "
@@ -28,7 +28,8 @@ def cli_execution(cluster_name: str, at: datetime) -> str:
 
 
 class TableLog:
-    """The controller's table through rebalancer.app.store.Store; every failure is one line naming the call."""
+    """The controller's table through rebalancer.adapters.dynamodb.store.Store; every failure is one line naming the
+    call."""
 
     recorded = True
 

@@ -7,8 +7,8 @@ import json
 import click
 from pydantic import BaseModel
 
-from rebalancer.models import Snapshot
-from rebalancer.policy import Policy
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 
 MODELS: dict[str, type[BaseModel]] = {"snapshot": Snapshot, "policy": Policy}
 

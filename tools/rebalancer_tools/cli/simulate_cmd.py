@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from rebalancer import catalog
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import load_model_file
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events

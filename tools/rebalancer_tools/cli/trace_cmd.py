@@ -43,7 +43,7 @@ def trace(count: int, gpus: int, pool_values: tuple[str, ...], load: float, kind
     """Write a synthetic trace (CSV: job_id,team,submit_s,duration_s,gpus, and instance_type with --pool)."""
     pools = _pools(pool_values)
     if pools:
-        from rebalancer import catalog
+        from rebalancer.catalog import specs as catalog
 
         teams = synthetic.pool_teams(count, [(t, n * catalog.spec(t).accelerators) for t, n in pools], load,
                                      _kinds(kinds))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
-from rebalancer.loading import load_model_file
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name
 
@@ -35,7 +35,7 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from rebalancer.app.store import Store
+    from rebalancer.adapters.dynamodb.store import Store
 
     policy = load_model_file(Policy, policy_file)
     now = _instant(at_text) if at_text else datetime.now(UTC)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rebalancer.adapters.cloudwatch import METRICS, NAMESPACE
-from rebalancer.adapters.team_names import TEAM_NAMESPACE_PREFIX
+from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
 from rebalancer_tools import kube_fake
 from rebalancer_tools.emulator.demo import DEMO, G5, P5, TRN1
 

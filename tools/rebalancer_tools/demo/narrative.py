@@ -11,7 +11,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from rebalancer.plan import Plan
+from rebalancer.domain.plan import Plan
 from rebalancer_tools.demo.scenarios import Quotas, ScenarioResult
 from rebalancer_tools.render import plan_renderable
 

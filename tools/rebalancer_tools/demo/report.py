@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rebalancer.adapters.cloudwatch import METRICS, NAMESPACE
-from rebalancer.adapters.team_names import TEAM_NAMESPACE_PREFIX
+from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
 from rebalancer_tools.demo.cast import EKS_CLUSTER, TEAMS
 from rebalancer_tools.demo.scenarios import Quotas, ScenarioResult
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
-from rebalancer.plan import Plan
+from rebalancer.domain.plan import Plan
 from rebalancer_tools.cli.history_cmd import short_run
 from rebalancer_tools.demo import cast
 from rebalancer_tools.demo.world import World
@@ -405,7 +405,7 @@ def _training_used(world: World, policy_text: str) -> tuple[float, str]:
 
     from rebalancer.app import wiring
     from rebalancer.app.budgets import period_to_date
-    from rebalancer.policy import Policy
+    from rebalancer.domain.policy import Policy
 
     policy = Policy.model_validate(yaml.safe_load(policy_text))
     used = period_to_date(wiring.store(), world.cluster, policy, world.clock.t)[BUDGET_TEAM]

@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from rebalancer.catalog import InstanceSpec, spec
+from rebalancer.catalog.mig import partitions_per_gpu_on
+from rebalancer.catalog.specs import InstanceSpec, spec
 from rebalancer.errors import UnknownInstanceType
-from rebalancer.mig import partitions_per_gpu_on
 
 RESOURCES = ("Accelerators", "VCpu", "MemoryInGiB")
 Key = tuple[str, str]  # (instance type, resource)

@@ -103,7 +103,7 @@ class Emulator:
         """The EKS side of task governance for a HyperPod cluster: the EKS cluster (moto's), named as its
         orchestrator; the task-governance add-on, ACTIVE at `addon_version` (None: not installed); and an access
         entry per role ARN with its Kubernetes groups. Each prerequisite can be left out to test `doctor`."""
-        from rebalancer.prerequisites import ADDON
+        from rebalancer.adapters.prerequisites import ADDON
         from rebalancer_tools.emulator import prerequisites
 
         self.set_eks_cluster(cluster, eks_cluster_name)
@@ -111,7 +111,7 @@ class Emulator:
                                 addon_version=addon_version, access_entries=access_entries or {})
 
     def set_addon_status(self, eks_cluster_name: str, status: str, issue: str | None = None) -> None:
-        from rebalancer.prerequisites import ADDON
+        from rebalancer.adapters.prerequisites import ADDON
         from rebalancer_tools.emulator.prerequisites import set_addon_status
 
         set_addon_status(self.account_id, self.region, eks_cluster_name, ADDON, status, issue)

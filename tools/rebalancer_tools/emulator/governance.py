@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rebalancer.catalog import spec
+from rebalancer.catalog.specs import spec
 from rebalancer.errors import UnknownInstanceType
 from rebalancer_tools.emulator import capacity, events
 from rebalancer_tools.emulator.errors import ConflictException, ResourceNotFound, ValidationError

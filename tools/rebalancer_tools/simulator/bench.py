@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from rebalancer import catalog
+from rebalancer.catalog import specs as catalog
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy, synthetic
 from rebalancer_tools.simulator.report import markdown_table, pool_tables
 from rebalancer_tools.simulator.teams import default_pool_teams, default_teams

@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from rebalancer.metering import Reading, Used, budget_usage, fact_between, reading_of
-from rebalancer.models import (
+from rebalancer.budgets.metering import Reading, Used, budget_usage, fact_between, reading_of
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Amount, Policy, TeamPolicy
+from rebalancer.domain.snapshot import (
     Cluster,
     ClusterNode,
     ComputeQuota,
@@ -27,8 +29,6 @@ from rebalancer.models import (
     SharingConfig,
     Snapshot,
 )
-from rebalancer.plan import Plan
-from rebalancer.policy import Amount, Policy, TeamPolicy
 from rebalancer_tools.simulator.engine import ControllerView, Decision
 from rebalancer_tools.simulator.teams import TeamSpec
 
@@ -60,7 +60,7 @@ def _types(instance_type: str | Sequence[str]) -> tuple[str, ...]:
 
 def make_plan(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
     """The one call into production planning."""
-    from rebalancer.planning import make_plan as production_make_plan
+    from rebalancer.planning.planner import make_plan as production_make_plan
 
     return production_make_plan(snapshot, policy, now)
 

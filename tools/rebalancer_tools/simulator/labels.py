@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from rebalancer.policy import TEAM_NAME, TEAM_NAME_MAX
+from rebalancer.domain.policy import TEAM_NAME, TEAM_NAME_MAX
 
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
 

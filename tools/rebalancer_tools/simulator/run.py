@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rebalancer import catalog
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import short
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import short
 from rebalancer_tools.simulator.engine import Controller, Failures, PoolSpec, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
 from rebalancer_tools.simulator.metrics import StrategyResult, summarize

@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from rebalancer import catalog
+from rebalancer.catalog import specs as catalog
 from rebalancer_tools.simulator.trace import COLUMNS, TYPE_COLUMN, TraceJob
 
 Kind = Literal["steady", "diurnal", "bursty", "heavy_tailed"]

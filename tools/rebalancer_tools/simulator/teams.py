@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rebalancer import catalog
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import TEAM_NAME
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import MAX_NUMBER, short
-from rebalancer.policy import TEAM_NAME
+from rebalancer.parsing.loading import MAX_NUMBER, short
 from rebalancer_tools.simulator.csv_rows import csv_rows
 from rebalancer_tools.simulator.trace import TraceJob
 

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.adapters.team_names import TEAM_NAMESPACE_PREFIX
-from rebalancer.models import Utilization
+from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
+from rebalancer.domain.snapshot import Utilization
 
 NAMESPACE = "ContainerInsights"
 METRICS = {"gpu_percent": "pod_gpu_utilization", "neuroncore_percent": "pod_neuroncore_utilization"}

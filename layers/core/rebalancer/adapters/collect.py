@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from rebalancer import prerequisites
+from rebalancer.adapters import prerequisites
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
-from rebalancer.adapters.sagemaker import SageMakerReader
-from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import PermanentError, RebalancerError
-from rebalancer.models import Snapshot
 
 if TYPE_CHECKING:
     from kubernetes import client as k8s
@@ -36,7 +36,7 @@ class KubeAccess:
     def api_client(self, clients: AwsClients, described: dict[str, Any]) -> k8s.ApiClient | None:
         if self.mode == "none":
             return None
-        from rebalancer.adapters.eks_auth import (
+        from rebalancer.adapters.kubernetes.eks_auth import (
             api_client_for_context,
             api_client_for_eks,
             api_client_with_token,
@@ -64,7 +64,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     """Read everything a plan needs. `now` stamps the snapshot and ends the metrics window. `kube` is how to reach
     Kueue: a KubeAccess, or a factory taking the DescribeCluster output (what the Lambdas inject).
     `check_prerequisites`: check the task-governance add-on, Kueue access and Container Insights
-    (rebalancer.prerequisites) into `snapshot.governance` and the warnings."""
+    (rebalancer.adapters.prerequisites) into `snapshot.governance` and the warnings."""
     kube = kube or KubeAccess()
     warnings: list[str] = []
     sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
@@ -89,7 +89,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     if api is None:
         warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
     else:
-        from rebalancer.adapters.kueue import KueueReader, NodeReader
+        from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
         with api:
             if check_prerequisites:
@@ -130,7 +130,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
 
 
 def _eks_name(described: dict[str, Any]) -> str | None:
-    from rebalancer.adapters.eks_auth import eks_cluster_name_of
+    from rebalancer.adapters.kubernetes.eks_auth import eks_cluster_name_of
 
     try:
         return eks_cluster_name_of(described)

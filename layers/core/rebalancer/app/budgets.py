@@ -7,13 +7,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from rebalancer.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
-from rebalancer.metering import EXPECTED_GAP, Fact, Reading, Used, budget_usage, hours_in, reading_of
-from rebalancer.models import Snapshot
-from rebalancer.policy import Policy
+from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Reading, Used, budget_usage, hours_in, reading_of
+from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from rebalancer.app.store import MeterResult
+    from rebalancer.adapters.dynamodb.store import MeterResult
 
 
 class MeterStore(Protocol):

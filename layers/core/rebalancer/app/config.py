@@ -13,7 +13,7 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from rebalancer.errors import InvalidInput
-from rebalancer.validation import invalid_input
+from rebalancer.parsing.validation import invalid_input
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 

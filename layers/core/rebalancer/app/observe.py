@@ -1,7 +1,7 @@
 """Utilization metrics from a snapshot: per team idle allocated and pending accelerators, and per cluster the
 accelerators stranded (idle in one team while another waits) and an imbalance score (stranded ÷ capacity, 0..1).
 The template's alarms on these start a rebalance. Each observation also stores a light demand sample
-(rebalancer.sample) per cluster: the history a policy is backtested on."""
+(rebalancer.domain.sample) per cluster: the history a policy is backtested on."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from rebalancer import catalog
 from rebalancer.app import budgets
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.sample import sample_of
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
-from rebalancer.models import Snapshot
-from rebalancer.sample import sample_of
 
 if TYPE_CHECKING:
-    from rebalancer.app.store import Store
+    from rebalancer.adapters.dynamodb.store import Store
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from typing import Any
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
+from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.loading import POLICY_MAX_BYTES, load_text
-from rebalancer.policy import Policy
+from rebalancer.parsing.loading import POLICY_MAX_BYTES, load_text
 
 CACHE_SECONDS = 60
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rebalancer.app import config
 
 if TYPE_CHECKING:
-    from rebalancer.app.approval_http import ApprovalApi
-    from rebalancer.app.approvals import Approvals
-    from rebalancer.app.notifications import Channel
+    from rebalancer.adapters.dynamodb.store import Store
+    from rebalancer.app.approvals.decisions import Approvals
+    from rebalancer.app.approvals.http import ApprovalApi
+    from rebalancer.app.notifications.messages import Channel
     from rebalancer.app.observe import Imbalance
-    from rebalancer.app.store import Store
-    from rebalancer.models import Snapshot
+    from rebalancer.domain.snapshot import Snapshot
 
 
 def preload(*modules: str) -> None:
@@ -39,7 +39,7 @@ def client(service: str) -> Any:
 
 @cache
 def store() -> Store:
-    from rebalancer.app.store import Store
+    from rebalancer.adapters.dynamodb.store import Store
 
     return Store(config.load(config.EnvConfig).table_name)
 
@@ -52,7 +52,7 @@ def secret(arn: str) -> str:
 
 
 def channels(cfg: config.NotifyConfig) -> list[Channel]:
-    from rebalancer.app.notifications import SlackChannel, SnsChannel
+    from rebalancer.app.notifications.messages import SlackChannel, SnsChannel
 
     out: list[Channel] = [SnsChannel(client("sns"), cfg.topic_arn)]
     if cfg.slack_webhook_secret_arn:
@@ -98,16 +98,16 @@ def snapshot_reader() -> Callable[[str], Snapshot]:
 
 
 def writer(*, poll_once: bool = False) -> Any:
-    from rebalancer.adapters.quota_writer import Poller, QuotaWriter
+    from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
 
     poller = Poller(sleep=lambda _s: None, timeout=0.0) if poll_once else Poller()
     return QuotaWriter(aws_clients().client("sagemaker"), poller=poller)
 
 
 def scheduler_configs(*, poll_once: bool = False) -> Any:
-    """rebalancer.adapters.scheduler_config.SchedulerConfigClient, polled like the quota writer."""
-    from rebalancer.adapters.quota_writer import Poller
-    from rebalancer.adapters.scheduler_config import SchedulerConfigClient
+    """rebalancer.adapters.sagemaker.scheduler_config.SchedulerConfigClient, polled like the quota writer."""
+    from rebalancer.adapters.sagemaker.quota_writer import Poller
+    from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
 
     poller = Poller(sleep=lambda _s: None, timeout=0.0) if poll_once else Poller()
     return SchedulerConfigClient(aws_clients().client("sagemaker"), poller=poller)
@@ -133,8 +133,8 @@ def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any
 
 
 def approvals(cfg: config.ApprovalConfig) -> Approvals:
-    from rebalancer.app.approvals import Approvals
-    from rebalancer.app.signing import LinkSigner
+    from rebalancer.app.approvals.decisions import Approvals
+    from rebalancer.app.approvals.signing import LinkSigner
 
     return Approvals(store=store(), sfn=client("stepfunctions"),
                      signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg))
@@ -142,7 +142,7 @@ def approvals(cfg: config.ApprovalConfig) -> Approvals:
 
 def approval_api(cfg: config.ApprovalConfig) -> ApprovalApi:
     """The HTTP side (resolver, pages, Slack endpoint): imported only by the requests that need it."""
-    from rebalancer.app.approval_http import ApprovalApi
+    from rebalancer.app.approvals.http import ApprovalApi
 
     signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
     return ApprovalApi(approvals(cfg), slack_signing_secret=signing, oidc_issuer=cfg.approval_oidc_issuer or None)
@@ -168,7 +168,7 @@ class BudgetOutlet:
         self.cfg, self.cluster = cfg, cluster
 
     def send(self, kind: str, lines: tuple[str, ...]) -> None:
-        from rebalancer.app.notifications import Message
+        from rebalancer.app.notifications.messages import Message
         from rebalancer.app.observability import logger
 
         message = Message.model_validate({"kind": kind, "cluster": self.cluster, "notes": lines})

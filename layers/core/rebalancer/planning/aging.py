@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from rebalancer.models import Demand
+from rebalancer.domain.snapshot import Demand
 
 
 def aged_weights(weights: Sequence[float], demand: Sequence[Mapping[str, Demand]], pool: str, taken_at: datetime,

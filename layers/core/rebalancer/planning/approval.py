@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rebalancer.allocation import EPS
-from rebalancer.plan import Change, FieldChange
-from rebalancer.policy import Policy
+from rebalancer.domain.plan import Change, FieldChange
+from rebalancer.domain.policy import Policy
+from rebalancer.engine.allocation import EPS
 
 
 def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence[FieldChange]) -> list[str]:

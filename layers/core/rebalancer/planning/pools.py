@@ -21,15 +21,15 @@ from datetime import datetime
 from operator import attrgetter
 from typing import TypeVar
 
-from rebalancer import catalog, mig, ownership
-from rebalancer.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
+from rebalancer.catalog import mig
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain import ownership
+from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
+from rebalancer.domain.pools import PoolKey, holdings, pool_name
+from rebalancer.domain.snapshot import ComputeQuota, Demand, Snapshot
+from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
-from rebalancer.holdings import holdings
-from rebalancer.models import ComputeQuota, Demand, Snapshot
-from rebalancer.plan import pool_name
 from rebalancer.planning.aging import aged_weights
-from rebalancer.policy import Amount, Policy, TeamPolicy, family_types
-from rebalancer.pool_key import PoolKey
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
@@ -74,7 +74,7 @@ class FamilyCap:
 @dataclass(frozen=True, slots=True)
 class TeamAmounts:
     """A team's guarantees and caps per pool in whole units (family guarantees divided across their types; family
-    caps as a bound on the sum, see rebalancer.family_caps), and the notes that explain a family guarantee's
+    caps as a bound on the sum, see rebalancer.engine.family_caps), and the notes that explain a family guarantee's
     split, quoted in the reasons of the types it touched."""
 
     guarantee: Mapping[str, float]

@@ -17,14 +17,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rebalancer import catalog, ownership
-from rebalancer.allocation import EPS
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain import ownership
+from rebalancer.domain.names import quota_name
+from rebalancer.domain.plan import FieldChange, QuotaRequest
+from rebalancer.domain.policy import Policy, TeamPolicy
+from rebalancer.domain.pools import pool_name
+from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.engine.allocation import EPS
 from rebalancer.errors import InvalidInput
-from rebalancer.field_diff import field_diff
-from rebalancer.models import ComputeQuota, Snapshot
-from rebalancer.names import quota_name
-from rebalancer.plan import FieldChange, QuotaRequest, pool_name
-from rebalancer.policy import Policy, TeamPolicy
+from rebalancer.planning.field_diff import field_diff
 
 MAX_ENTRIES = 15
 DEFAULT_SHARING: dict[str, Any] = {"Strategy": "LendAndBorrow", "BorrowLimit": 50}

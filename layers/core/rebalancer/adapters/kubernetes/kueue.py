@@ -1,0 +1,332 @@
+"""Demand per team from Kueue (v1beta2, or v1beta1 where the cluster does not serve v1beta2), read through the
+`kubernetes` client. Kueue 0.15 added v1beta2 and 0.20 stopped serving v1beta1; the fields read here
+(ClusterQueue `status.flavorsReservation` / `flavorsUsage`, `spec.resourceGroups`, Workload `spec.podSets`,
+`status.admission`, `status.conditions`) are the same in both.
+
+In a HyperPod cluster each team is namespace `hyperpod-ns-<team>` with ClusterQueue
+`hyperpod-ns-<team>-clusterqueue`; ResourceFlavors are named after instance types. In use = the ClusterQueue's
+`status.flavorsReservation` (what counts against the quota; `flavorsUsage` when a Kueue version does not report
+reservations). Pending = the pod-set requests of the team's Workloads that hold no quota yet, placed on a flavor by
+the pod template's instance-type node selector, or by the only flavor the ClusterQueue offers for that resource.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
+from rebalancer.domain.pools import pool_name
+from rebalancer.domain.snapshot import Demand, Resources
+from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
+
+GROUP = "kueue.x-k8s.io"
+VERSIONS = ("v1beta2", "v1beta1")  # newest first; the next is tried when the API server answers 404
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+GIB = Decimal(2**30)
+
+# Kubernetes resource name → (Resources field, divide by). NeuronCores are converted to devices per instance type.
+ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neurondevice", "aws.amazon.com/neuron")
+NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"
+
+
+@dataclass
+class _Amounts:
+    """Mutable accumulator of one team's amounts on one pool."""
+
+    values: dict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))
+
+    def add(self, resource: str, amount: Decimal) -> None:
+        self.values[resource] += amount
+
+    def freeze(self) -> Resources:
+        return Resources(**{k: float(v) for k, v in self.values.items() if v})
+
+
+@dataclass(frozen=True)
+class KueueDemand:
+    demand: dict[str, dict[str, Demand]]
+    teams: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
+
+
+class _Accumulator:
+    def __init__(self) -> None:
+        self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
+        self.pending: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
+        self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
+        self.warnings: list[str] = []
+
+    def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
+            quantity: Decimal, where: str, since: datetime | None = None) -> None:
+        """Add `quantity` of a Kubernetes resource on a flavor, in the snapshot's units; `since`: the creation time
+        of the pending workload it belongs to (the pool's oldest is kept)."""
+        try:
+            spec = catalog.spec(flavor)
+        except UnknownInstanceType:
+            self.warnings.append(f"{where}: flavor {flavor!r} is not a HyperPod instance type; ignored")
+            return
+        if since is not None:
+            pool = (pool_name(flavor, "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX))
+                    if resource.startswith(MIG_RESOURCE_PREFIX) else flavor)
+            oldest = self.oldest[team]
+            oldest[pool] = min(since, oldest.get(pool, since))
+        if resource in ACCELERATOR_RESOURCES:
+            into[team][flavor].add("accelerators", quantity)
+        elif resource == NEURONCORE_RESOURCE and spec.neuron_cores_per_device:
+            into[team][flavor].add("accelerators", quantity / spec.neuron_cores_per_device)
+        elif resource == "cpu":
+            into[team][flavor].add("vcpu", quantity)
+        elif resource == "memory":
+            into[team][flavor].add("memory_gib", quantity / GIB)
+        elif resource.startswith(MIG_RESOURCE_PREFIX):
+            profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
+            into[team][pool_name(flavor, profile)].add("partitions", quantity)
+
+    def result(self) -> dict[str, dict[str, Demand]]:
+        out: dict[str, dict[str, Demand]] = {}
+        for team in sorted(set(self.in_use) | set(self.pending)):
+            pools = sorted(set(self.in_use[team]) | set(self.pending[team]))
+            out[team] = {p: Demand(in_use=self.in_use[team][p].freeze(), pending=self.pending[team][p].freeze(),
+                                   oldest_pending=self.oldest[team].get(p)) for p in pools}
+        return out
+
+
+def _created(meta: dict[str, Any]) -> datetime | None:
+    """A workload's metadata.creationTimestamp (RFC 3339, UTC `Z`), or None when absent or unreadable."""
+    raw = meta.get("creationTimestamp")
+    if not isinstance(raw, str):
+        return None
+    try:
+        at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
+def _condition(obj: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True"
+               for c in obj.get("status", {}).get("conditions", []) or [])
+
+
+def is_pending(workload: dict[str, Any]) -> bool:
+    """Waiting for quota: active, not finished, holding no quota reservation."""
+    if workload.get("spec", {}).get("active") is False:
+        return False
+    if _condition(workload, "Finished") or _condition(workload, "QuotaReserved"):
+        return False
+    return not workload.get("status", {}).get("admission")
+
+
+def pod_set_requests(pod_set: dict[str, Any]) -> dict[str, Decimal]:
+    """Total requests of a pod set: count × per-pod requests (containers summed; an init container counts when it
+    asks for more than the containers together, as the scheduler does). Limits stand in for missing requests."""
+    pod_spec = pod_set.get("template", {}).get("spec", {})
+    per_pod: dict[str, Decimal] = defaultdict(Decimal)
+    for c in pod_spec.get("containers", []) or []:
+        for name, q in _requests(c).items():
+            per_pod[name] += q
+    for c in pod_spec.get("initContainers", []) or []:
+        for name, q in _requests(c).items():
+            per_pod[name] = max(per_pod[name], q)
+    count = Decimal(int(pod_set.get("count", 1)))
+    return {name: q * count for name, q in per_pod.items()}
+
+
+def _requests(container: dict[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources", {}) or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {name: Decimal(parse_quantity(q)) for name, q in merged.items()}
+
+
+def pod_set_instance_type(pod_set: dict[str, Any]) -> str | None:
+    pod_spec = pod_set.get("template", {}).get("spec", {})
+    selector = pod_spec.get("nodeSelector") or {}
+    for label in INSTANCE_TYPE_LABELS:
+        if label in selector:
+            return str(selector[label])
+    terms = (pod_spec.get("affinity", {}).get("nodeAffinity", {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", []))
+    values = {v for term in terms for expr in term.get("matchExpressions", []) or []
+              if expr.get("key") in INSTANCE_TYPE_LABELS and expr.get("operator") == "In"
+              for v in expr.get("values", [])}
+    return values.pop() if len(values) == 1 else None
+
+
+def flavors_offered(cluster_queue: dict[str, Any]) -> dict[str, set[str]]:
+    """resource name → the flavors the ClusterQueue's resource groups offer for it."""
+    offered: dict[str, set[str]] = defaultdict(set)
+    for group in cluster_queue.get("spec", {}).get("resourceGroups", []) or []:
+        for flavor in group.get("flavors", []) or []:
+            for resource in flavor.get("resources", []) or []:
+                offered[resource["name"]].add(flavor["name"])
+    return offered
+
+
+class KueueReader:
+    def __init__(self, api_client: k8s.ApiClient, page_size: int = 500, request_timeout: float = 30,
+                 versions: tuple[str, ...] = VERSIONS):
+        self.api = k8s.CustomObjectsApi(api_client)
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+        self.versions = versions
+        self.version: str | None = None  # the first version the API server served; then used for every list
+
+    def _page(self, plural: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.version is not None:
+            page: dict[str, Any] = self.api.list_cluster_custom_object(GROUP, self.version, plural, **kwargs)
+            return page
+        for i, version in enumerate(self.versions):
+            try:
+                page = self.api.list_cluster_custom_object(GROUP, version, plural, **kwargs)
+            except ApiException as e:
+                if e.status == 404 and i + 1 < len(self.versions):
+                    continue  # this Kueue does not serve that version (or is not installed): try the next
+                if e.status == 404:
+                    tried = ", ".join(f"{GROUP}/{v}" for v in self.versions)
+                    raise PermanentError(f"Kubernetes list {plural}.{GROUP}: 404 Not Found (tried {tried}): is "
+                                         f"Kueue installed (task governance enabled)? {_status_message(e)}") from e
+                raise
+            self.version = version
+            return page
+        raise PermanentError(f"Kubernetes list {plural}.{GROUP}: no Kueue API version to try")
+
+    def _list(self, plural: str) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": self.request_timeout}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                page = self._page(plural, kwargs)
+            except ApiException as e:
+                raise _api_error(plural, e) from e
+            except urllib3.exceptions.HTTPError as e:
+                raise TransientError(f"Kubernetes list {plural}.{GROUP}: cannot reach the API server: {e}") from e
+            yield from page.get("items", []) or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def read(self) -> KueueDemand:
+        acc = _Accumulator()
+        queues: dict[str, dict[str, Any]] = {}
+        for cq in self._list("clusterqueues"):
+            team = team_of_cluster_queue(cq.get("metadata", {}).get("name", ""))
+            if team is None:
+                continue
+            queues[team] = cq
+            status = cq.get("status", {}) or {}
+            usage = status.get("flavorsReservation") or status.get("flavorsUsage") or []
+            for flavor in usage:
+                for r in flavor.get("resources", []) or []:
+                    acc.add(acc.in_use, team, flavor["name"], r["name"], Decimal(parse_quantity(r.get("total", 0))),
+                            f"ClusterQueue {cq['metadata']['name']}")
+        for wl in self._list("workloads"):
+            meta = wl.get("metadata", {})
+            team = team_of_namespace(meta.get("namespace", ""))
+            if team is None or not is_pending(wl):
+                continue
+            where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
+            since = _created(meta)
+            offered = flavors_offered(queues.get(team, {}))
+            for pod_set in wl.get("spec", {}).get("podSets", []) or []:
+                chosen = pod_set_instance_type(pod_set)
+                for resource, quantity in pod_set_requests(pod_set).items():
+                    flavor = chosen
+                    if flavor is None and len(offered.get(resource, ())) == 1:
+                        flavor = next(iter(offered[resource]))
+                    if flavor is None:
+                        if resource in ACCELERATOR_RESOURCES or resource == NEURONCORE_RESOURCE:
+                            acc.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
+                                                f"waits for (no instance-type node selector, no single flavor)")
+                        continue
+                    acc.add(acc.pending, team, flavor, resource, quantity, where, since)
+        return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
+                           warnings=tuple(dict.fromkeys(acc.warnings)),
+                           api_version=f"{GROUP}/{self.version}" if self.version else None)
+
+
+class NodeReader:
+    """Healthy MIG partitions per instance type and profile: the `nvidia.com/mig-<profile>` allocatable of Ready,
+    schedulable nodes (the snapshot's `mig`). Only needed when a policy has MIG pools."""
+
+    def __init__(self, api_client: k8s.ApiClient, page_size: int = 500, request_timeout: float = 30):
+        self.api = k8s.CoreV1Api(api_client)
+        self.page_size = page_size
+        self.request_timeout = request_timeout
+
+    def _nodes(self) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": self.request_timeout,
+                                      "_preload_content": False}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                response = self.api.list_node(**kwargs)
+            except ApiException as e:
+                raise _api_error("nodes", e, group="") from e
+            except urllib3.exceptions.HTTPError as e:
+                raise TransientError(f"Kubernetes list nodes: cannot reach the API server: {e}") from e
+            page = json.loads(response.data)
+            yield from page.get("items", []) or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def mig_capacity(self) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
+        out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        warnings: list[str] = []
+        for node in self._nodes():
+            labels = node.get("metadata", {}).get("labels", {}) or {}
+            instance_type = next((labels[k] for k in INSTANCE_TYPE_LABELS if k in labels), None)
+            if instance_type is None or node.get("spec", {}).get("unschedulable") or not _condition(node, "Ready"):
+                continue
+            for resource, quantity in (node.get("status", {}).get("allocatable", {}) or {}).items():
+                if not resource.startswith(MIG_RESOURCE_PREFIX):
+                    continue
+                profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
+                try:
+                    known = profile in catalog.spec(instance_type).mig_profiles
+                except UnknownInstanceType:
+                    known = False
+                if not known:
+                    warnings.append(f"node {node['metadata'].get('name')}: {resource} on {instance_type} is not a "
+                                    "MIG profile this tool knows; ignored")
+                    continue
+                out[instance_type][profile] += int(parse_quantity(quantity))
+        return {t: dict(p) for t, p in sorted(out.items())}, tuple(warnings)
+
+
+def _api_error(plural: str, e: ApiException, group: str = GROUP) -> Exception:
+    what = f"Kubernetes list {plural}.{group}" if group else f"Kubernetes list {plural}"
+    reason = _status_message(e)
+    if e.status == 404:
+        return PermanentError(f"{what}: 404 Not Found: is Kueue installed (task governance enabled)? {reason}")
+    if e.status in (401, 403):
+        return PermanentError(f"{what}: {e.status} {e.reason}: {reason} (the role needs list on clusterqueues and "
+                              "workloads in kueue.x-k8s.io, and on nodes: an EKS access entry or RBAC binding)")
+    if e.status in (429,) or (e.status or 0) >= 500:
+        return TransientError(f"{what}: {e.status} {e.reason}: {reason}")
+    return PermanentError(f"{what}: {e.status} {e.reason}: {reason}")
+
+
+def _status_message(e: ApiException) -> str:
+    try:
+        return str(json.loads(e.body or "{}").get("message") or "").strip() or "(no message)"
+    except ValueError:
+        return (e.body or "(no message)").strip()[:200]

@@ -1,0 +1,415 @@
+"""Applying a plan's quota requests to SageMaker, verifying them, and rolling them back.
+
+Rules, in the order they matter:
+- Requests run in the plan's order, each with the TargetVersion the plan read. Before a request that raises a
+  quota, every earlier decrease must have settled (Created / Updated), and a quota is written again only once its
+  last write has settled: the sum of the quotas of a pool then never exceeds its capacity between two calls.
+- A ConflictException means someone else changed the quota since it was read. We re-read it, stop, and report
+  both versions; we never retry with the new version, which would overwrite an edit nobody here has seen.
+- Throttling and 5xx are retried by botocore (retry mode standard or adaptive, on the client). What is left after
+  that stops the apply like any other failure.
+- After any failure once something was written, the quotas we wrote are restored to their before-state with
+  fresh versions, decreases first again; a quota someone else changed after our write is left alone and reported.
+Polling is bounded and takes an injected sleep and clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from rebalancer.adapters.aws import aws_call, error_code
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.outcomes import ApplyReport, ChangeOutcome, WriteOperation
+from rebalancer.domain.plan import QuotaRequest
+from rebalancer.domain.pools import PoolKey, held
+from rebalancer.domain.snapshot import ComputeQuota, QuotaConfig, QuotaTarget
+from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
+
+SETTLED = frozenset({"Created", "Updated"})
+RAW_FIELDS = ("VCpu", "MemoryInGiB")
+NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
+
+
+def is_failed(status: str | None) -> bool:
+    return bool(status) and str(status).endswith("Failed")
+
+
+# Every *Failed status of SchedulerResourceStatus, and what it leaves behind (what a person or the rollback faces).
+FAILED_MEANS = {
+    "CreateFailed": "SageMaker could not create it",
+    "CreateRollbackFailed": "the create failed and SageMaker could not undo it, so it may be partly in place",
+    "UpdateFailed": "SageMaker kept the previous configuration",
+    "UpdateRollbackFailed": "the update failed and SageMaker could not restore the previous configuration, so it "
+                            "may be partly applied",
+    "DeleteFailed": "it still exists",
+    "DeleteRollbackFailed": "the delete failed and SageMaker could not restore it, so it may be partly removed",
+}
+
+
+def failed_message(what: str, status: str, reason: str | None) -> str:
+    """`quota q-1 of team a ended in UpdateRollbackFailed (…): reason`: one line, the status explained."""
+    means = FAILED_MEANS.get(status, "a failure status")
+    return f"{what} ended in {status} ({means}): {reason or 'no FailureReason given'}"
+
+
+@dataclass(frozen=True)
+class Poller:
+    """How long to wait for a quota to settle. Tests inject `sleep` and `clock`; nothing here sleeps for real."""
+
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    interval: float = 5.0
+    timeout: float = 900.0
+
+
+@dataclass
+class Step:
+    team: str
+    operation: WriteOperation
+    parameters: dict[str, Any]
+    quota_id: str | None
+    increases: bool
+
+
+def _amounts(quota: ComputeQuota | None) -> dict[tuple[str, str | None, str], float]:
+    """What a quota holds per pool (in the pool's unit) and the raw vCPU / memory figures, for ordering."""
+    if quota is None or quota.ActivationState == "Disabled":
+        return {}
+    out: dict[tuple[str, str | None, str], float] = {}
+    for r in quota.ComputeQuotaConfig.ComputeQuotaResources:
+        profile = r.AcceleratorPartition.Type if r.AcceleratorPartition else None
+        out[(r.InstanceType, profile, "primary")] = held(quota, PoolKey(instance_type=r.InstanceType,
+                                                                          mig_profile=profile))
+        for f in RAW_FIELDS:
+            value = getattr(r, f)
+            if value is not None:
+                out[(r.InstanceType, profile, f)] = float(value)
+    return out
+
+
+def raises_any(before: ComputeQuota | None, after: ComputeQuota | None) -> bool:
+    a, b = _amounts(before), _amounts(after)
+    return any(v > a.get(k, 0.0) + 1e-9 for k, v in b.items())
+
+
+def _with(quota: ComputeQuota, parameters: dict[str, Any]) -> ComputeQuota:
+    """`quota` as it will be once `parameters` (an Update request) are applied."""
+    update: dict[str, Any] = {}
+    if "ComputeQuotaConfig" in parameters:
+        update["ComputeQuotaConfig"] = QuotaConfig.model_validate(parameters["ComputeQuotaConfig"])
+    if "ComputeQuotaTarget" in parameters:
+        update["ComputeQuotaTarget"] = QuotaTarget.model_validate(parameters["ComputeQuotaTarget"])
+    if "ActivationState" in parameters:
+        update["ActivationState"] = parameters["ActivationState"]
+    return quota.model_copy(update=update)
+
+
+def _created(parameters: dict[str, Any]) -> ComputeQuota:
+    return ComputeQuota.model_validate({
+        "ComputeQuotaId": "(new)", "Name": parameters.get("Name", "(new)"), "ComputeQuotaVersion": 0,
+        "Status": "Creating", "ComputeQuotaTarget": parameters["ComputeQuotaTarget"],
+        "ComputeQuotaConfig": parameters.get("ComputeQuotaConfig", {}),
+        "ActivationState": parameters.get("ActivationState", "Enabled")})
+
+
+def same_state(a: ComputeQuota, b: ComputeQuota) -> bool:
+    return (a.ComputeQuotaConfig.to_api() == b.ComputeQuotaConfig.to_api()
+            and a.ComputeQuotaTarget.to_api() == b.ComputeQuotaTarget.to_api()
+            and (a.ActivationState or "Enabled") == (b.ActivationState or "Enabled"))
+
+
+class _CreatedUnread(RebalancerError):
+    """A quota was created but its version could not be read; its outcome is already recorded."""
+
+
+class _SettleFailed(Exception):
+    def __init__(self, quota_id: str, quota: ComputeQuota):
+        self.quota_id = quota_id
+        self.quota = quota
+        super().__init__(failed_message(f"quota {quota_id} of team {quota.team}", quota.Status,
+                                        getattr(quota, "FailureReason", None)))
+
+
+@dataclass
+class _Run:
+    """State of one pass over a list of steps."""
+
+    outcomes: list[ChangeOutcome] = field(default_factory=list)
+    index_of: dict[str, int] = field(default_factory=dict)  # quota id → its latest outcome
+    versions: dict[str, int] = field(default_factory=dict)  # quota id → the version our last write produced
+    created: list[str] = field(default_factory=list)  # quotas this run created (rollback deletes them)
+    unsettled: set[str] = field(default_factory=set)
+    decrease_in_flight: bool = False  # an unsettled write lowered a quota: increases wait for it
+    error: str | None = None
+    conflict: bool = False
+    transient: bool = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
+
+
+class QuotaWriter:
+    def __init__(self, sagemaker: Any, poller: Poller | None = None, reader: SageMakerReader | None = None):
+        self.sm = sagemaker
+        self.poller = poller or Poller()
+        self.reader = reader or SageMakerReader(sagemaker)
+
+    # ---- apply ---------------------------------------------------------------------------------------------
+
+    def apply(self, cluster_arn: str, requests: Sequence[QuotaRequest], before: Sequence[ComputeQuota], *,
+              rollback_on_failure: bool = True) -> ApplyReport:
+        """Run `requests` (a plan's, already ordered) against the quotas as they were read (`before`)."""
+        current: dict[str, ComputeQuota] = {q.ComputeQuotaId: q for q in before}
+        steps: list[Step] = []
+        for r in requests:
+            qid = r.parameters.get("ComputeQuotaId")
+            if r.operation == "CreateComputeQuota":
+                steps.append(Step(r.team, r.operation, dict(r.parameters), None,
+                                  raises_any(None, _created(r.parameters))))
+                continue
+            was = current.get(qid) if isinstance(qid, str) else None
+            if was is None:
+                raise ApplyFailed(f"UpdateComputeQuota for team {r.team}: quota {qid} is not among the quotas read "
+                                  "for this plan; re-read the cluster and plan again")
+            after = _with(was, r.parameters)
+            steps.append(Step(r.team, r.operation, dict(r.parameters), was.ComputeQuotaId, raises_any(was, after)))
+            current[was.ComputeQuotaId] = after
+        run = self._execute(steps)
+        report = ApplyReport(cluster_arn=cluster_arn, outcomes=tuple(run.outcomes), succeeded=run.error is None,
+                             error=run.error, conflict=run.conflict, transient=run.transient)
+        if run.error is None or not (run.versions or run.created) or not rollback_on_failure:
+            return report
+        before_by_id = {q.ComputeQuotaId: q for q in before}
+        written = [qid for qid in run.versions if qid in before_by_id]
+        created = list(run.created)
+        undo = self.rollback(cluster_arn, [before_by_id[q] for q in written], created_ids=created,
+                             expected_versions=run.versions)
+        return report.model_copy(update={"rollback": undo.outcomes, "rolled_back": undo.succeeded})
+
+    def _execute(self, steps: Sequence[Step]) -> _Run:
+        run = _Run()
+        for i, step in enumerate(steps):
+            needs_settled = (step.increases and run.decrease_in_flight) or step.quota_id in run.unsettled
+            if needs_settled and not self._settle_all(run):
+                run.outcomes += [_not_attempted(s) for s in steps[i:]]
+                return run
+            expected = run.versions.get(step.quota_id or "")
+            target = step.parameters.get("TargetVersion")
+            if expected is not None and target is not None and target != expected:
+                run.error = (f"{step.operation} on quota {step.quota_id} of team {step.team}: the plan expects "
+                             f"version {target} but our previous write produced version {expected}; stopped")
+                run.conflict = True
+                run.outcomes.append(_outcome(step, "conflict", message=run.error))
+                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
+                return run
+            try:
+                self._write(step, run)
+            except ConflictError as e:
+                run.conflict = True
+                run.error = self._conflict_report(step, str(e))
+                run.outcomes.append(_outcome(step, "conflict", message=run.error))
+                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
+                return run
+            except RebalancerError as e:
+                run.error = str(e)
+                run.transient = isinstance(e, TransientError)
+                if not isinstance(e, _CreatedUnread):
+                    run.outcomes.append(_outcome(step, "failed", message=str(e)))
+                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
+                self._settle_all(run, keep_error=True)
+                return run
+        self._settle_all(run)
+        return run
+
+    def _write(self, step: Step, run: _Run) -> None:
+        resource = f"quota {step.quota_id} of team {step.team}" if step.quota_id else f"team {step.team}"
+        version: int | None
+        with aws_call(step.operation, resource):
+            if step.operation == "UpdateComputeQuota":
+                out = self.sm.update_compute_quota(**step.parameters)
+                qid, version = str(step.quota_id), int(out["ComputeQuotaVersion"])
+            elif step.operation == "CreateComputeQuota":
+                out = self.sm.create_compute_quota(**step.parameters)
+                qid, version = str(out["ComputeQuotaId"]), None
+            else:
+                self.sm.delete_compute_quota(**step.parameters)
+                qid, version = str(step.quota_id), None
+        if step.operation == "CreateComputeQuota":
+            run.created.append(qid)
+            version = self._created_version(step, qid, run)
+        if version is not None:
+            run.versions[qid] = version
+        run.unsettled.add(qid)
+        run.decrease_in_flight |= not step.increases
+        run.index_of[qid] = len(run.outcomes)
+        run.outcomes.append(_outcome(step, "applied", quota_id=qid, version=version))
+
+    def _created_version(self, step: Step, quota_id: str, run: _Run) -> int:
+        """CreateComputeQuota answers with the id only: the version comes from a Describe, never assumed. If that
+        read fails the quota exists all the same: it is recorded as ours (rollback deletes it) and the step fails."""
+        try:
+            return self.reader.quota(quota_id).ComputeQuotaVersion
+        except RebalancerError as e:
+            run.index_of[quota_id] = len(run.outcomes)
+            run.outcomes.append(_outcome(step, "failed", quota_id=quota_id,
+                                         message=f"created, but reading its version failed: {e}"))
+            raise _CreatedUnread(f"CreateComputeQuota for team {step.team}: quota {quota_id} was created but reading "
+                                 f"its version failed: {e}") from e
+
+    def _conflict_report(self, step: Step, aws_said: str) -> str:
+        read = step.parameters.get("TargetVersion")
+        try:
+            now = self.reader.quota(str(step.quota_id))
+        except RebalancerError as e:
+            return f"{aws_said}; re-reading it failed too ({e}); stopped, nothing overwritten"
+        who = getattr(now, "LastModifiedBy", None) or {}
+        by = who.get("UserProfileName") or who.get("IamIdentity", {}).get("Arn") if isinstance(who, dict) else None
+        when = f" at {now.LastModifiedTime:%Y-%m-%d %H:%M:%S}" if now.LastModifiedTime else ""
+        return (f"quota {step.quota_id} of team {step.team} was changed by someone else{' (' + by + ')' if by else ''}"
+                f"{when}: we read version {read}, it is now version {now.ComputeQuotaVersion} ({now.Status}). "
+                "Stopped without overwriting it; re-read the cluster and plan again")
+
+    # ---- settle / verify -----------------------------------------------------------------------------------
+
+    def _settle_all(self, run: _Run, keep_error: bool = False) -> bool:
+        """Wait for every unsettled write; mark outcomes with the final status. False if one failed."""
+        if not run.unsettled:
+            return run.error is None
+        try:
+            settled = self.wait(run.unsettled)
+        except _SettleFailed as f:
+            i = run.index_of[f.quota_id]
+            run.outcomes[i] = run.outcomes[i].model_copy(update={"result": "failed", "status": f.quota.Status,
+                                                                 "message": str(f)})
+            run.unsettled.discard(f.quota_id)
+            if not keep_error:
+                run.error = str(f)
+            self._settle_all(run, keep_error=True)  # the others still get their final status
+            return False
+        except TransientError as e:
+            if not keep_error:
+                run.error = str(e)
+                run.transient = True
+            return False
+        for qid, status in settled.items():
+            i = run.index_of[qid]
+            run.outcomes[i] = run.outcomes[i].model_copy(update={"status": status})
+        run.unsettled.clear()
+        run.decrease_in_flight = False
+        return run.error is None
+
+    def _status(self, quota_id: str) -> tuple[str, ComputeQuota | None]:
+        try:
+            q = self.reader.quota(quota_id)
+        except RebalancerError as e:
+            cause = e.__cause__
+            if isinstance(cause, ClientError) and error_code(cause) in NOT_FOUND_CODES:
+                return "Deleted", None
+            raise
+        return q.Status, q
+
+    def wait(self, quota_ids: Iterable[str]) -> dict[str, str]:
+        """Poll until every quota is Created / Updated (or deleted). Raises _SettleFailed for a *Failed status and
+        TransientError when the bound is reached."""
+        pending = set(quota_ids)
+        done: dict[str, str] = {}
+        deadline = self.poller.clock() + self.poller.timeout
+        while True:
+            for qid in sorted(pending):
+                status, quota = self._status(qid)
+                if status in SETTLED or status == "Deleted":
+                    done[qid] = status
+                elif is_failed(status) and quota is not None:
+                    raise _SettleFailed(qid, quota)
+            pending -= set(done)
+            if not pending:
+                return done
+            if self.poller.clock() >= deadline:
+                raise TransientError(f"DescribeComputeQuota: quotas {', '.join(sorted(pending))} have not settled "
+                                     f"after {self.poller.timeout:g} s")
+            self.poller.sleep(self.poller.interval)
+
+    def verify(self, quota_ids: Iterable[str]) -> dict[str, str]:
+        """For a Verify step: wait until the quotas settle. ApplyFailed names a quota that ended in *Failed;
+        TransientError means they are still in progress (the state machine retries)."""
+        try:
+            return self.wait(quota_ids)
+        except _SettleFailed as f:
+            raise ApplyFailed(str(f)) from None
+
+    # ---- rollback ------------------------------------------------------------------------------------------
+
+    def rollback(self, cluster_arn: str, before: Sequence[ComputeQuota], *, created_ids: Sequence[str] = (),
+                 expected_versions: dict[str, int] | None = None) -> ApplyReport:
+        """Restore each quota in `before` to that state with a fresh version, and delete `created_ids`; decreases
+        first. With `expected_versions` (what our writes produced), a quota someone changed since is left alone."""
+        skipped: list[ChangeOutcome] = []
+        decreases: list[Step] = []
+        increases: list[Step] = []
+        for qid in created_ids:
+            decreases.append(Step("(created)", "DeleteComputeQuota", {"ComputeQuotaId": qid}, qid, False))
+        for b in before:
+            qid = b.ComputeQuotaId
+            try:
+                status, now = self._status(qid)
+            except RebalancerError as e:
+                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                             result="failed", message=str(e)))
+                continue
+            if now is None:
+                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                             result="failed", status=status,
+                                             message="the quota no longer exists; not recreated"))
+                continue
+            expected = (expected_versions or {}).get(qid)
+            if expected is not None and now.ComputeQuotaVersion != expected:
+                skipped.append(ChangeOutcome(
+                    team=b.team, operation="UpdateComputeQuota", quota_id=qid, result="conflict", status=status,
+                    message=f"changed by someone else after our write (our version {expected}, now "
+                            f"{now.ComputeQuotaVersion}); left as it is"))
+                continue
+            if same_state(now, b) and not is_failed(status):
+                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                             result="unchanged", status=status))
+                continue
+            params: dict[str, Any] = {"ComputeQuotaId": qid, "TargetVersion": now.ComputeQuotaVersion,
+                                      "ComputeQuotaConfig": b.ComputeQuotaConfig.to_api(),
+                                      "ComputeQuotaTarget": b.ComputeQuotaTarget.to_api()}
+            if b.ActivationState:
+                params["ActivationState"] = b.ActivationState
+            step = Step(b.team, "UpdateComputeQuota", params, qid, raises_any(now, b))
+            (increases if step.increases else decreases).append(step)
+        run = self._execute([*decreases, *increases])
+        outcomes = (*skipped, *run.outcomes)
+        ok = run.error is None and all(o.result in ("applied", "unchanged") for o in outcomes)
+        return ApplyReport(cluster_arn=cluster_arn, outcomes=outcomes, succeeded=ok, error=run.error,
+                           conflict=run.conflict or any(o.result == "conflict" for o in outcomes),
+                           transient=run.transient)
+
+
+def _outcome(step: Step, result: str, *, quota_id: str | None = None, version: int | None = None,
+             message: str = "") -> ChangeOutcome:
+    return ChangeOutcome.model_validate({
+        "team": step.team, "operation": step.operation, "quota_id": quota_id or step.quota_id, "result": result,
+        "target_version": step.parameters.get("TargetVersion"), "version": version, "message": message})
+
+
+def _not_attempted(step: Step) -> ChangeOutcome:
+    return _outcome(step, "not-attempted")
+
+
+def raise_for_report(report: ApplyReport) -> None:
+    """For the Lambdas and the CLI: a failed apply becomes ConflictError, TransientError (throttling / 5xx and
+    nothing left half-done: safe to run again later) or ApplyFailed. The state machine matches on the names."""
+    if report.succeeded:
+        return
+    message = report.error or "apply failed"
+    if report.rolled_back is not None:
+        message += "; rolled back" if report.rolled_back else "; ROLLBACK INCOMPLETE"
+    if report.conflict:
+        raise ConflictError(message)
+    if report.transient and report.rolled_back is not False:
+        raise TransientError(message)
+    raise ApplyFailed(message)

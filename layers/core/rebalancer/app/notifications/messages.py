@@ -1,0 +1,205 @@
+"""What people are told, and how: one Message model, rendered as SNS plain text and as Slack Block Kit (sent with
+slack_sdk's WebhookClient). Channels never raise into a run: failures come back as DeliveryResult."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, ConfigDict
+
+from rebalancer.adapters.aws import one_line
+from rebalancer.app.workflow.state import Kind
+from rebalancer.domain.plan import Change, FieldChange
+
+TITLES: dict[str, str] = {
+    "approval_request": "Approval needed: quota changes on {cluster}",
+    "applied": "Quotas rebalanced on {cluster}",
+    "dry_run": "Dry run: quota changes that would be made on {cluster}",
+    "rejected": "Quota changes on {cluster} rejected",
+    "expired": "Quota changes on {cluster} expired without a decision",
+    "rolled_back": "Rebalance of {cluster} failed and was rolled back",
+    "rollback_failed": "Rebalance of {cluster} failed and the rollback failed too: needs a person",
+    "failed": "Rebalance of {cluster} stopped before changing anything",
+    "budget": "Budget thresholds reached on {cluster}",
+    "budget_summary": "Budget summary for {cluster}",
+}
+MAX_ROWS = 40  # Slack allows 50 blocks; a longer change set is summarised
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Kind
+    cluster: str
+    execution_url: str | None = None
+    changes: tuple[Change, ...] = ()
+    field_changes: tuple[FieldChange, ...] = ()  # settings besides amounts, console edits among them
+    warnings: tuple[str, ...] = ()
+    approval_reasons: tuple[str, ...] = ()
+    error: str | None = None
+    decided_by: str | None = None
+    approval_id: str | None = None
+    approve_url: str | None = None
+    reject_url: str | None = None
+    expires: str | None = None
+    notes: tuple[str, ...] = ()  # budget lines: one per team
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.kind].format(cluster=self.cluster)
+
+
+def _amount(x: float) -> str:
+    return f"{x:g}"
+
+
+def change_line(c: Change) -> str:
+    pool = c.pool
+    return f"{c.team} {pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)} ({c.reason})"
+
+
+def _value(v: Any) -> str:
+    return "(none)" if v is None else v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+
+
+def field_line(f: FieldChange) -> str:
+    """One setting the plan rewrites: `training ComputeQuotaConfig.PreemptTeamTasks: Never -> LowerPriority
+    (console edit will be replaced)`."""
+    return f"{f.team} {f.field}: {_value(f.before)} -> {_value(f.after)} ({f.reason or 'policy'})"
+
+
+def render_text(m: Message) -> tuple[str, str]:
+    """(subject, body) for SNS; the subject fits SNS's 100-character limit."""
+    lines = [m.title, ""]
+    if m.error:
+        lines += [f"Error: {m.error}", ""]
+    lines += [f"  - {n}" for n in m.notes]
+    if m.changes:
+        lines.append("Changes (before -> after):")
+        lines += [f"  - {change_line(c)}" for c in m.changes]
+        lines.append("")
+    if m.field_changes:
+        lines.append("Settings (before -> after):")
+        lines += [f"  - {field_line(f)}" for f in m.field_changes]
+        lines.append("")
+    if m.approval_reasons:
+        lines.append("Needs approval because: " + "; ".join(m.approval_reasons))
+    if m.warnings:
+        lines.append("Warnings:")
+        lines += [f"  - {w}" for w in m.warnings]
+    if m.decided_by:
+        lines.append(f"Decided by: {m.decided_by}")
+    if m.approve_url and m.reject_url:
+        lines += ["", f"Approve: {m.approve_url}", f"Reject: {m.reject_url}"]
+        if m.expires:
+            lines.append(f"These links expire at {m.expires}.")
+    if m.execution_url:
+        lines += ["", f"Execution: {m.execution_url}"]
+    subject = m.title if len(m.title) <= 100 else m.title[:97] + "..."
+    return subject, "\n".join(lines).strip() + "\n"
+
+
+def render_blocks(m: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": m.title[:150]}}]
+    if m.error:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Error:* {m.error}"[:3000]}})
+    if m.notes:
+        listed = "\n".join(f"• {n}" for n in m.notes[:MAX_ROWS])
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
+    if m.changes:
+        rows = [f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
+                f"*{_amount(c.before)} → {_amount(c.after)}*\n_{c.reason}_" for c in m.changes[:MAX_ROWS]]
+        for row in rows:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.changes) > MAX_ROWS:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.changes) - MAX_ROWS} more changes (see the execution)"}]})
+    if m.field_changes:
+        room = max(MAX_ROWS - len(m.changes), 5)
+        rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
+                + (":pencil2: _console edit will be replaced_" if f.console_edit else f"_{f.reason or 'policy'}_")
+                for f in m.field_changes[:room]]
+        for row in rows:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.field_changes) > room:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.field_changes) - room} more settings (see the execution)"}]})
+    context = []
+    if m.approval_reasons:
+        context.append("*Needs approval:* " + "; ".join(m.approval_reasons))
+    context += [f":warning: {w}" for w in m.warnings]
+    if m.decided_by:
+        context.append(f"*Decided by:* {m.decided_by}")
+    if context:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": t[:3000]} for t in context[:10]]})
+    buttons: list[dict[str, Any]] = []
+    if m.approval_id and m.kind == "approval_request":
+        buttons += [
+            {"type": "button", "style": "primary", "text": {"type": "plain_text", "text": "Approve"},
+             "action_id": "approve", "value": m.approval_id},
+            {"type": "button", "style": "danger", "text": {"type": "plain_text", "text": "Reject"},
+             "action_id": "reject", "value": m.approval_id},
+        ]
+    if m.execution_url:
+        buttons.append({"type": "button", "text": {"type": "plain_text", "text": "Execution"},
+                        "action_id": "open_execution", "url": m.execution_url})
+    if buttons:
+        blocks.append({"type": "actions", "elements": buttons})
+    return blocks
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    channel: str
+    ok: bool
+    error: str | None = None
+
+
+class Channel(Protocol):
+    name: str
+
+    def send(self, message: Message) -> DeliveryResult: ...
+
+
+class SnsChannel:
+    name = "sns"
+
+    def __init__(self, client: Any, topic_arn: str):
+        self._client = client
+        self._topic_arn = topic_arn
+
+    def send(self, message: Message) -> DeliveryResult:
+        subject, body = render_text(message)
+        try:
+            self._client.publish(TopicArn=self._topic_arn, Subject=subject, Message=body,
+                                 MessageAttributes={"kind": {"DataType": "String", "StringValue": message.kind},
+                                                    "cluster": {"DataType": "String", "StringValue": message.cluster}})
+        except (ClientError, BotoCoreError) as e:  # AWS said no or was not reached; a bug here still raises
+            return DeliveryResult(self.name, False, f"SNS Publish: {one_line(e)}")
+        return DeliveryResult(self.name, True)
+
+
+class SlackChannel:
+    name = "slack"
+
+    def __init__(self, webhook_url: str, timeout: int = 10):
+        from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+        from slack_sdk.webhook import WebhookClient
+
+        self._client = WebhookClient(webhook_url, timeout=timeout)
+        self._client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
+
+    def send(self, message: Message) -> DeliveryResult:
+        from slack_sdk.errors import SlackClientError  # slack_sdk is loaded only where Slack is configured
+
+        subject, _ = render_text(message)
+        try:
+            response = self._client.send(text=subject, blocks=render_blocks(message))
+        except (OSError, SlackClientError) as e:  # network, timeout or a refused request; a bug here still raises
+            return DeliveryResult(self.name, False, f"Slack webhook: {one_line(e)}")
+        if response.status_code != 200:
+            return DeliveryResult(self.name, False, f"Slack webhook: HTTP {response.status_code}: {response.body}")
+        return DeliveryResult(self.name, True)

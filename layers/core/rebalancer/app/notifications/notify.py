@@ -1,0 +1,86 @@
+"""The Notify step: build the message for what happened in the run, send it on every channel at most once, record
+the outcome. A failure to notify is retried (TransientError when nothing went out) and never fails a rebalance."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from rebalancer.adapters.dynamodb.store import ApprovalNotPending, Store
+from rebalancer.app.notifications.messages import Channel, DeliveryResult, Message
+from rebalancer.app.workflow.state import Kind, RunRef
+from rebalancer.domain.plan import Plan
+from rebalancer.errors import TransientError
+
+
+def approval_id_of(execution_arn: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(execution_arn.encode()).hexdigest()[:24]
+
+
+def execution_url(execution_arn: str) -> str:
+    region = execution_arn.split(":")[3]
+    return (f"https://{region}.console.aws.amazon.com/states/home?region={region}"
+            f"#/v2/executions/details/{execution_arn}")
+
+
+def error_text(error: Any) -> str | None:
+    """The one line people need from a Step Functions error object ({"Error", "Cause"})."""
+    if not isinstance(error, dict):
+        return None
+    cause = error.get("Cause")
+    try:
+        parsed = json.loads(cause) if isinstance(cause, str) else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("errorMessage"):
+        return f"{parsed.get('errorType', error.get('Error'))}: {parsed['errorMessage']}"
+    return f"{error.get('Error')}: {cause}" if cause else str(error.get("Error"))
+
+
+def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any],
+                decided_by: str | None = None) -> Message:
+    error = state.get("rollback_error") if kind == "rollback_failed" else state.get("error")
+    return Message(kind=kind, cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
+                   changes=plan.changes if plan else (), field_changes=plan.field_changes if plan else (),
+                   warnings=plan.warnings if plan else (),
+                   approval_reasons=plan.approval_reasons if plan and kind == "approval_request" else (),
+                   error=error_text(error) if kind in ("failed", "rolled_back", "rollback_failed") else None,
+                   decided_by=decided_by)
+
+
+def deliver(store: Store, channels: list[Channel], execution: str, message: Message) -> list[DeliveryResult]:
+    """Each channel at most once per run and kind, so a retry resends only what failed."""
+    results = []
+    for ch in channels:
+        if not store.mark_delivered(execution, message.kind, ch.name):
+            results.append(DeliveryResult(ch.name, True, "already sent"))
+            continue
+        result = ch.send(message)
+        if not result.ok:
+            store.unmark_delivered(execution, message.kind, ch.name)
+        results.append(result)
+    return results
+
+
+def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Channel]) -> dict[str, Any]:
+    run = RunRef.model_validate(state["run"])
+    doc = store.get_artifact(run.execution_name, "PLAN")
+    plan = Plan.model_validate(doc) if doc else None
+    approval_id = approval_id_of(run.execution_arn)
+    if kind == "expired":
+        with contextlib.suppress(ApprovalNotPending):
+            store.decide_approval(approval_id, "expired", "timeout")
+    # Who decided comes from the approval record: the store is the source of truth, not the task's output.
+    approval = store.get_approval(approval_id) if plan and plan.requires_approval else None
+    decided_by = approval.decided_by if approval and approval.status in ("approved", "rejected") else None
+    results = deliver(store, channels, run.execution_name, message_for(kind, run, plan, state, decided_by))
+    failed = [r for r in results if not r.ok]
+    store.audit(run.cluster_name, run.execution_name, f"notify-{kind}",
+                outcome="sent" if not failed else ("failed" if len(failed) == len(results) else "partial"),
+                detail={r.channel: (r.error or "ok") for r in results})
+    if failed and len(failed) == len(results):
+        raise TransientError("; ".join(r.error or r.channel for r in failed))
+    return {"sent": [r.channel for r in results if r.ok], "failed": {r.channel: r.error for r in failed}}

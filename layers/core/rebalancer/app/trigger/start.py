@@ -1,0 +1,159 @@
+"""From an event to at most one run per cluster: parse, keep managed clusters, debounce with the per-cluster lock,
+start the state machine under a deterministic execution name. Never raises on a bad event.
+
+No change is lost: an event that finds a run under way marks the lock (`request_followup`); when that run ends,
+Step Functions' status-change event comes back here and starts one follow-up run, which reads the cluster after
+the change. A burst during a run thus costs one more run, not one per event."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pydantic import ValidationError
+
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app.observability import logger
+from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
+
+# A lock whose holder has not shown up in Step Functions yet is still being started by another invocation.
+STARTING_GRACE = timedelta(seconds=60)
+NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass
+class TriggerOutcome:
+    event_id: str
+    status: str  # started | debounced | ignored | malformed | irrelevant
+    executions: list[str] = field(default_factory=list)
+    debounced: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"event_id": self.event_id, "status": self.status, "executions": self.executions,
+                "debounced": self.debounced, "reason": self.reason}
+
+
+def execution_name(cluster_name: str, now: datetime, debounce: timedelta) -> str:
+    """The same for every event of one cluster within one debounce window: a burst maps to one name, and Step
+    Functions itself refuses a second execution of that name."""
+    step = int(debounce.total_seconds())
+    window = int(now.timestamp()) // step * step
+    stamp = datetime.fromtimestamp(window, now.tzinfo).strftime("%Y%m%dT%H%M%S")
+    return f"{NAME_UNSAFE.sub('-', cluster_name)[:60]}-{stamp}"
+
+
+def followup_name(cluster_name: str, previous: str, now: datetime, debounce: timedelta) -> str:
+    """The run after `previous`: this window's name and a digest of the previous run's, so it never repeats a
+    name Step Functions has seen (names are unique per state machine for 90 days), and a duplicate delivery of one
+    finish event maps to the same name."""
+    digest = hashlib.sha256(previous.encode()).hexdigest()[:7]
+    return f"{execution_name(cluster_name, now, debounce)[:72]}-{digest}"
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+
+
+class Starter:
+    def __init__(self, *, store: Store, sfn: Any, state_machine_arn: str, managed: tuple[str, ...],
+                 lock_ttl: timedelta, debounce: timedelta):
+        self.store = store
+        self.sfn = sfn
+        self.state_machine_arn = state_machine_arn
+        self.managed = managed
+        self.lock_ttl = lock_ttl
+        self.debounce = debounce
+
+    def handle(self, event: Any) -> TriggerOutcome:
+        event_id = event_id_of(event)
+        try:
+            trigger = parse_trigger(event)
+        except (ValidationError, ValueError, TypeError) as e:
+            reason = _first_error(e)
+            logger.warning("malformed or unknown event", extra={"event_id": event_id, "reason": reason})
+            return TriggerOutcome(event_id, "malformed", reason=reason)
+        if not trigger.relevant:
+            return TriggerOutcome(event_id, "irrelevant", reason=trigger.summary)
+        if trigger.finished is not None:
+            return self.after_run(event_id, trigger, trigger.finished)
+        clusters = [c for c in (trigger.clusters or self.managed) if c in self.managed]
+        if not clusters:
+            logger.info("event of an unmanaged cluster", extra={"event_id": event_id, "clusters": trigger.clusters})
+            return TriggerOutcome(event_id, "ignored", reason=f"not a managed cluster: {', '.join(trigger.clusters)}")
+        outcome = TriggerOutcome(event_id, "debounced", reason=trigger.summary)
+        for cluster in clusters:
+            name = self.start(cluster, trigger)
+            (outcome.executions if name else outcome.debounced).append(name or cluster)
+        if outcome.executions:
+            outcome.status = "started"
+        return outcome
+
+    def after_run(self, event_id: str, trigger: Trigger, finished: str) -> TriggerOutcome:
+        """A run ended: start the follow-up a change during it asked for, if any (and if no other run took over)."""
+        if trigger.state_machine_arn != self.state_machine_arn:
+            return TriggerOutcome(event_id, "ignored", reason=f"not our state machine: {trigger.state_machine_arn}")
+        outcome = TriggerOutcome(event_id, "irrelevant", reason=trigger.summary)
+        followup = trigger.model_copy(update={"kind": "follow-up",
+                                              "summary": f"changes that arrived during run {finished}"})
+        for cluster in (c for c in trigger.clusters if c in self.managed):
+            name = followup_name(cluster, finished, self.store.now(), self.debounce)
+            lock = self.store.acquire_lock(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
+            if lock.acquired and self._start(cluster, name, followup):
+                outcome.executions.append(name)
+                outcome.status = "started"
+        return outcome
+
+    def start(self, cluster: str, trigger: Trigger) -> str | None:
+        """The execution name started, or None when a run of this cluster is already under way (which then asks
+        for a follow-up run after it)."""
+        now = self.store.now()
+        name = execution_name(cluster, now, self.debounce)
+        lock = self.store.acquire_lock(cluster, name, self.lock_ttl)
+        if not lock.acquired:
+            holder = lock.holder
+            if self._holder_busy(holder, lock.acquired_at, now):
+                followup = self.store.request_followup(cluster, holder, trigger.summary)
+                # The run may have ended before the mark landed (its finish event then found none): look again.
+                if not followup or self._holder_busy(holder, lock.acquired_at, now):
+                    logger.info("run already under way; a follow-up run will plan this change",
+                                extra={"cluster": cluster, "holder": holder, "event_id": trigger.event_id})
+                    return None
+            name = followup_name(cluster, holder, now, self.debounce)
+            lock = self.store.acquire_lock(cluster, name, self.lock_ttl, replace=holder)
+            if not lock.acquired:
+                return None  # another invocation took over: its run reads the cluster after this change
+        return name if self._start(cluster, name, trigger) else None
+
+    def _start(self, cluster: str, name: str, trigger: Trigger) -> bool:
+        run_input = {"cluster_name": cluster,
+                     "trigger": {"kind": trigger.kind, "event_id": trigger.event_id, "summary": trigger.summary}}
+        try:
+            self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(run_input))
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "ExecutionAlreadyExists":
+                return False
+            raise
+        self.store.audit(cluster, name, "trigger", outcome="started", detail=run_input["trigger"])
+        return True
+
+    def _holder_busy(self, holder: str, acquired_at: datetime, now: datetime) -> bool:
+        try:
+            status = self.sfn.describe_execution(executionArn=execution_arn(self.state_machine_arn, holder))["status"]
+        except ClientError as e:
+            if e.response["Error"]["Code"] == "ExecutionDoesNotExist":
+                return now - acquired_at < STARTING_GRACE
+            raise
+        return bool(status == "RUNNING")
+
+
+def _first_error(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        err = e.errors(include_url=False)[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(e).splitlines()[0] if str(e) else type(e).__name__

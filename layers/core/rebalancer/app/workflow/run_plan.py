@@ -1,0 +1,79 @@
+"""The plan use case of a rebalance run, as both entry points call it (the workflow's Plan step and the CLI's
+`rebalancer apply`): the plan against the versions our earlier writes left (a quota at another version holds a
+console edit) and the budget use metered so far, recorded as the run's plan with its audit record (the record's
+shape is `app.runs`'s, like every other)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from rebalancer.app import budgets
+from rebalancer.app.workflow.runs import Store, audit, by_team, changes_table
+from rebalancer.app.workflow.state import RunRef
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.planner import make_plan
+from rebalancer.planning.requests import setting_changes
+
+Decision = Literal["no_change", "dry_run", "approve", "apply"]
+
+
+def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:
+    """The versions to plan with: what our applied writes left (`recorded`, from the store), and for a quota we
+    never wrote, its current version, so its amounts are ordinary rebalancing, unless the policy would rewrite one
+    of its settings: then nothing is known and the plan marks it a console edit (it may be one)."""
+    suspect = {f.team for f in setting_changes(snapshot, policy)}
+    known = dict(recorded)
+    for q in snapshot.quotas:
+        if q.team not in known and q.team not in suspect:
+            known[q.team] = q.ComputeQuotaVersion
+    return known
+
+
+def decide(plan: Plan) -> Decision:
+    if plan.is_empty:
+        return "no_change"
+    if plan.mode == "dry-run":
+        return "dry_run"
+    return "approve" if plan.requires_approval else "apply"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    plan: Plan
+    known_versions: dict[str, int]  # what the plan took for our own writes' versions
+    snapshot: Snapshot  # what it was planned from: the snapshot read, with the teams' period-to-date budget use
+
+    @property
+    def decision(self) -> Decision:
+        return decide(self.plan)
+
+
+def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
+    """The plan against the versions our recorded writes left and the budget use metered so far. Writes
+    nothing."""
+    snapshot = budgets.with_usage(store, policy, snapshot)
+    known = known_versions_for(store.known_versions(snapshot.cluster.ClusterName), snapshot, policy)
+    return RunPlan(make_plan(snapshot, policy, now, known_versions=known), known, snapshot)
+
+
+def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
+    """The plan becomes the run's (the apply reads it back) and its audit record."""
+    result = planned.plan
+    store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
+    audit(store, run, "plan", outcome=planned.decision, who=who, before=by_team(result.changes, "before"),
+          after=by_team(result.changes, "after"),
+          detail={"changes": changes_table(result), "warnings": list(result.warnings),
+                  "approval_reasons": list(result.approval_reasons), "trigger": run.trigger,
+                  "field_changes": [f.model_dump(mode="json") for f in result.field_changes],
+                  "scheduler_requests": [r.model_dump(mode="json") for r in result.scheduler_requests],
+                  "known_versions": planned.known_versions})
+
+
+def record_invalid_policy(store: Store, run: RunRef, error: Exception) -> None:
+    audit(store, run, "plan", outcome="invalid-policy", who=None, before=None, after=None,
+          detail={"error": str(error)})

@@ -1,0 +1,117 @@
+"""What the state machine carries between its task steps: the run every step is given (`RunRef`), each step's input
+read through a model (a malformed input is an InvalidInput naming the step and the field: a PermanentError, which
+the ASL's Catch routes to the failure path and nothing retries, never a KeyError from deep inside a step), the kinds
+of message the notify step is asked for, the run's stored snapshot and plan read back, and the bound on what a step
+returns into the execution's state (Step Functions allows 256 KB; big documents stay in DynamoDB)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, model_validator
+
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.parsing.validation import load_model
+
+Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
+               "failed", "budget", "budget_summary"]
+MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
+
+
+class RunRef(BaseModel):
+    """One run: what the state machine's Begin state passes to every step, or what the CLI makes for itself."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    cluster_name: str
+    execution_name: str
+    execution_arn: str
+    trigger: dict[str, Any] = {}
+    started_at: str | None = None
+    source: str = "controller"  # who ran it, in every audit record: "controller" (the workflow) or "cli"
+
+
+class Artifacts(Protocol):
+    """The part of rebalancer.adapters.dynamodb.store.Store these read."""
+
+    def get_artifact(self, execution: str, kind: Any) -> Any: ...
+
+
+def load_snapshot(store: Artifacts, run: RunRef) -> Snapshot:
+    doc = store.get_artifact(run.execution_name, "SNAPSHOT")
+    if doc is None:
+        raise PermanentError(f"no snapshot stored for execution {run.execution_name}")
+    return Snapshot.model_validate(doc)
+
+
+def load_plan(store: Artifacts, run: RunRef) -> Plan:
+    doc = store.get_artifact(run.execution_name, "PLAN")
+    if doc is None:
+        raise PermanentError(f"no plan stored for execution {run.execution_name}")
+    return Plan.model_validate(doc)
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=80)]
+M = TypeVar("M", bound=BaseModel)
+
+
+class StepInput(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class RunInput(StepInput):
+    """Collect, Plan, Apply, Rollback: `run` from the Begin state (and more the step reads from its store)."""
+
+    run: RunRef
+    error: dict[str, Any] | None = None  # Rollback: the error that sent the run there
+
+    @model_validator(mode="after")
+    def _names(self) -> RunInput:
+        for field in ("cluster_name", "execution_name", "execution_arn"):
+            value = getattr(self.run, field)
+            if not value or len(value) > 2048:
+                raise ValueError(f"run.{field} must be a non-empty name (got {value[:60]!r})")
+        return self
+
+
+class VerifyApply(StepInput):
+    quota_ids: tuple[Name, ...] = ()
+    scheduler_config_id: Name | None = None
+
+
+class VerifyInput(StepInput):
+    attempt: NonNegativeInt
+    apply: VerifyApply
+
+
+class NotifyInput(StepInput):
+    kind: Kind
+    state: Annotated[dict[str, Any], Field()]
+
+    @model_validator(mode="after")
+    def _run(self) -> NotifyInput:
+        RunInput.model_validate(self.state)  # the state carries the run; raises naming `run.…`
+        return self
+
+
+def parse(model: type[M], event: Any, step: str) -> M:
+    if not isinstance(event, dict):
+        raise InvalidInput(f"expected an object, got {type(event).__name__}", source=f"{step} input")
+    return load_model(model, event, f"{step} input")
+
+
+def run_of(event: Any, step: str) -> RunRef:
+    return parse(RunInput, event, step).run
+
+
+def summarised(lines: Sequence[str], limit: int = MAX_STATE_LINES) -> list[str]:
+    """At most `limit` lines for the execution's state (Step Functions allows 256 KB), the last one counting the
+    rest; the stored plan and apply report keep every line."""
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit - 1], f"… and {len(lines) - limit + 1} more (all of them are in the run's stored record)"]
+
+

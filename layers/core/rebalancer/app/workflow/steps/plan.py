@@ -1,0 +1,39 @@
+"""Plan: `run_plan.make_run_plan` on the stored snapshot under the cluster's policy, recorded as the run's plan;
+the budget messages it brings are announced once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from rebalancer.app import budgets
+from rebalancer.app.notifications.messages import field_line
+from rebalancer.app.workflow import run_plan
+from rebalancer.app.workflow.runs import Store
+from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, load_snapshot, summarised
+from rebalancer.domain.policy import Policy
+from rebalancer.errors import PermanentError
+
+
+def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
+         mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
+    snapshot = load_snapshot(store, run)
+    try:
+        policy = load_policy(run.cluster_name)
+    except PermanentError as e:
+        run_plan.record_invalid_policy(store, run, e)
+        raise
+    if mode_override:
+        policy = policy.model_copy(update={"mode": mode_override})
+    planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
+    announced = budgets.announce(store, policy, planned.snapshot, budget_outlet) if budget_outlet else []
+    run_plan.record_plan(store, run, planned)
+    result = planned.plan
+    return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),
+            "scheduler_requests": len(result.scheduler_requests),
+            "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
+            "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
+            "approval_reasons": summarised(result.approval_reasons), "warnings": summarised(result.warnings),
+            "budget_messages": announced[:MAX_STATE_LINES]}

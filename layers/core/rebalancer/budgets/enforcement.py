@@ -1,0 +1,99 @@
+"""Budgets in the plan: a team that has used up its budget plans with a lower ceiling (`guarantee_only`) or without
+borrowing (`no_borrowing`), and every change of a team past its first notification threshold says how much of
+the budget is used. Pure: the period-to-date use comes in the snapshot (`Snapshot.budget_usage`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.budget import Budget, BudgetUsage, describe
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Amount, Policy, Sharing, TeamPolicy, family_types
+from rebalancer.domain.pools import PoolKey
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.errors import UnknownInstanceType
+
+LEND_ONLY = Sharing(strategy="Lend")
+
+
+@dataclass(frozen=True)
+class Enforced:
+    policy: Policy
+    notes: dict[str, str] = field(default_factory=dict)  # team → "budget 92 % used (…)"
+    warnings: tuple[str, ...] = ()
+
+
+def _in_scope(budget: Budget, key: str) -> bool:
+    """Whether a guarantee/cap key (type, family or MIG pool) lies in the budget's scope."""
+    members = family_types(key)
+    if members:
+        return any(budget.covers(t) for t in members)
+    return budget.covers(PoolKey.parse(key).instance_type)
+
+
+def _guarantee_only(team: TeamPolicy, budget: Budget, snapshot: Snapshot) -> TeamPolicy:
+    """Caps at the guarantee on every key in scope; every other accelerator type in scope capped at 0."""
+    cap = dict(team.cap)
+    zero = Amount(value=0)
+    for key in {*team.guarantee, *team.cap}:
+        if _in_scope(budget, key):
+            cap[key] = team.guarantee.get(key, zero)
+    named = {PoolKey.parse(k).instance_type for k in cap if not family_types(k)}
+    named |= {t for k in cap for t in family_types(k)}
+    for itype in snapshot.instance_types():
+        try:
+            accelerated = bool(catalog.spec(itype).accelerators)
+        except UnknownInstanceType:
+            continue
+        if accelerated and budget.covers(itype) and itype not in named:
+            cap[itype] = zero
+    return team.model_copy(update={"cap": cap})
+
+
+def enforce(policy: Policy, snapshot: Snapshot) -> Enforced:
+    teams = dict(policy.teams)
+    notes: dict[str, str] = {}
+    warnings: list[str] = []
+    for name, team in sorted(policy.teams.items()):
+        budget, used = team.budget, snapshot.budget_usage.get(name)
+        if budget is None or used is None or team.remove:
+            continue
+        if used.unpriced:
+            warnings.append(f"{name}: budget in money, but no price for {', '.join(used.unpriced)} "
+                            "(add them to the policy's prices); that use is not costed")
+        fraction = used.fraction(budget)
+        if budget.notify_at and fraction * 100 + 1e-9 >= budget.notify_at[0]:
+            notes[name] = describe(budget, used)
+        if fraction < 1:
+            continue
+        if budget.on_exhausted == "guarantee_only":
+            teams[name] = _guarantee_only(team, budget, snapshot)
+            notes[name] += ": quota held at its guarantee"
+        elif budget.on_exhausted == "no_borrowing":
+            teams[name] = team.model_copy(update={"sharing": LEND_ONLY})
+            notes[name] += ": no borrowing until the period ends"
+        warnings.append(f"{name}: {notes[name]}")
+    return Enforced(policy.model_copy(update={"teams": teams}), notes, tuple(warnings))
+
+
+def explain(plan: Plan, enforced: Enforced) -> Plan:
+    """The plan with each affected team's changes and setting changes giving the budget as a reason."""
+    if not enforced.notes and not enforced.warnings:
+        return plan
+    notes = enforced.notes
+    changes = tuple(c.model_copy(update={"reason": f"{c.reason}; {notes[c.team]}"}) if c.team in notes else c
+                    for c in plan.changes)
+    fields = tuple(f.model_copy(update={"reason": f"{f.reason}; {notes[f.team]}" if f.reason else notes[f.team]})
+                   if f.team in notes else f for f in plan.field_changes)
+    return plan.model_copy(update={"changes": changes, "field_changes": fields,
+                                   "warnings": (*plan.warnings, *enforced.warnings)})
+
+
+def usage_lines(policy: Policy, usage: dict[str, BudgetUsage]) -> list[str]:
+    """One line per team with a budget: for the monthly summary and the CLI."""
+    out = []
+    for name, team in sorted(policy.teams.items()):
+        if team.budget is not None and name in usage:
+            out.append(f"{name}: {describe(team.budget, usage[name])}")
+    return out

@@ -1,0 +1,346 @@
+"""The admin's policy: teams, weights, guarantees, caps, stability and approval rules.
+
+Amounts are in the instance type's primary resource: accelerators (GPUs, Trainium devices) for accelerator types,
+vCPUs for CPU-only types. A key `ml.p5.48xlarge:mig-1g.10gb` names a MIG pool, counted in partitions. A key may also
+name an instance family (`ml.p5`): a family cap bounds the team's sum over the family's types in the cluster
+(rebalancer.engine.family_caps), a family guarantee is placed where the team's demand is (planning.pools).
+Besides allocations the policy states the rest of task governance: per team, explicit vCPU / memory, sharing
+(strategy, borrow limits, fair-share weight, preemption) and `remove`; per cluster, the scheduler config.
+Validators raise ValueError so that pydantic reports the full path of the field; `validation.invalid_input` turns
+that into one line naming the file, the field and the value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.budget import Budget
+from rebalancer.domain.pools import PoolKey
+
+TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+TEAM_NAME_MAX = 40
+PERCENT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Amount(Frozen):
+    """An absolute amount, or a percent of the pool's healthy capacity. Written as `8` or `"25%"`."""
+
+    value: NonNegativeFloat
+    percent: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parse(cls, raw: object) -> object:
+        if isinstance(raw, dict | Amount):
+            return raw
+        if isinstance(raw, bool):
+            raise ValueError(f"expected a number or a percent like '25%', got {raw!r}")
+        if isinstance(raw, int | float):
+            if raw < 0:
+                raise ValueError(f"must not be negative, got {raw!r}")
+            return {"value": float(raw)}
+        if isinstance(raw, str) and (m := PERCENT.fullmatch(raw)):
+            pct = float(m.group(1))
+            if pct > 100:
+                raise ValueError(f"a percent of a type's capacity cannot exceed 100%, got {raw!r}")
+            return {"value": pct, "percent": True}
+        raise ValueError(f"expected a number or a percent like '25%', got {raw!r}")
+
+    @model_serializer
+    def _dump(self) -> float | str:
+        return f"{self.value:g}%" if self.percent else self.value
+
+    def resolve(self, capacity: float) -> float:
+        return capacity * self.value / 100 if self.percent else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{self.value:g}"
+
+
+def family_types(key: str) -> tuple[str, ...]:
+    """The known types of family `key` (`ml.p5` → ml.p5.48xlarge, ml.p5e.48xlarge, …), or () when `key` is not a
+    family (an instance type, a MIG pool, or nothing known)."""
+    if ":" in key or key in catalog.known_types():
+        return ()
+    return catalog.types_in_family(key)
+
+
+def _check_pool_or_family(key: str) -> None:
+    if family_types(key):
+        return
+    try:
+        PoolKey.parse(key)
+    except ValueError:
+        if ":" not in key and key.count(".") == 1:
+            raise ValueError(f"{key!r} is neither an instance type nor an instance family") from None
+        raise
+
+
+BORROW_LIMIT_MIN, BORROW_LIMIT_MAX = 1, 500
+
+
+class Sharing(Frozen):
+    """How the team lends and borrows idle compute: ComputeQuotaConfig.ResourceSharingConfig as the API takes it.
+    `absolute_borrow_limits` are per instance type, in the type's primary unit (accelerators or vCPUs)."""
+
+    strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
+    borrow_limit: int | None = None  # percent of idle compute the team may borrow
+    absolute_borrow_limits: dict[str, Annotated[int, Field(ge=0)]] | None = None
+
+    @field_validator("borrow_limit")
+    @classmethod
+    def _borrow_limit_range(cls, limit: int | None) -> int | None:
+        # The API reference (ResourceSharingConfig.BorrowLimit): "The values can be 1 - 500 percent of idle compute
+        # that the team is allowed to borrow"; the model's syntactic range (0-10000) is wider than what it means.
+        if limit is not None and not BORROW_LIMIT_MIN <= limit <= BORROW_LIMIT_MAX:
+            raise ValueError(f"borrow_limit is {BORROW_LIMIT_MIN}-{BORROW_LIMIT_MAX} (percent of idle compute the "
+                             f"team may borrow, as the SageMaker API reference documents BorrowLimit), got {limit}")
+        return limit
+
+    @field_validator("absolute_borrow_limits")
+    @classmethod
+    def _borrow_types(cls, limits: dict[str, int] | None) -> dict[str, int] | None:
+        for key in limits or {}:
+            if ":" in key:
+                raise ValueError(f"absolute_borrow_limits take instance types, not MIG pools: {key!r}")
+            PoolKey.parse(key)
+        if limits is not None and len(limits) > 15:
+            raise ValueError(f"at most 15 absolute borrow limits, got {len(limits)}")
+        return limits
+
+    @model_validator(mode="after")
+    def _borrowing_needs_borrow(self) -> Sharing:
+        if self.strategy != "LendAndBorrow":
+            for name in ("borrow_limit", "absolute_borrow_limits"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} needs strategy LendAndBorrow, not {self.strategy}")
+        return self
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"Strategy": self.strategy}
+        if self.borrow_limit is not None:
+            out["BorrowLimit"] = self.borrow_limit
+        if self.absolute_borrow_limits is not None:
+            out["AbsoluteBorrowLimits"] = [_primary_entry(t, n) for t, n in sorted(self.absolute_borrow_limits.items())]
+        return out
+
+
+def _primary_entry(instance_type: str, amount: int) -> dict[str, Any]:
+    if catalog.spec(instance_type).accelerators:
+        return {"InstanceType": instance_type, "Accelerators": amount}
+    return {"InstanceType": instance_type, "VCpu": float(amount)}
+
+
+class TeamPolicy(Frozen):
+    weight: NonNegativeFloat = 1.0
+    guarantee: dict[str, Amount] = Field(default_factory=dict)
+    cap: dict[str, Amount] = Field(default_factory=dict)
+    protected_in_use: bool = False
+    # Explicit vCPU / GiB of memory per accelerator type (absolute, or percent of the type's healthy total). A type
+    # left out gets SageMaker's ratio rule. CPU-only types are allocated in vCPU (guarantee / cap), memory follows.
+    vcpu: dict[str, Amount] = Field(default_factory=dict)
+    memory_gib: dict[str, Amount] = Field(default_factory=dict)
+    sharing: Sharing | None = None  # None: a new quota gets LendAndBorrow 50 %, an existing one keeps its own
+    fair_share_weight: Annotated[int, Field(ge=0, le=100)] | None = None  # None: `weight` rounded into 0-100
+    preempt_team_tasks: Literal["Never", "LowerPriority"] | None = None
+    remove: bool = False  # deactivate the team's quota (ActivationState Disabled); it is never deleted
+    budget: Budget | None = None  # accelerator-hours or money per period; see rebalancer.domain.budget
+
+    @field_validator("guarantee", "cap")
+    @classmethod
+    def _known_pools(cls, amounts: dict[str, Amount]) -> dict[str, Amount]:
+        for key in amounts:
+            _check_pool_or_family(key)
+        return amounts
+
+    @field_validator("vcpu", "memory_gib")
+    @classmethod
+    def _accelerator_types(cls, amounts: dict[str, Amount]) -> dict[str, Amount]:
+        for key in amounts:
+            s = catalog.spec(PoolKey.parse(key).instance_type)
+            if ":" in key:
+                raise ValueError(f"{key!r}: give vCPU and memory per instance type, not per MIG profile")
+            if not s.accelerators:
+                raise ValueError(f"{key} is a CPU-only type: it is allocated in vCPU through guarantee and cap, "
+                                 "and its memory follows")
+        return amounts
+
+    @model_validator(mode="after")
+    def _restorable_sharing(self) -> TeamPolicy:
+        if self.budget is not None and self.budget.on_exhausted == "no_borrowing" and self.sharing is None:
+            raise ValueError("budget.on_exhausted: no_borrowing needs the team's sharing in the policy, so that "
+                             "borrowing comes back when the next period starts")
+        return self
+
+    @model_validator(mode="after")
+    def _guarantee_within_cap(self) -> TeamPolicy:
+        for key, g in self.guarantee.items():
+            c = self.cap.get(key)
+            if c is not None and c.percent == g.percent and g.value > c.value:
+                raise ValueError(f"guarantee.{key} = {g} is above cap.{key} = {c}")
+        return self
+
+    @model_validator(mode="after")
+    def _family_or_types(self) -> TeamPolicy:
+        named = [(f"{field}.{key}", key) for field in ("guarantee", "cap") for key in getattr(self, field)]
+        for where, key in named:
+            members = set(family_types(key))
+            if not members:
+                continue
+            for other_where, other in named:
+                if other == key:
+                    continue
+                if other.partition(":")[0] in members:
+                    raise ValueError(f"{where} names the family {key} and {other_where} one of its types: "
+                                     "use either the family or its types")
+                if members & set(family_types(other)):
+                    raise ValueError(f"{where} and {other_where} name overlapping families: use one of them")
+        return self
+
+    def guarantee_for(self, pool: str, capacity: float) -> float:
+        a = self.guarantee.get(pool)
+        return a.resolve(capacity) if a else 0.0
+
+    def cap_for(self, pool: str, capacity: float) -> float:
+        a = self.cap.get(pool)
+        return a.resolve(capacity) if a else float("inf")
+
+
+class Stability(Frozen):
+    min_step: NonNegativeInt = 1
+    cooldown_minutes: NonNegativeFloat = 30
+    max_move: NonNegativeInt | None = 64
+
+
+class Fairness(Frozen):
+    """Time-aware fairness. `age_doubling_hours`: a team's weight in a pool is multiplied by 1 + a / H, where a is
+    how long its oldest pending work there has waited and H this setting (the weight doubles once that work has
+    waited H hours), so teams whose work waited longest are served first; None (the default): weights as written.
+    Under sustained overload waits grow without bound and the allocation tends to serve teams oldest-work-first
+    (first come, first served across teams); while waits stay short it is plain weighted fair share."""
+
+    age_doubling_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+
+class Approval(Frozen):
+    moved_accelerators: NonNegativeInt = 16
+    max_decrease_percent: Annotated[float, Field(ge=0, le=100)] = 50
+    timeout_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
+    # A plan that replaces an edit made outside the rebalancer (in the console) needs approval.
+    console_edits: bool = True
+
+
+PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class PriorityClass(Frozen):
+    name: str
+    weight: Annotated[int, Field(ge=0, le=100)]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if len(name) > 41 or not PRIORITY_CLASS_NAME.fullmatch(name):
+            raise ValueError(f"priority class name {name!r}: lowercase letters, digits and '-', starting and ending "
+                             "with a letter or digit, at most 41 characters")
+        return name
+
+
+OnOff = Literal["Enabled", "Disabled"]
+
+
+class ClusterPolicy(Frozen):
+    """The cluster's scheduler config (Create/UpdateClusterSchedulerConfig). A field left out is not managed."""
+
+    priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10)] | None = None
+    fair_share: OnOff | None = None
+    idle_resource_sharing: OnOff | None = None
+
+    @field_validator("priority_classes")
+    @classmethod
+    def _unique(cls, classes: tuple[PriorityClass, ...] | None) -> tuple[PriorityClass, ...] | None:
+        names = [c.name for c in classes or ()]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"priority class names must be unique: {', '.join(dupes)} repeated")
+        return classes
+
+    def to_api(self) -> dict[str, Any]:
+        """The SchedulerConfig fields this policy manages."""
+        out: dict[str, Any] = {}
+        if self.priority_classes is not None:
+            out["PriorityClasses"] = [{"Name": c.name, "Weight": c.weight} for c in self.priority_classes]
+        if self.fair_share is not None:
+            out["FairShare"] = self.fair_share
+        if self.idle_resource_sharing is not None:
+            out["IdleResourceSharing"] = self.idle_resource_sharing
+        return out
+
+
+class Policy(Frozen):
+    mode: Literal["auto", "approve", "dry-run"] = "auto"
+    surplus: Literal["idle", "spread"] = "idle"
+    stability: Stability = Field(default_factory=Stability)
+    fairness: Fairness = Field(default_factory=Fairness)
+    approval: Approval = Field(default_factory=Approval)
+    teams: dict[str, TeamPolicy]
+    cluster: ClusterPolicy | None = None  # the cluster's scheduler config; None: not managed by the policy
+    # Price per instance-hour by instance type, for money budgets (in the budgets' currency). No defaults are shipped:
+    # prices differ by region, contract and date; a type used in a money budget's scope without a price is reported.
+    prices: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+
+    @field_validator("prices")
+    @classmethod
+    def _priced_types(cls, prices: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(k for k in prices if k not in catalog.known_types())
+        if unknown:
+            raise ValueError(f"prices are per instance type; {unknown[0]!r} is not one")
+        return prices
+
+    @field_validator("teams")
+    @classmethod
+    def _team_names(cls, teams: dict[str, TeamPolicy]) -> dict[str, TeamPolicy]:
+        for name in teams:
+            if len(name) > TEAM_NAME_MAX or not TEAM_NAME.fullmatch(name):
+                raise ValueError(
+                    f"team name {name!r} would be rejected by HyperPod: lowercase letters, digits and '-', "
+                    f"starting and ending with a letter or digit, at most {TEAM_NAME_MAX} characters")
+        return teams
+
+    @model_validator(mode="after")
+    def _percent_guarantees_fit(self) -> Policy:
+        total: dict[str, float] = defaultdict(float)
+        for team in self.teams.values():
+            for key, amount in team.guarantee.items():
+                if amount.percent:
+                    total[key] += amount.value
+        for key, pct in total.items():
+            if pct > 100 + 1e-9:
+                raise ValueError(f"percent guarantees for {key} add up to {pct:g}%, above 100%")
+        return self
+
+    def pools(self) -> set[str]:
+        """Every guarantee and cap key (instance types, MIG pools and families)."""
+        return {k for t in self.teams.values() for k in (*t.guarantee, *t.cap)}
+
+    def active_teams(self) -> list[str]:
+        """Teams that share capacity, sorted: every team but those marked `remove`."""
+        return sorted(t for t, tp in self.teams.items() if not tp.remove)

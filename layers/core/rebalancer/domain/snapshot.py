@@ -1,0 +1,239 @@
+"""The cluster snapshot, in the shapes AWS returns, so that what `collect` stores can be replayed.
+
+Field names of AWS shapes are kept exactly as the API spells them (PascalCase): a snapshot is DescribeCluster,
+ListClusterNodes and DescribeComputeQuota output plus the demand read from Kueue.
+"""
+
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+
+from rebalancer.domain.budget import BudgetUsage
+
+
+class AwsShape(BaseModel):
+    """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class InstanceTypeDetail(AwsShape):
+    InstanceType: str | None = None
+    CurrentCount: NonNegativeInt | None = None
+
+
+class InstanceGroup(AwsShape):
+    """ClusterInstanceGroupDetails: in the model no field is required. A flexible instance group has no
+    InstanceType but InstanceRequirements (the types allowed) and InstanceTypeDetails (the types it runs, with
+    counts); its capacity per type comes from the nodes (ListClusterNodes), like every group's."""
+
+    InstanceGroupName: str | None = None
+    InstanceType: str | None = None
+    InstanceTypeDetails: tuple[InstanceTypeDetail, ...] | None = None
+    CurrentCount: NonNegativeInt = 0
+    TargetCount: NonNegativeInt | None = None
+    Status: str | None = None
+
+    def instance_types(self) -> tuple[str, ...]:
+        types = [self.InstanceType] if self.InstanceType else []
+        types += [d.InstanceType for d in self.InstanceTypeDetails or () if d.InstanceType]
+        return tuple(dict.fromkeys(types))
+
+
+class Cluster(AwsShape):
+    """DescribeCluster output. The model requires ClusterArn, ClusterStatus and InstanceGroups but not ClusterName;
+    the reader fills it in with the name it asked for."""
+
+    ClusterName: str
+    ClusterArn: str
+    ClusterStatus: str | None = None
+    InstanceGroups: tuple[InstanceGroup, ...] = ()
+
+
+class NodeStatus(AwsShape):
+    Status: str
+    Message: str | None = None
+
+
+class ClusterNode(AwsShape):
+    InstanceGroupName: str
+    InstanceId: str
+    InstanceType: str
+    InstanceStatus: NodeStatus
+
+
+class AcceleratorPartitionConfig(AwsShape):
+    Type: str
+    Count: NonNegativeInt
+
+
+class ComputeQuotaResource(AwsShape):
+    InstanceType: str
+    Count: NonNegativeInt | None = None
+    Accelerators: NonNegativeInt | None = None
+    VCpu: NonNegativeFloat | None = None
+    MemoryInGiB: NonNegativeFloat | None = None
+    AcceleratorPartition: AcceleratorPartitionConfig | None = None
+
+
+class SharingConfig(AwsShape):
+    Strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
+    BorrowLimit: NonNegativeInt | None = None
+    AbsoluteBorrowLimits: tuple[ComputeQuotaResource, ...] | None = None
+
+
+class QuotaConfig(AwsShape):
+    ComputeQuotaResources: tuple[ComputeQuotaResource, ...] = ()
+    ResourceSharingConfig: SharingConfig | None = None
+    PreemptTeamTasks: Literal["Never", "LowerPriority"] | None = None
+
+
+class QuotaTarget(AwsShape):
+    TeamName: str
+    FairShareWeight: NonNegativeInt | None = None
+
+
+class ComputeQuota(AwsShape):
+    """A DescribeComputeQuota response."""
+
+    ComputeQuotaId: str
+    Name: str
+    ComputeQuotaVersion: int
+    Status: str
+    ComputeQuotaTarget: QuotaTarget
+    ComputeQuotaConfig: QuotaConfig = Field(default_factory=QuotaConfig)
+    ComputeQuotaArn: str | None = None
+    ClusterArn: str | None = None
+    ActivationState: Literal["Enabled", "Disabled"] | None = None
+    CreationTime: datetime | None = None
+    LastModifiedTime: datetime | None = None
+
+    @property
+    def team(self) -> str:
+        return self.ComputeQuotaTarget.TeamName
+
+    def resource(self, instance_type: str) -> ComputeQuotaResource | None:
+        return next((r for r in self.ComputeQuotaConfig.ComputeQuotaResources if r.InstanceType == instance_type),
+                    None)
+
+
+class ClusterSchedulerConfig(AwsShape):
+    """A DescribeClusterSchedulerConfig response (SchedulerConfig: PriorityClasses, FairShare,
+    IdleResourceSharing, as the API spells them)."""
+
+    ClusterSchedulerConfigId: str
+    Name: str
+    ClusterSchedulerConfigVersion: int
+    Status: str
+    SchedulerConfig: dict[str, Any] = Field(default_factory=dict)
+    ClusterSchedulerConfigArn: str | None = None
+    ClusterArn: str | None = None
+    LastModifiedTime: datetime | None = None
+
+
+class Resources(BaseModel):
+    """Amounts of one team's demand on one instance type. All optional; absent means zero."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    accelerators: NonNegativeFloat = 0
+    vcpu: NonNegativeFloat = 0
+    memory_gib: NonNegativeFloat = 0
+    partitions: NonNegativeFloat = 0
+
+    def get(self, resource: str) -> float:
+        return float(getattr(self, resource))
+
+
+class Demand(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    in_use: Resources = Field(default_factory=Resources)
+    pending: Resources = Field(default_factory=Resources)
+    # When the oldest of the team's pending workloads on this pool was created (Kueue Workload
+    # metadata.creationTimestamp); None: nothing pending, or not read. Read only by `fairness.age_doubling_hours`.
+    oldest_pending: AwareDatetime | None = None
+
+    def total(self, resource: str) -> float:
+        return self.in_use.get(resource) + self.pending.get(resource)
+
+
+class Utilization(BaseModel):
+    """A team's average accelerator utilization (percent) over a window, from CloudWatch Container Insights.
+    None: no data (no pods of that kind ran, or Container Insights is not set up)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    window_minutes: NonNegativeInt
+    gpu_percent: NonNegativeFloat | None = None
+    neuroncore_percent: NonNegativeFloat | None = None
+
+
+class Governance(BaseModel):
+    """The cluster's task-governance prerequisites as collect found them (rebalancer.adapters.prerequisites): the EKS
+    add-on and the Kueue API it installs, and one line per failed check saying what to fix."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    addon_version: str | None = None
+    addon_status: str | None = None
+    kueue_api_version: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+HEALTHY_NODE_STATUS = "Running"
+
+
+class Snapshot(BaseModel):
+    """Everything a plan is computed from. `demand[team][instance_type]` (or `[team]["<type>:<mig profile>"]` for
+    MIG partitions); a team with no entry has zero demand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    taken_at: AwareDatetime  # a time without a zone is refused: UTC or not is not ours to guess
+    cluster: Cluster
+    nodes: tuple[ClusterNode, ...] = ()
+    quotas: tuple[ComputeQuota, ...] = ()
+    demand: dict[str, dict[str, Demand]] = Field(default_factory=dict)
+    # Healthy MIG partitions per instance type and profile (node allocatable `nvidia.com/mig-…`); see allocation.py.
+    mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)
+    # Per team; informational for now (reports, alarms), the planner does not read it.
+    utilization: dict[str, Utilization] = Field(default_factory=dict)
+    # Tags of each quota (ListTags), by ComputeQuotaId; a quota without an entry: not read. Only ownership reads
+    # them (a quota CloudFormation created is held outside the policy, see ownership.py).
+    quota_tags: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
+    # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
+    scheduler_config: ClusterSchedulerConfig | None = None
+    # Per team with a budget: period-to-date use, filled in by the plan step from the metered facts
+    # (rebalancer.budgets.metering); the planner lowers the team's ceiling or sharing from it
+    # (rebalancer.budgets.enforcement).
+    budget_usage: dict[str, BudgetUsage] = Field(default_factory=dict)
+    # None when not checked (snapshots from files, `--no-kube`); its problems become warnings of the plan.
+    governance: Governance | None = None
+
+    def healthy_nodes(self) -> Counter[str]:
+        """Healthy (Running) nodes per instance type."""
+        return Counter(n.InstanceType for n in self.nodes if n.InstanceStatus.Status == HEALTHY_NODE_STATUS)
+
+    def unhealthy_nodes(self) -> Counter[str]:
+        return Counter(n.InstanceType for n in self.nodes if n.InstanceStatus.Status != HEALTHY_NODE_STATUS)
+
+    def instance_types(self) -> tuple[str, ...]:
+        types = {t for g in self.cluster.InstanceGroups for t in g.instance_types()}
+        types |= {n.InstanceType for n in self.nodes}
+        return tuple(sorted(types))
+
+    def quota_of(self, team: str) -> ComputeQuota | None:
+        return next((q for q in self.quotas if q.team == team), None)
+
+    def demand_of(self, team: str, instance_type: str) -> Demand:
+        return self.demand.get(team, {}).get(instance_type, Demand())

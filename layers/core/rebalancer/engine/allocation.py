@@ -1,0 +1,569 @@
+"""The allocation engine: per pool, who should hold how much. Pure: numbers in, numbers and reasons out.
+
+A *pool* is an instance type's primary resource (accelerators, or vCPUs for CPU-only types) or one MIG profile on
+an instance type (`ml.p5.48xlarge:mig-1g.10gb`, counted in partitions). Each pool is allocated on its own, in the
+five steps of DESIGN.md "Allocation semantics":
+
+1. Guarantees are floors f_i. When they add up to more than the pool's capacity they are scaled down
+   proportionally and a warning says so.
+2. Weighted water-filling: with ceiling u_i = max(f_i, min(demand_i, cap_i)), a_i = clamp(L·w_i, f_i, u_i) with the
+   largest level L for which Σ a_i ≤ capacity (a sort over the 2n breakpoints f_i/w_i and u_i/w_i, O(n log n)).
+3. Surplus: `idle` leaves capacity nobody demands unallocated; `spread` fills again from u_i up to cap_i by weight.
+4. Integers: largest-remainder rounding of the continuous a_i (ties: larger weight first, then team name), never
+   above a team's cap. Every integer is within one unit of its continuous value. Like every quota method,
+   largest remainder can show the Alabama paradox: one more unit of capacity may move a single unit between two
+   teams with equal claims; the continuous allocation itself is monotone in capacity.
+5. Stability, relative to the current quotas: a team in its cooldown keeps its quota; no change smaller than
+   `min_step`; a `protected_in_use` team is never planned below what it runs now (nor above its current quota for
+   that reason). If those holds leave the pool over capacity (capacity fell below the current quotas: failed
+   nodes), the loss is taken first from increases, then from quota nobody runs on (above demand, then above
+   in-use), and only then by breaking holds (with a warning): the sum of quotas never exceeds the capacity, and a
+   protected team's admitted work is never turned into reclaimable borrowing while idle quota can absorb the loss.
+   An unprotected team's in-use is not held on a shrink: the next run, no longer short, would cut it to its share
+   anyway, and planning twice on the same input must give no second change. Finally `max_move` bounds the
+   accelerators taken from teams in one run, across all accelerator pools; decreases forced by lost capacity are
+   never held back.
+
+Family caps (a team's sum over an instance family's pools, `PoolInput.families`): the pools they touch are solved
+together in steps 1-4, by the same definition over every (team, pool) pair with the family caps as extra
+constraints (rebalancer.engine.family_caps); step 5 is per pool as usual. Pools without family caps take the path above,
+unchanged.
+
+MIG model (deliberately small): a MIG pool's capacity is the number of partitions of that profile the healthy nodes
+expose (the snapshot's `mig` field, read from node allocatable `nvidia.com/mig-…`). Those partitions occupy
+ceil(partitions / partitions-per-GPU) whole GPUs, which the planner carves out of the type's whole-GPU pool. The
+rebalancer redistributes partitions between teams; it never changes a node's MIG layout.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Literal
+
+from rebalancer.engine.family_caps import CoupledPool, Family, coupled_fill, coupled_round
+
+EPS = 1e-9
+INF = math.inf
+
+Surplus = Literal["idle", "spread"]
+
+
+@dataclass(slots=True)
+class Claim:
+    """One team in one pool. Amounts are in the pool's unit; `cap` is INF when the policy sets none."""
+
+    team: str
+    weight: float
+    guarantee: float = 0.0
+    cap: float = INF
+    demand: float = 0.0
+    current: float = 0.0
+    in_use: float = 0.0
+    protected: bool = False
+    cooldown: str | None = None  # why the team is cooling down, or None
+    notes: tuple[str, ...] = ()  # facts about this team's amounts quoted in its reason (e.g. a family split)
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """A pool's claims as parallel columns, entry i of every column being team i's (see Claim). The engine reads
+    columns; at 1,000 teams × 15 pools, one object per claim was 15k objects for the garbage collector to walk.
+    Iterating gives Claim rows."""
+
+    team: tuple[str, ...]
+    weight: tuple[float, ...]
+    guarantee: tuple[float, ...]
+    cap: tuple[float, ...]
+    demand: tuple[float, ...]
+    current: tuple[float, ...]
+    in_use: tuple[float, ...]
+    protected: tuple[bool, ...]
+    cooldown: tuple[str | None, ...]
+    notes: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, claims: Iterable[Claim]) -> Claims:
+        rows = tuple(claims)
+        return cls(*(tuple(getattr(c, f.name) for c in rows) for f in fields(Claim)))
+
+    def __len__(self) -> int:
+        return len(self.team)
+
+    def __iter__(self) -> Iterator[Claim]:
+        return (Claim(*row) for row in zip(self.team, self.weight, self.guarantee, self.cap, self.demand,
+                                            self.current, self.in_use, self.protected, self.cooldown, self.notes,
+                                            strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyBound:
+    """A family cap of one team, listed by every pool of the family: the team's amounts over the pools that list
+    the same (team, key) add up to at most `amount`. Those pools are allocated together (rebalancer.engine.family_caps).
+    A team's families do not overlap (the policy says so)."""
+
+    team: str
+    key: str  # the family, as the policy names it (ml.p5)
+    amount: float
+
+
+@dataclass(frozen=True, slots=True)
+class PoolInput:
+    key: str
+    resource: str
+    capacity: float  # what the policy's teams share (healthy capacity minus what others hold)
+    claims: Claims
+    notes: tuple[str, ...] = ()  # capacity facts quoted in every reason of this pool
+    families: tuple[FamilyBound, ...] = ()  # the family caps of teams in this pool; usually none
+
+    @classmethod
+    def of(cls, key: str, resource: str, capacity: float, claims: Iterable[Claim],
+           notes: tuple[str, ...] = (), families: tuple[FamilyBound, ...] = ()) -> PoolInput:
+        """A pool from Claim rows."""
+        return cls(key, resource, capacity, Claims.of(claims), notes, families)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    surplus: Surplus = "idle"
+    min_step: int = 1
+    max_move: int | None = None
+    # When capacity falls below the quotas (failed nodes), take the loss from quota nobody runs on before any
+    # team's admitted work becomes borrowing (see `_fit`). False: the older rule, holds broken proportionally.
+    shrink_idle_first: bool = True
+
+
+@dataclass(slots=True)
+class Outcome:
+    team: str
+    pool: str
+    resource: str
+    before: float
+    after: int
+    fair: float  # the continuous allocation of steps 1-3
+    desired: int  # after rounding, before the stability rules
+    reason: str
+
+    @property
+    def changed(self) -> bool:
+        return abs(self.after - self.before) > EPS
+
+
+@dataclass(frozen=True, slots=True)
+class PoolResult:
+    """One pool's outcome as parallel columns, one entry per claim in input order (a plan at 1,000 teams × 15
+    types would otherwise keep 15k Outcome objects alive, which the garbage collector traverses again and again).
+    `reasons[i]` is empty when claim i keeps its amount."""
+
+    key: str
+    resource: str
+    capacity: float
+    teams: tuple[str, ...]
+    before: tuple[float, ...]
+    after: tuple[int, ...]
+    fair: tuple[float, ...]  # the continuous allocation of steps 1-3
+    desired: tuple[int, ...]  # after rounding, before the stability rules
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def outcomes(self) -> tuple[Outcome, ...]:
+        """The same result row by row."""
+        key, resource = self.key, self.resource
+        return tuple(Outcome(*row) for row in zip(self.teams, (key,) * len(self.teams), (resource,) * len(self.teams),
+                                                  self.before, self.after, self.fair, self.desired, self.reasons,
+                                                  strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    pools: tuple[PoolResult, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+
+# ---------------------------------------------------------------- steps 1-3: continuous
+
+
+def water_fill(capacity: float, weights: Sequence[float], floors: Sequence[float],
+               ceilings: Sequence[float]) -> list[float]:
+    """a_i = clamp(L·w_i, f_i, u_i) for the largest L with Σ a_i ≤ capacity (needs Σ f_i ≤ capacity, f_i ≤ u_i).
+
+    Σ a_i(L) is piecewise linear in L with breakpoints f_i/w_i (team starts rising) and u_i/w_i (team stops):
+    sweep them in order, keeping the constant part and the slope, and solve the linear piece that crosses capacity.
+    """
+    # The events (level, Δslope, Δconstant) as three columns, sorted as the tuples would be (by level, then Δslope,
+    # then Δconstant: stable sorts from the last key) without a tuple per event: 30k of them at 1,000 teams ×
+    # 15 pools, each tracked by the garbage collector.
+    levels: list[float] = []
+    slopes: list[float] = []
+    consts: list[float] = []
+    const = 0.0
+    for w, f, u in zip(weights, floors, ceilings, strict=True):
+        const += f
+        if w > 0:
+            levels.append(f / w)
+            slopes.append(w)
+            consts.append(-f)
+            if u < INF:
+                levels.append(u / w)
+                slopes.append(-w)
+                consts.append(u)
+    order = sorted(range(len(levels)), key=consts.__getitem__)
+    order.sort(key=slopes.__getitem__)
+    order.sort(key=levels.__getitem__)
+    slope = 0.0
+    level = INF
+    for at, d_slope, d_const in zip(map(levels.__getitem__, order), map(slopes.__getitem__, order),
+                                    map(consts.__getitem__, order), strict=True):
+        if const + slope * at >= capacity - EPS and slope > 0:
+            level = (capacity - const) / slope
+            break
+        slope += d_slope
+        const += d_const
+    else:
+        if slope > EPS:
+            level = (capacity - const) / slope
+    finite = level < INF
+    return [min(max((level * w if finite else INF) if w > 0 else 0.0, f), u)
+            for w, f, u in zip(weights, floors, ceilings, strict=True)]
+
+
+def scaled_floors(capacity: float, guarantees: Sequence[float]) -> tuple[list[float], float]:
+    """Guarantees as floors, scaled down proportionally when they exceed capacity. Returns (floors, factor)."""
+    total = sum(guarantees)
+    if total <= capacity + EPS or total == 0:
+        return list(guarantees), 1.0
+    factor = max(capacity, 0.0) / total
+    return [g * factor for g in guarantees], factor
+
+
+def fair_shares(pool: PoolInput, surplus: Surplus) -> tuple[list[float], float]:
+    """Steps 1-3: the continuous allocation of every claim, and the factor applied to guarantees."""
+    claims = pool.claims
+    cap = max(pool.capacity, 0.0)
+    floors, factor = scaled_floors(cap, claims.guarantee)
+    weights = claims.weight
+    # A weight-0 team gets its floor only, even when everything fits (L·0 = 0 at any level).
+    ceilings = [max(f, min(d, c)) if w > 0 else f
+                for f, w, d, c in zip(floors, weights, claims.demand, claims.cap, strict=True)]
+    shares = ceilings if sum(ceilings) <= cap + EPS else water_fill(cap, weights, floors, ceilings)
+    if surplus == "spread" and sum(shares) < cap - EPS:
+        # Also when demand exceeds capacity but only weight-0 teams hold it: they get floors, the rest spreads.
+        shares = water_fill(cap, weights, shares, [max(a, c) for a, c in zip(shares, claims.cap, strict=True)])
+    return shares, factor
+
+
+@dataclass(frozen=True, slots=True)
+class _Solved:
+    """Steps 1-4 of a pool solved with the others of its family caps: the pool (its claims' notes now saying
+    which family cap applied), the continuous amounts, the guarantees' factor and the integers."""
+
+    pool: PoolInput
+    shares: list[float]
+    factor: float
+    desired: list[int]
+
+
+def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _Solved]:
+    """Steps 1-4 of every pool that lists a family cap, solved jointly (rebalancer.engine.family_caps); by pool key."""
+    coupled = [p for p in pools if p.families]
+    groups: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    amounts: dict[tuple[str, str], float] = {}
+    for p, pool in enumerate(coupled):
+        index = {t: i for i, t in enumerate(pool.claims.team)}
+        for b in pool.families:
+            i = index.get(b.team)
+            if i is not None:
+                groups.setdefault((b.team, b.key), []).append((p, i))
+                amounts[b.team, b.key] = min(b.amount, amounts.get((b.team, b.key), INF))
+    keys = sorted(groups)
+    seen: dict[tuple[int, int], str] = {}
+    for team, key in keys:
+        for pair in groups[team, key]:
+            if pair in seen:  # the policy refuses overlapping families; the rounding relies on it
+                raise ValueError(f"{team}: family caps {seen[pair]} and {key} overlap on {coupled[pair[0]].key}")
+            seen[pair] = key
+    families = [Family(amounts[k], tuple(groups[k])) for k in keys]
+    floors, factors, ceilings = [], [], []
+    for pool in coupled:
+        c = pool.claims
+        f, factor = scaled_floors(max(pool.capacity, 0.0), c.guarantee)
+        floors.append(f)
+        factors.append(factor)
+        ceilings.append([max(fl, min(d, cap)) if w > 0 else fl
+                         for fl, w, d, cap in zip(f, c.weight, c.demand, c.cap, strict=True)])
+    shares = coupled_fill([CoupledPool(p.capacity, p.claims.weight, f, u)
+                           for p, f, u in zip(coupled, floors, ceilings, strict=True)], families)
+    if surplus == "spread":
+        shares = coupled_fill([CoupledPool(p.capacity, p.claims.weight, s,
+                                           [max(a, cap) for a, cap in zip(s, p.claims.cap, strict=True)])
+                               for p, s in zip(coupled, shares, strict=True)], families)
+    totals = [min(math.floor(max(p.capacity, 0.0) + EPS), math.floor(sum(s) + EPS))
+              for p, s in zip(coupled, shares, strict=True)]
+    desired = coupled_round(shares, totals, [p.claims.cap for p in coupled], [p.claims.weight for p in coupled],
+                            [p.claims.team for p in coupled], families)
+    notes = [list(p.claims.notes) for p in coupled]
+    for (_, key), fam in zip(keys, families, strict=True):
+        if fam.amount < INF and sum(desired[p][i] for p, i in fam.pairs) >= math.floor(fam.amount + EPS):
+            note = (f"family cap {key} = {_fmt(fam.amount)} (sum over "
+                    + ", ".join(f"{coupled[p].key} {desired[p][i]}" for p, i in fam.pairs) + ")")
+            for p, i in fam.pairs:
+                notes[p][i] = (*notes[p][i], note)
+    return {p.key: _Solved(replace(p, claims=replace(p.claims, notes=tuple(n))), s, factor, d)
+            for p, s, factor, d, n in zip(coupled, shares, factors, desired, notes, strict=True)}
+
+
+# ---------------------------------------------------------------- step 4: integers
+
+
+def largest_remainder(values: Sequence[float], total: int, uppers: Sequence[float], weights: Sequence[float],
+                      names: Sequence[str]) -> list[int]:
+    """Integers within one unit of `values`, summing to at most `total`, never above `uppers`.
+
+    Each value is rounded down, then the units left go to the largest fractional parts; ties go to the larger
+    weight, then to the name that sorts first, so the result never depends on input order.
+    """
+    floor = math.floor
+    base = [floor(v + EPS) for v in values]
+    left = total - sum(base)
+    if left <= 0:
+        return base
+    # Sort keys as tuples built in one pass (no key function per element); the index last keeps equal keys in
+    # input order, as a stable sort on (fraction, weight, name) would.
+    order = sorted([(b - v, -weights[i], names[i], i) for i, (v, b) in enumerate(zip(values, base, strict=True))
+                    if v - b > EPS and b + 1 <= uppers[i] + EPS])
+    for row in order[:left]:
+        base[row[3]] += 1
+    return base
+
+
+# ---------------------------------------------------------------- step 5: stability
+
+
+def _cut(values: list[int], room: Sequence[int], amount: int, weights: Sequence[float],
+         names: Sequence[str]) -> int:
+    """Take up to `amount` units from `values`, from each at most `room[i]`, proportionally to room. Returns the
+    amount taken. Deterministic: the proportional part rounds down, the rest goes by largest room, then name."""
+    total_room = sum(room)
+    if amount <= 0 or total_room <= 0:
+        return 0
+    amount = min(amount, total_room)
+    shares = [r * amount / total_room for r in room]
+    takes = largest_remainder(shares, amount, room, weights, names)
+    for i, t in enumerate(takes):
+        values[i] -= t
+    return sum(takes)
+
+
+@dataclass(slots=True)
+class _Pool:
+    """Working state of one pool between the per-pool steps and the cross-pool max_move step."""
+
+    input: PoolInput
+    shares: list[float]
+    desired: list[int]
+    after: list[int]
+    holds: list[str | None]
+    warnings: list[str]
+    factor: float
+    spread: bool
+
+
+def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None = None) -> _Pool:
+    """Steps 1-5 of one pool; steps 1-4 come solved when the pool has family caps."""
+    if solved is not None:
+        pool = solved.pool
+    claims = pool.claims
+    names, weights, protected = claims.team, claims.weight, claims.protected
+    current = [round(c) for c in claims.current]
+    capacity = math.floor(max(pool.capacity, 0.0) + EPS)
+    if solved is None:
+        shares, factor = fair_shares(pool, settings.surplus)
+        total = min(capacity, math.floor(sum(shares) + EPS))
+        desired = largest_remainder(shares, total, claims.cap, weights, names)
+    else:
+        shares, factor, desired = solved.shares, solved.factor, list(solved.desired)
+
+    warnings: list[str] = []
+    if factor < 1:
+        g = sum(claims.guarantee)
+        warnings.append(f"{pool.key}: guarantees add up to {g:g} but only {capacity} are available; scaled "
+                        f"down to {factor:.0%} of each")
+
+    after = list(desired)
+    holds: list[str | None] = [None] * len(claims)
+    # With min_step 1 only cooldowns and protection can hold an amount: most pools have neither.
+    holding = settings.min_step > 1 or any(claims.cooldown) or any(protected)
+    for i, (cur, cooldown) in enumerate(zip(current, claims.cooldown, strict=True) if holding else ()):
+        if cooldown and after[i] != cur:
+            after[i], holds[i] = cur, cooldown
+        elif 0 < abs(after[i] - cur) < settings.min_step:
+            after[i], holds[i] = cur, f"change of {abs(after[i] - cur)} below min_step {settings.min_step}"
+        if protected[i] and after[i] < cur:
+            keep = min(cur, math.ceil(claims.in_use[i] - EPS))
+            if after[i] < keep:
+                after[i], holds[i] = keep, f"{keep:g} in use is protected"
+    _fit(pool.key, capacity, after, desired, holds, claims, settings.shrink_idle_first, warnings, factor)
+    return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
+
+
+def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None],
+         claims: Claims, idle_first: bool, warnings: list[str], factor: float = 1.0) -> None:
+    """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
+    back to fit, tier by tier, each cut proportional to the tier's room. Increases first; then, with `idle_first`,
+    the quota nobody runs on, least harmful first: held quota above both its fair share and its in-use, then any
+    quota above its demand (nobody runs on it or waits for it), then any quota above its in-use (pending work
+    waits for it; below its fair share if need be, never below its guarantee scaled by `factor`); then holds of
+    unprotected teams, then protected in-use amounts, down to their fair share. Admitted work thus becomes
+    borrowing (reclaimable) only when the quota nobody runs on cannot absorb the loss."""
+    if sum(after) <= capacity:
+        return
+    weights, names, protected = claims.weight, claims.team, claims.protected
+    n = range(len(claims))
+    current = [round(c) for c in claims.current]
+    used = [min(after[i], math.ceil(claims.in_use[i] - EPS)) for i in n]
+    # Idle quota is cut down to in-use, never below the (scaled) guarantee: a guarantee holds whoever runs more.
+    kept = [max(used[i], min(desired[i], math.floor(claims.guarantee[i] * factor + EPS))) for i in n]
+
+    def room(tier: str) -> list[int]:
+        if tier == "increases":
+            return [max(0, after[i] - current[i]) for i in n]
+        if tier == "held idle":
+            return [max(0, after[i] - max(desired[i], used[i])) if holds[i] else 0 for i in n]
+        if tier == "idle":
+            return [max(0, after[i] - max(kept[i], math.ceil(claims.demand[i] - EPS))) for i in n]
+        if tier == "waiting":
+            return [max(0, after[i] - kept[i]) for i in n]
+        breaking = tier == "protected"
+        return [max(0, after[i] - desired[i]) if holds[i] and protected[i] == breaking else 0 for i in n]
+
+    tiers = ["increases", *(["held idle", "idle", "waiting"] if idle_first else []), "holds", "protected"]
+    what = {"held idle": "held quota nobody runs on", "idle": "quota nobody runs on or waits for",
+            "waiting": "quota nobody runs on (pending work waits for it)",
+            "holds": "cooldown and min_step holds", "protected": "protected in-use amounts"}
+    excess = sum(after) - capacity
+    for tier in tiers:
+        if excess <= 0:
+            return
+        before_cut = list(after)
+        taken = _cut(after, room(tier), excess, weights, names)
+        excess -= taken
+        if tier == "increases" or not taken:
+            continue
+        for i, was in enumerate(before_cut):
+            if after[i] < was:
+                holds[i] = (f"{was - after[i]} unused taken first: capacity shrank" if tier in ("idle", "waiting")
+                            else f"{holds[i]}, overridden: quotas above capacity")
+        if tier in ("holds", "protected"):
+            warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {what[tier]}; "
+                            f"overrode them by {taken}")
+        else:
+            warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {what[tier]}")
+
+
+def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:
+    """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for."""
+    claims = p.input.claims
+    current = [round(c) for c in claims.current]
+    capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
+    forced = max(0, sum(current) - capacity)
+    decreases = [max(0, current[i] - p.after[i]) for i in range(len(claims))]
+    voluntary = max(0, sum(decreases) - forced)
+    allowed = min(voluntary, max(budget - forced, 0))  # forced decreases use the budget first
+    note = None
+    if allowed < voluntary:
+        # Give back part of each decrease (negative cut), then trim increases to stay within capacity.
+        back = [0] * len(claims)
+        _cut(back, decreases, voluntary - allowed, weights, names)
+        for i, b in enumerate(back):
+            p.after[i] -= b  # b ≤ 0
+            if b:
+                p.holds[i] = "max_move reached for this run"
+        excess = sum(p.after) - capacity
+        room = [max(0, p.after[i] - current[i]) for i in range(len(claims))]
+        _cut(p.after, room, excess, weights, names)
+        note = (f"{p.input.key}: max_move reached; {voluntary - allowed} of {voluntary} planned decreases held "
+                "back for a later run")
+    moved = sum(max(0, current[i] - p.after[i]) for i in range(len(claims)))
+    return moved, note
+
+
+@functools.lru_cache(maxsize=4096)  # ~33k calls per 1,000-team plan on a few hundred distinct amounts
+def _fmt(x: float) -> str:
+    if x == INF:
+        return "∞"
+    n = int(x)
+    return str(n) if n == x else f"{x:.1f}"
+
+
+def _reasons(p: _Pool) -> tuple[str, ...]:
+    """Why each claim moves, "" for one that keeps its amount. At 1,000 teams × 15 pools about 11k claims move, on
+    a few hundred distinct cases: each distinct reason is written once per pool."""
+    c = p.input.claims
+    weight_of = " of " + _fmt(sum(c.weight))
+    tail = "".join("; " + n for n in p.input.notes)
+    factor, spread = p.factor, p.spread
+    written: dict[tuple[object, ...], str] = {}
+    out: list[str] = []
+    for after, before, demand, weight, guarantee, cap, notes, hold in zip(
+            p.after, c.current, c.demand, c.weight, c.guarantee, c.cap, c.notes, p.holds, strict=True):
+        if after == before:
+            out.append("")
+            continue
+        capped = cap < INF and after >= math.floor(cap + EPS)
+        spreads = spread and after > demand + EPS and after > guarantee * factor + EPS
+        case = (hold, demand, before, weight, guarantee, cap if capped else None, spreads, notes)
+        reason = written.get(case)
+        if reason is None:
+            reason = written[case] = _reason(hold, demand, before, weight, guarantee, capped and cap, spreads, notes,
+                                             factor, weight_of) + tail
+        out.append(reason)
+    return tuple(out)
+
+
+def _reason(hold: str | None, demand: float, before: float, weight: float, guarantee: float, cap: float | bool,
+            spreads: bool, notes: tuple[str, ...], factor: float, weight_of: str) -> str:
+    """`cap`: the cap when the claim sits at it, else False; `weight_of` is " of <total weight>"."""
+    out = f"{hold}; " if hold else ""
+    if demand == 0:
+        out += f"no demand (allocation {_fmt(before)})"
+    else:
+        sign = ">" if demand > before + EPS else "<" if demand < before - EPS else "="
+        out += f"demand {_fmt(demand)} {sign} allocation {_fmt(before)}"
+    out += f"; weight {_fmt(weight)}{weight_of}"
+    if guarantee:
+        out += f"; guarantee {_fmt(guarantee)}"
+        if factor < 1:
+            out += f" scaled to {_fmt(guarantee * factor)}"
+    if cap is not False:
+        out += f"; cap {_fmt(cap)}"
+    if spreads:
+        out += "; surplus spread by weight"
+    if notes:
+        out += "; " + "; ".join(notes)
+    return out
+
+
+def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
+    """All five steps for every pool. `max_move` is shared by the accelerator pools, in pool-key order. Pools
+    with family caps are solved together first (`solve_families`); the others, one by one."""
+    ordered = sorted(pools, key=lambda q: q.key)
+    solved = solve_families(ordered, settings.surplus) if any(p.families for p in ordered) else {}
+    work = [_allocate_pool(pool, settings, solved.get(pool.key)) for pool in ordered]
+    warnings: list[str] = []
+    budget = settings.max_move
+    for p in work:
+        if budget is not None and p.input.resource == "accelerators":
+            moved, note = _limit_moves(p, budget, p.input.claims.weight, p.input.claims.team)
+            budget = max(0, budget - moved)
+            if note:
+                p.warnings.append(note)
+    results = []
+    for p in work:
+        claims = p.input.claims
+        results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, claims.team, claims.current,
+                                  tuple(p.after), tuple(p.shares), tuple(p.desired), _reasons(p), tuple(p.warnings)))
+        warnings.extend(p.warnings)
+    return Allocation(tuple(results), tuple(warnings))

@@ -1,0 +1,236 @@
+"""One loader for every document the product reads (the policy from SSM or a file, snapshots, known versions, and
+the tools' CSV files): bytes → text → data → model, each step with a limit and one clear InvalidInput naming the
+source, the field (or line and column) and the value, cut short.
+
+- size: at most `max_bytes` (read no further than that);
+- encoding: UTF-8 (a byte-order mark is allowed); anything else names the line and column of the first bad byte;
+- JSON: duplicate keys refused, NaN/Infinity refused;
+- YAML: the safe loader, duplicate keys refused, aliases refused (so no anchor-expansion bomb: `&a`/`*a` is refused
+  at the first `*`), custom tags refused by the safe loader;
+- every document: nested at most MAX_DEPTH deep, numbers finite and within ±MAX_NUMBER, times (YAML timestamps)
+  carrying a time zone. Times in JSON are strings the models read; a model's time without a zone is refused there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel
+
+from rebalancer.errors import InvalidInput
+from rebalancer.parsing.validation import load_model
+
+M = TypeVar("M", bound=BaseModel)
+Format = Literal["json", "yaml", "auto"]
+
+MAX_BYTES = 64 * 1024 * 1024  # a snapshot of 1,000 teams x 15 types is ~3 MB
+POLICY_MAX_BYTES = 2 * 1024 * 1024  # SSM's advanced tier holds 8 KB; a policy file 250 times that is not a policy
+MAX_DEPTH = 64  # the deepest model (snapshot → quota → config → sharing → limits → resource) is 8 levels
+MAX_NUMBER = 1e15  # beyond any count of accelerators, vCPUs, GiB, versions or epoch milliseconds
+VALUE_SHOWN = 60  # characters of an offending value an error message shows
+
+
+def short(value: Any, limit: int = VALUE_SHOWN) -> str:
+    """repr(value) cut to `limit` characters, for one-line error messages."""
+    text = repr(value) if not isinstance(value, str | bytes) or len(value) <= limit * 4 else repr(value[:limit * 4])
+    return text if len(text) <= limit else f"{text[:limit - 1]}…"
+
+
+# --- bytes and text -------------------------------------------------------------------------------------------------
+def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise InvalidInput(f"cannot read {what}: {e.strerror or e}", source=str(p)) from None
+    if len(data) > max_bytes:
+        raise InvalidInput(f"{what} is larger than the limit of {max_bytes:,} bytes", source=str(p))
+    return data
+
+
+def decode(data: bytes, source: str) -> str:
+    """UTF-8 text without a byte-order mark; a bad byte is named by line and column."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        head = data[:e.start]
+        line = head.count(b"\n") + 1
+        column = e.start - (head.rfind(b"\n") + 1) + 1
+        raise InvalidInput(f"line {line}, column {column}: not UTF-8 text (byte {data[e.start]:#04x})",
+                           source=source) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYTES) -> str:
+    return decode(read_bytes(path, what=what, max_bytes=max_bytes), str(path))
+
+
+# --- documents ------------------------------------------------------------------------------------------------------
+def _unique_pairs(source: str) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise InvalidInput(f"duplicate key {short(key)} (each key may appear once)", source=source,
+                                   field=key[:VALUE_SHOWN], value=key)
+            out[key] = value
+        return out
+
+    return hook
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs(source), parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise InvalidInput(f"line {e.lineno}, column {e.colno}: not valid JSON: {e.msg}", source=source) from None
+    except ValueError as e:  # a NaN/Infinity constant, or an integer of more digits than Python converts
+        raise InvalidInput(f"not valid JSON: {short(str(e), 120)}", source=source) from None
+    except RecursionError:
+        raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """The safe loader without aliases (no expansion bombs, no shared mutable nodes) and without duplicate keys."""
+
+    source = "(yaml)"
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            mark = event.start_mark
+            raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: YAML aliases (*{event.anchor}) "
+                               "are not accepted; write the value out", source=self.source)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: nested more than {MAX_DEPTH} "
+                               "levels deep", source=self.source)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                mark = key_node.start_mark
+                raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: a mapping key must be a plain "
+                                   "value", source=self.source) from None
+            if duplicate:
+                mark = key_node.start_mark
+                raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: duplicate key {short(key)} "
+                                   "(each key may appear once)", source=self.source, value=key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    loader: _SafeLoader | None = None
+    try:
+        loader = _SafeLoader(text)  # the reader refuses control characters here already
+        loader.source = source
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InvalidInput(f"{where}not valid YAML/JSON: {short(problem, 120)}", source=source) from None
+    except ValueError as e:  # an integer of more digits than Python converts, a bad date
+        raise InvalidInput(f"not a valid YAML value: {short(str(e), 120)}", source=source) from None
+    except RecursionError:
+        raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _walk(data: Any) -> Iterator[tuple[str, Any, int]]:
+    """(path, value, depth) of every value, without recursion."""
+    stack: list[tuple[str, Any, int]] = [("", data, 1)]
+    while stack:
+        path, value, depth = stack.pop()
+        yield path, value, depth
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v, depth + 1) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{path}.{i}" if path else str(i), v, depth + 1) for i, v in enumerate(value))
+
+
+def check_values(data: Any, source: str) -> Any:
+    """Depth, finite numbers in range, times with a zone; returns `data`."""
+    for path, value, depth in _walk(data):
+        field = path[:120] or None
+        if depth > MAX_DEPTH:
+            raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source, field=field)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"must be a finite number (got {value!r})", source=source, field=field, value=value)
+        if isinstance(value, int | float) and abs(value) > MAX_NUMBER:
+            raise InvalidInput(f"out of range: at most {MAX_NUMBER:.0e} in size (got {short(value)})",
+                               source=source, field=field, value=value)
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise InvalidInput(f"a time needs a time zone, e.g. {value.isoformat()}Z (got {value.isoformat()})",
+                               source=source, field=field, value=value)
+        if isinstance(value, date) and not isinstance(value, datetime):
+            raise InvalidInput(f"a date alone is not a time; write {value.isoformat()}T00:00:00Z (got "
+                               f"{value.isoformat()})", source=source, field=field, value=value)
+    return data
+
+
+def parse(text: str, source: str, fmt: Format = "auto") -> Any:
+    """Text into checked data. `auto`: JSON when it looks like JSON (an object or array), YAML otherwise."""
+    as_json = fmt == "json" or (fmt == "auto" and text.lstrip()[:1] in ("{", "["))
+    data = parse_json(text, source) if as_json else parse_yaml(text, source)
+    return check_values(data, source)
+
+
+def _format_of(path: Path) -> Format:
+    return "json" if path.suffix.lower() == ".json" else "auto"
+
+
+def load_document(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYTES) -> Any:
+    p = Path(path)
+    return parse(read_text(p, what=what, max_bytes=max_bytes), str(p), _format_of(p))
+
+
+def load_text(model: type[M], text: str | bytes, source: str, fmt: Format = "auto",
+              max_bytes: int = MAX_BYTES) -> M:
+    """A model from text (the policy from SSM) under the same limits as a file."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if len(data) > max_bytes:
+        raise InvalidInput(f"larger than the limit of {max_bytes:,} bytes", source=source)
+    return load_model(model, parse(decode(data, source), source, fmt), source)
+
+
+def load_file(model: type[M], path: str | Path, *, max_bytes: int | None = None) -> M:
+    p = Path(path)
+    limit = max_bytes if max_bytes is not None else (POLICY_MAX_BYTES if model.__name__ == "Policy" else MAX_BYTES)
+    return load_model(model, load_document(p, what=model.__name__.lower(), max_bytes=limit), str(p))
+
+
+def parse_document(text: str, source: str) -> Any:
+    """YAML (a superset of JSON) or JSON text into checked data (`parse` with the format guessed)."""
+    return parse(text, source)
+
+
+def load_model_file(model: type[M], path: str | Path) -> M:
+    """`load_file` under the size limit of the model's kind."""
+    return load_file(model, path)
