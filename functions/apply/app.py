@@ -9,12 +9,7 @@ from rebalancer.app import wiring
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.apply import apply
-
-# What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
-# lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("aws_lambda_powertools.utilities.idempotency",
-               "rebalancer.adapters.sagemaker.quota_writer",
-               "rebalancer.adapters.sagemaker.scheduler_config")
+from rebalancer.app.workflow.wiring import once, scheduler_configs, writer
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
@@ -22,6 +17,5 @@ wiring.preload("aws_lambda_powertools.utilities.idempotency",
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = state.run_of(event, "apply")
     store = wiring.store()
-    return wiring.once("apply", run.execution_name, context,
-                       lambda: apply(run, store=store, writer=wiring.writer(),
-                                                 configs=wiring.scheduler_configs()))
+    return once("apply", run.execution_name, context,
+                lambda: apply(run, store=store, writer=writer(), configs=scheduler_configs()))

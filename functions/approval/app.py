@@ -5,13 +5,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, wiring
+from rebalancer.app import config
+from rebalancer.app.approvals.wiring import approval_api, approvals
 from rebalancer.app.observability import logger, tracer
-
-# What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
-# lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("aws_lambda_powertools.utilities.parameters", "rebalancer.app.approvals.decisions",
-               "rebalancer.app.approvals.signing")
 
 
 @logger.inject_lambda_context
@@ -19,5 +15,5 @@ wiring.preload("aws_lambda_powertools.utilities.parameters", "rebalancer.app.app
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.ApprovalConfig)
     if event.get("action") == "request":
-        return wiring.approvals(cfg).request(event)
-    return wiring.approval_api(cfg).handle(event, context)
+        return approvals(cfg).request(event)
+    return approval_api(cfg).handle(event, context)

@@ -8,14 +8,11 @@ from rebalancer.app import wiring
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.collect import collect
-
-# What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
-# lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("rebalancer.adapters.collect")
+from rebalancer.app.workflow.wiring import snapshot_reader
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     run = state.run_of(event, "collect")
-    return collect(run, store=wiring.store(), read_snapshot=wiring.snapshot_reader())
+    return collect(run, store=wiring.store(), read_snapshot=snapshot_reader())

@@ -6,6 +6,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
 from rebalancer.app.notifications.notify import notify
+from rebalancer.app.notifications.outlets import channels
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 
@@ -15,4 +16,4 @@ from rebalancer.app.workflow import state
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
     given = state.parse(state.NotifyInput, event, "notify")
-    return notify(given.kind, given.state, store=wiring.store(), channels=wiring.channels(cfg))
+    return notify(given.kind, given.state, store=wiring.store(), channels=channels(cfg))

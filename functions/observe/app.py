@@ -11,11 +11,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
-from rebalancer.app.observe import observe
-
-# What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
-# lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("rebalancer.adapters.collect")
+from rebalancer.app.observe import observe, publish_team_metrics
+from rebalancer.app.workflow.wiring import snapshot_reader
 
 
 @logger.inject_lambda_context
@@ -23,12 +20,12 @@ wiring.preload("rebalancer.adapters.collect")
 @metrics.log_metrics
 def handler(_event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.ObserveConfig)
-    read = wiring.snapshot_reader()
+    read = snapshot_reader()
     snapshots = [read(name) for name in cfg.managed_clusters]
     worst = observe(snapshots, wiring.store(), timedelta(days=cfg.history_retention_days),
                     warn=lambda message: logger.warning(message))
     for m in worst:
-        wiring.publish_team_metrics(m)
+        publish_team_metrics(m)
     metrics.add_metric(name="StrandedAccelerators", unit=MetricUnit.Count, value=max(m.stranded for m in worst))
     metrics.add_metric(name="ImbalanceScore", unit=MetricUnit.NoUnit, value=max(m.score for m in worst))
     return {m.cluster: {"stranded": m.stranded, "score": round(m.score, 4)} for m in worst}

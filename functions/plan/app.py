@@ -6,14 +6,11 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
+from rebalancer.app.notifications.outlets import BudgetOutlet
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.policy_source import load_policy
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.plan import plan
-
-# What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
-# lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("aws_lambda_powertools.utilities.parameters")
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
@@ -22,5 +19,5 @@ def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
     run = state.run_of(event, "plan")
     return plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
-                      now=wiring.store().now(), mode_override=cfg.mode_override,
-                      budget_outlet=wiring.BudgetOutlet(cfg, run.cluster_name))
+                now=wiring.store().now(), mode_override=cfg.mode_override,
+                budget_outlet=BudgetOutlet(cfg, run.cluster_name))

@@ -4,14 +4,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rebalancer.app import config, wiring
+from rebalancer.app import config
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.verify import verify
-
-# What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
-# lambda_bench) shows what the function pays before it answers its first event.
-wiring.preload("rebalancer.adapters.sagemaker.quota_writer", "rebalancer.adapters.sagemaker.scheduler_config")
+from rebalancer.app.workflow.wiring import scheduler_configs, writer
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
@@ -19,7 +16,6 @@ wiring.preload("rebalancer.adapters.sagemaker.quota_writer", "rebalancer.adapter
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.VerifyConfig)
     given = state.parse(state.VerifyInput, event, "verify")
-    return verify(given.attempt, list(given.apply.quota_ids), writer=wiring.writer(poll_once=True),
-                        poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts,
-                        scheduler_config_id=given.apply.scheduler_config_id,
-                        configs=wiring.scheduler_configs(poll_once=True))
+    return verify(given.attempt, list(given.apply.quota_ids), writer=writer(poll_once=True),
+                  poll_seconds=cfg.poll_seconds, max_attempts=cfg.max_attempts,
+                  scheduler_config_id=given.apply.scheduler_config_id, configs=scheduler_configs(poll_once=True))

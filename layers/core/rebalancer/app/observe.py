@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
 
 from rebalancer.app import budgets
+from rebalancer.app.observability import NAMESPACE
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.sample import sample_of
 from rebalancer.domain.snapshot import Snapshot
@@ -101,3 +103,12 @@ def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
         except (ClientError, BotoCoreError) as e:
             warn(f"demand sample of {name} not stored: {e}")
     return out
+
+
+def publish_team_metrics(m: Imbalance) -> None:
+    """Per team of one cluster: idle allocated and pending accelerators (Powertools EMF, one metric each)."""
+    for team in m.teams:
+        for name, value in (("IdleAllocatedAccelerators", team.idle), ("PendingAccelerators", team.pending)):
+            with single_metric(name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE) as metric:
+                metric.add_dimension(name="ClusterName", value=m.cluster)
+                metric.add_dimension(name="Team", value=team.team)

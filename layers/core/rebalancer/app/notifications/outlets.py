@@ -1,0 +1,47 @@
+"""Where messages go out: the channels (SNS, and Slack when its webhook secret is configured), the secrets they need,
+and the budget outlet (budget messages on those channels, per-team budget metrics with Powertools' EMF)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.utilities import parameters
+
+from rebalancer.app import config, wiring
+from rebalancer.app.notifications.messages import Channel, Message, SlackChannel, SnsChannel
+from rebalancer.app.observability import NAMESPACE, logger
+
+
+def secret(arn: str) -> str:
+    value = parameters.get_secret(arn, max_age=300)
+    return value if isinstance(value, str) else bytes(value).decode()
+
+
+def channels(cfg: config.NotifyConfig) -> list[Channel]:
+    out: list[Channel] = [SnsChannel(wiring.client("sns"), cfg.topic_arn)]
+    if cfg.slack_webhook_secret_arn:
+        out.append(SlackChannel(secret(cfg.slack_webhook_secret_arn).strip()))
+    return out
+
+
+class BudgetOutlet:
+    """Budget messages on the notification channels (made on first use: no secret is read otherwise) and the
+    per-team budget metrics."""
+
+    def __init__(self, cfg: config.NotifyConfig, cluster: str):
+        self.cfg, self.cluster = cfg, cluster
+
+    def send(self, kind: str, lines: tuple[str, ...]) -> None:
+        message = Message.model_validate({"kind": kind, "cluster": self.cluster, "notes": lines})
+        for channel in channels(self.cfg):
+            result = channel.send(message)
+            if not result.ok:
+                logger.warning("budget message not delivered", extra={"channel": result.channel,
+                                                                       "error": result.error})
+
+    def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None:
+        for team, (percent, hours) in sorted(used.items()):
+            for name, value, unit in (("BudgetUsedPercent", percent, MetricUnit.Percent),
+                                      ("BudgetAcceleratorHours", hours, MetricUnit.Count)):
+                with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE) as metric:
+                    metric.add_dimension(name="ClusterName", value=cluster)
+                    metric.add_dimension(name="Team", value=team)
