@@ -208,77 +208,126 @@ def _create(snapshot: Snapshot, team: str, tp: TeamPolicy, up: list[Move], healt
 
 def _update(q: ComputeQuota, tp: TeamPolicy, changed: Sequence[Move], healthy: Mapping[str, int],
             known_versions: Mapping[str, int] | None, out: QuotaWrites) -> None:
-    team = q.team
+    """An existing quota: its settings as the policy wants them → its entries rewritten → the field changes seen →
+    the requests (one with the decreases, one with the increases)."""
     disabled = q.ActivationState == "Disabled"
     if tp.remove:
         if not disabled:
-            out.first.append(QuotaRequest(operation="UpdateComputeQuota", team=team, parameters={
-                "ComputeQuotaId": q.ComputeQuotaId, "TargetVersion": q.ComputeQuotaVersion,
-                "ActivationState": "Disabled"}))
-            out.fields.append(FieldChange(team=team, field="ActivationState", before="Enabled", after="Disabled",
-                                          reason="remove: true in the policy: deactivated, not deleted"))
+            _deactivate(q, out)
         return
     manages_settings = (tp.sharing is not None or tp.preempt_team_tasks is not None
                         or tp.fair_share_weight is not None or tp.vcpu or tp.memory_gib)
     if not (changed or disabled or manages_settings):
         return  # the common no-op re-plan: nothing to compare, nothing to write
     config = q.ComputeQuotaConfig.to_api()
+    settings = _settings(config, q, tp)
+    entries = _entries(config, q.team, tp, changed, healthy, disabled)
+    console = edited_outside(q, known_versions)
+    diffs = _diffs(settings, entries, tp, disabled)
+    if not (entries.down or entries.up or diffs):
+        return
+    if known_versions is not None and console:
+        diffs.append(("ComputeQuotaVersion", known_versions.get(q.team), q.ComputeQuotaVersion))
+    out.fields += [FieldChange(team=q.team, field=f, before=b, after=a,
+                               console_edit=console and f != "ActivationState", reason=_why(console))
+                   for f, b, a in diffs]
+    _write(q, settings, entries, disabled, out)
+
+
+def _deactivate(q: ComputeQuota, out: QuotaWrites) -> None:
+    out.first.append(QuotaRequest(operation="UpdateComputeQuota", team=q.team, parameters={
+        "ComputeQuotaId": q.ComputeQuotaId, "TargetVersion": q.ComputeQuotaVersion, "ActivationState": "Disabled"}))
+    out.fields.append(FieldChange(team=q.team, field="ActivationState", before="Enabled", after="Disabled",
+                                  reason="remove: true in the policy: deactivated, not deleted"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """A quota's config besides its entries, and its target, as read and as the policy wants them."""
+
+    read: dict[str, Any]
+    wanted: dict[str, Any]
+    target: dict[str, Any]
+    wanted_target: dict[str, Any]
+
+
+def _settings(config: dict[str, Any], q: ComputeQuota, tp: TeamPolicy) -> _Settings:
     target = q.ComputeQuotaTarget.to_api()
     target.setdefault("FairShareWeight", _fair_share_weight(tp.weight))
-    settings = {k: v for k, v in config.items() if k != "ComputeQuotaResources"}
-    wanted, wanted_target = settings, target  # copied only when the policy states a setting
+    read = {k: v for k, v in config.items() if k != "ComputeQuotaResources"}
+    wanted, wanted_target = read, target  # copied only when the policy states a setting
     if tp.sharing is not None or tp.preempt_team_tasks is not None:
-        wanted = dict(settings)
+        wanted = dict(read)
         if tp.sharing is not None:
             wanted["ResourceSharingConfig"] = tp.sharing.to_api()
         if tp.preempt_team_tasks is not None:
             wanted["PreemptTeamTasks"] = tp.preempt_team_tasks
     if tp.fair_share_weight is not None:
         wanted_target = {**target, "FairShareWeight": tp.fair_share_weight}
-    entries = [] if disabled else list(config.get("ComputeQuotaResources", []))
+    return _Settings(read, wanted, target, wanted_target)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entries:
+    """A quota's resource entries as read, after its decreases (lowered) and after its increases too (final)."""
+
+    read: list[Entry]
+    lowered: list[Entry]
+    final: list[Entry]
+    down: list[Move]
+    up: list[Move]
+
+
+def _entries(config: dict[str, Any], team: str, tp: TeamPolicy, changed: Sequence[Move],
+             healthy: Mapping[str, int], disabled: bool) -> _Entries:
+    read = [] if disabled else list(config.get("ComputeQuotaResources", []))
     down = [m for m in changed if m[2] < m[1]]
     up = [m for m in changed if m[2] > m[1]]
-    lowered, final = _rewrite(entries, down, up)
+    lowered, final = _rewrite(read, down, up)
     if tp.vcpu or tp.memory_gib:
         lowered = _explicit(team, tp, lowered, healthy)
         final = _explicit(team, tp, final, healthy) if up else lowered
     elif not up:
         final = lowered
+    return _Entries(read, lowered, final, down, up)
 
-    console = edited_outside(q, known_versions)
-    diffs = [] if settings == wanted else [(f"ComputeQuotaConfig.{k}", b, a)
-                                           for k, b, a in field_diff(settings, wanted)]
-    if target != wanted_target:
-        diffs += [(f"ComputeQuotaTarget.{k}", b, a) for k, b, a in field_diff(target, wanted_target)]
+
+def _diffs(settings: _Settings, entries: _Entries, tp: TeamPolicy,
+           disabled: bool) -> list[tuple[str, Any, Any]]:
+    """(field, before, after) of what the writes change besides amounts."""
+    diffs = [] if settings.read == settings.wanted else [(f"ComputeQuotaConfig.{k}", b, a)
+                                                         for k, b, a in field_diff(settings.read, settings.wanted)]
+    if settings.target != settings.wanted_target:
+        diffs += [(f"ComputeQuotaTarget.{k}", b, a)
+                  for k, b, a in field_diff(settings.target, settings.wanted_target)]
     if tp.vcpu or tp.memory_gib:  # the only entry fields the policy states besides amounts
-        before_res, after_res = _resource_fields(entries), _resource_fields(final)
+        before_res, after_res = _resource_fields(entries.read), _resource_fields(entries.final)
         for pool in sorted(before_res.keys() & after_res.keys() & (tp.vcpu.keys() | tp.memory_gib.keys())):
             diffs += [(f"ComputeQuotaResources[{pool}].{k}", b, a)
                       for k, b, a in field_diff(before_res[pool], after_res[pool])]
     if disabled:
         diffs.append(("ActivationState", "Disabled", "Enabled"))
-    if not (down or up or diffs):
-        return
-    if known_versions is not None and console:
-        diffs.append(("ComputeQuotaVersion", known_versions.get(team), q.ComputeQuotaVersion))
-    out.fields += [FieldChange(team=team, field=f, before=b, after=a, console_edit=console and f != "ActivationState",
-                               reason=_why(console)) for f, b, a in diffs]
+    return diffs
+
+
+def _write(q: ComputeQuota, settings: _Settings, entries: _Entries, disabled: bool, out: QuotaWrites) -> None:
+    """The decreases (or the settings alone) at the version read, then the increases at the next one."""
     activation = {"ActivationState": "Enabled"} if disabled else {}
 
     def write(version: int, resources: list[Entry]) -> QuotaRequest:
-        return QuotaRequest(operation="UpdateComputeQuota", team=team, parameters={
+        return QuotaRequest(operation="UpdateComputeQuota", team=q.team, parameters={
             "ComputeQuotaId": q.ComputeQuotaId, "TargetVersion": version,
-            "ComputeQuotaConfig": {**wanted, "ComputeQuotaResources": resources},
-            "ComputeQuotaTarget": wanted_target, **activation})
+            "ComputeQuotaConfig": {**settings.wanted, "ComputeQuotaResources": resources},
+            "ComputeQuotaTarget": settings.wanted_target, **activation})
 
     version = q.ComputeQuotaVersion
-    if down or not up:
-        out.first.append(write(version, lowered))
+    if entries.down or not entries.up:
+        out.first.append(write(version, entries.lowered))
         version += 1
-    if up:
-        if len(final) > MAX_ENTRIES:
-            out.warnings.append(f"{team}: a quota holds at most {MAX_ENTRIES} resource entries; "
-                                f"{len(final)} needed, increases not written")
-            out.blocked.add(team)
+    if entries.up:
+        if len(entries.final) > MAX_ENTRIES:
+            out.warnings.append(f"{q.team}: a quota holds at most {MAX_ENTRIES} resource entries; "
+                                f"{len(entries.final)} needed, increases not written")
+            out.blocked.add(q.team)
             return
-        out.second.append(write(version, final))
+        out.second.append(write(version, entries.final))
