@@ -106,21 +106,40 @@ class _Open:
 def coupled_fill(pools: Sequence[CoupledPool], families: Sequence[Family]) -> list[list[float]]:
     """Weighted max-min fair amounts of every pool's claims under the pools' capacities and the family caps
     (needs Σ f ≤ capacity per pool and f ≤ u per claim, as `allocation.water_fill`)."""
-    open_ = [_Open(max(p.capacity, 0.0), p.weights, p.floors, list(p.ceilings)) for p in pools]
-    for j, fam in enumerate(families):
-        for p in {p for p, _ in fam.pairs}:
-            open_[p].families.append(j)
-    fam_level = [0.0] * len(families)
-    fam_frozen = [False] * len(families)
-    fam_dirty = [True] * len(families)
-    values: list[list[float] | None] = [None] * len(pools)
+    fill = _Filling(pools, families)
+    while True:
+        fill.refresh_levels()
+        if fill.freeze_families():
+            continue  # lower ceilings: the pools' levels rise
+        if not fill.freeze_pools():
+            break
+    return [v if v is not None else list(p.floors) for v, p in zip(fill.values, pools, strict=True)]
 
-    def family_level(j: int) -> float:
-        fam = families[j]
+
+class _Filling:
+    """The progressive filling's state: each pool's and family's level, which are frozen, and the frozen pools'
+    amounts."""
+
+    __slots__ = ("fam_dirty", "fam_frozen", "fam_level", "families", "open_", "values")
+
+    def __init__(self, pools: Sequence[CoupledPool], families: Sequence[Family]):
+        self.open_ = [_Open(max(p.capacity, 0.0), p.weights, p.floors, list(p.ceilings)) for p in pools]
+        for j, fam in enumerate(families):
+            for p in {p for p, _ in fam.pairs}:
+                self.open_[p].families.append(j)
+        self.families = families
+        self.fam_level = [0.0] * len(families)
+        self.fam_frozen = [False] * len(families)
+        self.fam_dirty = [True] * len(families)
+        self.values: list[list[float] | None] = [None] * len(pools)
+
+    def family_level(self, j: int) -> float:
+        """The level at which family j's open pairs reach its cap, less what its frozen pairs hold."""
+        fam = self.families[j]
         const, ws, fs, us = 0.0, [], [], []
         for p, i in fam.pairs:
-            pool = open_[p]
-            frozen = values[p]
+            pool = self.open_[p]
+            frozen = self.values[p]
             if frozen is not None:
                 const += frozen[i]
             else:
@@ -129,41 +148,48 @@ def coupled_fill(pools: Sequence[CoupledPool], families: Sequence[Family]) -> li
                 us.append(pool.ceilings[i])
         return fill_level(fam.amount - const, ws, fs, us)
 
-    while True:
-        for pool in open_:
+    def refresh_levels(self) -> None:
+        for pool in self.open_:
             if pool.dirty and not pool.frozen:
                 pool.level = fill_level(pool.capacity, pool.weights, pool.floors, pool.ceilings)
                 pool.dirty = False
-        for j in range(len(families)):
-            if fam_dirty[j] and not fam_frozen[j]:
-                fam_level[j] = family_level(j)
-                fam_dirty[j] = False
+        for j in range(len(self.families)):
+            if self.fam_dirty[j] and not self.fam_frozen[j]:
+                self.fam_level[j] = self.family_level(j)
+                self.fam_dirty[j] = False
+
+    def freeze_families(self) -> bool:
+        """Freezes every family whose level is at most each of its open pools': its pairs' ceilings become their
+        amounts at that level. Whether any froze."""
         froze = False
-        for j, fam in enumerate(families):
-            if fam_frozen[j]:
+        for j, fam in enumerate(self.families):
+            if self.fam_frozen[j]:
                 continue
-            level = fam_level[j]
-            if all(level <= open_[p].level for p, _ in fam.pairs if not open_[p].frozen):
-                fam_frozen[j] = froze = True
+            level = self.fam_level[j]
+            if all(level <= self.open_[p].level for p, _ in fam.pairs if not self.open_[p].frozen):
+                self.fam_frozen[j] = froze = True
                 if level < INF:
                     for p, i in fam.pairs:
-                        pool = open_[p]
+                        pool = self.open_[p]
                         if not pool.frozen:
                             pool.ceilings[i] = clamp(level, pool.weights[i], pool.floors[i], pool.ceilings[i])
                             pool.dirty = True
-        if froze:
-            continue
-        for p, pool in enumerate(open_):
-            if pool.frozen or not all(pool.level < fam_level[j] for j in pool.families if not fam_frozen[j]):
+        return froze
+
+    def freeze_pools(self) -> bool:
+        """Freezes every open pool whose level is below each of its open families': its amounts are final. Whether
+        any froze."""
+        froze = False
+        for p, pool in enumerate(self.open_):
+            if pool.frozen or not all(pool.level < self.fam_level[j] for j in pool.families
+                                      if not self.fam_frozen[j]):
                 continue
             pool.frozen = froze = True
-            values[p] = [clamp(pool.level, w, f, u)
-                         for w, f, u in zip(pool.weights, pool.floors, pool.ceilings, strict=True)]
+            self.values[p] = [clamp(pool.level, w, f, u)
+                              for w, f, u in zip(pool.weights, pool.floors, pool.ceilings, strict=True)]
             for j in pool.families:
-                fam_dirty[j] = True
-        if not froze:
-            break
-    return [v if v is not None else list(p.floors) for v, p in zip(values, pools, strict=True)]
+                self.fam_dirty[j] = True
+        return froze
 
 
 # ---------------------------------------------------------------- integers
@@ -181,67 +207,84 @@ def coupled_round(values: Sequence[Sequence[float]], totals: Sequence[int], uppe
                   families: Sequence[Family]) -> list[list[int]]:
     """Per pool, integers within one unit of `values` summing to at most `totals[p]`, never above `uppers`, and
     within each family cap (rounded down to whole units, or the floors' sum if that is more)."""
-    base = [[math.floor(v + EPS) for v in vs] for vs in values]
-    up = [[False] * len(vs) for vs in values]
-    family_of: dict[tuple[int, int], int] = {}
-    budget = []
-    for j, fam in enumerate(families):
-        for pair in fam.pairs:
-            family_of[pair] = j
-        if fam.amount == INF:
-            budget.append(len(fam.pairs))  # one unit per pair at most: never the limit
-            continue
-        total = sum(values[p][i] for p, i in fam.pairs)
-        budget.append(max(0, math.floor(max(fam.amount, total) + EPS) - sum(base[p][i] for p, i in fam.pairs)))
-    orders = [_order(values[p], base[p], uppers[p], weights[p], names[p]) for p in range(len(values))]
-
-    def free(p: int, i: int) -> bool:
-        j = family_of.get((p, i))
-        return j is None or budget[j] > 0
-
-    def take(p: int, i: int) -> None:
-        up[p][i] = True
-        j = family_of.get((p, i))
-        if j is not None:
-            budget[j] -= 1
-
-    short = []
-    for p, order in enumerate(orders):
-        left = totals[p] - sum(base[p])
-        for i in order:
-            if left <= 0:
+    rounding = _Rounding(values, uppers, weights, names, families)
+    for p, short in enumerate(rounding.largest_remainders(totals)):
+        for _ in range(short):
+            if not rounding.augment(p):
                 break
-            if free(p, i):
-                take(p, i)
-                left -= 1
-        short.append(max(left, 0))
+    return [[b + int(u) for b, u in zip(bs, us, strict=True)] for bs, us in zip(rounding.base, rounding.up,
+                                                                                 strict=True)]
 
-    def augment(start: int) -> bool:
+
+class _Rounding:
+    """Which claims take a unit above their floor (`up`), and each family's units left to give."""
+
+    __slots__ = ("base", "budget", "families", "family_of", "orders", "up")
+
+    def __init__(self, values: Sequence[Sequence[float]], uppers: Sequence[Sequence[float]],
+                 weights: Sequence[Sequence[float]], names: Sequence[Sequence[str]], families: Sequence[Family]):
+        self.base = [[math.floor(v + EPS) for v in vs] for vs in values]
+        self.up = [[False] * len(vs) for vs in values]
+        self.families = families
+        self.family_of: dict[tuple[int, int], int] = {}
+        self.budget = []
+        for j, fam in enumerate(families):
+            for pair in fam.pairs:
+                self.family_of[pair] = j
+            if fam.amount == INF:
+                self.budget.append(len(fam.pairs))  # one unit per pair at most: never the limit
+                continue
+            total = sum(values[p][i] for p, i in fam.pairs)
+            self.budget.append(max(0, math.floor(max(fam.amount, total) + EPS)
+                                   - sum(self.base[p][i] for p, i in fam.pairs)))
+        self.orders = [_order(values[p], self.base[p], uppers[p], weights[p], names[p]) for p in range(len(values))]
+
+    def free(self, p: int, i: int) -> bool:
+        j = self.family_of.get((p, i))
+        return j is None or self.budget[j] > 0
+
+    def take(self, p: int, i: int) -> None:
+        self.up[p][i] = True
+        j = self.family_of.get((p, i))
+        if j is not None:
+            self.budget[j] -= 1
+
+    def largest_remainders(self, totals: Sequence[int]) -> list[int]:
+        """Each pool's leftover units by largest remainder, skipping the claims whose family has none left; how many
+        units each pool is still short."""
+        short = []
+        for p, order in enumerate(self.orders):
+            left = totals[p] - sum(self.base[p])
+            for i in order:
+                if left <= 0:
+                    break
+                if self.free(p, i):
+                    self.take(p, i)
+                    left -= 1
+            short.append(max(left, 0))
+        return short
+
+    def augment(self, start: int) -> bool:
         """One more unit for pool `start` along a path of pools, each giving a capped team's unit to the next."""
+        up = self.up
         parent: dict[int, tuple[int, int, int] | None] = {start: None}
         queue = deque([start])
         while queue:
             p = queue.popleft()
-            for i in orders[p]:
+            for i in self.orders[p]:
                 if up[p][i]:
                     continue
-                if free(p, i):
-                    take(p, i)
+                if self.free(p, i):
+                    self.take(p, i)
                     q = p
                     while (step := parent[q]) is not None:
                         prev, gains, gave = step
                         up[prev][gains], up[q][gave] = True, False
                         q = prev
                     return True
-                fam = families[family_of[(p, i)]]
+                fam = self.families[self.family_of[(p, i)]]
                 for q, iq in fam.pairs:
                     if q not in parent and up[q][iq]:
                         parent[q] = (p, i, iq)
                         queue.append(q)
         return False
-
-    for p, n in enumerate(short):
-        for _ in range(n):
-            if not augment(p):
-                break
-    return [[b + int(u) for b, u in zip(bs, us, strict=True)] for bs, us in zip(base, up, strict=True)]
