@@ -409,6 +409,12 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
     return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
 
 
+# What each of _fit's tiers takes from, as its warnings say it.
+_TIER_TAKES = {"held idle": "held quota nobody runs on", "idle": "quota nobody runs on or waits for",
+               "waiting": "quota nobody runs on (pending work waits for it)",
+               "holds": "cooldown and min_step holds", "protected": "protected in-use amounts"}
+
+
 def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None],
          claims: Claims, idle_first: bool, warnings: list[str], factor: float = 1.0) -> None:
     """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
@@ -440,9 +446,6 @@ def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], hold
         return [max(0, after[i] - desired[i]) if holds[i] and protected[i] == breaking else 0 for i in n]
 
     tiers = ["increases", *(["held idle", "idle", "waiting"] if idle_first else []), "holds", "protected"]
-    what = {"held idle": "held quota nobody runs on", "idle": "quota nobody runs on or waits for",
-            "waiting": "quota nobody runs on (pending work waits for it)",
-            "holds": "cooldown and min_step holds", "protected": "protected in-use amounts"}
     excess = sum(after) - capacity
     for tier in tiers:
         if excess <= 0:
@@ -457,10 +460,10 @@ def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], hold
                 holds[i] = (f"{was - after[i]} unused taken first: capacity shrank" if tier in ("idle", "waiting")
                             else f"{holds[i]}, overridden: quotas above capacity")
         if tier in ("holds", "protected"):
-            warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {what[tier]}; "
+            warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {_TIER_TAKES[tier]}; "
                             f"overrode them by {taken}")
         else:
-            warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {what[tier]}")
+            warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {_TIER_TAKES[tier]}")
 
 
 def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:
