@@ -8,8 +8,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from rebalancer.app import wiring
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
+from rebalancer.app.workflow.idempotency import once
 from rebalancer.app.workflow.steps.apply import apply
-from rebalancer.app.workflow.wiring import once, scheduler_configs, writer
+from rebalancer.app.workflow.writers import scheduler_configs, writer
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")

@@ -7,8 +7,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from rebalancer.app import wiring
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
+from rebalancer.app.workflow.snapshots import snapshot_reader
 from rebalancer.app.workflow.steps.collect import collect
-from rebalancer.app.workflow.wiring import snapshot_reader
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
 from rebalancer.app.observe import observe, publish_team_metrics
-from rebalancer.app.workflow.wiring import snapshot_reader
+from rebalancer.app.workflow.snapshots import snapshot_reader
 
 
 @logger.inject_lambda_context

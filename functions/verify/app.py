@@ -8,7 +8,7 @@ from rebalancer.app import config
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.verify import verify
-from rebalancer.app.workflow.wiring import scheduler_configs, writer
+from rebalancer.app.workflow.writers import scheduler_configs, writer
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")

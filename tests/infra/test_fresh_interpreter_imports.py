@@ -26,17 +26,26 @@ def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# What a handler must not load at init because it never runs it: the planner and the budget use cases only in
-# Plan (and the CLI), the approvals and Slack only where a person is asked, Kueue's client only where it is read;
+# What a handler must not load at init because it never runs it: the planner and the policy model only in Plan
+# (and the CLI), the budget use cases where nothing is metered, the approvals and Slack only where a person is asked,
+# Kueue's client only where it is read, the collect adapters only where a cluster is read, Powertools idempotency
+# only in the steps that write (Apply, Rollback), Powertools parameters only where a secret or the policy is read;
 # asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt).
+PLANNING = ("rebalancer.planning", "rebalancer.domain.policy")
+COLLECT = "rebalancer.adapters.collect"
+IDEMPOTENCY = "aws_lambda_powertools.utilities.idempotency"
+PARAMETERS = "aws_lambda_powertools.utilities.parameters"
 NEVER_LOADED = {
-    "trigger": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.approvals", "slack_sdk",
-                "kubernetes"),
-    "apply": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
-    "verify": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.budgets", "slack_sdk", "kubernetes"),
-    "rollback": ("rebalancer.planning", "rebalancer.domain.policy", "rebalancer.app.budgets", "slack_sdk",
-                 "kubernetes"),
-    "collect": ("rebalancer.planning", "rebalancer.app.approvals", "slack_sdk"),
+    "trigger": (*PLANNING, "rebalancer.domain.snapshot", "rebalancer.app.approvals", "slack_sdk", "kubernetes",
+                COLLECT, IDEMPOTENCY, PARAMETERS),
+    "apply": (*PLANNING, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
+    "verify": (*PLANNING, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY, PARAMETERS),
+    "rollback": (*PLANNING, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
+    "collect": (*PLANNING, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
+    "observe": (*PLANNING, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
+    "plan": ("rebalancer.app.approvals", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY),
+    "notify": (*PLANNING, "rebalancer.app.budgets", "rebalancer.app.approvals", "kubernetes", COLLECT, IDEMPOTENCY),
+    "approval": (*PLANNING, "rebalancer.app.budgets", "kubernetes", COLLECT, IDEMPOTENCY),
 }
 NOWHERE = ("asyncio",)
 

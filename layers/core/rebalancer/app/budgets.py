@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Reading, Used, budget_usage, hours_in, reading_of
 from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
-from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from rebalancer.adapters.dynamodb.store import MeterResult
+    from rebalancer.domain.policy import Policy  # metering (Collect, Observe) runs without the policy model
 
 
 class MeterStore(Protocol):
