@@ -17,7 +17,8 @@ interpreters interleaved with this one's, so before and after share the machine'
 - The verdict is a ratio, not milliseconds (an absolute target on a shared machine is noise): a handler's median CPU
   ÷ the floor's, where the floor is what any handler pays whatever it does: boto3, pydantic, and Powertools' Logger,
   Metrics and a Tracer patching botocore and http.client only (as rebalancer.app.observability has it). The floor is
-  the same code whatever --root is. A ratio above RATIO_TARGET is flagged.
+  the same code whatever --root is. A ratio above RATIO_TARGET is flagged. On a busy machine the ratio moves by
+  ±0.1 from run to run; the last column, how many more modules than the floor a handler loads, does not.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ FLOOR = ("import boto3, pydantic\nfrom aws_lambda_powertools import Logger, Metr
          "Logger(service='floor'); Tracer(service='floor', patch_modules=('botocore', 'httplib')); "
          "Metrics(namespace='floor')\n")
 TIMED_IMPORT = ("import time; w, c = time.perf_counter(), time.process_time(); import app; "
-                "print((time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000)")
+                "print((time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000, len(sys.modules))")
 
 
 def lambda_env(function_dir: Path, pycache: Path | None) -> dict[str, str]:
@@ -61,14 +62,14 @@ def lambda_env(function_dir: Path, pycache: Path | None) -> dict[str, str]:
             "TABLE_NAME": "bench", "MANAGED_CLUSTERS": "bench01"}
 
 
-def import_ms(function_dir: Path, path: list[Path], pycache: Path | None) -> tuple[float, float]:
-    """(wall, CPU) milliseconds of one cold `import app`."""
+def import_ms(function_dir: Path, path: list[Path], pycache: Path | None) -> tuple[float, float, int]:
+    """(wall, CPU) milliseconds of one cold `import app`, and the number of modules loaded then."""
     proc = subprocess.run(layer.python_command([function_dir, *path], TIMED_IMPORT), capture_output=True, text=True,
                           check=False, env=lambda_env(function_dir, pycache))
     if proc.returncode != 0:
         raise SystemExit(f"importing {function_dir}/app.py failed:\n{proc.stderr}")
-    wall, cpu = proc.stdout.strip().splitlines()[-1].split()
-    return float(wall), float(cpu)
+    wall, cpu, modules = proc.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu), int(modules)
 
 
 def built_layer(root: Path, build: Path | None, scratch: Path) -> Path | None:
@@ -98,6 +99,7 @@ class Timings:
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     shipped: list[float] = field(default_factory=list)
+    modules: int = 0
 
 
 def subjects(label: str, root: Path, path: list[Path]) -> list[Subject]:
@@ -110,7 +112,7 @@ def measure(every: list[Subject], runs: int, shipped_runs: int, pycache: Path) -
     out = {s.label: Timings() for s in every}
     for round_ in range(runs + 1):
         for s in every:
-            wall, cpu = import_ms(s.function_dir, s.path, pycache)
+            wall, cpu, out[s.label].modules = import_ms(s.function_dir, s.path, pycache)
             if round_:
                 out[s.label].wall.append(wall)
                 out[s.label].cpu.append(cpu)
@@ -136,16 +138,19 @@ def layer_path(root: Path, build: Path | None, scratch: Path, console: Console) 
 
 def table(timings: dict[str, Timings], runs: int) -> Table:
     floor = statistics.median(timings[FLOOR_LABEL].cpu)
+    floor_modules = timings[FLOOR_LABEL].modules
     out = Table(title=f"cold import of functions/<name>/app.py: CPU ÷ the floor's, medians of {runs} interleaved "
                       "fresh interpreters")
-    for column in ("handler", "ratio", "", "CPU ms", "wall ms", "min-max wall", "as shipped CPU ms"):
+    for column in ("handler", "ratio", "", "CPU ms", "wall ms", "min-max wall", "as shipped CPU ms",
+                   "modules beyond the floor's"):
         out.add_column(column, justify="left" if column == "handler" else "right")
     for label, t in timings.items():
         cpu = statistics.median(t.cpu)
         ratio = cpu / floor
         flag = "" if label == FLOOR_LABEL else ("ok" if ratio <= RATIO_TARGET else f"OVER {RATIO_TARGET}")
         out.add_row(label, f"{ratio:.2f}", flag, f"{cpu:.0f}", f"{statistics.median(t.wall):.0f}",
-                    f"{min(t.wall):.0f}-{max(t.wall):.0f}", f"{statistics.median(t.shipped):.0f}" if t.shipped else "-")
+                    f"{min(t.wall):.0f}-{max(t.wall):.0f}", f"{statistics.median(t.shipped):.0f}" if t.shipped else "-",
+                    f"{t.modules - floor_modules:+d}")
     return out
 
 
