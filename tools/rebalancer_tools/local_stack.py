@@ -35,7 +35,6 @@ from unittest import mock
 import boto3
 from botocore.credentials import Credentials
 
-from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import wiring
 from rebalancer_tools import template as tpl
 from rebalancer_tools.iam import policies as iam_policies
@@ -187,8 +186,7 @@ class LocalStack:
         self._exit.callback(parameters.clear_caches)
         self._exit.enter_context(mock.patch.object(wiring, "kube_client_factory", self._kube_client))
         if self.now is not None:
-            clocked = Store(table, now=self.now)
-            self._exit.enter_context(mock.patch.object(wiring, "store", return_value=clocked))
+            self._exit.enter_context(mock.patch.object(wiring, "clock", self.now))
         if self.enforce_iam:
             self._function_roles({
                 "AWS::Partition": "aws", "AWS::Region": self.region, "AWS::AccountId": self.account,

@@ -12,9 +12,10 @@ from moto import mock_aws
 from support.events import load_event
 from support.template import create_table
 
-from rebalancer.adapters.dynamodb.store import ApprovalNotPending, ApprovalRecord, Store
+from rebalancer.adapters.dynamodb.store import ApprovalRecord, Store
 from rebalancer.app.trigger.events import parse_trigger
 from rebalancer.app.trigger.start import Starter, execution_name
+from rebalancer.errors import ApprovalNotPending
 from rebalancer_tools.ticking_clock import Clock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)

@@ -13,6 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rebalancer.app import config
+from rebalancer.domain.clock import Clock, system_clock
 
 if TYPE_CHECKING:
     from rebalancer.adapters.dynamodb.store import Store
@@ -30,6 +31,11 @@ def preload(*modules: str) -> None:
         importlib.import_module(name)
 
 
+# The functions' time of day: every use case and the store take it from here. The local stack and the tests put
+# their clock (rebalancer_tools.ticking_clock) in its place, then call reset().
+clock: Clock = system_clock
+
+
 @cache
 def client(service: str) -> Any:
     import boto3
@@ -41,7 +47,7 @@ def client(service: str) -> Any:
 def store() -> Store:
     from rebalancer.adapters.dynamodb.store import Store
 
-    return Store(config.load(config.EnvConfig).table_name)
+    return Store(config.load(config.EnvConfig).table_name, now=clock)
 
 
 def secret(arn: str) -> str:
@@ -88,7 +94,7 @@ def snapshot_reader() -> Callable[[str], Snapshot]:
     from rebalancer.app.observability import logger
 
     def read(cluster_name: str) -> Snapshot:
-        collected = collect_snapshot(cluster_name, aws_clients(), now=store().now(), kube=kube_client_factory,
+        collected = collect_snapshot(cluster_name, aws_clients(), now=clock(), kube=kube_client_factory,
                                      check_prerequisites=True)
         for warning in collected.warnings:
             logger.warning("collect", extra={"cluster": cluster_name, "warning": warning})
@@ -133,11 +139,13 @@ def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any
 
 
 def approvals(cfg: config.ApprovalConfig) -> Approvals:
+    from rebalancer.adapters.stepfunctions import TaskTokens
     from rebalancer.app.approvals.decisions import Approvals
     from rebalancer.app.approvals.signing import LinkSigner
 
-    return Approvals(store=store(), sfn=client("stepfunctions"),
-                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg))
+    return Approvals(store=store(), tasks=TaskTokens(client("stepfunctions")),
+                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg),
+                     clock=clock)
 
 
 def approval_api(cfg: config.ApprovalConfig) -> ApprovalApi:
