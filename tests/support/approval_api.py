@@ -24,7 +24,7 @@ from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer.app.notifications.messages import DeliveryResult, Message
 from rebalancer.domain.plan import Change, Plan
 from rebalancer_tools.http_api import http_api_event
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 from support.approval_page import review_form
 from support.clock import T0, ticking
 from support.template import create_table
@@ -72,7 +72,7 @@ class Api:
     http: ApprovalApi
     sfn: Sfn
     inbox: Inbox
-    clock: Clock
+    clock: TickingClock
     store: Store
 
     @property

@@ -36,6 +36,7 @@ import boto3
 from botocore.credentials import Credentials
 
 from rebalancer.app import wiring
+from rebalancer.domain.clock import Clock
 from rebalancer_tools import template as tpl
 from rebalancer_tools.iam import policies as iam_policies
 from rebalancer_tools.iam.enforce import Enforcer
@@ -101,7 +102,7 @@ class LocalStack:
     kube_url: str | None = None  # a Kueue API server (rebalancer_tools.kube_fake); None ⇒ no demand
     slack_webhook_url: str | None = None
     slack_signing_secret: str | None = None
-    now: Callable[[], datetime] | None = None  # the functions' clock (debounce windows, approval expiry, plans)
+    now: Clock | None = None  # the functions' clock (debounce windows, approval expiry, plans)
     region: str = "us-east-1"
     account: str = "123456789012"
     root: Path = field(default_factory=tpl.find_root)
