@@ -36,7 +36,7 @@ def starter(clock: TickingClock) -> Iterator[Starter]:
         arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
             {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
         yield Starter(store=Store("t", now=clock), sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
-                      lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2))
+                      lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2), clock=clock)
 
 
 def executions(starter: Starter) -> list[dict[str, Any]]:

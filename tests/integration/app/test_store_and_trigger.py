@@ -102,7 +102,7 @@ def starter(store: Store) -> Starter:
     arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
         {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
     return Starter(store=store, sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
-                   lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2))
+                   lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2), clock=store.now)
 
 
 def _executions(starter: Starter) -> list[dict[str, object]]:
