@@ -10,9 +10,9 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from support.import_graph import MODULES
 
-from rebalancer.domain.budget import Budget
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.pools import PoolKey
+from rebalancer.domain.sample import PoolUse
 from rebalancer.domain.snapshot import AwsShape, Resources
 
 DOMAIN = sorted(m for m in MODULES if m.startswith("rebalancer.domain."))
@@ -44,5 +44,5 @@ def test_a_frozen_model_refuses_edits_unknown_fields_and_non_finite_numbers() ->
         with pytest.raises(ValidationError, match="finite number"):
             Resources(accelerators=value)
         with pytest.raises(ValidationError, match="finite number"):
-            Budget(accelerator_hours=value)
+            PoolUse(quota=value)
     assert hash(key) == hash(PoolKey(instance_type="ml.p5.48xlarge"))

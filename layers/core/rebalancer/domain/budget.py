@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, PositiveFloat, field_validator, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, field_validator, model_validator
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
@@ -29,6 +29,10 @@ ALL = "all"
 
 
 class Budget(Frozen):
+    # Infinity allowed, unlike Frozen: `rebalancer usage` measures a team without a budget against an unbounded one
+    # (rebalancer_tools.usage_report), and a policy could always say `.inf` here.
+    model_config = ConfigDict(allow_inf_nan=True)
+
     accelerator_hours: PositiveFloat | None = None
     money: PositiveFloat | None = None  # in the currency of `prices` (per instance-hour)
     period: Period = "month"
