@@ -19,5 +19,5 @@ def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
     run = state.run_of(event, "plan")
     return plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
-                now=wiring.store().now(), mode_override=cfg.mode_override,
+                now=wiring.clock(), mode_override=cfg.mode_override,
                 budget_outlet=BudgetOutlet(cfg, run.cluster_name))

@@ -15,7 +15,7 @@ from support.kube_api import cluster_queue, pod_set, serve, workload
 
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def p5_quota(emu: EmulatorHandle, team: str) -> int:
 
 
 @pytest.fixture
-def flow() -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, Clock]]:
+def flow() -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]]:
     clock = ticking()
     with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (url, kube),
           SlackReceiver() as slack):
@@ -61,7 +61,7 @@ def flow() -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, Clock]]:
             yield stack, emu, slack, clock
 
 
-def run(stack: LocalStack, clock: Clock, minutes: float) -> dict[str, Any]:
+def run(stack: LocalStack, clock: TickingClock, minutes: float) -> dict[str, Any]:
     clock.advance(minutes=minutes)
     event = load_event("hyperpod-node-health")
     event["detail"]["ClusterName"] = CLUSTER
@@ -77,7 +77,7 @@ def budget_posts(slack: SlackReceiver) -> list[dict[str, Any]]:
 
 
 def test_a_team_is_told_at_80_percent_and_held_at_its_guarantee_past_100(
-        flow: tuple[LocalStack, EmulatorHandle, SlackReceiver, Clock]) -> None:
+        flow: tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]) -> None:
     stack, emu, slack, clock = flow
     run(stack, clock, 0)  # the first reading starts the meter
     assert p5_quota(emu, "training") > 4

@@ -22,7 +22,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer_tools.emulator.control import GroupSpec
 from rebalancer_tools.emulator.resources import Kind
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 pytestmark = pytest.mark.slow
 
@@ -119,7 +119,7 @@ def slack_approve(stack: LocalStack, slack: SlackReceiver, now: float) -> dict[s
 
 def test_a_thousand_teams_by_fifteen_types_fit_the_state_and_item_limits(capsys: pytest.CaptureFixture[str]) -> None:
     types = instance_types()
-    clock = Clock()
+    clock = TickingClock()
     with in_process_emulator() as emu, SlackReceiver() as slack:
         seed(emu.emulator, types)
         with LocalStack(clusters={CLUSTER: policy(types)}, slack_webhook_url=slack.url, slack_signing_secret=SECRET,

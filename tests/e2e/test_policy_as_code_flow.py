@@ -21,7 +21,7 @@ from support.kube_api import pod_set, serve, workload
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator.resources import Kind
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 pytestmark = pytest.mark.slow  # each test deploys the stack and runs several executions on moto's interpreter
 
@@ -62,19 +62,19 @@ cluster: {idle_resource_sharing: Disabled}
 
 
 @pytest.fixture
-def clock() -> Clock:
+def clock() -> TickingClock:
     """The emulator's and the functions' clock, from the fixed start T0."""
     return ticking()
 
 
 @pytest.fixture
-def emu(clock: Clock) -> Iterator[EmulatorHandle]:
+def emu(clock: TickingClock) -> Iterator[EmulatorHandle]:
     with in_process_emulator(seed_demo=True, clock=clock) as handle:
         yield handle
 
 
 @pytest.fixture
-def stack(emu: EmulatorHandle, clock: Clock) -> Iterator[tuple[LocalStack, SlackReceiver, Clock]]:
+def stack(emu: EmulatorHandle, clock: TickingClock) -> Iterator[tuple[LocalStack, SlackReceiver, TickingClock]]:
     with serve() as (url, kube), SlackReceiver() as slack:
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
                  workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
@@ -91,7 +91,7 @@ def scheduler_policy(idle: str) -> str:
     return SCHEDULER.replace("BORROW", "50").replace("IDLE", idle)
 
 
-def run(stack: LocalStack, clock: Clock) -> tuple[str, dict[str, Any]]:
+def run(stack: LocalStack, clock: TickingClock) -> tuple[str, dict[str, Any]]:
     """One run from a node event, in a fresh debounce window; waits unless it stops for an approval."""
     clock.advance(minutes=10)
     event = load_event("hyperpod-node-health")
@@ -132,7 +132,7 @@ def console_edit_of_training(emu: EmulatorHandle) -> int:
 
 
 def test_a_console_edit_waits_for_approval_then_is_replaced_and_a_later_policy_change_is_not_an_edit(
-        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, Clock]) -> None:
+        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, TickingClock]) -> None:
     s, slack, clock = stack
     arn, done = run(s, clock)
     assert (done["status"], s.states_entered(arn)[-1]) == ("SUCCEEDED", "NoChange")
@@ -186,7 +186,7 @@ def test_a_console_edit_waits_for_approval_then_is_replaced_and_a_later_policy_c
     assert quota(emu, "training")["ComputeQuotaConfig"]["ResourceSharingConfig"]["BorrowLimit"] == 80
 
 
-def run_until_approval(s: LocalStack, clock: Clock) -> tuple[str, None]:
+def run_until_approval(s: LocalStack, clock: TickingClock) -> tuple[str, None]:
     clock.advance(minutes=10)
     event = load_event("hyperpod-node-health")
     event["detail"]["ClusterName"] = CLUSTER
@@ -197,7 +197,7 @@ def run_until_approval(s: LocalStack, clock: Clock) -> tuple[str, None]:
 
 
 def test_the_cluster_section_is_created_then_updated_with_target_version_and_audited(
-        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, Clock]) -> None:
+        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, TickingClock]) -> None:
     s, _slack, clock = stack
     seeded = scheduler_config(emu)
     assert seeded is not None
@@ -249,7 +249,7 @@ def test_the_cluster_section_is_created_then_updated_with_target_version_and_aud
 
 
 def test_a_failed_quota_apply_after_the_scheduler_config_was_written_restores_the_config_too(
-        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, Clock]) -> None:
+        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, TickingClock]) -> None:
     s, _slack, clock = stack
     before_config = scheduler_config(emu)
     assert before_config is not None
@@ -282,7 +282,7 @@ def test_a_failed_quota_apply_after_the_scheduler_config_was_written_restores_th
 
 
 def test_a_scheduler_config_edited_between_plan_and_apply_stops_the_run_and_no_edit_is_overwritten(
-        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, Clock]) -> None:
+        emu: EmulatorHandle, stack: tuple[LocalStack, SlackReceiver, TickingClock]) -> None:
     s, _slack, clock = stack
     config = scheduler_config(emu)
     assert config is not None

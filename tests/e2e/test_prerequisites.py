@@ -21,7 +21,7 @@ from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator import prerequisites as emu_pre
 from rebalancer_tools.local_stack import STACK, LocalStack
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 pytestmark = pytest.mark.slow  # deploys the local stack
 
@@ -46,7 +46,7 @@ class Deployed:
     kube: KubeState
     url: str
     stack: LocalStack
-    clock: Clock
+    clock: TickingClock
 
     def doctor(self, *extra: str) -> tuple[int, list[str]]:
         result = CliRunner().invoke(cli, ["doctor", "--cluster", CLUSTER, "--kube-url", self.url, *extra])
@@ -63,7 +63,7 @@ class Deployed:
 def deployed() -> Iterator[Deployed]:
     with in_process_emulator(seed_demo=True) as emu, serve() as (url, kube):
         kube.add(workload("research", "pretrain", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]))
-        clock = Clock()
+        clock = TickingClock()
         with LocalStack(clusters={CLUSTER: POLICY}, kube_url=url, now=clock) as stack:
             emu.emulator.provision_eks(CLUSTER, EKS, addon_version=VERSION,
                                        access_entries={stack.role_arns["collect"]: ["rebalancer-kueue-readers"]})

@@ -26,7 +26,7 @@ from support.kube_api import KubeState, pod_set, serve, workload
 
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 # Each test deploys the stack and runs executions on moto's interpreter (ANTLR-parsed ASL): seconds, not millis.
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ class World:
     kube: KubeState
     kube_url: str
     slack: SlackReceiver
-    clock: Clock  # the functions' and the emulator's, from the fixed start T0
+    clock: TickingClock  # the functions' and the emulator's, from the fixed start T0
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.emu, self.kube, self.slack))

@@ -28,7 +28,7 @@ from rebalancer.app import wiring
 from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.app.observability import logger as service_logger
 from rebalancer_tools.local_stack import APPROVAL_KEY, LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +104,7 @@ def slack_headers(body: str, now: float) -> dict[str, str]:
 
 
 def test_no_secret_in_any_log_line_notification_or_audit_record() -> None:
-    clock = Clock()
+    clock = TickingClock()
     with (in_process_emulator(seed_demo=True), serve() as (kube_url, kube), SlackReceiver() as slack,
           everything_at_debug() as logs):
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),

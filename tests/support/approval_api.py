@@ -17,13 +17,14 @@ import boto3
 from moto import mock_aws
 
 from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.http import ApprovalApi
 from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer.app.notifications.messages import DeliveryResult, Message
 from rebalancer.domain.plan import Change, Plan
 from rebalancer_tools.http_api import http_api_event
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 from support.approval_page import review_form
 from support.clock import T0, ticking
 from support.template import create_table
@@ -71,7 +72,7 @@ class Api:
     http: ApprovalApi
     sfn: Sfn
     inbox: Inbox
-    clock: Clock
+    clock: TickingClock
     store: Store
 
     @property
@@ -116,7 +117,8 @@ def approval_api(*, oidc_issuer: str | None = None, slack_signing_secret: str | 
         clock, sfn, inbox = ticking(), Sfn(), Inbox()
         store = Store("t", now=clock)
         store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
-        approvals = Approvals(store=store, sfn=sfn, signer=LinkSigner(b"k" * 32), channels=[inbox])
+        approvals = Approvals(store=store, tasks=TaskTokens(sfn), signer=LinkSigner(b"k" * 32), channels=[inbox],
+                              clock=clock)
         run = {"cluster_name": "c1", "execution_name": "c1-node-health-0001", "execution_arn": ARN,
                "trigger": {"kind": "node-health", "summary": "node gpu-p5-0 Unhealthy"},
                "started_at": T0.isoformat()}

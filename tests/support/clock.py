@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-def ticking() -> Clock:
+def ticking() -> TickingClock:
     """A fresh clock at T0: a millisecond per reading, `advance(hours=, minutes=)` to jump."""
-    return Clock(T0)
+    return TickingClock(T0)

@@ -10,10 +10,12 @@ import pytest
 from support import template as t
 
 from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app import config
 from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.http import ApprovalApi
 from rebalancer.app.approvals.signing import LinkSigner
+from rebalancer.domain.clock import system_clock
 from rebalancer_tools.http_api import http_api_event
 
 CONDITION = "HasApprovalOidc"
@@ -48,7 +50,8 @@ def test_the_resolver_serves_each_route_of_the_template(route: str, status: int)
     """An unsigned request on each route gets that route's refusal, not the resolver's not-found page."""
     assert route in _routes()
     method, path = route.split(" ")
-    api = ApprovalApi(Approvals(store=Store("unused"), sfn=None, signer=LinkSigner(b"k"), channels=[]))
+    api = ApprovalApi(Approvals(store=Store("unused"), tasks=TaskTokens(None), signer=LinkSigner(b"k"), channels=[],
+                                clock=system_clock))
     answer = api.handle(http_api_event(method, f"https://x{path.replace('{id}', 'abc123')}", body=""))
     assert answer["statusCode"] == status
 

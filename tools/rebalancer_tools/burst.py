@@ -24,6 +24,7 @@ import boto3
 
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.start import Starter
+from rebalancer.domain.clock import system_clock
 from rebalancer_tools import template as tpl
 from rebalancer_tools.local_stack import atomic_dynamodb_writes, run_finished_event
 
@@ -141,7 +142,7 @@ def run_burst(*, clusters: int = 50, events: int = 1000, seed: int = 7, workers:
         recorder = _Recorder(sfn, {})
         starter = Starter(store=Store("burst", resource=boto3.resource("dynamodb", region_name=REGION)),
                           sfn=recorder, state_machine_arn=arn, managed=tuple(names),
-                          lock_ttl=timedelta(hours=24), debounce=timedelta(seconds=120))
+                          lock_ttl=timedelta(hours=24), debounce=timedelta(seconds=120), clock=system_clock)
         burst = _events(names, events, rnd)
         arrivals: list[tuple[str, int]] = []
         result = BurstResult(clusters=clusters, events=events)

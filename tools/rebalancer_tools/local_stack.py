@@ -35,8 +35,8 @@ from unittest import mock
 import boto3
 from botocore.credentials import Credentials
 
-from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import wiring
+from rebalancer.domain.clock import Clock
 from rebalancer_tools import template as tpl
 from rebalancer_tools.iam import policies as iam_policies
 from rebalancer_tools.iam.enforce import Enforcer
@@ -102,7 +102,7 @@ class LocalStack:
     kube_url: str | None = None  # a Kueue API server (rebalancer_tools.kube_fake); None ⇒ no demand
     slack_webhook_url: str | None = None
     slack_signing_secret: str | None = None
-    now: Callable[[], datetime] | None = None  # the functions' clock (debounce windows, approval expiry, plans)
+    now: Clock | None = None  # the functions' clock (debounce windows, approval expiry, plans)
     region: str = "us-east-1"
     account: str = "123456789012"
     root: Path = field(default_factory=tpl.find_root)
@@ -187,8 +187,7 @@ class LocalStack:
         self._exit.callback(parameters.clear_caches)
         self._exit.enter_context(mock.patch.object(wiring, "kube_client_factory", self._kube_client))
         if self.now is not None:
-            clocked = Store(table, now=self.now)
-            self._exit.enter_context(mock.patch.object(wiring, "store", return_value=clocked))
+            self._exit.enter_context(mock.patch.object(wiring, "clock", self.now))
         if self.enforce_iam:
             self._function_roles({
                 "AWS::Partition": "aws", "AWS::Region": self.region, "AWS::AccountId": self.account,

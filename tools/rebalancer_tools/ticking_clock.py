@@ -1,15 +1,18 @@
-"""The functions' clock in local runs (demo, tests): starts at the wall time or a given instant, ticks a millisecond
-per reading so audit records keep their order, and jumps forward by hand ("hours later")."""
+"""The functions' clock in local runs (demo, tests): a rebalancer.domain.clock.Clock that starts at the wall time or
+a given instant, ticks a millisecond per reading so audit records keep their order, and jumps forward by hand
+("hours later"). The one fake clock: the local stack, the emulator and every test take this one."""
 
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+
+from rebalancer.domain.clock import system_clock
 
 
-class Clock:
+class TickingClock:
     def __init__(self, start: datetime | None = None) -> None:
-        self.t = start or datetime.now(UTC)
+        self.t = start or system_clock()
         self._lock = threading.Lock()
 
     def __call__(self) -> datetime:

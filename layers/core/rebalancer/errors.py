@@ -1,4 +1,26 @@
-"""Error kinds. The state machine's Retry and Catch match on these class names, so keep them stable."""
+"""Every error kind this package raises on purpose, and what kind it is: the class hierarchy says it.
+
+  RebalancerError
+  ├── TransientError          worth a retry (throttling, 5xx, a lock held, quotas still settling)
+  └── PermanentError          retrying will not help
+      ├── InvalidInput        bad input; one line naming the field and the value (also a ValueError)
+      │   ├── UnknownInstanceType, UnknownMigProfile, InvalidName
+      │   └── BadLink ── LinkExpired                      an approval link or form that decides nothing
+      ├── ConflictError       someone else changed what we were about to write
+      │   ├── ApprovalNotPending                          decided already, or expired
+      │   └── FormAlreadySubmitted
+      ├── NotFound ── UnknownApproval
+      ├── MethodNotAllowed, SignInRequired                a request the approval API does not take
+      ├── RunNotWaiting       the run no longer waits for a decision
+      ├── DecisionNotDelivered  recorded, but Step Functions did not take it
+      ├── ApprovalRejected    the error name a rejection ends RequestApproval with (SendTaskFailure)
+      └── ApplyFailed, VerifyTimedOut, RollbackFailed
+
+Mapped in one place each: the state machine's Retry / Catch (statemachines/rebalance.asl.json) match these class
+names, so keep them stable (tests/unit/test_error_kinds.py reads both); the approval API
+(rebalancer.app.approvals.http) turns each kind into a page with one exception handler per kind. Step Functions
+matches the exact class name a Lambda raised, not its bases: a new transient kind must be named in every Retry.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +41,9 @@ class TransientError(RebalancerError):
     """Worth a retry: throttling, 5xx, a lock held by another run."""
 
 
-class InvalidInput(PermanentError):
-    """Input that fails validation. Names the source, the field and the offending value."""
+class InvalidInput(PermanentError, ValueError):
+    """Input that fails validation. Names the source, the field and the offending value. A ValueError too, so that a
+    pydantic validator that meets one reports it at the field's path like any other bad value."""
 
     def __init__(self, message: str, *, source: str | None = None, field: str | None = None, value: Any = None):
         self.source = source
@@ -42,9 +65,96 @@ class UnknownInstanceType(InvalidInput):
         self.instance_type = instance_type
 
 
+class UnknownMigProfile(InvalidInput):
+    """A MIG profile the GPU (or the instance type) does not have, or a string that is no MIG profile."""
+
+
+class InvalidName(InvalidInput):
+    """A string that cannot become a SageMaker EntityName (a quota's or a scheduler config's name)."""
+
+
 class ConflictError(PermanentError):
     """Someone changed a quota between our read and our write. We never overwrite an edit we did not see."""
 
 
 class ApplyFailed(PermanentError):
     """A change could not be applied; carries the per-change outcomes so far."""
+
+
+class VerifyTimedOut(PermanentError):
+    """The changed quotas did not reach Created/Updated within the verify bound."""
+
+
+class RollbackFailed(PermanentError):
+    """The rollback could not restore every quota; a person must look."""
+
+
+# --- approvals ---------------------------------------------------------------------------------------------------
+# Their messages are sentences for the approval page (or Slack's reply): safe to show, one line each.
+class ApprovalRejected(PermanentError):
+    """Not raised here: the error a rejection sends to the waiting RequestApproval task (SendTaskFailure), which the
+    state machine catches by this class's name."""
+
+
+_NOT_PENDING = {"approved": "This change was already approved.",
+                "rejected": "This change was already rejected.",
+                "expired": "This approval has expired; nothing was changed.",
+                "unknown": "There is no such approval."}
+
+
+class ApprovalNotPending(ConflictError):
+    """The approval was decided already, or expired, or never existed: a replayed or late link changes nothing."""
+
+    def __init__(self, status: str):
+        super().__init__(_NOT_PENDING.get(status, f"This approval is {status}."))
+        self.status = status
+
+
+class RunNotWaiting(PermanentError):
+    """The run's task token is no longer accepted (the run expired, ended or was stopped); `code` is Step Functions'
+    error code."""
+
+    def __init__(self, code: str):
+        super().__init__("The run is no longer waiting for this decision (it expired or ended); nothing was changed.")
+        self.code = code
+
+
+class DecisionNotDelivered(PermanentError):
+    """The decision is recorded but Step Functions refused or failed to take it; `code` says why."""
+
+    def __init__(self, code: str):
+        super().__init__(f"Your decision was recorded but could not be passed on to the run ({code}); the run ends "
+                         "when the approval expires.")
+        self.code = code
+
+
+class FormAlreadySubmitted(ConflictError):
+    """A review form posted a second time."""
+
+
+class NotFound(PermanentError):
+    """No page at this address."""
+
+
+class UnknownApproval(NotFound):
+    """An approval id of the right shape that the store does not hold."""
+
+
+class BadLink(InvalidInput):
+    """The link was forged, altered, expired or incomplete. The message is safe to show on a page."""
+
+
+class LinkExpired(BadLink):
+    """A genuine link (or form) whose time has passed."""
+
+
+class MethodNotAllowed(PermanentError):
+    """A method the address does not take; `allow` is the one it does."""
+
+    def __init__(self, message: str, *, allow: str):
+        super().__init__(message)
+        self.allow = allow
+
+
+class SignInRequired(PermanentError):
+    """The approval API's authorizer is on and the caller's token names no one we believe."""

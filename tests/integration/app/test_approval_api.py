@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from botocore.exceptions import ClientError
 from support.approval_api import BASE, Api, approval_api, slack_headers
 from support.approval_page import has_form
 
@@ -209,3 +210,43 @@ def test_a_slack_button_naming_no_approval_answers_and_decides_nothing(api: Api,
     assert answer["statusCode"] == 200
     assert json.loads(answer["body"])["text"] == "There is no such approval."
     _unchanged(api)
+
+
+# --- when Step Functions does not take the decision ------------------------------------------------------------------
+def _refusing(api: Api, code: str) -> None:
+    """The recorder of SendTask* answers as Step Functions does for `code`: a ClientError."""
+    def refuse(**_kw: Any) -> None:
+        raise ClientError({"Error": {"Code": code, "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 400}},
+                          "SendTaskSuccess")
+
+    api.sfn.send_task_success = refuse  # type: ignore[method-assign]
+    api.sfn.send_task_failure = refuse  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("code", ["TaskTimedOut", "TaskDoesNotExist", "InvalidToken"])
+def test_a_run_that_no_longer_waits_gets_410_on_the_page_and_in_slack_and_the_audit_says_so(api: Api,
+                                                                                           code: str) -> None:
+    _refusing(api, code)
+    url, fields = api.page_form()
+    page = api.call("POST", url, {**fields, "decision": "approve"})
+    assert page["statusCode"] == 410
+    assert "no longer waiting for this decision" in page["body"]
+    assert [a["outcome"] for a in api.approval_audit()] == [f"not-delivered:{code}"]
+
+
+def test_a_slack_decision_the_run_no_longer_waits_for_is_a_slack_reply(api: Api) -> None:
+    _refusing(api, "TaskTimedOut")
+    answer = _slack(api, {"user": {"id": "U1"}, "actions": [{"action_id": "reject", "value": api.approval_id}]})
+    assert answer["statusCode"] == 200
+    assert "no longer waiting" in json.loads(answer["body"])["text"]
+
+
+@pytest.mark.parametrize(("code", "kind"), [("ThrottlingException", "TransientError"),
+                                            ("AccessDeniedException", "PermanentError")])
+def test_a_decision_step_functions_fails_to_take_is_502_naming_the_kind(api: Api, code: str, kind: str) -> None:
+    _refusing(api, code)
+    url, fields = api.page_form()
+    page = api.call("POST", url, {**fields, "decision": "approve"})
+    assert page["statusCode"] == 502
+    assert f"could not be passed on to the run ({kind})" in page["body"]
+    assert [a["outcome"] for a in api.approval_audit()] == [f"not-delivered:{kind}"]

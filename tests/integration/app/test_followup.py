@@ -17,18 +17,18 @@ from support.template import create_table
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.start import Starter, followup_name
 from rebalancer_tools.local_stack import run_finished_event
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(T0)
+def clock() -> TickingClock:
+    return TickingClock(T0)
 
 
 @pytest.fixture
-def starter(clock: Clock) -> Iterator[Starter]:
+def starter(clock: TickingClock) -> Iterator[Starter]:
     with mock_aws():
         create_table(boto3.client("dynamodb"))
         sfn = boto3.client("stepfunctions")
@@ -36,7 +36,7 @@ def starter(clock: Clock) -> Iterator[Starter]:
         arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
             {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
         yield Starter(store=Store("t", now=clock), sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
-                      lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2))
+                      lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2), clock=clock)
 
 
 def executions(starter: Starter) -> list[dict[str, Any]]:
@@ -50,7 +50,7 @@ def ended(starter: Starter, execution: dict[str, Any]) -> dict[str, Any]:
                               "us-east-1", "123456789012")
 
 
-def test_a_change_during_a_run_is_planned_by_one_follow_up_run(starter: Starter, clock: Clock) -> None:
+def test_a_change_during_a_run_is_planned_by_one_follow_up_run(starter: Starter, clock: TickingClock) -> None:
     assert starter.handle(load_event("hyperpod-node-health")).status == "started"
     [first] = executions(starter)
     clock.t += timedelta(minutes=1)
@@ -70,7 +70,7 @@ def test_a_change_during_a_run_is_planned_by_one_follow_up_run(starter: Starter,
 
 
 def test_a_run_that_ends_quietly_starts_nothing_and_the_next_event_starts_a_fresh_run(starter: Starter,
-                                                                                      clock: Clock) -> None:
+                                                                                      clock: TickingClock) -> None:
     starter.handle(load_event("hyperpod-node-health"))
     [first] = executions(starter)
     assert starter.handle(ended(starter, first)).status == "irrelevant"
@@ -79,7 +79,7 @@ def test_a_run_that_ends_quietly_starts_nothing_and_the_next_event_starts_a_fres
     assert again.executions == [followup_name("ml-cluster", first["name"], clock.t, timedelta(minutes=2))]
 
 
-def test_a_run_that_ends_between_the_check_and_the_mark_is_taken_over(starter: Starter, clock: Clock) -> None:
+def test_a_run_that_ends_between_the_check_and_the_mark_is_taken_over(starter: Starter, clock: TickingClock) -> None:
     starter.handle(load_event("hyperpod-node-health"))
     [first] = executions(starter)
     real = starter._holder_busy

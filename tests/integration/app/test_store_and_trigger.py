@@ -12,10 +12,11 @@ from moto import mock_aws
 from support.events import load_event
 from support.template import create_table
 
-from rebalancer.adapters.dynamodb.store import ApprovalNotPending, ApprovalRecord, Store
+from rebalancer.adapters.dynamodb.store import ApprovalRecord, Store
 from rebalancer.app.trigger.events import parse_trigger
 from rebalancer.app.trigger.start import Starter, execution_name
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer.errors import ApprovalNotPending
+from rebalancer_tools.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 
@@ -28,12 +29,12 @@ def aws() -> Iterator[None]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(T0)
+def clock() -> TickingClock:
+    return TickingClock(T0)
 
 
 @pytest.fixture
-def store(aws: None, clock: Clock) -> Store:
+def store(aws: None, clock: TickingClock) -> Store:
     return Store("t", now=clock)
 
 
@@ -56,7 +57,7 @@ def test_audit_log_keeps_order_and_decodes_fields(store: Store) -> None:
     assert log[1]["who"] == "alice"
 
 
-def test_the_lock_is_exclusive_until_it_expires_or_is_taken_over(store: Store, clock: Clock) -> None:
+def test_the_lock_is_exclusive_until_it_expires_or_is_taken_over(store: Store, clock: TickingClock) -> None:
     first = store.acquire_lock("c1", "run-1", timedelta(minutes=10))
     assert first.acquired
     second = store.acquire_lock("c1", "run-2", timedelta(minutes=10))
@@ -68,7 +69,7 @@ def test_the_lock_is_exclusive_until_it_expires_or_is_taken_over(store: Store, c
     assert store.acquire_lock("c1", "run-3", timedelta(minutes=10)).acquired
 
 
-def test_an_approval_is_decided_once_and_not_after_its_deadline(store: Store, clock: Clock) -> None:
+def test_an_approval_is_decided_once_and_not_after_its_deadline(store: Store, clock: TickingClock) -> None:
     rec = ApprovalRecord("a1", "token", "arn:exec:run-1", "c1", "pending", T0 + timedelta(hours=1))
     assert store.put_approval(rec)
     assert not store.put_approval(rec)
@@ -101,7 +102,7 @@ def starter(store: Store) -> Starter:
     arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
         {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
     return Starter(store=store, sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
-                   lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2))
+                   lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2), clock=store.now)
 
 
 def _executions(starter: Starter) -> list[dict[str, object]]:
@@ -116,7 +117,7 @@ def test_execution_names_are_deterministic_per_window() -> None:
     assert execution_name("ml-cluster", T0 + timedelta(seconds=95), timedelta(minutes=2)) != a
 
 
-def test_a_run_holds_the_cluster_until_it_ends(starter: Starter, clock: Clock) -> None:
+def test_a_run_holds_the_cluster_until_it_ends(starter: Starter, clock: TickingClock) -> None:
     event = load_event("hyperpod-node-health")
     first = starter.handle(event)
     assert first.status == "started"

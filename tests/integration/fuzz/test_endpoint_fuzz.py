@@ -28,7 +28,7 @@ from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app import wiring
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.local_stack import LocalStack
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 CLUSTER = "ml-cluster"
 POLICY = "teams:\n  a: {weight: 1}\n"
@@ -49,7 +49,7 @@ FORMS = st.dictionaries(FORM_KEYS, st.text(max_size=30), max_size=8).map(urlenco
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    clock = Clock(T0)
+    clock = TickingClock(T0)
     with mock_aws(), LocalStack(clusters={CLUSTER: POLICY}, slack_signing_secret=SLACK_SECRET, now=clock) as s:
         wiring.store().put_approval(ApprovalRecord(
             APPROVAL, "token", f"arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:{CLUSTER}-1",

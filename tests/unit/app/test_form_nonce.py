@@ -9,7 +9,8 @@ from itertools import count
 import pytest
 
 from rebalancer.app.approvals.form_nonce import FormNonces
-from rebalancer.app.approvals.signing import BadLink, LinkExpired, LinkSigner
+from rebalancer.app.approvals.signing import LinkSigner
+from rebalancer.errors import BadLink, LinkExpired
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 EXPIRES = int((NOW + timedelta(hours=1)).timestamp())

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from slack_sdk.signature import Clock, SignatureVerifier
 from support.props import properties
 
-from rebalancer.app.approvals.signing import BadLink, LinkSigner, slack_request_is_valid
+from rebalancer.app.approvals.signing import LinkSigner, slack_request_is_valid
+from rebalancer.errors import BadLink
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SIGNER = LinkSigner(b"k" * 32)

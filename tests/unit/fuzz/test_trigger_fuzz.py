@@ -68,9 +68,10 @@ class Sfn:
 
 def handle(event: Any) -> tuple[dict[str, Any], Sfn]:
     sfn = Sfn()
-    starter = Starter(store=Locks(), sfn=sfn, state_machine_arn=SM,  # type: ignore[arg-type]
+    locks = Locks()
+    starter = Starter(store=locks, sfn=sfn, state_machine_arn=SM,  # type: ignore[arg-type]
                       managed=("ml-cluster", "other"), lock_ttl=timedelta(minutes=30),
-                      debounce=timedelta(minutes=5))
+                      debounce=timedelta(minutes=5), clock=locks.now)
     outcome = starter.handle(event).as_dict()
     assert outcome["status"] in STATUSES
     assert len(sfn.started) <= 2  # at most one per managed cluster

@@ -24,7 +24,7 @@ from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo, seed_demo
 from rebalancer_tools.emulator.server import EmulatorServer
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
 from rebalancer_tools.loopback import LoopbackServer, QuietHandler
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -63,7 +63,7 @@ class World:
     slack: SlackReceiver
     gateway: ApprovalGateway
     stack: LocalStack
-    clock: Clock
+    clock: TickingClock
     policy_text: str
 
     @property
@@ -97,7 +97,7 @@ class World:
 
 
 @contextmanager
-def open_world(policy_text: str, *, clock: Clock | None = None) -> Iterator[World]:
+def open_world(policy_text: str, *, clock: TickingClock | None = None) -> Iterator[World]:
     """Start every part, seed the cluster, the demand and the metrics, deploy the stack; stop it all on exit."""
     with ExitStack() as stack:
         server = stack.enter_context(EmulatorServer(quiet=True))
@@ -112,7 +112,7 @@ def open_world(policy_text: str, *, clock: Clock | None = None) -> Iterator[Worl
         _reset(server.endpoint)  # moto's backends are per process: start from nothing, leave nothing behind
         stack.callback(_reset, server.endpoint)
         # The cluster and its quotas were set up a day before the story starts (so no cooldown is running).
-        the_clock = clock or Clock(datetime.now(UTC) - timedelta(days=1))
+        the_clock = clock or TickingClock(datetime.now(UTC) - timedelta(days=1))
         emulator = Emulator(ACCOUNT, REGION, clock=the_clock)
         seeded = seed_demo(emulator)
         emulator.set_eks_cluster(DEMO.cluster_name, cast.EKS_CLUSTER)  # Container Insights names the EKS cluster

@@ -14,9 +14,10 @@ from typing import Any
 
 from moto.sagemaker.models import sagemaker_backends
 
+from rebalancer.domain.clock import Clock
 from rebalancer_tools.emulator import cluster_ops
 from rebalancer_tools.emulator.faults import FaultInjector, FaultKind, FaultRule
-from rebalancer_tools.emulator.governance import Clock, Governance, Settings, governance
+from rebalancer_tools.emulator.governance import Governance, Settings, governance
 from rebalancer_tools.emulator.install import install
 from rebalancer_tools.emulator.invariant import InvariantMonitor
 from rebalancer_tools.emulator.resources import Kind

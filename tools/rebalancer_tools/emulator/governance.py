@@ -19,14 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rebalancer.catalog.specs import spec
+from rebalancer.domain.clock import Clock, system_clock
 from rebalancer.errors import UnknownInstanceType
 from rebalancer_tools.emulator import capacity, events
 from rebalancer_tools.emulator.errors import ConflictException, ResourceNotFound, ValidationError
 from rebalancer_tools.emulator.faults import FAILING, FaultInjector, FaultKind
 from rebalancer_tools.emulator.invariant import InvariantMonitor, InvariantRecord
 from rebalancer_tools.emulator.resources import SETTLES_TO, Kind, Pending, Resource
-
-Clock = Callable[[], dt.datetime]
 
 _ATTR = "_rebalancer_governance"
 _CREATE_LOCK = threading.Lock()
@@ -39,10 +38,6 @@ _BODY_KEYS = {
 
 
 _VERB = {"Creating": "Create", "Updating": "Update", "Deleting": "Delete"}
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def _aware(t: dt.datetime) -> dt.datetime:
@@ -64,7 +59,7 @@ class Governance:
         self.settings = Settings()
         self.faults = FaultInjector()
         self.monitor = InvariantMonitor()
-        self.clock: Clock = utc_now
+        self.clock: Clock = system_clock
         self.resources: dict[str, Resource] = {}
         self.events: list[dict[str, Any]] = []
         self._serial = 0

@@ -19,6 +19,11 @@ import boto3
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import config
+from rebalancer.domain.clock import Clock, system_clock
+
+# The functions' time of day: every use case and the store take it from here. The local stack and the tests put
+# their clock (rebalancer_tools.ticking_clock) in its place, then call reset().
+clock: Clock = system_clock
 
 
 @cache
@@ -28,7 +33,7 @@ def client(service: str) -> Any:
 
 @cache
 def store() -> Store:
-    return Store(config.load(config.EnvConfig).table_name)
+    return Store(config.load(config.EnvConfig).table_name, now=clock)
 
 
 @cache

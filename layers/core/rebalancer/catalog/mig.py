@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import cache
 
 from rebalancer.catalog.specs import spec
+from rebalancer.errors import UnknownMigProfile
 
 
 def _layout(eighth: int, quarter: int, half: int, full: int) -> dict[str, int]:
@@ -40,27 +41,30 @@ GPU_OF_MODEL = {"A100-40GB": "A100-40GB", "A100-80GB": "A100-80GB", "H100": "H10
 
 
 def partitions_per_gpu(profile: str, gpu: str) -> int:
-    """How many `profile` instances fit on one `gpu`. ValueError naming both when the GPU has no such profile."""
+    """How many `profile` instances fit on one `gpu`. UnknownMigProfile naming both when the GPU has no such profile
+    (or no MIG table)."""
     table = PER_GPU.get(gpu)
     if table is None:
-        raise ValueError(f"no MIG table for GPU {gpu!r}; known: {', '.join(PER_GPU)}")
+        raise UnknownMigProfile(f"no MIG table for GPU {gpu!r}; known: {', '.join(PER_GPU)}", value=gpu)
     try:
         return table[profile]
     except KeyError:
-        raise ValueError(f"{profile!r} is not a MIG profile of {gpu} (its profiles: {', '.join(table)})") from None
+        raise UnknownMigProfile(f"{profile!r} is not a MIG profile of {gpu} (its profiles: {', '.join(table)})",
+                                value=profile) from None
 
 
 def gpu_of(instance_type: str) -> str:
     model = spec(instance_type).accelerator_model
     gpu = GPU_OF_MODEL.get(model or "")
     if gpu is None:
-        raise ValueError(f"{instance_type} ({model or 'no GPU'}) does not support MIG")
+        raise UnknownMigProfile(f"{instance_type} ({model or 'no GPU'}) does not support MIG", value=instance_type)
     return gpu
 
 
 @cache
 def partitions_per_gpu_on(instance_type: str, profile: str) -> int:
-    """`ml.p5.48xlarge`, `mig-1g.20gb` → 4. ValueError naming the type and profile when they do not go together."""
+    """`ml.p5.48xlarge`, `mig-1g.20gb` → 4. UnknownMigProfile naming the type and profile when they do not go
+    together."""
     return partitions_per_gpu(profile, gpu_of(instance_type))
 
 

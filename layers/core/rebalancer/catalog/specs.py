@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.catalog.instance_types import TABLE
-from rebalancer.errors import UnknownInstanceType
+from rebalancer.errors import UnknownInstanceType, UnknownMigProfile
 
 
 class AcceleratorKind(StrEnum):
@@ -31,12 +31,12 @@ MIG_PER_GPU = {"1g": 7, "2g": 3, "3g": 2, "4g": 1, "7g": 1}
 
 
 def mig_partitions_per_gpu(profile: str) -> int:
-    """`mig-1g.10gb` → 7. Raises ValueError for a string that is not a MIG profile."""
+    """`mig-1g.10gb` → 7. Raises UnknownMigProfile for a string that is not a MIG profile."""
     try:
         slices = profile.removeprefix("mig-").split(".", 1)[0]
         return MIG_PER_GPU[slices]
     except (KeyError, IndexError):
-        raise ValueError(f"not a MIG profile: {profile!r}") from None
+        raise UnknownMigProfile(f"not a MIG profile: {profile!r}", value=profile) from None
 
 
 class InstanceSpec(BaseModel):

@@ -17,9 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator, model_validator
+from pydantic import ConfigDict, Field, PositiveFloat, field_validator, model_validator
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.frozen import Frozen
 from rebalancer.errors import UnknownInstanceType
 
 Period = Literal["month", "week"]
@@ -27,8 +28,10 @@ OnExhausted = Literal["guarantee_only", "no_borrowing", "notify"]
 ALL = "all"
 
 
-class Budget(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Budget(Frozen):
+    # Infinity allowed, unlike Frozen: `rebalancer usage` measures a team without a budget against an unbounded one
+    # (rebalancer_tools.usage_report), and a policy could always say `.inf` here.
+    model_config = ConfigDict(allow_inf_nan=True)
 
     accelerator_hours: PositiveFloat | None = None
     money: PositiveFloat | None = None  # in the currency of `prices` (per instance-hour)
@@ -83,10 +86,8 @@ class Budget(BaseModel):
         return period_window(at, self.period, self.timezone)
 
 
-class PeriodWindow(BaseModel):
+class PeriodWindow(Frozen):
     """One budget period: [start, end) in UTC, and its label (`2026-11`, `2026-W48`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     label: str
     start: datetime
@@ -132,10 +133,8 @@ def parse_period_label(label: str, period: Period, timezone: str = "UTC") -> Per
     return period_window(at.replace(tzinfo=ZoneInfo(timezone)), period, timezone)
 
 
-class BudgetUsage(BaseModel):
+class BudgetUsage(Frozen):
     """A team's period-to-date use against its budget, as the plan step computed it from the metered facts."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     period: str
     accelerator_hours: float = 0.0

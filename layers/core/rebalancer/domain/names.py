@@ -13,15 +13,17 @@ from __future__ import annotations
 import hashlib
 import re
 
+from rebalancer.errors import InvalidName
+
 ENTITY_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 ENTITY_NAME_MAX = 63
 _DIGEST = 8
 
 
 def entity_name(base: str, suffix: str) -> str:
-    """`base-suffix`, shortened to a valid EntityName. ValueError when `base` or `suffix` are not name material."""
+    """`base-suffix`, shortened to a valid EntityName. InvalidName when `base` or `suffix` are not name material."""
     if not ENTITY_NAME.fullmatch(suffix) or not re.fullmatch(r"[a-zA-Z0-9-]+", base) or not base[0].isalnum():
-        raise ValueError(f"cannot make an EntityName from {base!r} and {suffix!r}")
+        raise InvalidName(f"cannot make an EntityName from {base!r} and {suffix!r}", value=base)
     base = base.rstrip("-") or "x"
     name = f"{base}-{suffix}"
     if len(name) <= ENTITY_NAME_MAX:

@@ -9,9 +9,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
 
+from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.pools import pool_name
 
 Operation = Literal["UpdateComputeQuota", "CreateComputeQuota"]
@@ -19,10 +20,7 @@ SchedulerOperation = Literal["CreateClusterSchedulerConfig", "UpdateClusterSched
 CLUSTER = "(cluster)"  # FieldChange.team of a scheduler-config field
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
+# Not Frozen (a dataclass, see its docstring): the decorator freezes it; its amounts come from the engine, not a file.
 @dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
 class Change:
     """One team's allocation of one pool moving from `before` to `after`, and why.

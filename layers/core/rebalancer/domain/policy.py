@@ -17,8 +17,6 @@ from collections import defaultdict
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
@@ -29,15 +27,12 @@ from pydantic import (
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget
+from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.pools import PoolKey
 
 TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 TEAM_NAME_MAX = 40
 PERCENT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Amount(Frozen):

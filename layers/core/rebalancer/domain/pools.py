@@ -4,9 +4,8 @@ reading of a quota's resource entries per pool (the planner, the quota writer, t
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.snapshot import ComputeQuota
 from rebalancer.errors import InvalidInput, UnknownInstanceType
 
@@ -16,10 +15,8 @@ def pool_name(instance_type: str, profile: str | None) -> str:
     return f"{instance_type}:{profile}" if profile else instance_type
 
 
-class PoolKey(BaseModel):
+class PoolKey(Frozen):
     """One allocatable pool: an instance type's primary resource, or one MIG profile on it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     instance_type: str
     mig_profile: str | None = None

@@ -11,16 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.pools import PoolKey, holdings
 from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, Snapshot
 from rebalancer.errors import InvalidInput
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class PoolUse(Frozen):

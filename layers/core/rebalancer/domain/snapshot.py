@@ -14,11 +14,13 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
 from rebalancer.domain.budget import BudgetUsage
+from rebalancer.domain.frozen import Frozen
 
 
 class AwsShape(BaseModel):
     """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
 
+    # Not Frozen: AWS adds response fields over time, which we keep (and write back on an update) rather than refuse.
     model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
 
     def to_api(self) -> dict[str, Any]:
@@ -139,10 +141,8 @@ class ClusterSchedulerConfig(AwsShape):
     LastModifiedTime: datetime | None = None
 
 
-class Resources(BaseModel):
+class Resources(Frozen):
     """Amounts of one team's demand on one instance type. All optional; absent means zero."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     accelerators: NonNegativeFloat = 0
     vcpu: NonNegativeFloat = 0
@@ -153,9 +153,7 @@ class Resources(BaseModel):
         return float(getattr(self, resource))
 
 
-class Demand(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
+class Demand(Frozen):
     in_use: Resources = Field(default_factory=Resources)
     pending: Resources = Field(default_factory=Resources)
     # When the oldest of the team's pending workloads on this pool was created (Kueue Workload
@@ -166,22 +164,18 @@ class Demand(BaseModel):
         return self.in_use.get(resource) + self.pending.get(resource)
 
 
-class Utilization(BaseModel):
+class Utilization(Frozen):
     """A team's average accelerator utilization (percent) over a window, from CloudWatch Container Insights.
     None: no data (no pods of that kind ran, or Container Insights is not set up)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     window_minutes: NonNegativeInt
     gpu_percent: NonNegativeFloat | None = None
     neuroncore_percent: NonNegativeFloat | None = None
 
 
-class Governance(BaseModel):
+class Governance(Frozen):
     """The cluster's task-governance prerequisites as collect found them (rebalancer.adapters.prerequisites): the EKS
     add-on and the Kueue API it installs, and one line per failed check saying what to fix."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     addon_version: str | None = None
     addon_status: str | None = None
@@ -192,11 +186,9 @@ class Governance(BaseModel):
 HEALTHY_NODE_STATUS = "Running"
 
 
-class Snapshot(BaseModel):
+class Snapshot(Frozen):
     """Everything a plan is computed from. `demand[team][instance_type]` (or `[team]["<type>:<mig profile>"]` for
     MIG partitions); a team with no entry has zero demand."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     taken_at: AwareDatetime  # a time without a zone is refused: UTC or not is not ours to guess
     cluster: Cluster

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
 from rebalancer.engine.family_caps import CoupledPool, Family, coupled_fill, coupled_round
+from rebalancer.errors import InvalidInput
 
 EPS = 1e-9
 INF = math.inf
@@ -283,7 +284,8 @@ def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _S
     for team, key in keys:
         for pair in groups[team, key]:
             if pair in seen:  # the policy refuses overlapping families; the rounding relies on it
-                raise ValueError(f"{team}: family caps {seen[pair]} and {key} overlap on {coupled[pair[0]].key}")
+                raise InvalidInput(f"{team}: family caps {seen[pair]} and {key} overlap on {coupled[pair[0]].key}",
+                                   value=key)
             seen[pair] = key
     families = [Family(amounts[k], tuple(groups[k])) for k in keys]
     floors, factors, ceilings = [], [], []

@@ -95,6 +95,8 @@ def parse_json(text: str, source: str) -> Any:
         return json.loads(text, object_pairs_hook=_unique_pairs(source), parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise InvalidInput(f"line {e.lineno}, column {e.colno}: not valid JSON: {e.msg}", source=source) from None
+    except InvalidInput:  # a duplicate key, said by the hook (an InvalidInput is a ValueError too)
+        raise
     except ValueError as e:  # a NaN/Infinity constant, or an integer of more digits than Python converts
         raise InvalidInput(f"not valid JSON: {short(str(e), 120)}", source=source) from None
     except RecursionError:
@@ -152,6 +154,8 @@ def parse_yaml(text: str, source: str) -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InvalidInput(f"{where}not valid YAML/JSON: {short(problem, 120)}", source=source) from None
+    except InvalidInput:  # an alias or a duplicate key, said by the loader (an InvalidInput is a ValueError too)
+        raise
     except ValueError as e:  # an integer of more digits than Python converts, a bad date
         raise InvalidInput(f"not a valid YAML value: {short(str(e), 120)}", source=source) from None
     except RecursionError:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,7 +36,8 @@ import boto3
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from rebalancer.errors import TransientError
+from rebalancer.domain.clock import Clock, system_clock
+from rebalancer.errors import ApprovalNotPending, TransientError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -59,10 +60,6 @@ ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
 
 
 HISTORY_RETENTION = timedelta(days=90)  # the template's HistoryRetentionDays default
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _epoch(t: datetime) -> int:
@@ -95,16 +92,8 @@ class RunContext:
     started_at: str | None = None
 
 
-class ApprovalNotPending(Exception):
-    """The approval was decided already, or expired: a replayed or late link changes nothing."""
-
-    def __init__(self, status: str):
-        super().__init__(status)
-        self.status = status
-
-
 class Store:
-    def __init__(self, table_name: str, *, resource: Any = None, now: Callable[[], datetime] = utcnow):
+    def __init__(self, table_name: str, *, resource: Any = None, now: Clock = system_clock):
         self.table_name = table_name
         self._resource = resource
         self._table: Any = None

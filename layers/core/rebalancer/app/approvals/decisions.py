@@ -4,29 +4,28 @@ SendTaskFailure exactly once. Replays and late decisions change nothing. The app
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from rebalancer.adapters.dynamodb.store import ApprovalNotPending, ApprovalRecord, ApprovalStatus, RunContext, Store
+from rebalancer.adapters.dynamodb.store import ApprovalRecord, ApprovalStatus, RunContext, Store
+from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
 from rebalancer.app.notifications.notify import approval_id_of, deliver, execution_url
 from rebalancer.app.workflow.state import RunRef, load_plan
-
-REJECTED_ERROR = "ApprovalRejected"
+from rebalancer.domain.clock import Clock
+from rebalancer.errors import ApprovalRejected, DecisionNotDelivered, RebalancerError, RunNotWaiting
 
 
 @dataclass
 class Approvals:
     store: Store
-    sfn: Any
+    tasks: TaskTokens
     signer: LinkSigner
     channels: list[Channel]
+    clock: Clock
 
     # --- RequestApproval (invoked by the state machine with a task token) -------------------------------------------
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +33,7 @@ class Approvals:
         plan = load_plan(self.store, run)
         approval_id = approval_id_of(run.execution_arn)
         timeout = int(payload["plan"]["approval_timeout_seconds"])
-        decide_by = self.store.now() + timedelta(seconds=timeout)
+        decide_by = self.clock() + timedelta(seconds=timeout)
         created = self.store.put_approval(ApprovalRecord(
             approval_id=approval_id, task_token=payload["task_token"], execution_arn=run.execution_arn,
             cluster_name=run.cluster_name, status="pending", decide_by=decide_by))
@@ -59,29 +58,28 @@ class Approvals:
 
     # --- a decision --------------------------------------------------------------------------------------------
     def decide(self, approval_id: str, decision: Decision, who: str, comment: str | None = None,
-               identity: Mapping[str, str] | None = None) -> tuple[int, str]:
-        """(HTTP status, sentence for the page). The comment and how `who` was verified (the token's issuer and
-        subject, the Slack user id), if any, go into the audit record."""
+               identity: Mapping[str, str] | None = None) -> str:
+        """The sentence for the page once the run has the decision. The comment and how `who` was verified (the
+        token's issuer and subject, the Slack user id), if any, go into the audit record. Raises ApprovalNotPending
+        for a replayed or late decision, RunNotWaiting when the run has moved on (both change nothing)."""
         status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
-        try:
-            rec = self.store.decide_approval(approval_id, status, who)
-        except ApprovalNotPending as e:
-            return 409, {"approved": "This change was already approved.",
-                         "rejected": "This change was already rejected.",
-                         "expired": "This approval has expired; nothing was changed.",
-                         "unknown": "There is no such approval."}.get(e.status, f"This approval is {e.status}.")
+        rec = self.store.decide_approval(approval_id, status, who)
+        execution = rec.execution_arn.rsplit(":", 1)[-1]
         try:
             if decision == "approve":
-                self.sfn.send_task_success(taskToken=rec.task_token, output=json.dumps(
-                    {"decided_by": who, "decided_at": self.store.now().isoformat()}))
+                self.tasks.succeed(rec.task_token, {"decided_by": who, "decided_at": self.clock().isoformat()})
             else:
-                self.sfn.send_task_failure(taskToken=rec.task_token, error=REJECTED_ERROR, cause=f"rejected by {who}")
-        except ClientError as e:
-            code = e.response["Error"]["Code"]
-            self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval",
-                             outcome=f"not-delivered:{code}", who=who)
-            return 410, "The run is no longer waiting for this decision (it expired or ended); nothing was changed."
+                self.tasks.fail(rec.task_token, ApprovalRejected.__name__, f"rejected by {who}")
+        except RunNotWaiting as e:
+            self._not_delivered(rec, who, e.code)
+            raise
+        except RebalancerError as e:  # throttled past botocore's retries, or refused: the run will expire
+            self._not_delivered(rec, who, type(e).__name__)
+            raise DecisionNotDelivered(type(e).__name__) from e
         detail = {**({"comment": comment} if comment else {}), **({"identity": dict(identity)} if identity else {})}
-        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval", outcome=status, who=who,
-                         detail=detail or None)
-        return 200, f"Thank you: the change was {status}."
+        self.store.audit(rec.cluster_name, execution, "approval", outcome=status, who=who, detail=detail or None)
+        return f"Thank you: the change was {status}."
+
+    def _not_delivered(self, rec: ApprovalRecord, who: str, code: str) -> None:
+        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval",
+                         outcome=f"not-delivered:{code}", who=who)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from rebalancer.app.approvals.signing import BadLink, LinkExpired
+from rebalancer.errors import BadLink, LinkExpired
 
 NONCE_BYTES = 16
 

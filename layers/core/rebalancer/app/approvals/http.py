@@ -8,7 +8,8 @@
 
 Mail scanners and chat unfurlers GET every link they see, so only the POST decides, and only with a nonce from a
 page this API rendered. Anything else gets a page saying why, with the HTTP status that fits, and changes nothing:
-routes raise `Refused` (or the signer's BadLink) and the exception handlers below make the page, in one place.
+routes raise the error kinds of rebalancer.errors and the exception handlers below (one per kind) make the page, or
+Slack's reply, in one place.
 
 Who decides. With the API's optional JWT authorizer (template parameters ApprovalOidcIssuer and ApprovalOidcAudience,
 the function then gets APPROVAL_OIDC_ISSUER), API Gateway has verified the caller's token and passes its claims: the
@@ -43,27 +44,33 @@ from rebalancer.app.approvals.review_page import (
     rows_of,
     trigger_text,
 )
-from rebalancer.app.approvals.signing import DECISIONS, BadLink, Decision, LinkExpired, slack_request_is_valid
+from rebalancer.app.approvals.signing import DECISIONS, Decision, slack_request_is_valid
 from rebalancer.app.notifications.notify import execution_url
 from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.errors import (
+    BadLink,
+    ConflictError,
+    DecisionNotDelivered,
+    FormAlreadySubmitted,
+    InvalidInput,
+    LinkExpired,
+    MethodNotAllowed,
+    NotFound,
+    RunNotWaiting,
+    SignInRequired,
+    UnknownApproval,
+)
 
 APPROVAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 IDENTITY_CLAIMS = ("email", "preferred_username", "sub")  # the first one the token has names the approver
 MAX_FORM_FIELDS = 16  # the form has 8; a body with more is not from our page
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+SLACK_PATH = "/slack/interactions"
 
 app = APIGatewayHttpResolver()
 # Powertools keeps the current event on the resolver's class. Lambda runs one invocation at a time per process; the
 # local stack's loopback gateway serves requests on threads, so they take turns.
 _one_at_a_time = threading.Lock()
-
-
-class Refused(Exception):
-    """A request that changes nothing: its page's status, title and sentence."""
-
-    def __init__(self, status: int, title: str, text: str, *, url: str | None = None, allow: str | None = None):
-        super().__init__(text)
-        self.status, self.title, self.text, self.url, self.allow = status, title, text, url, allow
 
 
 @dataclass(frozen=True)
@@ -96,8 +103,8 @@ class ApprovalApi:
         claims = app.current_event.request_context.authorizer.jwt_claim
         name = next((str(claims[c]).strip() for c in IDENTITY_CLAIMS if str(claims.get(c) or "").strip()), "")
         if claims.get("iss") != self.oidc_issuer or not name:
-            raise Refused(401, "Sign-in required", "This approval page needs you signed in with your organisation's "
-                          "account; nothing was changed.")
+            raise SignInRequired("This approval page needs you signed in with your organisation's account; nothing "
+                                 "was changed.")
         return Approver(name[:NAME_MAX], {"via": "oidc", "issuer": self.oidc_issuer,
                                           "subject": str(claims.get("sub") or "")})
 
@@ -105,7 +112,7 @@ class ApprovalApi:
     def review(self, approval_id: str, params: dict[str, str]) -> Response[str]:
         approver = self.approver()
         store = self.approvals.store
-        now = store.now()
+        now = self.approvals.clock()
         decision = self.approvals.signer.check(approval_id, params, now)
         rec = _approval(self.approvals, approval_id)
         context = store.run_context(approval_id)
@@ -126,7 +133,7 @@ class ApprovalApi:
     def decide(self, approval_id: str) -> Response[str]:
         approver = self.approver()
         store = self.approvals.store
-        now = store.now()
+        now = self.approvals.clock()
         form = _form(_body())
         link = {"decision": form.get("link", ""), "expires": form.get("expires", ""), "sig": form.get("sig", "")}
         self.approvals.signer.check(approval_id, link, now)
@@ -136,22 +143,20 @@ class ApprovalApi:
         comment = form.get("comment", "").strip()
         name = "" if approver else form.get("name", "").strip()  # with a verified identity a typed name is ignored
         if chosen not in DECISIONS:
-            raise Refused(400, "Nothing changed", "The form named no decision (approve or reject).")
+            raise InvalidInput("The form named no decision (approve or reject).", value=chosen)
         if len(comment) > COMMENT_MAX or len(name) > NAME_MAX:
-            raise Refused(400, "Nothing changed", f"The comment is limited to {COMMENT_MAX} characters and the name "
-                          f"to {NAME_MAX}.")
+            raise InvalidInput(f"The comment is limited to {COMMENT_MAX} characters and the name to {NAME_MAX}.")
         rec = _approval(self.approvals, approval_id)
         url = execution_url(rec.execution_arn)
+        app.append_context(execution_url=url)  # type: ignore[no-untyped-call]  # what a refusal's page links to
         if not store.claim_form_nonce(approval_id, nonce_id, datetime.fromtimestamp(expires, UTC)):
-            raise Refused(409, "Nothing changed", "This form was already submitted; open the link from the message "
-                          "again to see where the approval stands.", url=url)
+            raise FormAlreadySubmitted("This form was already submitted; open the link from the message again to see "
+                                       "where the approval stands.")
         source = app.current_event.request_context.http.source_ip or "unknown address"
         who = approver.name if approver else name or f"approval page from {source}"
         decision: Decision = "approve" if chosen == "approve" else "reject"
-        status, text = self.approvals.decide(approval_id, decision, who, comment=comment or None,
-                                             identity=approver.identity if approver else None)
-        if status != 200:
-            raise Refused(status, "Nothing changed", text, url=url)
+        text = self.approvals.decide(approval_id, decision, who, comment=comment or None,
+                                     identity=approver.identity if approver else None)
         title = "Approved" if decision == "approve" else "Rejected"
         then = (" The run goes on to apply the plan." if decision == "approve"
                 else " The run ends without changing any quota.")
@@ -162,7 +167,7 @@ class ApprovalApi:
         body = _body()
         headers = dict(app.current_event.headers or {})
         if not self.slack_signing_secret or not slack_request_is_valid(
-                self.slack_signing_secret, body, headers, self.approvals.store.now()):
+                self.slack_signing_secret, body, headers, self.approvals.clock()):
             return _text(401, "invalid Slack signature")
         try:
             decision, approval_id, user, team = _slack_action(body)
@@ -171,15 +176,12 @@ class ApprovalApi:
         if decision not in DECISIONS:
             return _text(200, "")
         if not APPROVAL_ID.fullmatch(approval_id):
-            text = "There is no such approval."
-        else:
-            who = f"slack:{user.get('username') or user.get('name') or user.get('id') or 'unknown'}"
-            identity = {k: v for k, v in (("via", "slack"), ("user_id", user.get("id", "")),
-                                          ("team_id", team.get("id", ""))) if v}
-            _, text = self.approvals.decide(approval_id, "approve" if decision == "approve" else "reject", who,
-                                            identity=identity)
-        return Response(status_code=200, headers={"content-type": "application/json"},
-                        body=json.dumps({"replace_original": False, "text": text}))
+            raise UnknownApproval("There is no such approval.")
+        who = f"slack:{user.get('username') or user.get('name') or user.get('id') or 'unknown'}"
+        identity = {k: v for k, v in (("via", "slack"), ("user_id", user.get("id", "")),
+                                      ("team_id", team.get("id", ""))) if v}
+        return _slack_reply(self.approvals.decide(approval_id, "approve" if decision == "approve" else "reject", who,
+                                                  identity=identity))
 
 
 # --- routes ------------------------------------------------------------------------------------------------------
@@ -196,8 +198,8 @@ def review(approval_id: str) -> Response[str]:
 @app.route("/approvals/<approval_id>", method=[m for m in METHODS if m != "GET"])
 def review_address_posted(approval_id: str) -> Response[str]:
     _known_shape(approval_id)
-    raise Refused(405, "Use the review page", "Open the link from the message and press Approve or Reject there; "
-                  "nothing was changed.", allow="GET")
+    raise MethodNotAllowed("Open the link from the message and press Approve or Reject there; nothing was changed.",
+                           allow="GET")
 
 
 @app.post("/approvals/<approval_id>/decision")
@@ -208,26 +210,75 @@ def decide(approval_id: str) -> Response[str]:
 @app.route("/approvals/<approval_id>/decision", method=[m for m in METHODS if m != "POST"])
 def decision_address_opened(approval_id: str) -> Response[str]:
     _known_shape(approval_id)
-    raise Refused(405, "Use the review page", "Decisions are made with the Approve and Reject buttons of the review "
-                  "page; opening this address changes nothing.", allow="POST")
+    raise MethodNotAllowed("Decisions are made with the Approve and Reject buttons of the review page; opening this "
+                           "address changes nothing.", allow="POST")
 
 
-@app.post("/slack/interactions")
+@app.post(SLACK_PATH)
 def slack_interaction() -> Response[str]:
     return _api().slack()
 
 
-# --- errors become pages, here and only here -----------------------------------------------------------------------
-@app.exception_handler(Refused)  # type: ignore[untyped-decorator]
-def refused(e: Refused) -> Response[str]:
-    return _html(e.status, message_page(e.title, e.text, execution_url=e.url), allow=e.allow)
+# --- error kinds become pages (or Slack's reply), here and only here ------------------------------------------------
+# Powertools picks the handler of the raised class or, failing that, of its nearest base.
+def _refusal(status: int, title: str, e: Exception, *, allow: str | None = None,
+             to_slack: bool = False) -> Response[str]:
+    """The page saying why nothing changed. A decision's outcome (`to_slack`) asked for by a Slack button is Slack's
+    reply instead: Slack shows a reply's text, not its status."""
+    if to_slack and app.current_event.path == SLACK_PATH:
+        return _slack_reply(str(e))
+    return _html(status, message_page(title, str(e), execution_url=app.context.get("execution_url")), allow=allow)
+
+
+@app.exception_handler(InvalidInput)  # type: ignore[untyped-decorator]
+def invalid_input(e: InvalidInput) -> Response[str]:
+    return _refusal(400, "Nothing changed", e)
 
 
 @app.exception_handler(BadLink)  # type: ignore[untyped-decorator]
 def bad_link(e: BadLink) -> Response[str]:
-    if isinstance(e, LinkExpired):
-        return _html(410, message_page("Link expired", str(e)))
-    return _html(403, message_page("Link not valid", str(e)))
+    return _refusal(403, "Link not valid", e)
+
+
+@app.exception_handler(LinkExpired)  # type: ignore[untyped-decorator]
+def link_expired(e: LinkExpired) -> Response[str]:
+    return _refusal(410, "Link expired", e)
+
+
+@app.exception_handler(SignInRequired)  # type: ignore[untyped-decorator]
+def sign_in_required(e: SignInRequired) -> Response[str]:
+    return _refusal(401, "Sign-in required", e)
+
+
+@app.exception_handler(MethodNotAllowed)  # type: ignore[untyped-decorator]
+def method_not_allowed(e: MethodNotAllowed) -> Response[str]:
+    return _refusal(405, "Use the review page", e, allow=e.allow)
+
+
+@app.exception_handler(NotFound)  # type: ignore[untyped-decorator]
+def not_found_kind(e: NotFound) -> Response[str]:
+    return _refusal(404, "Not found", e)
+
+
+@app.exception_handler(UnknownApproval)  # type: ignore[untyped-decorator]
+def unknown_approval(e: UnknownApproval) -> Response[str]:
+    return _refusal(404, "No such approval", e, to_slack=True)
+
+
+@app.exception_handler(ConflictError)  # type: ignore[untyped-decorator]
+def conflict(e: ConflictError) -> Response[str]:
+    """ApprovalNotPending (decided already, expired, unknown) and FormAlreadySubmitted."""
+    return _refusal(409, "Nothing changed", e, to_slack=True)
+
+
+@app.exception_handler(RunNotWaiting)  # type: ignore[untyped-decorator]
+def run_not_waiting(e: RunNotWaiting) -> Response[str]:
+    return _refusal(410, "Nothing changed", e, to_slack=True)
+
+
+@app.exception_handler(DecisionNotDelivered)  # type: ignore[untyped-decorator]
+def not_delivered(e: DecisionNotDelivered) -> Response[str]:
+    return _refusal(502, "Not delivered", e, to_slack=True)
 
 
 @app.not_found
@@ -240,6 +291,11 @@ def _html(status: int, body: str, *, allow: str | None = None) -> Response[str]:
     return Response(status_code=status, body=body, headers={**SECURITY_HEADERS, **({"allow": allow} if allow else {})})
 
 
+def _slack_reply(text: str) -> Response[str]:
+    return Response(status_code=200, headers={"content-type": "application/json"},
+                    body=json.dumps({"replace_original": False, "text": text}))
+
+
 def _text(status: int, body: str) -> Response[str]:
     return Response(status_code=status, body=body, headers={"content-type": "text/plain; charset=utf-8"})
 
@@ -249,26 +305,26 @@ def _body() -> str:
     try:
         return app.current_event.decoded_body or ""
     except ValueError:  # not base64, or not UTF-8
-        raise Refused(400, "Nothing changed", "The request's body could not be read.") from None
+        raise InvalidInput("The request's body could not be read.") from None
 
 
 def _form(body: str) -> dict[str, str]:
     try:
         return dict(parse_qsl(body, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS))
     except ValueError:
-        raise Refused(400, "Nothing changed", "The form has more fields than the review page sends.") from None
+        raise InvalidInput("The form has more fields than the review page sends.") from None
 
 
 def _known_shape(approval_id: str) -> str:
     if not APPROVAL_ID.fullmatch(approval_id):
-        raise Refused(404, "Not found", "There is no page here.")
+        raise NotFound("There is no page here.")
     return approval_id
 
 
 def _approval(approvals: Approvals, approval_id: str) -> ApprovalRecord:
     rec = approvals.store.get_approval(approval_id)
     if rec is None:
-        raise Refused(404, "No such approval", "There is no approval with this id.")
+        raise UnknownApproval("There is no approval with this id.")
     return rec
 
 

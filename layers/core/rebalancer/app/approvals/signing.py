@@ -13,17 +13,11 @@ from datetime import datetime
 from typing import Literal
 from urllib.parse import urlencode
 
+from rebalancer.errors import BadLink, LinkExpired
+
 Decision = Literal["approve", "reject"]
 SLACK_MAX_AGE_SECONDS = 5 * 60
 DECISIONS: tuple[Decision, ...] = ("approve", "reject")
-
-
-class BadLink(Exception):
-    """The link was forged, altered, expired or incomplete. The message is safe to show on a page."""
-
-
-class LinkExpired(BadLink):
-    """A genuine link (or form) whose time has passed."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app import config, wiring
 from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.signing import LinkSigner
@@ -15,8 +16,9 @@ if TYPE_CHECKING:
 
 
 def approvals(cfg: config.ApprovalConfig) -> Approvals:
-    return Approvals(store=wiring.store(), sfn=wiring.client("stepfunctions"),
-                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg))
+    return Approvals(store=wiring.store(), tasks=TaskTokens(wiring.client("stepfunctions")),
+                     signer=LinkSigner(secret(cfg.approval_signing_secret_arn).encode()), channels=channels(cfg),
+                     clock=wiring.clock)
 
 
 def approval_api(cfg: config.ApprovalConfig) -> ApprovalApi:

@@ -7,11 +7,11 @@ import contextlib
 import json
 from typing import Any
 
-from rebalancer.adapters.dynamodb.store import ApprovalNotPending, Store
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.notifications.messages import Channel, DeliveryResult, Message
 from rebalancer.app.workflow.state import Kind, RunRef
 from rebalancer.domain.plan import Plan
-from rebalancer.errors import TransientError
+from rebalancer.errors import ApprovalNotPending, TransientError
 
 
 def approval_id_of(execution_arn: str) -> str:

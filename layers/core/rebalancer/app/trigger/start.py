@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.observability import logger
 from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
+from rebalancer.domain.clock import Clock
 
 # A lock whose holder has not shown up in Step Functions yet is still being started by another invocation.
 STARTING_GRACE = timedelta(seconds=60)
@@ -62,8 +63,9 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
 
 class Starter:
     def __init__(self, *, store: Store, sfn: Any, state_machine_arn: str, managed: tuple[str, ...],
-                 lock_ttl: timedelta, debounce: timedelta):
+                 lock_ttl: timedelta, debounce: timedelta, clock: Clock):
         self.store = store
+        self.clock = clock
         self.sfn = sfn
         self.state_machine_arn = state_machine_arn
         self.managed = managed
@@ -102,7 +104,7 @@ class Starter:
         followup = trigger.model_copy(update={"kind": "follow-up",
                                               "summary": f"changes that arrived during run {finished}"})
         for cluster in (c for c in trigger.clusters if c in self.managed):
-            name = followup_name(cluster, finished, self.store.now(), self.debounce)
+            name = followup_name(cluster, finished, self.clock(), self.debounce)
             lock = self.store.acquire_lock(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
             if lock.acquired and self._start(cluster, name, followup):
                 outcome.executions.append(name)
@@ -112,7 +114,7 @@ class Starter:
     def start(self, cluster: str, trigger: Trigger) -> str | None:
         """The execution name started, or None when a run of this cluster is already under way (which then asks
         for a follow-up run after it)."""
-        now = self.store.now()
+        now = self.clock()
         name = execution_name(cluster, now, self.debounce)
         lock = self.store.acquire_lock(cluster, name, self.lock_ttl)
         if not lock.acquired:

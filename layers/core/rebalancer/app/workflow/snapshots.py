@@ -15,7 +15,7 @@ def snapshot_reader() -> Callable[[str], Snapshot]:
     """SageMaker capacity and quotas, Kueue demand, CloudWatch utilization."""
 
     def read(cluster_name: str) -> Snapshot:
-        collected = collect_snapshot(cluster_name, wiring.aws_clients(), now=wiring.store().now(),
+        collected = collect_snapshot(cluster_name, wiring.aws_clients(), now=wiring.clock(),
                                      kube=wiring.kube_client_factory, check_prerequisites=True)
         for warning in collected.warnings:
             logger.warning("collect", extra={"cluster": cluster_name, "warning": warning})

@@ -8,11 +8,7 @@ from typing import Any
 from rebalancer.app.workflow import runs
 from rebalancer.app.workflow.runs import SchedulerConfigs, Store, Writer
 from rebalancer.app.workflow.state import RunRef
-from rebalancer.errors import PermanentError
-
-
-class RollbackFailed(PermanentError):
-    """The rollback could not restore every quota; a person must look."""
+from rebalancer.errors import RollbackFailed
 
 
 def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer: Writer,

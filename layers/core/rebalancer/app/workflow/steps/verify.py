@@ -6,11 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rebalancer.app.workflow.runs import SchedulerConfigs, Writer
-from rebalancer.errors import PermanentError, TransientError
-
-
-class VerifyTimedOut(PermanentError):
-    """The changed quotas did not reach Created/Updated within the verify bound."""
+from rebalancer.errors import PermanentError, TransientError, VerifyTimedOut
 
 
 def verify(attempt: int, quota_ids: Sequence[str], *, writer: Writer, poll_seconds: int,

@@ -1,0 +1,14 @@
+"""The base of the domain's value models (snapshot, policy, pools, plan, budget, samples)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Frozen(BaseModel):
+    """Immutable, so a value can be shared (a snapshot by the planner and the audit, a policy by every stage) and
+    hashed; no field we do not know, so a typo in a policy or a stored document is an error and not a silently ignored
+    key; finite numbers only, since JSON carries no NaN or infinity and an amount that became one is a bug to stop at
+    the edge. A model that needs another config says why beside it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
