@@ -48,3 +48,11 @@ class ConflictError(PermanentError):
 
 class ApplyFailed(PermanentError):
     """A change could not be applied; carries the per-change outcomes so far."""
+
+
+class ApprovalNotPending(Exception):
+    """The approval was decided already, or expired: a replayed or late link changes nothing."""
+
+    def __init__(self, status: str):
+        super().__init__(status)
+        self.status = status

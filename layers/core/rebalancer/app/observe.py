@@ -8,18 +8,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from rebalancer.app import budgets
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.sample import sample_of
+from rebalancer.domain.sample import DemandSample, sample_of
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
 
-if TYPE_CHECKING:
-    from rebalancer.adapters.dynamodb.store import Store
+
+class Samples(Protocol):
+    """rebalancer.adapters.dynamodb.samples; rebalancer_tools.memory_store.MemorySamples."""
+
+    def put(self, sample: DemandSample, retention: timedelta) -> None: ...
+
+
+class Store(Protocol):
+    @property
+    def meter(self) -> budgets.MeterStore: ...
+    @property
+    def samples(self) -> Samples: ...
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,11 @@ def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
         name = snapshot.cluster.ClusterName
         out.append(measure(snapshot))
         try:
-            budgets.meter(store, snapshot)
+            budgets.meter(store.meter, snapshot)
         except (ClientError, BotoCoreError) as e:
             warn(f"use of {name} not metered this time (the next reading covers the interval): {e}")
         try:
-            store.put_sample(sample_of(snapshot), retention)
+            store.samples.put(sample_of(snapshot), retention)
         except (ClientError, BotoCoreError) as e:
             warn(f"demand sample of {name} not stored: {e}")
     return out

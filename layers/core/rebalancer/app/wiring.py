@@ -39,6 +39,7 @@ def client(service: str) -> Any:
 
 @cache
 def store() -> Store:
+    """The table's repositories; the boto3 resource is made by the first call that reaches the table."""
     from rebalancer.adapters.dynamodb.store import Store
 
     return Store(config.load(config.EnvConfig).table_name)

@@ -7,18 +7,45 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from rebalancer.adapters.dynamodb.store import ApprovalNotPending, ApprovalRecord, ApprovalStatus, RunContext, Store
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
-from rebalancer.app.notifications.notify import approval_id_of, deliver, execution_url
-from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url
+from rebalancer.app.workflow import audit
+from rebalancer.app.workflow.audit import AuditLog
+from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan
+from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, RunContext
+from rebalancer.errors import ApprovalNotPending
 
 REJECTED_ERROR = "ApprovalRejected"
+
+
+class ApprovalRecords(Protocol):
+    """Pending approvals (decided once), their runs' context and the review forms' nonces:
+    rebalancer.adapters.dynamodb.approvals; rebalancer_tools.memory_store.MemoryApprovals."""
+
+    def put(self, rec: ApprovalRecord) -> bool: ...
+    def get(self, approval_id: str) -> ApprovalRecord | None: ...
+    def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord: ...
+    def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None: ...
+    def context(self, approval_id: str) -> RunContext: ...
+    def claim_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool: ...
+
+
+class Store(Protocol):
+    @property
+    def approvals(self) -> ApprovalRecords: ...
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def deliveries(self) -> Deliveries: ...
+    @property
+    def audit(self) -> AuditLog: ...
+    def now(self) -> datetime: ...
 
 
 @dataclass
@@ -31,14 +58,14 @@ class Approvals:
     # --- RequestApproval (invoked by the state machine with a task token) -------------------------------------------
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         run = RunRef.model_validate(payload["run"])
-        plan = load_plan(self.store, run)
+        plan = load_plan(self.store.artifacts, run)
         approval_id = approval_id_of(run.execution_arn)
         timeout = int(payload["plan"]["approval_timeout_seconds"])
         decide_by = self.store.now() + timedelta(seconds=timeout)
-        created = self.store.put_approval(ApprovalRecord(
+        created = self.store.approvals.put(ApprovalRecord(
             approval_id=approval_id, task_token=payload["task_token"], execution_arn=run.execution_arn,
             cluster_name=run.cluster_name, status="pending", decide_by=decide_by))
-        existing = self.store.get_approval(approval_id)
+        existing = self.store.approvals.get(approval_id)
         assert existing is not None
         base = str(payload["base_url"])
         message = Message(
@@ -48,13 +75,11 @@ class Approvals:
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
             reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by))
-        results = deliver(self.store, self.channels, run.execution_name, message)
-        self.store.put_run_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
+        results = deliver(self.store.deliveries, self.channels, run.execution_name, message)
+        self.store.approvals.put_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
                                    existing.decide_by)
         if created:
-            self.store.audit(run.cluster_name, run.execution_name, "approval-requested", outcome="pending",
-                             detail={"approval_id": approval_id, "decide_by": decide_by.isoformat(),
-                                     "sent": {r.channel: r.error or "ok" for r in results}})
+            audit.approval_requested(self.store.audit, run, approval_id, decide_by, results)
         return {"approval_id": approval_id, "sent": [r.channel for r in results if r.ok]}
 
     # --- a decision --------------------------------------------------------------------------------------------
@@ -64,7 +89,7 @@ class Approvals:
         subject, the Slack user id), if any, go into the audit record."""
         status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
         try:
-            rec = self.store.decide_approval(approval_id, status, who)
+            rec = self.store.approvals.decide(approval_id, status, who)
         except ApprovalNotPending as e:
             return 409, {"approved": "This change was already approved.",
                          "rejected": "This change was already rejected.",
@@ -78,10 +103,12 @@ class Approvals:
                 self.sfn.send_task_failure(taskToken=rec.task_token, error=REJECTED_ERROR, cause=f"rejected by {who}")
         except ClientError as e:
             code = e.response["Error"]["Code"]
-            self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval",
-                             outcome=f"not-delivered:{code}", who=who)
+            audit.approval_not_delivered(self.store.audit, rec.cluster_name, _execution(rec), code, who)
             return 410, "The run is no longer waiting for this decision (it expired or ended); nothing was changed."
-        detail = {**({"comment": comment} if comment else {}), **({"identity": dict(identity)} if identity else {})}
-        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval", outcome=status, who=who,
-                         detail=detail or None)
+        audit.approval_decided(self.store.audit, rec.cluster_name, _execution(rec), status, who, comment=comment,
+                               identity=identity)
         return 200, f"Thank you: the change was {status}."
+
+
+def _execution(rec: ApprovalRecord) -> str:
+    return rec.execution_arn.rsplit(":", 1)[-1]

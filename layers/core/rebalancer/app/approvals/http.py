@@ -30,7 +30,6 @@ from urllib.parse import parse_qsl
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
-from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.form_nonce import FormNonces
 from rebalancer.app.approvals.review_page import (
@@ -46,6 +45,7 @@ from rebalancer.app.approvals.review_page import (
 from rebalancer.app.approvals.signing import DECISIONS, BadLink, Decision, LinkExpired, slack_request_is_valid
 from rebalancer.app.notifications.notify import execution_url
 from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.domain.records import ApprovalRecord
 
 APPROVAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 IDENTITY_CLAIMS = ("email", "preferred_username", "sub")  # the first one the token has names the approver
@@ -108,8 +108,8 @@ class ApprovalApi:
         now = store.now()
         decision = self.approvals.signer.check(approval_id, params, now)
         rec = _approval(self.approvals, approval_id)
-        context = store.run_context(approval_id)
-        plan = load_plan(store, _run_of(rec))
+        context = store.approvals.context(approval_id)
+        plan = load_plan(store.artifacts, _run_of(rec))
         status = "expired" if rec.status == "pending" and rec.decide_by <= now else rec.status
         expires = params["expires"]
         form = {"link": decision, "expires": expires, "sig": params["sig"],
@@ -142,7 +142,7 @@ class ApprovalApi:
                           f"to {NAME_MAX}.")
         rec = _approval(self.approvals, approval_id)
         url = execution_url(rec.execution_arn)
-        if not store.claim_form_nonce(approval_id, nonce_id, datetime.fromtimestamp(expires, UTC)):
+        if not store.approvals.claim_nonce(approval_id, nonce_id, datetime.fromtimestamp(expires, UTC)):
             raise Refused(409, "Nothing changed", "This form was already submitted; open the link from the message "
                           "again to see where the approval stands.", url=url)
         source = app.current_event.request_context.http.source_ip or "unknown address"
@@ -266,7 +266,7 @@ def _known_shape(approval_id: str) -> str:
 
 
 def _approval(approvals: Approvals, approval_id: str) -> ApprovalRecord:
-    rec = approvals.store.get_approval(approval_id)
+    rec = approvals.store.approvals.get(approval_id)
     if rec is None:
         raise Refused(404, "No such approval", "There is no approval with this id.")
     return rec
