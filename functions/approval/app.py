@@ -11,7 +11,7 @@ from rebalancer.app.observability import logger, tracer
 # What wiring builds on the first call and every call uses: loaded at init, so the cold start (and
 # lambda_bench) shows what the function pays before it answers its first event.
 wiring.preload("aws_lambda_powertools.utilities.parameters", "rebalancer.app.approvals.decisions",
-               "rebalancer.app.approvals.signing")
+               "rebalancer.app.approvals.signing", "rebalancer.adapters.dynamodb.store")
 
 
 @logger.inject_lambda_context

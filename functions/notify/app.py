@@ -9,6 +9,9 @@ from rebalancer.app.notifications.notify import notify
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 
+# The table's repositories, which wiring.store() builds on the first call and every call uses: loaded at init.
+wiring.preload("rebalancer.adapters.dynamodb.store")
+
 
 @logger.inject_lambda_context(correlation_id_path="state.run.execution_name")
 @tracer.capture_lambda_handler

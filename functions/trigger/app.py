@@ -10,6 +10,9 @@ from rebalancer.app import config, wiring
 from rebalancer.app.observability import logger, metrics, tracer
 from rebalancer.app.trigger.start import Starter
 
+# The table's repositories, which wiring.store() builds on the first call and every call uses: loaded at init.
+wiring.preload("rebalancer.adapters.dynamodb.store")
+
 METRIC = {"started": "RunsStarted", "debounced": "EventsDebounced", "ignored": "EventsIgnored",
           "irrelevant": "EventsIgnored", "malformed": "MalformedEvents"}
 
