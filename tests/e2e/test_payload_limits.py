@@ -137,7 +137,7 @@ def test_a_thousand_teams_by_fifteen_types_fit_the_state_and_item_limits(capsys:
             payloads = state_payloads(stack.history(arn))
             table = boto3.resource("dynamodb", region_name=stack.region).Table(wiring.store().table_name)
             items = [(f"{i['pk']}/{i['sk']}", item_size(i)) for i in _scan(table)]
-            plan = wiring.store().get_artifact(arn.rsplit(":", 1)[-1], "PLAN")
+            plan = wiring.store().artifacts.get(arn.rsplit(":", 1)[-1], "PLAN")
     capsys.readouterr()
     moved = Counter(c["team"] for c in plan["changes"])
     largest_state = max(payloads, key=lambda p: p[1])

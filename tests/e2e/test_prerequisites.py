@@ -165,7 +165,7 @@ def test_collect_keeps_the_addon_and_kueue_versions_and_the_plan_warns_of_what_i
         arn = d.stack.executions()[-1]
         assert d.stack.wait(arn)["status"] == "SUCCEEDED"
         execution = arn.rsplit(":", 1)[-1]
-        return wiring.store().get_artifact(execution, "SNAPSHOT"), wiring.store().get_artifact(execution, "PLAN")
+        return wiring.store().artifacts.get(execution, "SNAPSHOT"), wiring.store().artifacts.get(execution, "PLAN")
 
     snapshot, plan = run()
     assert snapshot["governance"] == {"addon_version": VERSION, "addon_status": "ACTIVE",

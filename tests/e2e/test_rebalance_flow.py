@@ -101,7 +101,7 @@ def run_once(stack: LocalStack) -> tuple[str, dict[str, Any]]:
 def stored_plan(stack: LocalStack, arn: str) -> dict[str, Any]:
     from rebalancer.app import wiring
 
-    plan: dict[str, Any] = wiring.store().get_artifact(arn.rsplit(":", 1)[-1], "PLAN")
+    plan: dict[str, Any] = wiring.store().artifacts.get(arn.rsplit(":", 1)[-1], "PLAN")
     return plan
 
 
@@ -350,7 +350,7 @@ def test_observe_publishes_the_metrics_the_alarms_watch(world: World, capsys: py
         emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
         from rebalancer.app import wiring
 
-        samples = list(wiring.store().samples(CLUSTER))  # the backtest's history: one demand sample per run
+        samples = list(wiring.store().samples.since(CLUSTER))  # the backtest's history: one demand sample per run
     assert len(samples) == 1
     assert samples[0].teams["research"]["ml.p5.48xlarge"].pending == 24
     # research waits for 24 H100s while data-science and inference hold 8 idle ones (training uses its 8 of 12).

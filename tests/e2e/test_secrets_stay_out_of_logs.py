@@ -119,7 +119,7 @@ def test_no_secret_in_any_log_line_notification_or_audit_record() -> None:
             [arn] = stack.executions()
             stack.wait_for_state(arn, "RequestApproval")
             stack.wait_until(lambda: bool(slack.posts), timeout=10, what="the approval request on Slack")
-            approval = wiring.store().get_approval(approval_id_of(arn))
+            approval = wiring.store().approvals.get(approval_id_of(arn))
             assert approval is not None
             token = approval.task_token
             [button] = [e for b in slack.posts[0]["blocks"] if b["type"] == "actions" for e in b["elements"]

@@ -101,12 +101,12 @@ class Api:
         return urljoin(self.link(decision), action), fields
 
     def status(self) -> str:
-        rec = self.store.get_approval(self.approval_id)
+        rec = self.store.approvals.get(self.approval_id)
         assert rec is not None
         return rec.status
 
     def approval_audit(self) -> list[dict[str, Any]]:
-        return [a for a in self.store.audit_log("c1") if a["kind"] == "approval"]
+        return [a for a in self.store.audit.records("c1") if a["kind"] == "approval"]
 
 
 @contextmanager
@@ -116,7 +116,7 @@ def approval_api(*, oidc_issuer: str | None = None, slack_signing_secret: str | 
         create_table(boto3.client("dynamodb", region_name="us-east-1"))
         clock, sfn, inbox = ticking(), Sfn(), Inbox()
         store = Store("t", now=clock)
-        store.put_artifact("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
+        store.artifacts.put("c1-node-health-0001", "PLAN", PLAN.model_dump(mode="json"))
         approvals = Approvals(store=store, tasks=TaskTokens(sfn), signer=LinkSigner(b"k" * 32), channels=[inbox],
                               clock=clock)
         run = {"cluster_name": "c1", "execution_name": "c1-node-health-0001", "execution_arn": ARN,

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app import wiring
 from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.domain.plan import Plan
+from rebalancer.domain.records import ApprovalRecord
 from rebalancer_tools.demo.world import ApprovalGateway
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
@@ -55,10 +55,10 @@ class Waiting:
 
     @property
     def plan(self) -> Plan:
-        return Plan.model_validate(wiring.store().get_artifact(self.arn.rsplit(":", 1)[-1], "PLAN"))
+        return Plan.model_validate(wiring.store().artifacts.get(self.arn.rsplit(":", 1)[-1], "PLAN"))
 
     def approval(self) -> ApprovalRecord:
-        rec = wiring.store().get_approval(approval_id_of(self.arn))
+        rec = wiring.store().approvals.get(approval_id_of(self.arn))
         assert rec is not None, "no approval record"
         return rec
 

@@ -74,8 +74,8 @@ def test_powertools_settings_match_the_observability_module() -> None:
             assert p["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
 
 
-def test_table_keys_and_ttl_match_the_store() -> None:
-    from rebalancer.adapters.dynamodb import store
+def test_table_keys_and_ttl_match_the_table_layout() -> None:
+    from rebalancer.adapters.dynamodb import table as store
 
     p = t.resources("AWS::DynamoDB::Table")["Table"]["Properties"]
     assert [k["AttributeName"] for k in p["KeySchema"]] == [store.KEY, store.SORT]

@@ -431,7 +431,7 @@ class LocalStack:
                 sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
 
     def audit(self, cluster: str) -> list[dict[str, Any]]:
-        return wiring.store().audit_log(cluster)
+        return wiring.store().audit.records(cluster)
 
 
 @contextmanager

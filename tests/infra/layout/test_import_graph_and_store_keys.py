@@ -1,6 +1,7 @@
 """The runtime package's shape, read from its source: no import cycles between its modules (counting every import:
 module level, inside functions and under TYPE_CHECKING, because each is a dependency someone has to untangle), and
-DynamoDB's keys and table calls in the store alone."""
+DynamoDB's keys and table calls in the DynamoDB adapter package alone (a repository per item family over the table
+module's key layout)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from support.import_graph import MODULES, ROOT, cycles, import_graph
 
 TABLE_CALLS = {"put_item", "get_item", "update_item", "delete_item", "query", "scan", "batch_write_item",
                "transact_write_items", "put_new"}
-STORE = "rebalancer.adapters.dynamodb.store"
+DYNAMODB = "rebalancer.adapters.dynamodb"
 
 
 def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
@@ -24,7 +25,8 @@ def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
 def test_the_graph_sees_the_imports_it_should() -> None:
     graph = import_graph()
     assert "rebalancer.app.approvals.decisions" in graph["rebalancer.app.approvals.http"]
-    assert "rebalancer.adapters.dynamodb.store" in graph["rebalancer.app.approvals.decisions"]
+    assert "rebalancer.domain.records" in graph["rebalancer.app.approvals.decisions"]
+    assert "rebalancer.adapters.dynamodb.table" in graph["rebalancer.adapters.dynamodb.locks"]
     assert len(graph) == len(MODULES) > 20
 
 
@@ -42,7 +44,7 @@ def _table_use(tree: ast.AST) -> list[str]:
     """What in this source reaches DynamoDB directly: the store's key names, `.table`, table API calls."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == STORE:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{DYNAMODB}."):
             found += [f"imports {a.name}" for a in node.names if a.name in ("KEY", "SORT", "TTL")]
         elif isinstance(node, ast.Attribute) and (node.attr == "table" or node.attr in TABLE_CALLS):
             found.append(f".{node.attr} (line {node.lineno})")
@@ -50,14 +52,15 @@ def _table_use(tree: ast.AST) -> list[str]:
 
 
 def test_the_table_use_finder_sees_a_key_built_outside_the_store() -> None:
-    source = ("from rebalancer.adapters.dynamodb.store import KEY, SORT\n"
+    source = ("from rebalancer.adapters.dynamodb.table import KEY, SORT\n"
               "def claim(store, n):\n    return store.put_new({KEY: 'APPROVAL#1', SORT: n})\n")
     assert _table_use(ast.parse(source)) == ["imports KEY", "imports SORT", ".put_new (line 3)"]
 
 
-def test_only_the_store_reads_or_writes_the_table() -> None:
-    """Item keys (pk/sk/expires_at) are laid out in one module; everything else asks the store by name."""
-    offenders = {name: use for name, path in MODULES.items() if name != STORE
+def test_only_the_dynamodb_adapters_read_or_write_the_table() -> None:
+    """Item keys (pk/sk/expires_at) are laid out in rebalancer.adapters.dynamodb alone; everything else asks a
+    repository by name."""
+    offenders = {name: use for name, path in MODULES.items() if not name.startswith(f"{DYNAMODB}.")
                  for use in [_table_use(ast.parse(path.read_text()))] if use}
     assert offenders == {}
 

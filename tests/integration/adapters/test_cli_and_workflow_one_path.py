@@ -221,14 +221,14 @@ def test_the_cli_and_the_workflow_make_the_same_calls_quotas_and_audit_records(
     assert scheduler_now(aws, "c2") == scheduler_now(aws, "c1")
 
     # The same records (plan, apply), shaped in one place; only who ran them differs.
-    workflow_records, cli_records = store.audit_log("c1"), store.audit_log("c2")
+    workflow_records, cli_records = store.audit.records("c1"), store.audit.records("c2")
     assert [r["kind"] for r in cli_records] == ["plan", "apply"]
     assert normalized(cli_records, ids) == normalized(workflow_records, ids)
     assert {r["detail"]["source"] for r in workflow_records} == {"controller"}
     assert {r["detail"]["source"] for r in cli_records} == {"cli"}
     assert all(r["who"].startswith("arn:aws:") for r in cli_records)
     # ... and the same versions left, taken by the next plan for our own writes.
-    left = {"c1": store.known_versions("c1"), "c2": store.known_versions("c2")}
+    left = {"c1": store.versions.known("c1"), "c2": store.versions.known("c2")}
     assert left["c1"] == left["c2"]
     assert set(left["c1"]) == {*TEAMS, "(cluster)"}
     # The CLI's run is a run like the controller's: its snapshot is stored for `history --snapshot-of`.
@@ -257,11 +257,11 @@ def test_a_failed_apply_is_rolled_back_by_the_cli_as_by_the_workflow_scheduler_c
     assert {team: c["ComputeQuotaResources"][0]["Accelerators"] for team, c in restored["c1"].items()} == BEFORE
     assert scheduler_id(aws, "c1") == scheduler_id(aws, "c2") == ""
     store = Store(TABLE, resource=aws.session.resource("dynamodb"))
-    cli_records, workflow_records = store.audit_log("c2"), store.audit_log("c1")
+    cli_records, workflow_records = store.audit.records("c2"), store.audit.records("c1")
     assert [(r["kind"], r["outcome"]) for r in cli_records] == [("plan", "apply"), ("apply", "failed"),
                                                               ("rollback", "restored")]
     assert normalized(cli_records, ids) == normalized(workflow_records, ids)
-    assert store.known_versions("c2").keys() == store.known_versions("c1").keys()
+    assert store.versions.known("c2").keys() == store.versions.known("c1").keys()
 
 
 def test_a_cli_apply_after_a_workflow_apply_flags_no_console_edit(
@@ -277,7 +277,7 @@ def test_a_cli_apply_after_a_workflow_apply_flags_no_console_edit(
     assert "policy changed" in result.stdout
     assert "console edit" not in result.stdout
     store = Store(table, resource=aws.session.resource("dynamodb"))
-    plan = [r for r in store.audit_log("c1") if r["kind"] == "plan"][-1]
+    plan = [r for r in store.audit.records("c1") if r["kind"] == "plan"][-1]
     assert plan["detail"]["source"] == "cli"
     fields = plan["detail"]["field_changes"]
     assert {f["team"] for f in fields} == {*TEAMS, "(cluster)"}
@@ -301,7 +301,7 @@ def test_without_a_table_the_cli_says_the_versions_are_unknown_as_the_workflow_m
     for team in TEAMS:
         assert f"{team}: ComputeQuotaVersion: (absent) →" in planned.stdout
     assert "console edit will be replaced" in planned.stdout
-    assert [r["kind"] for r in Store(table, resource=aws.session.resource("dynamodb")).audit_log("c1")] == \
+    assert [r["kind"] for r in Store(table, resource=aws.session.resource("dynamodb")).audit.records("c1")] == \
         ["plan", "apply"]  # nothing recorded by the CLI run
 
 
@@ -327,11 +327,11 @@ def test_rollback_of_a_workflow_run_from_the_cli_is_the_workflows_rollback(
                                                                                                 "LowerPriority")}
     assert scheduler_id(aws, "c1") == ""  # the run created it: deleted
     store = Store(table, resource=aws.session.resource("dynamodb"))
-    [record] = [r for r in store.audit_log("c1") if r["kind"] == "rollback"]
+    [record] = [r for r in store.audit.records("c1") if r["kind"] == "rollback"]
     assert (record["execution"], record["outcome"], record["detail"]["source"]) == \
         ("c1-20261201T0600", "incomplete", "cli")
     current = {q["ComputeQuotaTarget"]["TeamName"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")}
-    recorded = store.known_versions("c1")
+    recorded = store.versions.known("c1")
     assert {t: recorded[t] for t in "bcde"} == {t: current[t] for t in "bcde"}  # the rollback's writes are ours
     assert recorded["a"] != current["a"]  # a holds the admin's edit: the next plan says so
 
@@ -343,7 +343,7 @@ def test_rollback_of_a_cli_apply_run_restores_it(emu: Emulator, aws: AwsClients,
                       write_policy(tmp_path, FIRST, "first.yaml"), "--yes", "--table", table)
     assert applied.exit_code == 0, applied.output
     store = Store(table, resource=aws.session.resource("dynamodb"))
-    [execution] = {r["execution"] for r in store.audit_log("c1")}
+    [execution] = {r["execution"] for r in store.audit.records("c1")}
 
     result = cli_run("rollback", "--cluster", "c1", "--run", execution, "--table", table, "--yes")
     assert result.exit_code == 0, result.output
@@ -352,7 +352,7 @@ def test_rollback_of_a_cli_apply_run_restores_it(emu: Emulator, aws: AwsClients,
     assert {t: (c["ComputeQuotaResources"][0]["Accelerators"], c["PreemptTeamTasks"])
             for t, (c, _) in quotas_now(emu, "c1").items()} == {t: (n, "LowerPriority") for t, n in BEFORE.items()}
     assert scheduler_id(aws, "c1") == ""
-    assert [(r["kind"], r["outcome"]) for r in store.audit_log("c1")] == [("plan", "apply"), ("apply", "applied"),
+    assert [(r["kind"], r["outcome"]) for r in store.audit.records("c1")] == [("plan", "apply"), ("apply", "applied"),
                                                                           ("rollback", "restored")]
 
     versions = {q["ComputeQuotaId"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")}
@@ -360,7 +360,7 @@ def test_rollback_of_a_cli_apply_run_restores_it(emu: Emulator, aws: AwsClients,
     assert again.exit_code == 2, again.output
     assert f"run {execution} was rolled back already" in again.stderr
     assert {q["ComputeQuotaId"]: q["ComputeQuotaVersion"] for q in emu.quotas("c1")} == versions
-    assert len(store.audit_log("c1")) == 3
+    assert len(store.audit.records("c1")) == 3
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -127,7 +127,7 @@ def test_rollback_given_the_audit_table_shows_in_history(emu: Emulator, aws: Aws
     assert f"a p5.48xlarge 2→{BEFORE['a']}" in table_view
     restored = {q.team: q.ComputeQuotaVersion for q in
                 Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--no-kube").stdout).quotas}
-    assert Store(table, resource=aws.session.resource("dynamodb")).known_versions("c1") == {"a": restored["a"]}
+    assert Store(table, resource=aws.session.resource("dynamodb")).versions.known("c1") == {"a": restored["a"]}
 
 
 def test_rollback_with_a_missing_audit_table_stops_before_writing_and_without_one_just_restores(
@@ -277,7 +277,7 @@ def test_apply_given_the_audit_table_shows_in_history_and_leaves_no_console_edit
 
     # The controller's next run: the versions our writes left are its own, so none of them is a console edit.
     store = Store(table, resource=aws.session.resource("dynamodb"))
-    recorded = store.known_versions("c1")
+    recorded = store.versions.known("c1")
     snap = Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--kube-url", kube,
                                             "--metrics-window", "0").stdout)
     assert moved <= set(recorded)
@@ -317,7 +317,7 @@ def test_apply_failure_given_the_audit_table_is_recorded_with_its_rollback(emu: 
                                                               ("rollback", "restored")]
     # The rollback's writes are ours too: their versions are recorded, not taken later for console edits.
     store = Store(table, resource=aws.session.resource("dynamodb"))
-    recorded = store.known_versions("c1")
+    recorded = store.versions.known("c1")
     current = {q.team: q.ComputeQuotaVersion for q in
                Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--no-kube").stdout).quotas}
     assert recorded

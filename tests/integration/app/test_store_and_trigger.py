@@ -1,4 +1,5 @@
-"""The DynamoDB store and the trigger against moto (DynamoDB, Step Functions without execution)."""
+"""The trigger against moto (DynamoDB, Step Functions without execution), and how the table stores an artifact.
+What every repository answers is in tests/integration/store/test_repository_contract.py."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from moto import mock_aws
 from support.events import load_event
 from support.template import create_table
 
-from rebalancer.adapters.dynamodb.store import ApprovalRecord, Store
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.events import parse_trigger
 from rebalancer.app.trigger.start import Starter, execution_name
-from rebalancer.errors import ApprovalNotPending
 from rebalancer_tools.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
@@ -40,59 +40,11 @@ def store(aws: None, clock: TickingClock) -> Store:
 
 def test_artifacts_round_trip_compressed(store: Store) -> None:
     doc = {"quotas": [{"team": f"t{i}", "n": i} for i in range(500)]}
-    store.put_artifact("run-1", "SNAPSHOT", doc)
-    assert store.get_artifact("run-1", "SNAPSHOT") == doc
-    assert store.get_artifact("run-1", "PLAN") is None
+    store.artifacts.put("run-1", "SNAPSHOT", doc)
+    assert store.artifacts.get("run-1", "SNAPSHOT") == doc
+    assert store.artifacts.get("run-1", "PLAN") is None
     item = boto3.resource("dynamodb").Table("t").get_item(Key={"pk": "RUN#run-1", "sk": "SNAPSHOT"})["Item"]
     assert len(item["body"].value) < len(json.dumps(doc)) / 4
-
-
-def test_audit_log_keeps_order_and_decodes_fields(store: Store) -> None:
-    store.audit("c1", "run-1", "plan", outcome="apply", before={"a": {"p5": 8}}, after={"a": {"p5": 16}})
-    store.audit("c1", "run-1", "approval", outcome="approved", who="alice")
-    store.audit("c2", "run-2", "plan", outcome="no_change")
-    log = store.audit_log("c1")
-    assert [(r["kind"], r["outcome"]) for r in log] == [("plan", "apply"), ("approval", "approved")]
-    assert log[0]["after"] == {"a": {"p5": 16}}
-    assert log[1]["who"] == "alice"
-
-
-def test_the_lock_is_exclusive_until_it_expires_or_is_taken_over(store: Store, clock: TickingClock) -> None:
-    first = store.acquire_lock("c1", "run-1", timedelta(minutes=10))
-    assert first.acquired
-    second = store.acquire_lock("c1", "run-2", timedelta(minutes=10))
-    assert (second.acquired, second.holder) == (False, "run-1")
-    assert not store.acquire_lock("c1", "run-2", timedelta(minutes=10), replace="run-0").acquired
-    assert store.acquire_lock("c1", "run-2", timedelta(minutes=10), replace="run-1").acquired
-    assert store.acquire_lock("c2", "run-9", timedelta(minutes=10)).acquired  # per cluster
-    clock.t += timedelta(minutes=11)
-    assert store.acquire_lock("c1", "run-3", timedelta(minutes=10)).acquired
-
-
-def test_an_approval_is_decided_once_and_not_after_its_deadline(store: Store, clock: TickingClock) -> None:
-    rec = ApprovalRecord("a1", "token", "arn:exec:run-1", "c1", "pending", T0 + timedelta(hours=1))
-    assert store.put_approval(rec)
-    assert not store.put_approval(rec)
-    decided = store.decide_approval("a1", "approved", "alice")
-    assert (decided.status, decided.decided_by) == ("approved", "alice")
-    with pytest.raises(ApprovalNotPending) as e:
-        store.decide_approval("a1", "rejected", "mallory")
-    assert e.value.status == "approved"
-    store.put_approval(ApprovalRecord("a2", "token", "arn:exec:run-2", "c1", "pending", T0 + timedelta(minutes=1)))
-    clock.t += timedelta(minutes=2)
-    with pytest.raises(ApprovalNotPending) as e:
-        store.decide_approval("a2", "approved", "late")
-    assert e.value.status == "expired"
-    with pytest.raises(ApprovalNotPending) as e:
-        store.decide_approval("nope", "approved", "x")
-    assert e.value.status == "unknown"
-
-
-def test_a_delivery_is_marked_once(store: Store) -> None:
-    assert store.mark_delivered("run-1", "applied", "sns")
-    assert not store.mark_delivered("run-1", "applied", "sns")
-    store.unmark_delivered("run-1", "applied", "sns")
-    assert store.mark_delivered("run-1", "applied", "sns")
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import pytest
 from moto import mock_aws
 from support.template import create_table
 
-from rebalancer.adapters.dynamodb.store import AUDIT_INLINE_MAX, Store
+from rebalancer.adapters.dynamodb.audit import AUDIT_INLINE_MAX
+from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.workflow.state import MAX_STATE_LINES, summarised
 
 
@@ -24,12 +25,12 @@ def store() -> Iterator[Store]:
 
 def test_a_huge_audit_record_is_stored_compressed_and_read_back_whole(store: Store) -> None:
     after = {f"team-{i:04d}": {f"ml.g5.{k}xlarge": float(i % 7) for k in range(15)} for i in range(1000)}
-    store.audit("c1", "run-1", "plan", outcome="approve", after=after, detail={"note": "small"})
+    store.audit.append("c1", "run-1", "plan", outcome="approve", after=after, detail={"note": "small"})
     item = boto3.resource("dynamodb").Table("t").scan()["Items"][0]
     assert "after" not in item
     assert len(item["after_gz"].value) < AUDIT_INLINE_MAX * 4  # ~0.8 MB of JSON, a few dozen KB stored
     assert item["detail"] == '{"note": "small"}'  # small fields stay readable in the console
-    [record] = store.audit_log("c1")
+    [record] = store.audit.records("c1")
     assert record["after"] == after
     assert record["detail"] == {"note": "small"}
 

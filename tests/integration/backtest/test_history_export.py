@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from moto import mock_aws
 from support.template import create_table
 
-from rebalancer.adapters.dynamodb.store import KEY, SORT, TTL, Store
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.adapters.dynamodb.table import KEY, SORT, TTL
 from rebalancer.app.config import ObserveConfig, parse
 from rebalancer.app.observe import observe
 from rebalancer.domain.sample import sample_of
@@ -66,7 +67,7 @@ def test_observe_stores_one_sample_per_cluster_with_the_retention_as_ttl(store: 
                                 "POLICY_PARAMETER_PREFIX": "/p", "HISTORY_RETENTION_DAYS": "30"})
     measured = observe([snapshot(T0, 8)], store, timedelta(days=cfg.history_retention_days))
     assert [m.cluster for m in measured] == ["c1"]
-    scanned = store.table.scan()["Items"]
+    scanned = store.table.table.scan()["Items"]
     # observe also meters the reading for the budgets: the cluster's first reading, no interval yet
     assert sorted((i[KEY], i[SORT]) for i in scanned) == [("METER#c1", "LAST"),
                                                           ("SAMPLE#c1", "2026-11-30T12:00:00+00:00")]
@@ -78,11 +79,11 @@ def test_observe_stores_one_sample_per_cluster_with_the_retention_as_ttl(store: 
 
 def test_samples_come_back_oldest_first_from_since(store: Store) -> None:
     for minutes in (10, 0, 5):
-        store.put_sample(sample_of(snapshot(T0 + timedelta(minutes=minutes), minutes)))
-    assert [s.at for s in store.samples("c1")] == [T0 + timedelta(minutes=m) for m in (0, 5, 10)]
-    assert [s.at for s in store.samples("c1", since=T0 + timedelta(minutes=5))] == [
+        store.samples.put(sample_of(snapshot(T0 + timedelta(minutes=minutes), minutes)))
+    assert [s.at for s in store.samples.since("c1")] == [T0 + timedelta(minutes=m) for m in (0, 5, 10)]
+    assert [s.at for s in store.samples.since("c1", since=T0 + timedelta(minutes=5))] == [
         T0 + timedelta(minutes=m) for m in (5, 10)]
-    assert list(store.samples("other")) == []
+    assert list(store.samples.since("other")) == []
 
 
 def run(*args: str) -> Any:
@@ -92,13 +93,13 @@ def run(*args: str) -> Any:
 @pytest.mark.parametrize("name", ["history.jsonl", "history.jsonl.gz"])
 def test_export_writes_runs_and_samples_that_backtest_replays(store: Store, tmp_path: Path, name: str) -> None:
     early = T0 - timedelta(days=40)
-    store.put_sample(sample_of(snapshot(early, 8)))  # before --since: left out
+    store.samples.put(sample_of(snapshot(early, 8)))  # before --since: left out
     for i in range(12):
-        store.put_sample(sample_of(snapshot(T0 + timedelta(minutes=5 * i), 8 if i < 6 else 0)))
-    store.audit("c1", "c1-20261130T120000", "plan", outcome="applied")
-    store.put_artifact("c1-20261130T120000", "SNAPSHOT", snapshot(T0 + timedelta(minutes=1), 8).model_dump(
+        store.samples.put(sample_of(snapshot(T0 + timedelta(minutes=5 * i), 8 if i < 6 else 0)))
+    store.audit.append("c1", "c1-20261130T120000", "plan", outcome="applied")
+    store.artifacts.put("c1-20261130T120000", "SNAPSHOT", snapshot(T0 + timedelta(minutes=1), 8).model_dump(
         mode="json"))
-    store.audit("c1", "c1-20261130T130000", "trigger", outcome="started")  # a run without a snapshot
+    store.audit.append("c1", "c1-20261130T130000", "trigger", outcome="started")  # a run without a snapshot
     out = tmp_path / name
     got = run("history", "export", "--cluster", "c1", "--table", "audit-table", "--since", "2026-11-01",
               "-o", str(out))

@@ -37,21 +37,21 @@ POLICY = Policy.model_validate({"teams": {"research": {"budget": {"accelerator_h
 
 
 def used(store: Store, at: datetime) -> float:
-    return period_to_date(store, "c", POLICY, at)["research"].accelerator_hours
+    return period_to_date(store.meter, "c", POLICY, at)["research"].accelerator_hours
 
 
 def test_the_first_reading_starts_the_meter_and_the_next_records_the_interval(store: Store) -> None:
-    assert store.meter("c", reading(NOV_30, 8), EXPECTED_GAP).status == "first"
-    result = store.meter("c", reading(NOV_30 + STEP, 8), EXPECTED_GAP)
+    assert store.meter.record("c", reading(NOV_30, 8), EXPECTED_GAP).status == "first"
+    result = store.meter.record("c", reading(NOV_30 + STEP, 8), EXPECTED_GAP)
     assert result.status == "recorded"
     assert used(store, NOV_30 + STEP) == pytest.approx(2.0)
 
 
 def test_a_retried_run_counts_nothing_twice(store: Store) -> None:
-    store.meter("c", reading(NOV_30, 8), EXPECTED_GAP)
+    store.meter.record("c", reading(NOV_30, 8), EXPECTED_GAP)
     again = reading(NOV_30 + STEP, 8)
-    assert store.meter("c", again, EXPECTED_GAP).status == "recorded"
-    assert store.meter("c", again, EXPECTED_GAP).status == "stale"
+    assert store.meter.record("c", again, EXPECTED_GAP).status == "recorded"
+    assert store.meter.record("c", again, EXPECTED_GAP).status == "stale"
     assert used(store, NOV_30 + STEP) == pytest.approx(2.0)
 
 
@@ -69,45 +69,45 @@ class StaleLast:
 
 
 def test_two_runs_that_read_the_same_last_reading_count_the_interval_once(store: Store) -> None:
-    store.meter("c", reading(NOV_30, 8), EXPECTED_GAP)
-    last = store.table.get_item(Key={"pk": "METER#c", "sk": "LAST"})["Item"]
-    assert store.meter("c", reading(NOV_30 + STEP, 8), EXPECTED_GAP).status == "recorded"
+    store.meter.record("c", reading(NOV_30, 8), EXPECTED_GAP)
+    last = store.table.table.get_item(Key={"pk": "METER#c", "sk": "LAST"})["Item"]
+    assert store.meter.record("c", reading(NOV_30 + STEP, 8), EXPECTED_GAP).status == "recorded"
     racing = Store("t", now=lambda: NOV_30)
-    racing._table = StaleLast(store.table, last)
-    assert racing.meter("c", reading(NOV_30 + 2 * STEP, 64), EXPECTED_GAP).status == "duplicate"
+    racing.table._table = StaleLast(store.table.table, last)
+    assert racing.meter.record("c", reading(NOV_30 + 2 * STEP, 64), EXPECTED_GAP).status == "duplicate"
     assert used(store, NOV_30 + 2 * STEP) == pytest.approx(2.0)  # the loser's 64 GPUs never count
-    assert store.meter("c", reading(NOV_30 + 3 * STEP, 8), EXPECTED_GAP).status == "recorded"
+    assert store.meter.record("c", reading(NOV_30 + 3 * STEP, 8), EXPECTED_GAP).status == "recorded"
     assert used(store, NOV_30 + 3 * STEP) == pytest.approx(2.0 + 4.0)
 
 
 def test_missed_runs_are_filled_from_the_readings_around_them_and_marked_estimated(store: Store) -> None:
-    store.meter("c", reading(NOV_30 - timedelta(hours=10), 0), EXPECTED_GAP)
-    result = store.meter("c", reading(NOV_30 - timedelta(hours=6), 8), EXPECTED_GAP)
+    store.meter.record("c", reading(NOV_30 - timedelta(hours=10), 0), EXPECTED_GAP)
+    result = store.meter.record("c", reading(NOV_30 - timedelta(hours=6), 8), EXPECTED_GAP)
     assert result.fact is not None
     assert result.fact.estimated
-    usage = period_to_date(store, "c", POLICY, NOV_30)["research"]
+    usage = period_to_date(store.meter, "c", POLICY, NOV_30)["research"]
     assert usage.accelerator_hours == pytest.approx(16.0)  # the line from 0 to 8 GPUs over 4 hours
     assert usage.estimated
 
 
 def test_a_reading_from_a_clock_behind_the_last_one_counts_nothing(store: Store) -> None:
-    store.meter("c", reading(NOV_30, 8), EXPECTED_GAP)
-    assert store.meter("c", reading(NOV_30 - timedelta(minutes=3), 800), EXPECTED_GAP).status == "stale"
-    assert store.meter("c", reading(NOV_30 + STEP, 8), EXPECTED_GAP).status == "recorded"
+    store.meter.record("c", reading(NOV_30, 8), EXPECTED_GAP)
+    assert store.meter.record("c", reading(NOV_30 - timedelta(minutes=3), 800), EXPECTED_GAP).status == "stale"
+    assert store.meter.record("c", reading(NOV_30 + STEP, 8), EXPECTED_GAP).status == "recorded"
     assert used(store, NOV_30 + STEP) == pytest.approx(2.0)
 
 
 def test_an_interval_across_the_month_end_is_split_exactly(store: Store) -> None:
     at = NOV_30
-    store.meter("c", reading(at, 8, 8), EXPECTED_GAP)
+    store.meter.record("c", reading(at, 8, 8), EXPECTED_GAP)
     for _ in range(16):  # 22:00 Nov 30 → 02:00 Dec 1, 8 own + 8 borrowed GPUs
         at += STEP
-        store.meter("c", reading(at, 8, 8), EXPECTED_GAP)
+        store.meter.record("c", reading(at, 8, 8), EXPECTED_GAP)
     # The last November interval straddles midnight only if a reading falls off the quarter-hour: add one.
-    store.meter("c", reading(at + timedelta(minutes=7), 8, 8), EXPECTED_GAP)
+    store.meter.record("c", reading(at + timedelta(minutes=7), 8, 8), EXPECTED_GAP)
     at += timedelta(minutes=7)
-    november = period_to_date(store, "c", POLICY, datetime(2026, 11, 30, 23, 59, 59, 999999, tzinfo=UTC))
-    december = period_to_date(store, "c", POLICY, at)["research"]
+    november = period_to_date(store.meter, "c", POLICY, datetime(2026, 11, 30, 23, 59, 59, 999999, tzinfo=UTC))
+    december = period_to_date(store.meter, "c", POLICY, at)["research"]
     assert november["research"].period == "2026-11"
     assert december.period == "2026-12"
     total = november["research"].accelerator_hours + december.accelerator_hours
@@ -117,9 +117,9 @@ def test_an_interval_across_the_month_end_is_split_exactly(store: Store) -> None
 
 def test_a_day_of_readings_adds_up(store: Store) -> None:
     at = NOV_30 - timedelta(days=1)
-    store.meter("c", reading(at, 4), EXPECTED_GAP)
+    store.meter.record("c", reading(at, 4), EXPECTED_GAP)
     for _ in range(96):
         at += STEP
-        store.meter("c", reading(at, 4), EXPECTED_GAP)
+        store.meter.record("c", reading(at, 4), EXPECTED_GAP)
     assert used(store, at) == pytest.approx(4 * 24, rel=1e-9)
     assert used(store, at - timedelta(hours=6)) == pytest.approx(4 * 18, rel=1e-9)

@@ -34,7 +34,7 @@ def metered(tmp_path: Path) -> Iterator[Path]:
         store = Store("t")
         start = datetime(2026, 11, 3, 8, tzinfo=UTC)
         for k in range(9):
-            store.meter("c", Reading(at=start + k * timedelta(minutes=15),
+            store.meter.record("c", Reading(at=start + k * timedelta(minutes=15),
                                      rates={"research": {P5: (8, 8)}, "training": {TRN: (16, 0)},
                                             "guest": {P5: (0, 8)}}), EXPECTED_GAP)
         policy = tmp_path / "policy.yaml"

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from support.fuzz import JSON, fuzz
 
-from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app import wiring
+from rebalancer.domain.records import ApprovalRecord
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.local_stack import LocalStack
 from rebalancer_tools.ticking_clock import TickingClock
@@ -51,7 +51,7 @@ FORMS = st.dictionaries(FORM_KEYS, st.text(max_size=30), max_size=8).map(urlenco
 def stack() -> Iterator[LocalStack]:
     clock = TickingClock(T0)
     with mock_aws(), LocalStack(clusters={CLUSTER: POLICY}, slack_signing_secret=SLACK_SECRET, now=clock) as s:
-        wiring.store().put_approval(ApprovalRecord(
+        wiring.store().approvals.put(ApprovalRecord(
             APPROVAL, "token", f"arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:{CLUSTER}-1",
             CLUSTER, "pending", T0 + timedelta(hours=4)))
         yield s

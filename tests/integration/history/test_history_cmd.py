@@ -40,10 +40,10 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def test_records_oldest_first_through_the_stack_output(store: Store) -> None:
-    store.audit("c1", "c1-20261130T120000", "trigger", outcome="started")
-    store.audit("c1", "c1-20261130T120000", "apply", outcome="applied", who="alice",
+    store.audit.append("c1", "c1-20261130T120000", "trigger", outcome="started")
+    store.audit.append("c1", "c1-20261130T120000", "apply", outcome="applied", who="alice",
                 before={"research": {"ml.p5.48xlarge": 12}}, after={"research": {"ml.p5.48xlarge": 8}})
-    store.audit("c2", "c2-20261130T120000", "trigger", outcome="started")
+    store.audit.append("c2", "c2-20261130T120000", "trigger", outcome="started")
     code, out = run("history", "--cluster", "c1", "--stack", "rebalancer", "--json")
     assert code == 0, out
     records = [json.loads(line) for line in out.splitlines()]
@@ -56,7 +56,7 @@ def test_records_oldest_first_through_the_stack_output(store: Store) -> None:
 
 
 def test_snapshot_of_a_run_is_written_for_rollback(store: Store, tmp_path: Path) -> None:
-    store.put_artifact("c1-20261130T120000", "SNAPSHOT", {"quotas": [], "taken_at": "2026-11-30T12:00:00Z"})
+    store.artifacts.put("c1-20261130T120000", "SNAPSHOT", {"quotas": [], "taken_at": "2026-11-30T12:00:00Z"})
     out_file = tmp_path / "before.json"
     code, out = run("history", "--cluster", "c1", "--table", "audit-table", "--snapshot-of", "c1-20261130T120000",
                     "-o", str(out_file))

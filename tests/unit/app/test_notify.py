@@ -10,35 +10,10 @@ import pytest
 from rebalancer.app.notifications.messages import DeliveryResult, Message
 from rebalancer.app.notifications.notify import error_text, notify
 from rebalancer.errors import TransientError
+from rebalancer_tools.memory_store import MemoryStore
 
 RUN = {"cluster_name": "c1", "execution_name": "run-1",
        "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:run-1"}
-
-
-class FakeStore:
-    def __init__(self) -> None:
-        self.delivered: set[tuple[str, str, str]] = set()
-        self.audits: list[tuple[str, str, Any]] = []
-
-    def get_artifact(self, execution: str, kind: str) -> Any:
-        return None
-
-    def mark_delivered(self, execution: str, kind: str, channel: str) -> bool:
-        key = (execution, kind, channel)
-        if key in self.delivered:
-            return False
-        self.delivered.add(key)
-        return True
-
-    def unmark_delivered(self, execution: str, kind: str, channel: str) -> None:
-        self.delivered.discard((execution, kind, channel))
-
-    def get_approval(self, approval_id: str) -> None:
-        return None
-
-    def audit(self, cluster: str, execution: str, kind: str, *, outcome: str, detail: Any = None,
-              **_: Any) -> None:
-        self.audits.append((kind, outcome, detail))
 
 
 class FakeChannel:
@@ -53,25 +28,26 @@ class FakeChannel:
 
 
 def test_one_failing_channel_is_recorded_and_retried_alone() -> None:
-    store, sns, slack = FakeStore(), FakeChannel("sns", True), FakeChannel("slack", False)
+    store, sns, slack = MemoryStore(), FakeChannel("sns", True), FakeChannel("slack", False)
     state = {"run": RUN, "error": {"Error": "ApplyFailed", "Cause": '{"errorType": "ApplyFailed", '
                                                                   '"errorMessage": "quota q-1 UpdateFailed"}'}}
-    out = notify("rolled_back", state, store=store, channels=[sns, slack])  # type: ignore[arg-type]
+    out = notify("rolled_back", state, store=store, channels=[sns, slack])
     assert out == {"sent": ["sns"], "failed": {"slack": "slack is down"}}
-    assert store.audits == [("notify-rolled_back", "partial", {"sns": "ok", "slack": "slack is down"})]
+    assert [(r["kind"], r["outcome"], r["detail"]) for r in store.audit.records("c1")] == [
+        ("notify-rolled_back", "partial", {"sns": "ok", "slack": "slack is down"})]
     assert sns.sent[0].error == "ApplyFailed: quota q-1 UpdateFailed"
     slack.ok = True
-    out = notify("rolled_back", state, store=store, channels=[sns, slack])  # type: ignore[arg-type]
+    out = notify("rolled_back", state, store=store, channels=[sns, slack])
     assert (len(sns.sent), len(slack.sent)) == (1, 2)  # SNS is not sent twice
     assert out["failed"] == {}
 
 
 def test_when_every_channel_fails_the_step_raises_a_transient_error_for_the_state_machine_to_retry() -> None:
-    store = FakeStore()
+    store = MemoryStore()
     with pytest.raises(TransientError, match="sns is down; slack is down"):
-        notify("applied", {"run": RUN}, store=store,  # type: ignore[arg-type]
+        notify("applied", {"run": RUN}, store=store,
                channels=[FakeChannel("sns", False), FakeChannel("slack", False)])
-    assert store.delivered == set()
+    assert store.deliveries.sent == set()
 
 
 @pytest.mark.parametrize(("error", "text"), [

@@ -4,34 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from support.clusters import snapshot
 
 from rebalancer.app.budgets import announce, with_usage
-from rebalancer.budgets.metering import Fact
+from rebalancer.budgets.metering import Reading
 from rebalancer.domain.policy import Policy
+from rebalancer_tools.memory_store import MemoryMeter
 
 P5 = "ml.p5.48xlarge"
+CLUSTER = "test"  # support.clusters.snapshot's
 POLICY = Policy.model_validate({"teams": {"research": {"budget": {"accelerator_hours": 100}}, "ops": {}}})
-
-
-@dataclass
-class FakeMeter:
-    facts: list[Fact]
-    announced: set[str] = field(default_factory=set)
-
-    def meter(self, *_a: Any) -> Any:
-        raise AssertionError("not used here")
-
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
-        return [f for f in self.facts if f.end > since and f.start < until]
-
-    def announce_once(self, cluster_name: str, key: str) -> bool:
-        new = key not in self.announced
-        self.announced.add(key)
-        return new
 
 
 @dataclass
@@ -46,26 +30,29 @@ class Outlet:
         self.recorded.append(used)
 
 
-def hours_fact(start: datetime, hours: float, gpus: float) -> Fact:
-    return Fact(start=start, end=start + timedelta(hours=hours), at_start={"research": {P5: (gpus, 0)}},
-                at_end={"research": {P5: (gpus, 0)}})
+def metered(start: datetime, hours: float, gpus: float, meter: MemoryMeter | None = None) -> MemoryMeter:
+    """`gpus` of research's in use for `hours` from `start`, as two readings of the support cluster metered."""
+    meter = meter or MemoryMeter()
+    for at in (start, start + timedelta(hours=hours)):
+        meter.record(CLUSTER, Reading(at=at, rates={"research": {P5: (gpus, 0)}}), timedelta(days=1))
+    return meter
 
 
-def run(store: FakeMeter, at: datetime, outlet: Outlet) -> list[str]:
+def run(store: MemoryMeter, at: datetime, outlet: Outlet) -> list[str]:
     snap = with_usage(store, POLICY, snapshot({P5: 4}, taken_at=at))
     return announce(store, POLICY, snap, outlet)
 
 
 def test_thresholds_are_announced_once_and_metrics_every_run() -> None:
     nov = datetime(2026, 11, 10, tzinfo=UTC)
-    store, outlet = FakeMeter([hours_fact(nov, 7, 8)]), Outlet()  # 56 of 100
+    store, outlet = metered(nov, 7, 8), Outlet()  # 56 of 100
     run(store, nov + timedelta(hours=7), outlet)
     run(store, nov + timedelta(hours=7, minutes=15), outlet)
     assert [k for k, _ in outlet.sent] == ["budget"]
     assert "passed 50 %" in outlet.sent[0][1][0]
     assert [list(r) for r in outlet.recorded] == [["research"]] * 2  # ops has no budget: no metric
     assert outlet.recorded[0]["research"] == pytest.approx((56.0, 56.0))
-    store.facts.append(hours_fact(nov + timedelta(hours=7), 4, 8))  # 88 of 100
+    metered(nov + timedelta(hours=7), 4, 8, store)  # 88 of 100
     run(store, nov + timedelta(hours=11), outlet)
     assert outlet.sent[-1][0] == "budget"
     assert "passed 80 %" in outlet.sent[-1][1][0]
@@ -74,7 +61,7 @@ def test_thresholds_are_announced_once_and_metrics_every_run() -> None:
 
 def test_a_new_period_starts_counting_again_and_the_last_one_is_summarised_once() -> None:
     nov = datetime(2026, 11, 30, 20, tzinfo=UTC)
-    store, outlet = FakeMeter([hours_fact(nov, 4, 16)]), Outlet()  # 64 in November
+    store, outlet = metered(nov, 4, 16), Outlet()  # 64 in November
     run(store, nov + timedelta(hours=3, minutes=59), outlet)
     outlet.sent.clear()
     dec = datetime(2026, 12, 1, 0, 30, tzinfo=UTC)

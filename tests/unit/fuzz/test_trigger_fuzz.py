@@ -13,45 +13,14 @@ from hypothesis import strategies as st
 from support.events import load_event
 from support.fuzz import JSON, fuzz, mutated
 
-from rebalancer.adapters.dynamodb.store import LockResult
 from rebalancer.app.trigger.start import Starter
+from rebalancer_tools.memory_store import MemoryStore
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SAMPLES = ["hyperpod-cluster-state-change", "hyperpod-node-health", "hyperpod-cluster-event", "alarm-state-change",
            "scheduled", "stepfunctions-execution-finished"]
 SM = "arn:aws:states:us-east-1:123456789012:stateMachine:rebalancer-rebalance"
 STATUSES = {"started", "debounced", "ignored", "malformed", "irrelevant"}
-
-
-@dataclass
-class Locks:
-    """The store's lock and audit, in memory (the real ones run against moto in tests/integration)."""
-
-    held: dict[str, str] = field(default_factory=dict)
-    audits: list[tuple[str, str]] = field(default_factory=list)
-    followups: set[str] = field(default_factory=set)
-
-    def now(self) -> datetime:
-        return T0
-
-    def acquire_lock(self, cluster: str, holder: str, ttl: timedelta, *, replace: str | None = None,
-                     if_followup: bool = False) -> LockResult:
-        if if_followup and cluster not in self.followups:
-            return LockResult(False, self.held.get(cluster, ""), T0)
-        if cluster in self.held and self.held[cluster] != replace:
-            return LockResult(False, self.held[cluster], T0)
-        self.held[cluster] = holder
-        self.followups.discard(cluster)
-        return LockResult(True, holder, T0)
-
-    def audit(self, cluster: str, execution: str, kind: str, **_: Any) -> None:
-        self.audits.append((cluster, execution))
-
-    def request_followup(self, cluster: str, holder: str, reason: str) -> bool:
-        if self.held.get(cluster) != holder:
-            return False
-        self.followups.add(cluster)
-        return True
 
 
 @dataclass
@@ -68,10 +37,10 @@ class Sfn:
 
 def handle(event: Any) -> tuple[dict[str, Any], Sfn]:
     sfn = Sfn()
-    locks = Locks()
-    starter = Starter(store=locks, sfn=sfn, state_machine_arn=SM,  # type: ignore[arg-type]
+    store = MemoryStore(now=lambda: T0)
+    starter = Starter(store=store, sfn=sfn, state_machine_arn=SM,
                       managed=("ml-cluster", "other"), lock_ttl=timedelta(minutes=30),
-                      debounce=timedelta(minutes=5), clock=locks.now)
+                      debounce=timedelta(minutes=5), clock=store.now)
     outcome = starter.handle(event).as_dict()
     assert outcome["status"] in STATUSES
     assert len(sfn.started) <= 2  # at most one per managed cluster

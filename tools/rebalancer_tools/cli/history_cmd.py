@@ -109,17 +109,17 @@ def export_history(store: Any, cluster: str, since: datetime, now: datetime) -> 
 
     runs = []
     seen: set[str] = set()
-    for record in store.audit_log(cluster):
+    for record in store.audit.records(cluster):
         execution = str(record.get("execution", ""))
         if execution in seen or datetime.fromisoformat(str(record["at"])) < since:
             continue
         seen.add(execution)
-        doc = store.get_artifact(execution, "SNAPSHOT")
+        doc = store.artifacts.get(execution, "SNAPSHOT")
         if doc is None:  # a run that stopped before collect, or its artifacts expired
             continue
         run = Run.model_validate({"type": "run", "execution": execution, "at": doc["taken_at"], "snapshot": doc})
         runs.append(run)
-    return export_lines(cluster, runs, store.samples(cluster, since), since=since, exported_at=now)
+    return export_lines(cluster, runs, store.samples.since(cluster, since), since=since, exported_at=now)
 
 
 def _table_options(f: Any) -> Any:

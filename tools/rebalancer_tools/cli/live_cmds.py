@@ -22,7 +22,7 @@ from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
-from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
+from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
 from rebalancer_tools.render import render_plan
 
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
@@ -195,7 +195,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     snap = live.collect(now).snapshot
     if save_snapshot:
         Path(save_snapshot).write_text(snap.model_dump_json(indent=2, exclude_none=True) + "\n")
-    planned = run_plan.make_run_plan(snap, policy, now, store=log)
+    planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
     if not log.recorded:
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
     plan = planned.plan
@@ -213,11 +213,11 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
                                                                                            log.now()),
                       execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
     who = _caller(live) if log.recorded else None
-    runs.record_snapshot(log, run, snap)
-    run_plan.record_plan(log, run, planned, who=who)
+    runs.record_snapshot(log.store.artifacts, run, snap)
+    run_plan.record_plan(log.store, run, planned, who=who)
     writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
     try:
-        done = runs.apply_run(run, store=log, writer=writer, configs=configs, who=who)
+        done = runs.apply_run(run, store=log.store, writer=writer, configs=configs, who=who)
     except RebalancerError as e:
         _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
         raise
@@ -226,7 +226,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
 
 
-def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: TableLog | MemoryLog, writer: QuotaWriter,
+def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: RunLog, writer: QuotaWriter,
                       configs: SchedulerConfigClient) -> None:
     """As the state machine after a failed Apply: the Rollback use case undoes what the run wrote. Prints what the
     apply and the rollback did, and raises the apply's error with "; rolled back" (or "; ROLLBACK INCOMPLETE")
@@ -234,10 +234,11 @@ def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: TableLog | Me
     from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
     from rebalancer.app.workflow import runs
 
-    undone = runs.rollback_run(run, {"Error": type(error).__name__, "Cause": str(error)}, store=log,
+    undone = runs.rollback_run(run, {"Error": type(error).__name__, "Cause": str(error)}, store=log.store,
                                writer=writer, configs=configs)
-    scheduler = runs.load_scheduler(log, run)
-    report = runs.load_report(log, run) or ApplyReport(cluster_arn="", succeeded=False, error=str(error))
+    scheduler = runs.load_scheduler(log.store.artifacts, run)
+    report = (runs.load_report(log.store.artifacts, run)
+              or ApplyReport(cluster_arn="", succeeded=False, error=str(error)))
     if undone.did_anything:
         report = report.model_copy(update={"rollback": undone.undo.outcomes, "rolled_back": undone.ok})
     for line in ([scheduler.line()] if scheduler else []) + report.lines():
@@ -248,11 +249,11 @@ def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: TableLog | Me
         raise_for_report(report)
 
 
-def _run_log(live: LiveSource, table: str | None, stack: str | None) -> TableLog | MemoryLog:
+def _run_log(live: LiveSource, table: str | None, stack: str | None) -> RunLog:
     """The controller's table when one is named (--table / --stack / $REBALANCER_TABLE), checked to exist; else
     memory (nothing recorded)."""
     if not table and not stack:
-        return MemoryLog()
+        return memory_log()
     from rebalancer.adapters.aws import aws_call
     from rebalancer.adapters.dynamodb.store import Store
     from rebalancer_tools.cli.history_cmd import audit_table_name
@@ -260,8 +261,8 @@ def _run_log(live: LiveSource, table: str | None, stack: str | None) -> TableLog
     session = live.clients().session
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     with aws_call("DescribeTable", f"audit table {store.table_name}"):
-        store.table.load()
-    return TableLog(store)
+        store.table.table.load()
+    return table_log(store)
 
 
 def _caller(live: LiveSource) -> str:
@@ -298,7 +299,7 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
         _restore_snapshot(live, to_file, yes, log, poll_interval, timeout)
 
 
-def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
+def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: RunLog, poll_interval: float,
                       timeout: float) -> None:
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
     from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
@@ -325,7 +326,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
                                                                                      log.now()),
                       execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")
     # Versions as shown above: a quota edited after this point is left alone, not overwritten unseen.
-    report = runs.restore_quotas(run, cluster.ClusterArn, target.quotas, current, store=log,
+    report = runs.restore_quotas(run, cluster.ClusterArn, target.quotas, current, store=log.store,
                                  writer=_writer(live, poll_interval, timeout),
                                  who=_caller(live) if log.recorded else None, detail={"to": to_file})
     for line in report.lines():
@@ -334,7 +335,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
     click.echo("restored")
 
 
-def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
+def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_interval: float,
                   timeout: float) -> None:
     """The controller's Rollback step for one stored run, from the command line."""
     from rebalancer.app.workflow import runs, state
@@ -343,20 +344,20 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | Me
         raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
                            value=run_name)
     run = state.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
-    if log.get_artifact(run_name, "PLAN") is None:
+    if log.store.artifacts.get(run_name, "PLAN") is None:
         raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",
                            value=run_name)
-    plan, snap = state.load_plan(log, run), state.load_snapshot(log, run)
+    plan, snap = state.load_plan(log.store.artifacts, run), state.load_snapshot(log.store.artifacts, run)
     if plan.cluster_name != live.cluster:
         raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
                            value=run_name)
-    done_at = [r["at"] for r in log.audit_log(live.cluster)
+    done_at = [r["at"] for r in log.store.audit.records(live.cluster)
                if r.get("kind") == "rollback" and r.get("execution") == run_name and r.get("outcome") == "restored"]
     if done_at:
         # A second rollback would find our own restore as the quotas' newest version and call it someone else's.
         raise InvalidInput(f"run {run_name} was rolled back already (at {done_at[-1]}): nothing left to undo",
                            field="--run", value=run_name)
-    report, scheduler = runs.load_report(log, run), runs.load_scheduler(log, run)
+    report, scheduler = runs.load_report(log.store.artifacts, run), runs.load_scheduler(log.store.artifacts, run)
     if report is None and scheduler is None:
         # The controller's Rollback would then restore every quota the plan touched; from here, with nothing
         # saying the run wrote anything, that could overwrite later changes.
@@ -374,7 +375,7 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: TableLog | Me
         click.echo(f"(cluster): scheduler config {scheduler.config_id} v{scheduler.version} → {back}")
     if not yes:
         click.confirm(f"Undo what run {run_name} wrote to {live.cluster}?", abort=True)
-    done = runs.rollback_run(run, None, store=log, writer=_writer(live, poll_interval, timeout),
+    done = runs.rollback_run(run, None, store=log.store, writer=_writer(live, poll_interval, timeout),
                              configs=_configs(live, poll_interval, timeout))
     for line in done.lines():
         click.echo(line)

@@ -1,25 +1,30 @@
 """Where a CLI run records itself for the use cases of `rebalancer.app.workflow.runs`: the controller's table (named by
---table / --stack / $REBALANCER_TABLE), each call's AWS error one line; or, without a table, memory that keeps the
-run's documents for the run itself, records nothing and knows no versions (as the controller with an empty
-table: a setting the policy rewrites is then marked a console edit)."""
+--table / --stack / $REBALANCER_TABLE), each call's AWS error one line; or, without a table, memory
+(rebalancer_tools.memory_store) that keeps the run's records for the command's life only and starts knowing no
+versions (as the controller with an empty table: a setting the policy rewrites is then marked a console edit)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.errors import PermanentError
+from rebalancer_tools.memory_store import MemoryStore
 
 if TYPE_CHECKING:
-    from rebalancer.adapters.dynamodb.store import MeterResult, Store
-    from rebalancer.budgets.metering import Fact
+    from rebalancer.adapters.dynamodb.store import Store
+    from rebalancer.app.workflow import run_plan
 
 NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the versions the controller's writes "
                     "left are unknown, so a setting the policy rewrites is marked a console edit; no budget use is "
                     "known (none metered); this run is not recorded")
+# The DynamoDB call behind each repository method the CLI's runs use, for the one-line error.
+CALLS = {("artifacts", "put"): "PutItem", ("artifacts", "get"): "GetItem", ("audit", "append"): "PutItem",
+         ("audit", "records"): "Query", ("versions", "record"): "PutItem", ("versions", "known"): "Query",
+         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem"}
+R = TypeVar("R")
 
 
 def cli_execution(cluster_name: str, at: datetime) -> str:
@@ -27,105 +32,50 @@ def cli_execution(cluster_name: str, at: datetime) -> str:
     return f"{cluster_name}-cli{at.astimezone(UTC):%Y%m%dT%H%M%S}"
 
 
-class TableLog:
-    """The controller's table through rebalancer.adapters.dynamodb.store.Store; every failure is one line naming the
-    call."""
+class _OneLine:
+    """A repository whose every call's AWS failure leaves as one line naming the call and the table."""
 
-    recorded = True
+    def __init__(self, repository: Any, family: str, table_name: str):
+        self._repository, self._family, self._table = repository, family, table_name
 
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._repository, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with aws_call(CALLS.get((self._family, name), f"DynamoDB ({self._family}.{name})"),
+                          f"audit table {self._table}"):
+                return method(*args, **kwargs)
+
+        return call
+
+
+def _one_line(repository: R, family: str, table_name: str) -> R:
+    return cast(R, _OneLine(repository, family, table_name))
+
+
+@dataclass(frozen=True)
+class RunLog:
+    """The store a CLI run's use cases are given, and whether what it records outlives the command."""
+
+    store: run_plan.Store
+    now: Callable[[], datetime]
+    recorded: bool
+
+
+class _TableRecords:
     def __init__(self, store: Store):
-        self.store = store
-        self.table_name = store.table_name
-
-    @contextmanager
-    def _call(self, call: str) -> Iterator[None]:
-        with aws_call(call, f"audit table {self.table_name}"):
-            yield
-
-    def now(self) -> datetime:
-        return self.store.now()
-
-    def put_artifact(self, execution: str, kind: Any, document: Any) -> None:
-        with self._call("PutItem"):
-            self.store.put_artifact(execution, kind, document)
-
-    def get_artifact(self, execution: str, kind: Any) -> Any:
-        with self._call("GetItem"):
-            return self.store.get_artifact(execution, kind)
-
-    def audit(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
-              before: Any = None, after: Any = None, detail: Any = None) -> None:
-        with self._call("PutItem"):
-            self.store.audit(cluster_name, execution, kind, outcome=outcome, who=who, before=before, after=after,
-                             detail=detail)
-
-    def record_team_change(self, cluster_name: str, team: str, execution: str) -> None:
-        with self._call("PutItem"):
-            self.store.record_team_change(cluster_name, team, execution)
-
-    def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None:
-        with self._call("PutItem"):
-            self.store.record_versions(cluster_name, versions, execution)
-
-    def known_versions(self, cluster_name: str) -> dict[str, int]:
-        with self._call("Query"):
-            return self.store.known_versions(cluster_name)
-
-    def audit_log(self, cluster_name: str) -> list[dict[str, Any]]:
-        with self._call("Query"):
-            return self.store.audit_log(cluster_name)
-
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
-        with self._call("Query"):
-            return self.store.meter_facts(cluster_name, since, until)
-
-    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> MeterResult:
-        with self._call("TransactWriteItems"):
-            return self.store.meter(cluster_name, reading, expected_gap)
-
-    def announce_once(self, cluster_name: str, key: str) -> bool:
-        with self._call("PutItem"):
-            return self.store.announce_once(cluster_name, key)
+        self.artifacts = _one_line(store.artifacts, "artifacts", store.table_name)
+        self.audit = _one_line(store.audit, "audit", store.table_name)
+        self.versions = _one_line(store.versions, "versions", store.table_name)
+        self.meter = _one_line(store.meter, "meter", store.table_name)
 
 
-class MemoryLog:
-    """No table: the run's documents live as long as the command; no audit record, no version is kept."""
+def table_log(store: Store) -> RunLog:
+    """The controller's table through its repositories."""
+    return RunLog(_TableRecords(store), store.now, recorded=True)
 
-    recorded = False
 
-    def __init__(self) -> None:
-        self.artifacts: dict[tuple[str, str], Any] = {}
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    def put_artifact(self, execution: str, kind: Any, document: Any) -> None:
-        self.artifacts[(execution, str(kind))] = document
-
-    def get_artifact(self, execution: str, kind: Any) -> Any:
-        return self.artifacts.get((execution, str(kind)))
-
-    def audit(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
-              before: Any = None, after: Any = None, detail: Any = None) -> None:
-        pass
-
-    def audit_log(self, cluster_name: str) -> list[dict[str, Any]]:
-        return []
-
-    def record_team_change(self, cluster_name: str, team: str, execution: str) -> None:
-        pass
-
-    def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None:
-        pass
-
-    def known_versions(self, cluster_name: str) -> dict[str, int]:
-        return {}
-
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
-        return []
-
-    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> MeterResult:
-        raise PermanentError("metering needs the controller's table")
-
-    def announce_once(self, cluster_name: str, key: str) -> bool:
-        return False
+def memory_log() -> RunLog:
+    """No table: the run's documents live as long as the command; nothing is recorded past it."""
+    memory = MemoryStore()
+    return RunLog(memory, memory.now, recorded=False)

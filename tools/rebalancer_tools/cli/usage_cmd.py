@@ -48,7 +48,7 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     since, until = min(w.start for w in windows), min(now, max(w.end for w in windows))
     try:
-        facts = store.meter_facts(cluster, since, until)
+        facts = store.meter.facts(cluster, since, until)
     except (ClientError, BotoCoreError) as e:
         raise PermanentError(f"reading the table {store.table_name}: {e}") from None
     report = usage_report.rows(facts, policy, until, period)

@@ -110,7 +110,7 @@ def node_health_event(world: World, node_id: str) -> dict[str, Any]:
 def stored_plan(execution_arn: str) -> Plan | None:
     from rebalancer.app import wiring
 
-    doc = wiring.store().get_artifact(execution_arn.rsplit(":", 1)[-1], "PLAN")
+    doc = wiring.store().artifacts.get(execution_arn.rsplit(":", 1)[-1], "PLAN")
     return None if doc is None else Plan.model_validate(doc)
 
 
@@ -118,7 +118,7 @@ def collected_utilization(execution_arn: str) -> dict[str, float | None]:
     """team → GPU utilization % in the snapshot the run's Collect step stored (Container Insights)."""
     from rebalancer.app import wiring
 
-    doc = wiring.store().get_artifact(execution_arn.rsplit(":", 1)[-1], "SNAPSHOT") or {}
+    doc = wiring.store().artifacts.get(execution_arn.rsplit(":", 1)[-1], "SNAPSHOT") or {}
     return {team: u.get("gpu_percent") for team, u in (doc.get("utilization") or {}).items()}
 
 
@@ -408,7 +408,7 @@ def _training_used(world: World, policy_text: str) -> tuple[float, str]:
     from rebalancer.domain.policy import Policy
 
     policy = Policy.model_validate(yaml.safe_load(policy_text))
-    used = period_to_date(wiring.store(), world.cluster, policy, world.clock.t)[BUDGET_TEAM]
+    used = period_to_date(wiring.store().meter, world.cluster, policy, world.clock.t)[BUDGET_TEAM]
     return used.accelerator_hours, used.period
 
 

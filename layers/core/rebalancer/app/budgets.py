@@ -7,18 +7,29 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Reading, Used, budget_usage, hours_in, reading_of
+from rebalancer.budgets.metering import (
+    EXPECTED_GAP,
+    Fact,
+    MeterResult,
+    Reading,
+    Used,
+    budget_usage,
+    hours_in,
+    reading_of,
+)
 from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
 from rebalancer.domain.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from rebalancer.adapters.dynamodb.store import MeterResult
     from rebalancer.domain.policy import Policy  # metering (Collect, Observe) runs without the policy model
 
 
 class MeterStore(Protocol):
-    def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult: ...
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
+    """The metered readings and facts, and the announcements made: rebalancer.adapters.dynamodb.metering;
+    rebalancer_tools.memory_store.MemoryMeter."""
+
+    def record(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult: ...
+    def facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
     def announce_once(self, cluster_name: str, key: str) -> bool: ...
 
 
@@ -30,7 +41,7 @@ class Outlet(Protocol):
 
 
 def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
-    return store.meter(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
+    return store.record(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
 
 
 def _budgets(policy: Policy) -> dict[str, Budget]:
@@ -57,7 +68,7 @@ def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime
     if not budgets:
         return {}
     windows = {team: b.window(at) for team, b in budgets.items()}
-    facts = store.meter_facts(cluster, min(w.start for w in windows.values()), at)
+    facts = store.facts(cluster, min(w.start for w in windows.values()), at)
     return _usage(facts, budgets, windows, at, policy.prices)
 
 
@@ -106,7 +117,7 @@ def _ended_periods(store: MeterStore, cluster: str, policy: Policy, budgets: dic
     due = {t: w for t, w in previous.items() if (budgets[t].period, budgets[t].timezone, w.label) in fresh}
     if not due:
         return []
-    facts = store.meter_facts(cluster, min(w.start for w in due.values()), max(w.end for w in due.values()))
+    facts = store.facts(cluster, min(w.start for w in due.values()), max(w.end for w in due.values()))
     if not facts:
         return []
     usage = _usage(facts, {t: budgets[t] for t in due}, due, max(w.end for w in due.values()), policy.prices)

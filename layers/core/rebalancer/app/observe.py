@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,12 +16,22 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rebalancer.app import budgets
 from rebalancer.app.observability import NAMESPACE
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.sample import sample_of
+from rebalancer.domain.sample import DemandSample, sample_of
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
 
-if TYPE_CHECKING:
-    from rebalancer.adapters.dynamodb.store import Store
+
+class Samples(Protocol):
+    """rebalancer.adapters.dynamodb.samples; rebalancer_tools.memory_store.MemorySamples."""
+
+    def put(self, sample: DemandSample, retention: timedelta) -> None: ...
+
+
+class Store(Protocol):
+    @property
+    def meter(self) -> budgets.MeterStore: ...
+    @property
+    def samples(self) -> Samples: ...
 
 
 @dataclass(frozen=True)
@@ -95,11 +105,11 @@ def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
         name = snapshot.cluster.ClusterName
         out.append(measure(snapshot))
         try:
-            budgets.meter(store, snapshot)
+            budgets.meter(store.meter, snapshot)
         except (ClientError, BotoCoreError) as e:
             warn(f"use of {name} not metered this time (the next reading covers the interval): {e}")
         try:
-            store.put_sample(sample_of(snapshot), retention)
+            store.samples.put(sample_of(snapshot), retention)
         except (ClientError, BotoCoreError) as e:
             warn(f"demand sample of {name} not stored: {e}")
     return out

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -108,6 +109,15 @@ def fact_between(last: Reading, now: Reading, expected_gap: timedelta = EXPECTED
         return None
     return Fact(start=last.at, end=now.at, at_start=last.rates, at_end=now.rates,
                 estimated=now.at - last.at > expected_gap)
+
+
+@dataclass(frozen=True)
+class MeterResult:
+    """What metering one reading did: the first reading of a cluster, a fact recorded, a duplicate (a retried or
+    concurrent run metered this interval already) or a stale reading (not after the last one)."""
+
+    status: Literal["first", "recorded", "duplicate", "stale"]
+    fact: Fact | None
 
 
 @dataclass

@@ -6,17 +6,43 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
-from rebalancer.adapters.dynamodb.store import ApprovalRecord, ApprovalStatus, RunContext, Store
 from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
-from rebalancer.app.notifications.notify import approval_id_of, deliver, execution_url
-from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url
+from rebalancer.app.workflow import audit
+from rebalancer.app.workflow.audit import AuditLog
+from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan
 from rebalancer.domain.clock import Clock
+from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, RunContext
 from rebalancer.errors import ApprovalRejected, DecisionNotDelivered, RebalancerError, RunNotWaiting
+
+
+class ApprovalRecords(Protocol):
+    """Pending approvals (decided once), their runs' context and the review forms' nonces:
+    rebalancer.adapters.dynamodb.approvals; rebalancer_tools.memory_store.MemoryApprovals."""
+
+    def put(self, rec: ApprovalRecord) -> bool: ...
+    def get(self, approval_id: str) -> ApprovalRecord | None: ...
+    def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord: ...
+    def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None: ...
+    def context(self, approval_id: str) -> RunContext: ...
+    def claim_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool: ...
+
+
+class Store(Protocol):
+    @property
+    def approvals(self) -> ApprovalRecords: ...
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def deliveries(self) -> Deliveries: ...
+    @property
+    def audit(self) -> AuditLog: ...
+    def now(self) -> datetime: ...
 
 
 @dataclass
@@ -30,14 +56,14 @@ class Approvals:
     # --- RequestApproval (invoked by the state machine with a task token) -------------------------------------------
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         run = RunRef.model_validate(payload["run"])
-        plan = load_plan(self.store, run)
+        plan = load_plan(self.store.artifacts, run)
         approval_id = approval_id_of(run.execution_arn)
         timeout = int(payload["plan"]["approval_timeout_seconds"])
         decide_by = self.clock() + timedelta(seconds=timeout)
-        created = self.store.put_approval(ApprovalRecord(
+        created = self.store.approvals.put(ApprovalRecord(
             approval_id=approval_id, task_token=payload["task_token"], execution_arn=run.execution_arn,
             cluster_name=run.cluster_name, status="pending", decide_by=decide_by))
-        existing = self.store.get_approval(approval_id)
+        existing = self.store.approvals.get(approval_id)
         assert existing is not None
         base = str(payload["base_url"])
         message = Message(
@@ -47,13 +73,11 @@ class Approvals:
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
             reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by))
-        results = deliver(self.store, self.channels, run.execution_name, message)
-        self.store.put_run_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
+        results = deliver(self.store.deliveries, self.channels, run.execution_name, message)
+        self.store.approvals.put_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
                                    existing.decide_by)
         if created:
-            self.store.audit(run.cluster_name, run.execution_name, "approval-requested", outcome="pending",
-                             detail={"approval_id": approval_id, "decide_by": decide_by.isoformat(),
-                                     "sent": {r.channel: r.error or "ok" for r in results}})
+            audit.approval_requested(self.store.audit, run, approval_id, decide_by, results)
         return {"approval_id": approval_id, "sent": [r.channel for r in results if r.ok]}
 
     # --- a decision --------------------------------------------------------------------------------------------
@@ -63,23 +87,22 @@ class Approvals:
         token's issuer and subject, the Slack user id), if any, go into the audit record. Raises ApprovalNotPending
         for a replayed or late decision, RunNotWaiting when the run has moved on (both change nothing)."""
         status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
-        rec = self.store.decide_approval(approval_id, status, who)
-        execution = rec.execution_arn.rsplit(":", 1)[-1]
+        rec = self.store.approvals.decide(approval_id, status, who)
         try:
             if decision == "approve":
                 self.tasks.succeed(rec.task_token, {"decided_by": who, "decided_at": self.clock().isoformat()})
             else:
                 self.tasks.fail(rec.task_token, ApprovalRejected.__name__, f"rejected by {who}")
         except RunNotWaiting as e:
-            self._not_delivered(rec, who, e.code)
+            audit.approval_not_delivered(self.store.audit, rec.cluster_name, _execution(rec), e.code, who)
             raise
         except RebalancerError as e:  # throttled past botocore's retries, or refused: the run will expire
-            self._not_delivered(rec, who, type(e).__name__)
+            audit.approval_not_delivered(self.store.audit, rec.cluster_name, _execution(rec), type(e).__name__, who)
             raise DecisionNotDelivered(type(e).__name__) from e
-        detail = {**({"comment": comment} if comment else {}), **({"identity": dict(identity)} if identity else {})}
-        self.store.audit(rec.cluster_name, execution, "approval", outcome=status, who=who, detail=detail or None)
+        audit.approval_decided(self.store.audit, rec.cluster_name, _execution(rec), status, who, comment=comment,
+                               identity=identity)
         return f"Thank you: the change was {status}."
 
-    def _not_delivered(self, rec: ApprovalRecord, who: str, code: str) -> None:
-        self.store.audit(rec.cluster_name, rec.execution_arn.rsplit(":", 1)[-1], "approval",
-                         outcome=f"not-delivered:{code}", who=who)
+
+def _execution(rec: ApprovalRecord) -> str:
+    return rec.execution_arn.rsplit(":", 1)[-1]

@@ -2,7 +2,7 @@
 
 A nonce is `<random>.<mac>`, the MAC an HMAC-SHA256 over (approval id, expiry, random) under a key derived from the
 link-signing key, so a nonce only works for the approval and expiry of the page that issued it and cannot be made up.
-Single use: the first POST claims the nonce's random part in the store (Store.claim_form_nonce, a conditional
+Single use: the first POST claims the nonce's random part in the store (ApprovalRecords.claim_nonce, a conditional
 write); a replay of the form finds it claimed. (The decision itself is single-use too: the approval record moves
 pending → decided once.)
 """

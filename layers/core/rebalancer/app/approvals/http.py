@@ -31,7 +31,6 @@ from urllib.parse import parse_qsl
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
-from rebalancer.adapters.dynamodb.store import ApprovalRecord
 from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.form_nonce import FormNonces
 from rebalancer.app.approvals.review_page import (
@@ -47,6 +46,7 @@ from rebalancer.app.approvals.review_page import (
 from rebalancer.app.approvals.signing import DECISIONS, Decision, slack_request_is_valid
 from rebalancer.app.notifications.notify import execution_url
 from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.domain.records import ApprovalRecord
 from rebalancer.errors import (
     BadLink,
     ConflictError,
@@ -115,8 +115,8 @@ class ApprovalApi:
         now = self.approvals.clock()
         decision = self.approvals.signer.check(approval_id, params, now)
         rec = _approval(self.approvals, approval_id)
-        context = store.run_context(approval_id)
-        plan = load_plan(store, _run_of(rec))
+        context = store.approvals.context(approval_id)
+        plan = load_plan(store.artifacts, _run_of(rec))
         status = "expired" if rec.status == "pending" and rec.decide_by <= now else rec.status
         expires = params["expires"]
         form = {"link": decision, "expires": expires, "sig": params["sig"],
@@ -149,7 +149,7 @@ class ApprovalApi:
         rec = _approval(self.approvals, approval_id)
         url = execution_url(rec.execution_arn)
         app.append_context(execution_url=url)  # type: ignore[no-untyped-call]  # what a refusal's page links to
-        if not store.claim_form_nonce(approval_id, nonce_id, datetime.fromtimestamp(expires, UTC)):
+        if not store.approvals.claim_nonce(approval_id, nonce_id, datetime.fromtimestamp(expires, UTC)):
             raise FormAlreadySubmitted("This form was already submitted; open the link from the message again to see "
                                        "where the approval stands.")
         source = app.current_event.request_context.http.source_ip or "unknown address"
@@ -322,7 +322,7 @@ def _known_shape(approval_id: str) -> str:
 
 
 def _approval(approvals: Approvals, approval_id: str) -> ApprovalRecord:
-    rec = approvals.store.get_approval(approval_id)
+    rec = approvals.store.approvals.get(approval_id)
     if rec is None:
         raise UnknownApproval("There is no approval with this id.")
     return rec

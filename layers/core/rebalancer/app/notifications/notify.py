@@ -5,13 +5,40 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
-from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.notifications.messages import Channel, DeliveryResult, Message
-from rebalancer.app.workflow.state import Kind, RunRef
+from rebalancer.app.workflow.audit import AuditLog, notified
+from rebalancer.app.workflow.state import Artifacts, Kind, RunRef
 from rebalancer.domain.plan import Plan
+from rebalancer.domain.records import ApprovalRecord, ApprovalStatus
 from rebalancer.errors import ApprovalNotPending, TransientError
+
+
+class Deliveries(Protocol):
+    """Which message of a run went out on which channel: rebalancer.adapters.dynamodb.deliveries;
+    rebalancer_tools.memory_store.MemoryDeliveries."""
+
+    def mark(self, execution: str, kind: str, channel: str) -> bool: ...
+    def unmark(self, execution: str, kind: str, channel: str) -> None: ...
+
+
+class ApprovalLookup(Protocol):
+    """The part of rebalancer.app.approvals.decisions.ApprovalRecords an expiry and a message need."""
+
+    def get(self, approval_id: str) -> ApprovalRecord | None: ...
+    def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord: ...
+
+
+class Store(Protocol):
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def approvals(self) -> ApprovalLookup: ...
+    @property
+    def deliveries(self) -> Deliveries: ...
+    @property
+    def audit(self) -> AuditLog: ...
 
 
 def approval_id_of(execution_arn: str) -> str:
@@ -51,36 +78,35 @@ def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any
                    decided_by=decided_by)
 
 
-def deliver(store: Store, channels: list[Channel], execution: str, message: Message) -> list[DeliveryResult]:
+def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
+            message: Message) -> list[DeliveryResult]:
     """Each channel at most once per run and kind, so a retry resends only what failed."""
     results = []
     for ch in channels:
-        if not store.mark_delivered(execution, message.kind, ch.name):
+        if not deliveries.mark(execution, message.kind, ch.name):
             results.append(DeliveryResult(ch.name, True, "already sent"))
             continue
         result = ch.send(message)
         if not result.ok:
-            store.unmark_delivered(execution, message.kind, ch.name)
+            deliveries.unmark(execution, message.kind, ch.name)
         results.append(result)
     return results
 
 
 def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Channel]) -> dict[str, Any]:
     run = RunRef.model_validate(state["run"])
-    doc = store.get_artifact(run.execution_name, "PLAN")
+    doc = store.artifacts.get(run.execution_name, "PLAN")
     plan = Plan.model_validate(doc) if doc else None
     approval_id = approval_id_of(run.execution_arn)
     if kind == "expired":
         with contextlib.suppress(ApprovalNotPending):
-            store.decide_approval(approval_id, "expired", "timeout")
+            store.approvals.decide(approval_id, "expired", "timeout")
     # Who decided comes from the approval record: the store is the source of truth, not the task's output.
-    approval = store.get_approval(approval_id) if plan and plan.requires_approval else None
+    approval = store.approvals.get(approval_id) if plan and plan.requires_approval else None
     decided_by = approval.decided_by if approval and approval.status in ("approved", "rejected") else None
-    results = deliver(store, channels, run.execution_name, message_for(kind, run, plan, state, decided_by))
+    results = deliver(store.deliveries, channels, run.execution_name, message_for(kind, run, plan, state, decided_by))
+    notified(store.audit, run, kind, results)
     failed = [r for r in results if not r.ok]
-    store.audit(run.cluster_name, run.execution_name, f"notify-{kind}",
-                outcome="sent" if not failed else ("failed" if len(failed) == len(results) else "partial"),
-                detail={r.channel: (r.error or "ok") for r in results})
     if failed and len(failed) == len(results):
         raise TransientError("; ".join(r.error or r.channel for r in failed))
     return {"sent": [r.channel for r in results if r.ok], "failed": {r.channel: r.error for r in failed}}

@@ -12,19 +12,36 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.observability import logger
 from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
+from rebalancer.app.workflow.audit import AuditLog, trigger_started
 from rebalancer.domain.clock import Clock
+from rebalancer.domain.records import LockResult
 
 # A lock whose holder has not shown up in Step Functions yet is still being started by another invocation.
 STARTING_GRACE = timedelta(seconds=60)
 NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class Locks(Protocol):
+    """The per-cluster lock: rebalancer.adapters.dynamodb.locks; rebalancer_tools.memory_store.MemoryLocks."""
+
+    def acquire(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
+                if_followup: bool = False) -> LockResult: ...
+    def request_followup(self, cluster_name: str, holder: str, reason: str) -> bool: ...
+
+
+class Store(Protocol):
+    @property
+    def locks(self) -> Locks: ...
+    @property
+    def audit(self) -> AuditLog: ...
+    def now(self) -> datetime: ...
 
 
 @dataclass
@@ -105,7 +122,7 @@ class Starter:
                                               "summary": f"changes that arrived during run {finished}"})
         for cluster in (c for c in trigger.clusters if c in self.managed):
             name = followup_name(cluster, finished, self.clock(), self.debounce)
-            lock = self.store.acquire_lock(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
+            lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
             if lock.acquired and self._start(cluster, name, followup):
                 outcome.executions.append(name)
                 outcome.status = "started"
@@ -116,32 +133,32 @@ class Starter:
         for a follow-up run after it)."""
         now = self.clock()
         name = execution_name(cluster, now, self.debounce)
-        lock = self.store.acquire_lock(cluster, name, self.lock_ttl)
+        lock = self.store.locks.acquire(cluster, name, self.lock_ttl)
         if not lock.acquired:
             holder = lock.holder
             if self._holder_busy(holder, lock.acquired_at, now):
-                followup = self.store.request_followup(cluster, holder, trigger.summary)
+                followup = self.store.locks.request_followup(cluster, holder, trigger.summary)
                 # The run may have ended before the mark landed (its finish event then found none): look again.
                 if not followup or self._holder_busy(holder, lock.acquired_at, now):
                     logger.info("run already under way; a follow-up run will plan this change",
                                 extra={"cluster": cluster, "holder": holder, "event_id": trigger.event_id})
                     return None
             name = followup_name(cluster, holder, now, self.debounce)
-            lock = self.store.acquire_lock(cluster, name, self.lock_ttl, replace=holder)
+            lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=holder)
             if not lock.acquired:
                 return None  # another invocation took over: its run reads the cluster after this change
         return name if self._start(cluster, name, trigger) else None
 
     def _start(self, cluster: str, name: str, trigger: Trigger) -> bool:
-        run_input = {"cluster_name": cluster,
-                     "trigger": {"kind": trigger.kind, "event_id": trigger.event_id, "summary": trigger.summary}}
+        described = {"kind": trigger.kind, "event_id": trigger.event_id, "summary": trigger.summary}
+        run_input = {"cluster_name": cluster, "trigger": described}
         try:
             self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(run_input))
         except ClientError as e:
             if e.response["Error"]["Code"] == "ExecutionAlreadyExists":
                 return False
             raise
-        self.store.audit(cluster, name, "trigger", outcome="started", detail=run_input["trigger"])
+        trigger_started(self.store.audit, cluster, name, described)
         return True
 
     def _holder_busy(self, holder: str, acquired_at: datetime, now: datetime) -> bool:

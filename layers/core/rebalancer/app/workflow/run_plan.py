@@ -1,17 +1,17 @@
 """The plan use case of a rebalance run, as both entry points call it (the workflow's Plan step and the CLI's
 `rebalancer apply`): the plan against the versions our earlier writes left (a quota at another version holds a
 console edit) and the budget use metered so far, recorded as the run's plan with its audit record (the record's
-shape is `app.runs`'s, like every other)."""
+shape is `app.workflow.audit`'s, like every other)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from rebalancer.app import budgets
-from rebalancer.app.workflow.runs import Store, audit, by_team, changes_table
+from rebalancer.app.workflow import audit, runs
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
@@ -20,6 +20,13 @@ from rebalancer.planning.planner import make_plan
 from rebalancer.planning.requests import setting_changes
 
 Decision = Literal["no_change", "dry_run", "approve", "apply"]
+
+
+class Store(runs.Store, Protocol):
+    """A run's records, and the metered use the plan's budgets are checked against."""
+
+    @property
+    def meter(self) -> budgets.MeterStore: ...
 
 
 def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:
@@ -56,24 +63,17 @@ class RunPlan:
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
     """The plan against the versions our recorded writes left and the budget use metered so far. Writes
     nothing."""
-    snapshot = budgets.with_usage(store, policy, snapshot)
-    known = known_versions_for(store.known_versions(snapshot.cluster.ClusterName), snapshot, policy)
+    snapshot = budgets.with_usage(store.meter, policy, snapshot)
+    known = known_versions_for(store.versions.known(snapshot.cluster.ClusterName), snapshot, policy)
     return RunPlan(make_plan(snapshot, policy, now, known_versions=known), known, snapshot)
 
 
-def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
+def record_plan(store: runs.Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
     """The plan becomes the run's (the apply reads it back) and its audit record."""
-    result = planned.plan
-    store.put_artifact(run.execution_name, "PLAN", result.model_dump(mode="json"))
-    audit(store, run, "plan", outcome=planned.decision, who=who, before=by_team(result.changes, "before"),
-          after=by_team(result.changes, "after"),
-          detail={"changes": changes_table(result), "warnings": list(result.warnings),
-                  "approval_reasons": list(result.approval_reasons), "trigger": run.trigger,
-                  "field_changes": [f.model_dump(mode="json") for f in result.field_changes],
-                  "scheduler_requests": [r.model_dump(mode="json") for r in result.scheduler_requests],
-                  "known_versions": planned.known_versions})
+    store.artifacts.put(run.execution_name, "PLAN", planned.plan.model_dump(mode="json"))
+    audit.planned(store.audit, run, planned.plan, decision=planned.decision, known_versions=planned.known_versions,
+                  who=who)
 
 
-def record_invalid_policy(store: Store, run: RunRef, error: Exception) -> None:
-    audit(store, run, "plan", outcome="invalid-policy", who=None, before=None, after=None,
-          detail={"error": str(error)})
+def record_invalid_policy(store: runs.Store, run: RunRef, error: Exception) -> None:
+    audit.invalid_policy(store.audit, run, error)

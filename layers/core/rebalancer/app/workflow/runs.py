@@ -1,6 +1,6 @@
 """A rebalance run of one cluster, as the use cases both entry points call: the workflow's Lambda steps
 (`app.steps`) and the CLI (`rebalancer apply / rollback / history`). Each records what it did in the run log (the
-controller's table: artifacts, audit records, the versions our writes left); nothing else writes those. The plan
+controller's table: artifacts, audit records (shaped by `app.workflow.audit`), the versions our writes left). The plan
 use case is `app.run_plan` (apart, so that the steps that write never load the planner).
 
 - apply: the scheduler config first, then the quotas (each with the TargetVersion read), one audit record, and on
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
-from rebalancer.app.workflow.state import RunRef, load_plan, load_snapshot
-from rebalancer.budgets.metering import Fact
-from rebalancer.domain.plan import CLUSTER, Change, Plan, QuotaRequest, SchedulerRequest
+from rebalancer.app.workflow import audit
+from rebalancer.app.workflow.audit import AuditLog
+from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan, load_snapshot
+from rebalancer.domain.plan import CLUSTER, QuotaRequest, SchedulerRequest
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.snapshot import ClusterSchedulerConfig, ComputeQuota, Snapshot
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
@@ -51,58 +51,45 @@ class SchedulerConfigs(Protocol):
                 our_version: int | None) -> SchedulerOutcome: ...
 
 
+class Versions(Protocol):
+    """Per team (or `(cluster)` for the scheduler config) the version our last applied write produced:
+    rebalancer.adapters.dynamodb.versions; rebalancer_tools.memory_store.MemoryVersions."""
+
+    def record(self, cluster_name: str, versions: dict[str, int], execution: str) -> None: ...
+    def known(self, cluster_name: str) -> dict[str, int]: ...
+
+
 class Store(Protocol):
-    """rebalancer.adapters.dynamodb.store.Store, or the CLI's stand-in when no table is named."""
+    """What a run's use cases record in: its documents, the audit log, the versions our writes left."""
 
-    def put_artifact(self, execution: str, kind: Any, document: Any) -> None: ...
-    def get_artifact(self, execution: str, kind: Any) -> Any: ...
-    def audit(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
-              before: Any = None, after: Any = None, detail: Any = None) -> None: ...
-    def record_team_change(self, cluster_name: str, team: str, execution: str) -> None: ...
-    def record_versions(self, cluster_name: str, versions: dict[str, int], execution: str) -> None: ...
-    def known_versions(self, cluster_name: str) -> dict[str, int]: ...
-    def meter(self, cluster_name: str, reading: Any, expected_gap: timedelta) -> Any: ...
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
-    def announce_once(self, cluster_name: str, key: str) -> bool: ...
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def audit(self) -> AuditLog: ...
+    @property
+    def versions(self) -> Versions: ...
 
 
-class AuditLog(Protocol):
-    def audit_log(self, cluster_name: str) -> list[dict[str, Any]]: ...
-    def get_artifact(self, execution: str, kind: Any) -> Any: ...
+class History(Protocol):
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def audit(self) -> AuditLog: ...
 
 
 # --- the run's documents -----------------------------------------------------------------------------------------
-def load_report(store: Store, run: RunRef) -> ApplyReport | None:
-    doc = store.get_artifact(run.execution_name, "APPLY")
+def load_report(artifacts: Artifacts, run: RunRef) -> ApplyReport | None:
+    doc = artifacts.get(run.execution_name, "APPLY")
     return None if doc is None else ApplyReport.model_validate(doc)
 
 
-def load_scheduler(store: Store, run: RunRef) -> SchedulerOutcome | None:
-    doc = store.get_artifact(run.execution_name, "SCHEDULER")
+def load_scheduler(artifacts: Artifacts, run: RunRef) -> SchedulerOutcome | None:
+    doc = artifacts.get(run.execution_name, "SCHEDULER")
     return None if doc is None else SchedulerOutcome.model_validate(doc)
 
 
-def record_snapshot(store: Store, run: RunRef, snapshot: Snapshot) -> None:
-    store.put_artifact(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
-
-
-# --- audit records: their shape is decided here only -------------------------------------------------------------
-def by_team(changes: Iterable[Change], side: Literal["before", "after"]) -> dict[str, dict[str, float]]:
-    """team → pool → amount, for the audit log (a team may change in several pools at once)."""
-    out: dict[str, dict[str, float]] = {}
-    for c in changes:
-        out.setdefault(c.team, {})[c.pool] = c.before if side == "before" else c.after
-    return out
-
-
-def changes_table(plan: Plan) -> list[dict[str, Any]]:
-    return [c.model_dump(mode="json", exclude_none=True) for c in plan.changes]
-
-
-def audit(store: Store, run: RunRef, kind: str, *, outcome: str, who: str | None, before: Any, after: Any,
-          detail: dict[str, Any]) -> None:
-    store.audit(run.cluster_name, run.execution_name, kind, outcome=outcome, who=who, before=before, after=after,
-                detail={"source": run.source, **detail})
+def record_snapshot(artifacts: Artifacts, run: RunRef, snapshot: Snapshot) -> None:
+    artifacts.put(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
 
 
 def written_versions(report: ApplyReport) -> dict[str, int]:
@@ -125,7 +112,7 @@ class Applied:
         return ([self.scheduler.line()] if self.scheduler else []) + [o.line() for o in self.report.outcomes]
 
 
-def apply_scheduler(run: RunRef, requests: Sequence[SchedulerRequest], *, store: Store,
+def apply_scheduler(run: RunRef, requests: Sequence[SchedulerRequest], *, artifacts: Artifacts,
                     configs: SchedulerConfigs) -> SchedulerOutcome | None:
     """The plan's scheduler-config request (at most one), before any quota. The outcome is stored as soon as the
     write is accepted, so a rollback knows what to undo even when the config then fails to settle."""
@@ -139,20 +126,20 @@ def apply_scheduler(run: RunRef, requests: Sequence[SchedulerRequest], *, store:
         outcome = SchedulerOutcome(operation=request.operation, result="conflict" if isinstance(e, ConflictError)
                                    else "failed", config_id=request.parameters.get("ClusterSchedulerConfigId"),
                                    target_version=target, message=str(e))
-        store.put_artifact(run.execution_name, "SCHEDULER", outcome.model_dump(mode="json"))
+        artifacts.put(run.execution_name, "SCHEDULER", outcome.model_dump(mode="json"))
         raise
     written = SchedulerOutcome(operation=request.operation, config_id=config_id, result="applied",
                                target_version=target, version=version)
-    store.put_artifact(run.execution_name, "SCHEDULER", written.model_dump(mode="json"))
+    artifacts.put(run.execution_name, "SCHEDULER", written.model_dump(mode="json"))
     try:
         settled = configs.wait(config_id)
     except RebalancerError as e:
         failed = written.model_copy(update={"result": "failed", "message": str(e)})
-        store.put_artifact(run.execution_name, "SCHEDULER", failed.model_dump(mode="json"))
+        artifacts.put(run.execution_name, "SCHEDULER", failed.model_dump(mode="json"))
         # Something was written: a retry would only conflict with our own write; the rollback undoes it.
         raise ApplyFailed(str(e)) from None
     done = written.model_copy(update={"version": settled.ClusterSchedulerConfigVersion, "status": settled.Status})
-    store.put_artifact(run.execution_name, "SCHEDULER", done.model_dump(mode="json"))
+    artifacts.put(run.execution_name, "SCHEDULER", done.model_dump(mode="json"))
     return done
 
 
@@ -162,41 +149,29 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
     settle before an increase). On failure the reports are stored for `rollback_run` and the error is raised
     (the state machine routes it by class name to Rollback; the CLI calls the rollback itself). On success the
     versions our writes left are recorded, so the next plan tells a console edit from our own change."""
-    the_plan = load_plan(store, run)
-    snapshot = load_snapshot(store, run)
+    the_plan = load_plan(store.artifacts, run)
+    snapshot = load_snapshot(store.artifacts, run)
     if the_plan.scheduler_requests and configs is None:
         raise PermanentError("the plan changes the scheduler config but no scheduler-config client was given")
-    before, after = by_team(the_plan.changes, "before"), by_team(the_plan.changes, "after")
     try:
-        scheduler = apply_scheduler(run, the_plan.scheduler_requests, store=store,
+        scheduler = apply_scheduler(run, the_plan.scheduler_requests, artifacts=store.artifacts,
                                     configs=configs) if configs else None
     except RebalancerError as e:
         # No quota was written: the rollback finds an empty report and undoes only the scheduler config.
         empty = ApplyReport(cluster_arn=the_plan.cluster_arn, succeeded=False, error=str(e))
-        store.put_artifact(run.execution_name, "APPLY", empty.model_dump(mode="json"))
-        audit(store, run, "apply", outcome="failed", who=who, before=before, after=after,
-              detail={"scheduler": (load_scheduler(store, run) or _no_outcome()).line(),
-                      "outcomes": [], "error": str(e)})
+        store.artifacts.put(run.execution_name, "APPLY", empty.model_dump(mode="json"))
+        audit.scheduler_failed(store.audit, run, the_plan,
+                               (load_scheduler(store.artifacts, run) or _no_outcome()).line(), str(e), who=who)
         raise
     report = writer.apply(the_plan.cluster_arn, the_plan.requests, snapshot.quotas, rollback_on_failure=False)
-    store.put_artifact(run.execution_name, "APPLY", report.model_dump(mode="json"))
+    store.artifacts.put(run.execution_name, "APPLY", report.model_dump(mode="json"))
     versions = written_versions(report)
     if scheduler is not None and scheduler.version is not None:
         versions[CLUSTER] = scheduler.version
-    detail: dict[str, Any] = {"outcomes": report.lines()}
-    if scheduler is not None:
-        detail["scheduler"] = scheduler.line()
-    if the_plan.field_changes:
-        detail["field_changes"] = [f.model_dump(mode="json") for f in the_plan.field_changes]
-    if report.succeeded:
-        detail["versions"] = versions
-    audit(store, run, "apply", outcome="applied" if report.succeeded else "failed", who=who, before=before,
-          after=after, detail=detail)
+    audit.applied(store.audit, run, the_plan, report, scheduler, versions=versions, who=who)
     if not report.succeeded:
         raise ApplyFailed(report.error or "apply failed")
-    store.record_versions(run.cluster_name, versions, run.execution_name)
-    for team in sorted({r.team for r in the_plan.requests}):
-        store.record_team_change(run.cluster_name, team, run.execution_name)
+    store.versions.record(run.cluster_name, versions, run.execution_name)
     return Applied(report, scheduler, versions)
 
 
@@ -228,9 +203,9 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
     the scheduler config if it wrote it. With the stored reports, a quota (or config) someone else changed after
     our write is left alone (and reported). Without a report (the apply never stored one), every quota the plan
     touched is restored."""
-    the_plan = load_plan(store, run)
-    snapshot = load_snapshot(store, run)
-    report = load_report(store, run)
+    the_plan = load_plan(store.artifacts, run)
+    snapshot = load_snapshot(store.artifacts, run)
+    report = load_report(store.artifacts, run)
     touched = {r.team for r in the_plan.requests}
     before = [q for q in snapshot.quotas if q.team in touched]
     before_ids = {q.ComputeQuotaId for q in before}
@@ -248,25 +223,22 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
         created = [o.quota_id for o in report.outcomes
                    if o.operation == "CreateComputeQuota" and o.result in ("applied", "failed") and o.quota_id]
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
-    done = RolledBack(undo, restore_scheduler(run, snapshot, store=store, configs=configs))
+    done = RolledBack(undo, restore_scheduler(run, snapshot, artifacts=store.artifacts, configs=configs))
     versions = written_versions(undo)
     config = done.scheduler
     if config is not None and config.result == "applied" and config.version is not None:
         versions[CLUSTER] = config.version
-    detail: dict[str, Any] = {"cause": (error or {}).get("Error"), "outcomes": undo.lines()}
-    if config is not None:
-        detail["scheduler"] = config.line()
-    audit(store, run, "rollback", outcome="restored" if done.ok else "incomplete", who=None,
-          before=by_team(the_plan.changes, "after"), after=by_team(the_plan.changes, "before"), detail=detail)
-    store.record_versions(run.cluster_name, versions, run.execution_name)
+    audit.rolled_back(store.audit, run, the_plan, ok=done.ok, cause=(error or {}).get("Error"),
+                      outcomes=undo.lines(), scheduler_line=config.line() if config is not None else None)
+    store.versions.record(run.cluster_name, versions, run.execution_name)
     return done
 
 
-def restore_scheduler(run: RunRef, snapshot: Snapshot, *, store: Store,
+def restore_scheduler(run: RunRef, snapshot: Snapshot, *, artifacts: Artifacts,
                       configs: SchedulerConfigs | None) -> SchedulerOutcome | None:
     """Undo this run's scheduler-config write, if it made one: back to the snapshot's config with a fresh
     TargetVersion (deleted if we created it); left alone when someone edited it after our write."""
-    written = load_scheduler(store, run)
+    written = load_scheduler(artifacts, run)
     if written is None or written.config_id is None or (written.result != "applied" and written.version is None):
         return None  # nothing was written (the request was refused, or there was none)
     if written.version is None:  # the API did not say which version our write made: we cannot tell ours apart
@@ -286,21 +258,21 @@ def restore_quotas(run: RunRef, cluster_arn: str, target: Sequence[ComputeQuota]
     rollback record, and the versions the writes left."""
     shown = {qid: q.ComputeQuotaVersion for qid, q in current.items()}
     report = writer.rollback(cluster_arn, target, expected_versions=shown)
-    audit(store, run, "rollback", outcome="restored" if report.succeeded else "incomplete", who=who,
-          before={q.team: holdings(current[q.ComputeQuotaId]) for q in target if q.ComputeQuotaId in current},
-          after={q.team: holdings(q) for q in target},
-          detail={**(detail or {}), "outcomes": report.lines()})
-    store.record_versions(run.cluster_name, written_versions(report), run.execution_name)
+    audit.restored(store.audit, run, ok=report.succeeded, who=who,
+                   before={q.team: holdings(current[q.ComputeQuotaId]) for q in target
+                           if q.ComputeQuotaId in current},
+                   after={q.team: holdings(q) for q in target}, outcomes=report.lines(), detail=detail)
+    store.versions.record(run.cluster_name, written_versions(report), run.execution_name)
     return report
 
 
 # --- history -----------------------------------------------------------------------------------------------------
-def history(log: AuditLog, cluster_name: str) -> list[dict[str, Any]]:
+def history(store: History, cluster_name: str) -> list[dict[str, Any]]:
     """Every audit record of the cluster, oldest first: the workflow's runs and the CLI's alike."""
-    return log.audit_log(cluster_name)
+    return store.audit.records(cluster_name)
 
 
-def started_from(log: AuditLog, execution: str) -> dict[str, Any] | None:
+def started_from(store: History, execution: str) -> dict[str, Any] | None:
     """The snapshot a run started from (the state `restore_quotas` can put back), as stored."""
-    doc = log.get_artifact(execution, "SNAPSHOT")
+    doc = store.artifacts.get(execution, "SNAPSHOT")
     return None if doc is None else dict(doc)

@@ -35,20 +35,22 @@ class RunRef(BaseModel):
 
 
 class Artifacts(Protocol):
-    """The part of rebalancer.adapters.dynamodb.store.Store these read."""
+    """A run's stored documents (SNAPSHOT, PLAN, APPLY, SCHEDULER): rebalancer.adapters.dynamodb.artifacts;
+    rebalancer_tools.memory_store.MemoryArtifacts."""
 
-    def get_artifact(self, execution: str, kind: Any) -> Any: ...
+    def put(self, execution: str, kind: Any, document: Any) -> None: ...
+    def get(self, execution: str, kind: Any) -> Any: ...
 
 
-def load_snapshot(store: Artifacts, run: RunRef) -> Snapshot:
-    doc = store.get_artifact(run.execution_name, "SNAPSHOT")
+def load_snapshot(artifacts: Artifacts, run: RunRef) -> Snapshot:
+    doc = artifacts.get(run.execution_name, "SNAPSHOT")
     if doc is None:
         raise PermanentError(f"no snapshot stored for execution {run.execution_name}")
     return Snapshot.model_validate(doc)
 
 
-def load_plan(store: Artifacts, run: RunRef) -> Plan:
-    doc = store.get_artifact(run.execution_name, "PLAN")
+def load_plan(artifacts: Artifacts, run: RunRef) -> Plan:
+    doc = artifacts.get(run.execution_name, "PLAN")
     if doc is None:
         raise PermanentError(f"no plan stored for execution {run.execution_name}")
     return Plan.model_validate(doc)

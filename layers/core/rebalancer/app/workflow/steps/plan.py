@@ -10,16 +10,15 @@ from typing import Any
 from rebalancer.app import budgets
 from rebalancer.app.notifications.messages import field_line
 from rebalancer.app.workflow import run_plan
-from rebalancer.app.workflow.runs import Store
 from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, load_snapshot, summarised
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import PermanentError
 
 
-def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
+def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Policy], now: datetime,
          mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
     """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
-    snapshot = load_snapshot(store, run)
+    snapshot = load_snapshot(store.artifacts, run)
     try:
         policy = load_policy(run.cluster_name)
     except PermanentError as e:
@@ -28,7 +27,7 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
     planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
-    announced = budgets.announce(store, policy, planned.snapshot, budget_outlet) if budget_outlet else []
+    announced = budgets.announce(store.meter, policy, planned.snapshot, budget_outlet) if budget_outlet else []
     run_plan.record_plan(store, run, planned)
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),

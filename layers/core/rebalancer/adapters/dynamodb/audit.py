@@ -1,0 +1,50 @@
+"""The audit log: one item per record, per cluster in time order. Records are shaped by
+rebalancer.app.workflow.audit; this keeps and reads them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from rebalancer.adapters.dynamodb.table import AUDIT_RETENTION, KEY, SORT, TTL, Table, epoch, unzip
+
+# An audit field above this is stored gzip'd (`<field>_gz`): a plan of 1,000 teams x 15 types is ~0.5 MB of JSON,
+# beyond DynamoDB's 400 KB item limit; compressed it is a small fraction of that. `records` reads both forms.
+AUDIT_INLINE_MAX = 32 * 1024
+FIELDS = ("who", "before", "after", "detail")
+
+
+class TableAudit:
+    def __init__(self, table: Table):
+        self.t = table
+
+    def append(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
+               before: Any = None, after: Any = None, detail: Any = None) -> None:
+        at = self.t.now()
+        item: dict[str, Any] = {KEY: f"AUDIT#{cluster_name}", SORT: f"{at.isoformat()}#{execution}#{kind}",
+                                "kind": kind, "execution": execution, "at": at.isoformat(), "outcome": outcome,
+                                TTL: epoch(at + AUDIT_RETENTION)}
+        for name, value in zip(FIELDS, (who, before, after, detail), strict=True):
+            if value is not None:
+                text = json.dumps(value, sort_keys=True, default=str)
+                if len(text) > AUDIT_INLINE_MAX:
+                    item[f"{name}_gz"] = gzip.compress(text.encode())
+                else:
+                    item[name] = text
+        self.t.table.put_item(Item=item)
+
+    def records(self, cluster_name: str) -> list[dict[str, Any]]:
+        """Every audit record of a cluster, oldest first, with JSON fields decoded."""
+        out = []
+        for item in self.t.query(Key(KEY).eq(f"AUDIT#{cluster_name}")):
+            rec = {k: v for k, v in item.items() if k not in (KEY, SORT, TTL)}
+            for name in FIELDS:
+                if f"{name}_gz" in rec:
+                    rec[name] = json.loads(unzip(rec.pop(f"{name}_gz")))
+                elif name in rec:
+                    rec[name] = json.loads(rec[name])
+            out.append(rec)
+        return out

@@ -1,0 +1,135 @@
+"""Every audit record, one writer per kind: the shape of each is decided here and nowhere else. The CLI's
+`history` and the e2e tests read them back. Records of a run's use cases (plan, apply, rollback) carry the run's
+source ("controller" or "cli") in their detail; the trigger, approval and notify records are the controller's own.
+
+Kinds: trigger, plan, approval-requested, approval, apply, rollback, notify-<message kind>."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from rebalancer.adapters.sagemaker.outcomes import ApplyReport
+    from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
+    from rebalancer.app.notifications.messages import DeliveryResult
+    from rebalancer.app.workflow.state import RunRef
+    from rebalancer.domain.plan import Change, Plan
+
+
+class AuditLog(Protocol):
+    """rebalancer.adapters.dynamodb.audit.TableAudit; rebalancer_tools.memory_store.MemoryAudit."""
+
+    def append(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
+               before: Any = None, after: Any = None, detail: Any = None) -> None: ...
+
+    def records(self, cluster_name: str) -> list[dict[str, Any]]: ...
+
+
+def by_team(changes: Iterable[Change], side: Literal["before", "after"]) -> dict[str, dict[str, float]]:
+    """team → pool → amount (a team may change in several pools at once)."""
+    out: dict[str, dict[str, float]] = {}
+    for c in changes:
+        out.setdefault(c.team, {})[c.pool] = c.before if side == "before" else c.after
+    return out
+
+
+def _run_record(log: AuditLog, run: RunRef, kind: str, *, outcome: str, who: str | None, before: Any, after: Any,
+                detail: Mapping[str, Any]) -> None:
+    log.append(run.cluster_name, run.execution_name, kind, outcome=outcome, who=who, before=before, after=after,
+               detail={"source": run.source, **detail})
+
+
+# --- the trigger -------------------------------------------------------------------------------------------------
+def trigger_started(log: AuditLog, cluster_name: str, execution: str, trigger: Mapping[str, Any]) -> None:
+    log.append(cluster_name, execution, "trigger", outcome="started", detail=dict(trigger))
+
+
+# --- plan --------------------------------------------------------------------------------------------------------
+def planned(log: AuditLog, run: RunRef, plan: Plan, *, decision: str, known_versions: Mapping[str, int],
+            who: str | None = None) -> None:
+    _run_record(log, run, "plan", outcome=decision, who=who, before=by_team(plan.changes, "before"),
+                after=by_team(plan.changes, "after"),
+                detail={"changes": [c.model_dump(mode="json", exclude_none=True) for c in plan.changes],
+                        "warnings": list(plan.warnings), "approval_reasons": list(plan.approval_reasons),
+                        "trigger": run.trigger,
+                        "field_changes": [f.model_dump(mode="json") for f in plan.field_changes],
+                        "scheduler_requests": [r.model_dump(mode="json") for r in plan.scheduler_requests],
+                        "known_versions": dict(known_versions)})
+
+
+def invalid_policy(log: AuditLog, run: RunRef, error: Exception) -> None:
+    _run_record(log, run, "plan", outcome="invalid-policy", who=None, before=None, after=None,
+                detail={"error": str(error)})
+
+
+# --- approvals ---------------------------------------------------------------------------------------------------
+def approval_requested(log: AuditLog, run: RunRef, approval_id: str, decide_by: datetime,
+                       results: Sequence[DeliveryResult]) -> None:
+    log.append(run.cluster_name, run.execution_name, "approval-requested", outcome="pending",
+               detail={"approval_id": approval_id, "decide_by": decide_by.isoformat(),
+                       "sent": {r.channel: r.error or "ok" for r in results}})
+
+
+def approval_decided(log: AuditLog, cluster_name: str, execution: str, status: str, who: str, *,
+                     comment: str | None = None, identity: Mapping[str, str] | None = None) -> None:
+    """The decision as sent to the run, with the approver's comment and how `who` was verified (the token's issuer
+    and subject, the Slack user id), if any."""
+    detail = {**({"comment": comment} if comment else {}), **({"identity": dict(identity)} if identity else {})}
+    log.append(cluster_name, execution, "approval", outcome=status, who=who, detail=detail or None)
+
+
+def approval_not_delivered(log: AuditLog, cluster_name: str, execution: str, code: str, who: str) -> None:
+    """A decision recorded but refused by Step Functions (the run no longer waits for it)."""
+    log.append(cluster_name, execution, "approval", outcome=f"not-delivered:{code}", who=who)
+
+
+# --- apply -------------------------------------------------------------------------------------------------------
+def applied(log: AuditLog, run: RunRef, plan: Plan, report: ApplyReport, scheduler: SchedulerOutcome | None, *,
+            versions: Mapping[str, int], who: str | None) -> None:
+    """The quotas' outcomes (and the scheduler config's); on success the versions the writes left."""
+    detail: dict[str, Any] = {"outcomes": report.lines()}
+    if scheduler is not None:
+        detail["scheduler"] = scheduler.line()
+    if plan.field_changes:
+        detail["field_changes"] = [f.model_dump(mode="json") for f in plan.field_changes]
+    if report.succeeded:
+        detail["versions"] = dict(versions)
+    _run_record(log, run, "apply", outcome="applied" if report.succeeded else "failed", who=who,
+                before=by_team(plan.changes, "before"), after=by_team(plan.changes, "after"), detail=detail)
+
+
+def scheduler_failed(log: AuditLog, run: RunRef, plan: Plan, scheduler_line: str, error: str, *,
+                     who: str | None) -> None:
+    """The scheduler config could not be written, so no quota was."""
+    _run_record(log, run, "apply", outcome="failed", who=who, before=by_team(plan.changes, "before"),
+                after=by_team(plan.changes, "after"),
+                detail={"scheduler": scheduler_line, "outcomes": [], "error": error})
+
+
+# --- rollback ----------------------------------------------------------------------------------------------------
+def rolled_back(log: AuditLog, run: RunRef, plan: Plan, *, ok: bool, cause: Any, outcomes: list[str],
+                scheduler_line: str | None) -> None:
+    """A run's writes undone: its plan read backwards."""
+    detail: dict[str, Any] = {"cause": cause, "outcomes": outcomes}
+    if scheduler_line is not None:
+        detail["scheduler"] = scheduler_line
+    _run_record(log, run, "rollback", outcome="restored" if ok else "incomplete", who=None,
+                before=by_team(plan.changes, "after"), after=by_team(plan.changes, "before"), detail=detail)
+
+
+def restored(log: AuditLog, run: RunRef, *, ok: bool, who: str | None, before: Mapping[str, Any],
+             after: Mapping[str, Any], outcomes: list[str], detail: Mapping[str, Any] | None = None) -> None:
+    """A saved snapshot's quotas put back (the CLI's `rollback --to`), recorded as a rollback."""
+    _run_record(log, run, "rollback", outcome="restored" if ok else "incomplete", who=who, before=dict(before),
+                after=dict(after), detail={**(detail or {}), "outcomes": outcomes})
+
+
+# --- notify ------------------------------------------------------------------------------------------------------
+def notified(log: AuditLog, run: RunRef, kind: str, results: Sequence[DeliveryResult]) -> None:
+    """Per channel "ok" or what it said ("already sent", an error): sent, partial or failed (none went out)."""
+    failed = [r for r in results if not r.ok]
+    log.append(run.cluster_name, run.execution_name, f"notify-{kind}",
+               outcome="sent" if not failed else ("failed" if len(failed) == len(results) else "partial"),
+               detail={r.channel: (r.error or "ok") for r in results})

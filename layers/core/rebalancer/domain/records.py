@@ -1,0 +1,37 @@
+"""What the table keeps about a run besides its documents: the approval record and the run's context shown on the
+review page, and the answer to taking the per-cluster lock. Plain values, shared by the DynamoDB repositories and
+the in-memory ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    approval_id: str
+    task_token: str
+    execution_arn: str
+    cluster_name: str
+    status: ApprovalStatus
+    decide_by: datetime
+    decided_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the review page shows about the run besides its plan."""
+
+    trigger: dict[str, Any]
+    started_at: str | None = None
+
+
+@dataclass(frozen=True)
+class LockResult:
+    acquired: bool
+    holder: str
+    acquired_at: datetime

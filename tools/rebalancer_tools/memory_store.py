@@ -1,0 +1,216 @@
+"""The table's repositories in memory, written once for the CLI's offline paths and the tests: the same
+interfaces and the same answers as rebalancer.adapters.dynamodb (tests/integration/store runs one contract against
+both), kept in dicts for as long as the object lives.
+
+Documents and audit fields go through JSON as the table's do, so what comes back is what the table would give
+(a tuple comes back a list, a value JSON cannot hold fails here as there)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from rebalancer.budgets.metering import Fact, MeterResult, Reading, fact_between
+from rebalancer.domain.clock import Clock, system_clock
+from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, LockResult, RunContext
+from rebalancer.domain.sample import DemandSample
+from rebalancer.errors import ApprovalNotPending
+
+
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+class MemoryArtifacts:
+    def __init__(self) -> None:
+        self.documents: dict[tuple[str, str], str] = {}
+
+    def put(self, execution: str, kind: Any, document: Any) -> None:
+        self.documents[(execution, str(kind))] = json.dumps(document, sort_keys=True)
+
+    def get(self, execution: str, kind: Any) -> Any:
+        text = self.documents.get((execution, str(kind)))
+        return None if text is None else json.loads(text)
+
+
+class MemoryDeliveries:
+    def __init__(self) -> None:
+        self.sent: set[tuple[str, str, str]] = set()
+
+    def mark(self, execution: str, kind: str, channel: str) -> bool:
+        if (execution, kind, channel) in self.sent:
+            return False
+        self.sent.add((execution, kind, channel))
+        return True
+
+    def unmark(self, execution: str, kind: str, channel: str) -> None:
+        self.sent.discard((execution, kind, channel))
+
+
+class MemoryAudit:
+    def __init__(self, now: Clock) -> None:
+        self.now = now
+        self.log: dict[str, dict[str, dict[str, Any]]] = {}  # cluster → the table's sort key → record
+
+    def append(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
+               before: Any = None, after: Any = None, detail: Any = None) -> None:
+        at = self.now().isoformat()
+        record: dict[str, Any] = {"kind": kind, "execution": execution, "at": at, "outcome": outcome}
+        for name, value in (("who", who), ("before", before), ("after", after), ("detail", detail)):
+            if value is not None:
+                record[name] = _json(value)
+        self.log.setdefault(cluster_name, {})[f"{at}#{execution}#{kind}"] = record
+
+    def records(self, cluster_name: str) -> list[dict[str, Any]]:
+        kept = self.log.get(cluster_name, {})
+        return [_json(kept[key]) for key in sorted(kept)]
+
+
+class MemoryApprovals:
+    def __init__(self, now: Clock) -> None:
+        self.now = now
+        self.approvals: dict[str, ApprovalRecord] = {}
+        self.contexts: dict[str, RunContext] = {}
+        self.nonces: set[tuple[str, str]] = set()
+
+    def put(self, rec: ApprovalRecord) -> bool:
+        if rec.approval_id in self.approvals:
+            return False
+        self.approvals[rec.approval_id] = rec
+        return True
+
+    def get(self, approval_id: str) -> ApprovalRecord | None:
+        return self.approvals.get(approval_id)
+
+    def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord:
+        current = self.approvals.get(approval_id)
+        if current is None:
+            raise ApprovalNotPending("unknown")
+        if current.status != "pending":
+            raise ApprovalNotPending(current.status)
+        if current.decide_by <= self.now():
+            raise ApprovalNotPending("expired")
+        decided = replace(current, status=status, decided_by=who)
+        self.approvals[approval_id] = decided
+        return decided
+
+    def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None:
+        self.contexts[approval_id] = RunContext(trigger=_json(context.trigger), started_at=context.started_at or None)
+
+    def context(self, approval_id: str) -> RunContext:
+        return self.contexts.get(approval_id, RunContext(trigger={}))
+
+    def claim_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool:
+        if (approval_id, nonce_id) in self.nonces:
+            return False
+        self.nonces.add((approval_id, nonce_id))
+        return True
+
+
+class MemoryLocks:
+    def __init__(self, now: Clock) -> None:
+        self.now = now
+        self.locks: dict[str, dict[str, Any]] = {}  # cluster → holder, acquired_at, expires (epoch s), followup
+
+    def acquire(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
+                if_followup: bool = False) -> LockResult:
+        now = self.now()
+        lock = self.locks.get(cluster_name)
+        if replace is not None and if_followup:
+            free = lock is not None and lock["holder"] == replace and "followup" in lock
+        else:
+            free = (lock is None or lock["expires"] < int(now.timestamp())
+                    or (replace is not None and lock["holder"] == replace))
+        if free:
+            self.locks[cluster_name] = {"holder": holder, "acquired_at": now,
+                                        "expires": int((now + ttl).timestamp())}
+            return LockResult(True, holder, now)
+        if lock is None:
+            return LockResult(False, "", now)
+        return LockResult(False, lock["holder"], lock["acquired_at"])
+
+    def request_followup(self, cluster_name: str, holder: str, reason: str) -> bool:
+        lock = self.locks.get(cluster_name)
+        if lock is None or lock["holder"] != holder:
+            return False
+        lock["followup"], lock["followup_at"] = reason[:500], self.now()
+        return True
+
+
+class MemoryVersions:
+    def __init__(self) -> None:
+        self.versions: dict[str, dict[str, int]] = {}
+
+    def record(self, cluster_name: str, versions: dict[str, int], execution: str) -> None:
+        self.versions.setdefault(cluster_name, {}).update({name: int(v) for name, v in versions.items()})
+
+    def known(self, cluster_name: str) -> dict[str, int]:
+        return dict(sorted(self.versions.get(cluster_name, {}).items()))
+
+
+class MemoryMeter:
+    def __init__(self) -> None:
+        self.last: dict[str, Reading] = {}
+        self.kept: dict[str, dict[datetime, Fact]] = {}  # cluster → start → fact
+        self.announced: set[tuple[str, str]] = set()
+
+    def record(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult:
+        reading = Reading.model_validate(_json(reading.model_dump(mode="json")))
+        last = self.last.get(cluster_name)
+        if last is None:
+            self.last[cluster_name] = reading
+            return MeterResult("first", None)
+        fact = fact_between(last, reading, expected_gap)
+        if fact is None:
+            return MeterResult("stale", None)
+        facts = self.kept.setdefault(cluster_name, {})
+        if fact.start in facts:
+            return MeterResult("duplicate", None)
+        facts[fact.start] = fact
+        self.last[cluster_name] = reading
+        return MeterResult("recorded", fact)
+
+    def facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
+        kept = self.kept.get(cluster_name, {})
+        return [kept[start] for start in sorted(kept) if kept[start].end > since and start < until]
+
+    def announce_once(self, cluster_name: str, key: str) -> bool:
+        if (cluster_name, key) in self.announced:
+            return False
+        self.announced.add((cluster_name, key))
+        return True
+
+
+class MemorySamples:
+    def __init__(self) -> None:
+        self.kept: dict[str, dict[str, str]] = {}  # cluster → UTC ISO time → the sample's JSON
+
+    def put(self, sample: DemandSample, retention: timedelta = timedelta(days=90)) -> None:
+        self.kept.setdefault(sample.cluster, {})[sample.at.astimezone(UTC).isoformat()] = sample.model_dump_json()
+
+    def since(self, cluster_name: str, since: datetime | None = None) -> Iterator[DemandSample]:
+        kept = self.kept.get(cluster_name, {})
+        start = since.astimezone(UTC).isoformat() if since is not None else ""
+        for at in sorted(kept):
+            if at >= start:
+                yield DemandSample.model_validate_json(kept[at])
+
+
+class MemoryStore:
+    """rebalancer.adapters.dynamodb.store.Store's repositories, in memory."""
+
+    table_name = "(memory)"
+
+    def __init__(self, *, now: Clock = system_clock) -> None:
+        self.now = now
+        self.artifacts = MemoryArtifacts()
+        self.deliveries = MemoryDeliveries()
+        self.audit = MemoryAudit(now)
+        self.approvals = MemoryApprovals(now)
+        self.locks = MemoryLocks(now)
+        self.versions = MemoryVersions()
+        self.meter = MemoryMeter()
+        self.samples = MemorySamples()
