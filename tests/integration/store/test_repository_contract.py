@@ -21,7 +21,7 @@ from rebalancer.domain.records import ApprovalRecord, RunContext
 from rebalancer.domain.sample import sample_of
 from rebalancer.errors import ApprovalNotPending
 from rebalancer_tools.memory_store import MemoryStore
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 P5 = "ml.p5.48xlarge"
@@ -29,18 +29,18 @@ GAP = timedelta(minutes=35)
 IMPLEMENTATIONS = ["table", "memory"]
 
 
-def _table(clock: Clock) -> Store:
+def _table(clock: TickingClock) -> Store:
     create_table(boto3.client("dynamodb", region_name="us-east-1"))
     return Store("t", resource=boto3.resource("dynamodb", region_name="us-east-1"), now=clock)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(T0)
+def clock() -> TickingClock:
+    return TickingClock(T0)
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-def store(request: pytest.FixtureRequest, clock: Clock) -> Iterator[Any]:
+def store(request: pytest.FixtureRequest, clock: TickingClock) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryStore(now=clock)
         return
@@ -86,7 +86,7 @@ def test_the_audit_log_keeps_order_per_cluster_and_decodes_fields(store: Any) ->
 
 
 # --- approvals ---------------------------------------------------------------------------------------------------
-def test_an_approval_is_decided_once_and_not_after_its_deadline(store: Any, clock: Clock) -> None:
+def test_an_approval_is_decided_once_and_not_after_its_deadline(store: Any, clock: TickingClock) -> None:
     rec = ApprovalRecord("a1", "token", "arn:exec:run-1", "c1", "pending", T0 + timedelta(hours=1))
     assert store.approvals.put(rec)
     assert not store.approvals.put(rec)
@@ -127,7 +127,7 @@ def test_a_form_nonce_is_claimed_once_per_approval(store: Any) -> None:
 
 
 # --- the lock ----------------------------------------------------------------------------------------------------
-def test_the_lock_is_exclusive_until_it_expires_or_is_taken_over(store: Any, clock: Clock) -> None:
+def test_the_lock_is_exclusive_until_it_expires_or_is_taken_over(store: Any, clock: TickingClock) -> None:
     ten = timedelta(minutes=10)
     first = store.locks.acquire("c1", "run-1", ten)
     assert first.acquired
@@ -206,10 +206,10 @@ def test_samples_come_back_oldest_first_from_since_and_a_retry_overwrites_its_ow
 
 
 # --- the same script on both -------------------------------------------------------------------------------------
-Script = Callable[[Any, Clock], Any]
+Script = Callable[[Any, TickingClock], Any]
 
 
-def _audit_script(store: Any, clock: Clock) -> Any:
+def _audit_script(store: Any, clock: TickingClock) -> Any:
     store.audit.append("c1", "run-1", "trigger", outcome="started", detail={"kind": "schedule", "at": T0})
     store.audit.append("c1", "run-1", "plan", outcome="apply", who=None, before={"a": {"p5": 8.0}},
                        after={"a": {"p5": 16}}, detail={"changes": [{"team": "a"}], "pair": (1, 2)})
@@ -218,7 +218,7 @@ def _audit_script(store: Any, clock: Clock) -> Any:
     return store.audit.records("c1")
 
 
-def _lock_script(store: Any, clock: Clock) -> Any:
+def _lock_script(store: Any, clock: TickingClock) -> Any:
     out = [store.locks.acquire("c1", "run-1", timedelta(minutes=5)),
            store.locks.request_followup("c1", "run-1", "x"),
            store.locks.acquire("c1", "run-2", timedelta(minutes=5))]
@@ -228,14 +228,14 @@ def _lock_script(store: Any, clock: Clock) -> Any:
     return out
 
 
-def _meter_script(store: Any, clock: Clock) -> Any:
+def _meter_script(store: Any, clock: TickingClock) -> Any:
     results = [store.meter.record("c", reading(T0 + timedelta(minutes=m), m), GAP) for m in (0, 15, 15, 30, 90, 60)]
     return results, store.meter.facts("c", T0 + timedelta(minutes=20), T0 + timedelta(minutes=80))
 
 
 @pytest.mark.parametrize("script", [_audit_script, _lock_script, _meter_script])
 def test_the_table_and_memory_give_the_same_answers(script: Script) -> None:
-    memory_clock, table_clock = Clock(T0), Clock(T0)
+    memory_clock, table_clock = TickingClock(T0), TickingClock(T0)
     in_memory = script(MemoryStore(now=memory_clock), memory_clock)
     with mock_aws():
         in_table = script(_table(table_clock), table_clock)

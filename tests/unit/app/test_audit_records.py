@@ -12,7 +12,7 @@ from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import Change, Plan
 from rebalancer_tools.memory_store import MemoryAudit
-from rebalancer_tools.ticking_clock import Clock
+from rebalancer_tools.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, tzinfo=UTC)
 RUN = RunRef(cluster_name="c1", execution_name="c1-20261130T120000", execution_arn="arn:exec", source="cli",
@@ -20,7 +20,7 @@ RUN = RunRef(cluster_name="c1", execution_name="c1-20261130T120000", execution_a
 
 
 def log() -> MemoryAudit:
-    return MemoryAudit(Clock(T0))
+    return MemoryAudit(TickingClock(T0))
 
 
 def plan(*changes: tuple[str, str, float, float]) -> Plan:
