@@ -20,15 +20,16 @@ quota and the policy as written (DESIGN.md "Allocation semantics", step 5). They
 
 A *policy* rule rewrites the policy once per plan, before anything reads it (`effective`): the pools, the engine's
 settings and the request writer all read that one effective policy. A *claim* rule holds one team's amount in one
-pool after rounding; each sees what the ones before it held (protection may raise what min_step held). A *pool*
-rule fits a pool's held amounts back into its capacity; a *plan* rule spans the pools.
+pool after rounding, and sees the amounts the ones before it held (a quota min_step kept leaves protection
+nothing to raise). A *pool* rule fits a pool's held amounts back into its capacity; a *plan* rule spans the pools.
 
 Where a new rule goes, for instance "a team may lose at most N accelerators per day": its policy field
-(`Stability.max_daily_loss` in rebalancer.domain.policy; `settings_of` below hands it to `Settings`, with the
-accelerators each team lost over the trailing day, which the planning context carries), the rule itself (a
-`PlanRule` after max_move in `RULES`, with its reason text), its tests (tests/unit/allocation/test_stability.py,
-next to the others': what it holds, the reason it gives, its place in the order) and the README's policy reference.
-No other module changes: the engine applies whatever `RULES` lists, stage by stage, in the order listed.
+(`Stability.max_daily_loss` in rebalancer.domain.policy), the rule in this module (a `PlanRule` after max_move in
+`RULES`, with its reason text, and its parameter on `Settings`, set in `settings_of`), its tests
+(tests/unit/allocation/test_stability.py, next to the others': what it holds, the reason it gives, its place in the
+order) and the README's policy reference ("Stability"). No other module changes: the engine applies whatever
+`RULES` lists, stage by stage, in the order listed. That rule also needs what each team lost over the trailing day,
+which is history: it reaches `settings_of` with the planning context (issue 21, item 2), not yet with the policy.
 """
 
 from __future__ import annotations
@@ -308,7 +309,9 @@ def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds
     and its in-use, then any quota above its demand (nobody runs on it or waits for it), then any quota above its
     in-use (pending work waits for it; below its fair share if need be, never below its guarantee scaled by
     `factor`); then holds of unprotected teams, then protected in-use amounts, down to their fair share. Admitted
-    work thus becomes borrowing (reclaimable) only when the quota nobody runs on cannot absorb the loss."""
+    work thus becomes borrowing (reclaimable) only when the quota nobody runs on cannot absorb the loss. An
+    unprotected team's in-use is not held: the next run, no longer short, would cut it to its share anyway, and
+    planning twice on the same input must give no second change."""
     if sum(after) <= capacity:
         return
     weights, names = claims.weight, claims.team
