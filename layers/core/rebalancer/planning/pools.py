@@ -178,9 +178,9 @@ class Teams:
     def claims(self, pool: str, resource: str) -> Claims:
         """Every team's claim on one pool (the hot loop of planning: one pass per pool over 1,000 teams)."""
         found = [by_pool.get(pool) for by_pool in self.demand]
-        in_use_of, pending_of = attrgetter(f"in_use.{resource}"), attrgetter(f"pending.{resource}")
-        in_use = [0.0 if d is None else float(in_use_of(d)) for d in found]
-        demand = [0.0 if d is None else float(math.ceil(used + pending_of(d) - EPS))
+        amount = attrgetter(resource)  # on d.in_use: a fifth cheaper than attrgetter("in_use.<resource>") on d
+        in_use = [0.0 if d is None else float(amount(d.in_use)) for d in found]
+        demand = [0.0 if d is None else float(math.ceil(used + amount(d.pending) - EPS))
                   for d, used in zip(found, in_use, strict=True)]
         return Claims(team=self.team, weight=self.weight, guarantee=_column(self.guarantee, pool, 0.0, self.team),
                       cap=_column(self.cap, pool, INF, self.team), demand=tuple(demand),
