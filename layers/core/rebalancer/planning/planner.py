@@ -45,16 +45,16 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
     the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
     from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
     """
-    held = stability.effective(policy, snapshot)  # budget caps and ownership, once for every stage
-    return stability.explain(_make_plan(snapshot, held, now, known_versions), held)
+    effective = stability.effective(policy, snapshot)  # budget caps and ownership, once for every stage
+    return stability.explain(_make_plan(snapshot, effective, now, known_versions), effective)
 
 
-def _make_plan(snapshot: Snapshot, held: stability.Effective, now: datetime,
+def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime,
                known_versions: Mapping[str, int] | None) -> Plan:
-    policy = held.policy
+    policy = effective.policy
     pools, pool_warnings = pool_inputs(snapshot, policy, now)
     # Collect's missing prerequisites (rebalancer.adapters.prerequisites) first, then the policy rules' warnings.
-    warnings = [*(snapshot.governance.problems if snapshot.governance is not None else ()), *held.opening,
+    warnings = [*(snapshot.governance.problems if snapshot.governance is not None else ()), *effective.opening,
                 *pool_warnings]
     result = allocate(pools, stability.settings_of(policy))
     warnings.extend(result.warnings)

@@ -232,9 +232,9 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     """The engine's input for a policy as written (the drift report, benchmarks, tests): the teams whose quota
     CloudFormation owns held outside it, as in a plan, and no budget applied. A plan computes the whole effective
     policy once (rebalancer.engine.stability.effective) and reads its pools with `pool_inputs`."""
-    held = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
-    pools, warnings = pool_inputs(snapshot, held.policy, now)
-    return pools, [*held.opening, *warnings]
+    effective = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
+    pools, warnings = pool_inputs(snapshot, effective.policy, now)
+    return pools, [*effective.opening, *warnings]
 
 
 def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list[PoolInput], list[str]]:

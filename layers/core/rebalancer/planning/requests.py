@@ -82,8 +82,8 @@ def setting_changes(snapshot: Snapshot, policy: Policy,
     """What the policy would rewrite on the cluster's quotas if no amount moved: sharing, preemption, fair-share
     weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/drift.py). For a policy
     as written: the quotas CloudFormation owns held outside it, as in a plan; no budget applied."""
-    held = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
-    return quota_requests(snapshot, held.policy, {}, known_versions).fields
+    effective = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
+    return quota_requests(snapshot, effective.policy, {}, known_versions).fields
 
 
 def edited_outside(q: ComputeQuota, known_versions: Mapping[str, int] | None) -> bool:
