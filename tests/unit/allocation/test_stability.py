@@ -212,3 +212,16 @@ def test_without_budget_or_stack_the_effective_policy_is_the_policy(used: float)
     assert unchanged.notes == {}
     assert unchanged.opening == unchanged.closing == ()
     assert set(unchanged.policy.teams) == set(pol.teams)
+
+
+def test_a_rule_added_to_the_list_is_applied_by_the_engine_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seam: a new rule is an entry in the list; the engine applies what the list holds (here a made-up rule,
+    "never below 3", after protection), and its reason reaches the change."""
+    def floor_of_3(claims: Any, i: int, amount: int, current: int, settings: Settings) -> tuple[int, str] | None:
+        return (3, "never below 3") if amount < 3 <= current else None
+
+    rule = stability.ClaimRule("floor", "never below 3", lambda _claims, _settings: True, floor_of_3)
+    monkeypatch.setattr(stability, "CLAIM_RULES", (*stability.CLAIM_RULES, rule))
+    [pool] = allocate([_losing("p1")], Settings()).pools
+    assert [o.after for o in pool.outcomes] == [3, 5]
+    assert pool.reasons[0].startswith("never below 3; ")
