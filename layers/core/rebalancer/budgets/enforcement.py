@@ -1,6 +1,7 @@
 """Budgets in the plan: a team that has used up its budget plans with a lower ceiling (`guarantee_only`) or without
 borrowing (`no_borrowing`), and every change of a team past its first notification threshold says how much of
-the budget is used. Pure: the period-to-date use comes in the snapshot (`Snapshot.budget_usage`)."""
+the budget is used. Pure: the period-to-date use comes in the snapshot (`Snapshot.budget_usage`). The plan applies
+it as the first of its holds (rebalancer.engine.stability, "budget caps"), which also puts the notes on the changes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from dataclasses import dataclass, field
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget, BudgetUsage, describe
-from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Amount, Policy, Sharing, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey
 from rebalancer.domain.snapshot import Snapshot
@@ -75,19 +75,6 @@ def enforce(policy: Policy, snapshot: Snapshot) -> Enforced:
             notes[name] += ": no borrowing until the period ends"
         warnings.append(f"{name}: {notes[name]}")
     return Enforced(policy.model_copy(update={"teams": teams}), notes, tuple(warnings))
-
-
-def explain(plan: Plan, enforced: Enforced) -> Plan:
-    """The plan with each affected team's changes and setting changes giving the budget as a reason."""
-    if not enforced.notes and not enforced.warnings:
-        return plan
-    notes = enforced.notes
-    changes = tuple(c.model_copy(update={"reason": f"{c.reason}; {notes[c.team]}"}) if c.team in notes else c
-                    for c in plan.changes)
-    fields = tuple(f.model_copy(update={"reason": f"{f.reason}; {notes[f.team]}" if f.reason else notes[f.team]})
-                   if f.team in notes else f for f in plan.field_changes)
-    return plan.model_copy(update={"changes": changes, "field_changes": fields,
-                                   "warnings": (*plan.warnings, *enforced.warnings)})
 
 
 def usage_lines(policy: Policy, usage: dict[str, BudgetUsage]) -> list[str]:

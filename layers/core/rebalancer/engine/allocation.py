@@ -9,20 +9,13 @@ five steps of DESIGN.md "Allocation semantics":
 2. Weighted water-filling: with ceiling u_i = max(f_i, min(demand_i, cap_i)), a_i = clamp(L·w_i, f_i, u_i) with the
    largest level L for which Σ a_i ≤ capacity (a sort over the 2n breakpoints f_i/w_i and u_i/w_i, O(n log n)).
 3. Surplus: `idle` leaves capacity nobody demands unallocated; `spread` fills again from u_i up to cap_i by weight.
-4. Integers: largest-remainder rounding of the continuous a_i (ties: larger weight first, then team name), never
-   above a team's cap. Every integer is within one unit of its continuous value. Like every quota method,
-   largest remainder can show the Alabama paradox: one more unit of capacity may move a single unit between two
-   teams with equal claims; the continuous allocation itself is monotone in capacity.
-5. Stability, relative to the current quotas: a team in its cooldown keeps its quota; no change smaller than
-   `min_step`; a `protected_in_use` team is never planned below what it runs now (nor above its current quota for
-   that reason). If those holds leave the pool over capacity (capacity fell below the current quotas: failed
-   nodes), the loss is taken first from increases, then from quota nobody runs on (above demand, then above
-   in-use), and only then by breaking holds (with a warning): the sum of quotas never exceeds the capacity, and a
-   protected team's admitted work is never turned into reclaimable borrowing while idle quota can absorb the loss.
-   An unprotected team's in-use is not held on a shrink: the next run, no longer short, would cut it to its share
-   anyway, and planning twice on the same input must give no second change. Finally `max_move` bounds the
-   accelerators taken from teams in one run, across all accelerator pools; decreases forced by lost capacity are
-   never held back.
+4. Integers: largest-remainder rounding of the continuous a_i (rebalancer.engine.rounding), never above a team's
+   cap, each integer within one unit of its continuous value. The continuous allocation itself is monotone in
+   capacity; the rounding, like every quota method, can show the Alabama paradox.
+5. Stability, relative to the current quotas: the holds of rebalancer.engine.stability, one ordered list of rules
+   (cooldown, min_step, protected in-use, the shrink tiers when holds leave a pool above its capacity, max_move
+   across the accelerator pools), applied stage by stage in the order that module lists them. The policy rules of
+   that list (budget caps, ownership) made the policy the planner read these pools from.
 
 Family caps (a team's sum over an instance family's pools, `PoolInput.families`): the pools they touch are solved
 together in steps 1-4, by the same definition over every (team, pool) pair with the family caps as extra
@@ -41,15 +34,19 @@ import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Literal
 
+from rebalancer.engine import stability
 from rebalancer.engine.family_caps import CoupledPool, Family, coupled_fill, coupled_round
+from rebalancer.engine.rounding import EPS, largest_remainder
+from rebalancer.engine.stability import Settings, Surplus
 from rebalancer.errors import InvalidInput
 
-EPS = 1e-9
-INF = math.inf
+# EPS, largest_remainder, Settings and Surplus are defined with the step they belong to and read from here too.
+__all__ = ["EPS", "INF", "Allocation", "Claim", "Claims", "FamilyBound", "Outcome", "PoolInput", "PoolResult",
+           "Settings", "Surplus", "allocate", "fair_shares", "largest_remainder", "scaled_floors", "solve_families",
+           "water_fill"]
 
-Surplus = Literal["idle", "spread"]
+INF = math.inf
 
 
 @dataclass(slots=True)
@@ -124,16 +121,6 @@ class PoolInput:
            notes: tuple[str, ...] = (), families: tuple[FamilyBound, ...] = ()) -> PoolInput:
         """A pool from Claim rows."""
         return cls(key, resource, capacity, Claims.of(claims), notes, families)
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    surplus: Surplus = "idle"
-    min_step: int = 1
-    max_move: int | None = None
-    # When capacity falls below the quotas (failed nodes), take the loss from quota nobody runs on before any
-    # team's admitted work becomes borrowing (see `_fit`). False: the older rule, holds broken proportionally.
-    shrink_idle_first: bool = True
 
 
 @dataclass(slots=True)
@@ -317,51 +304,12 @@ def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _S
             for p, s, factor, d, n in zip(coupled, shares, factors, desired, notes, strict=True)}
 
 
-# ---------------------------------------------------------------- step 4: integers
-
-
-def largest_remainder(values: Sequence[float], total: int, uppers: Sequence[float], weights: Sequence[float],
-                      names: Sequence[str]) -> list[int]:
-    """Integers within one unit of `values`, summing to at most `total`, never above `uppers`.
-
-    Each value is rounded down, then the units left go to the largest fractional parts; ties go to the larger
-    weight, then to the name that sorts first, so the result never depends on input order.
-    """
-    floor = math.floor
-    base = [floor(v + EPS) for v in values]
-    left = total - sum(base)
-    if left <= 0:
-        return base
-    # Sort keys as tuples built in one pass (no key function per element); the index last keeps equal keys in
-    # input order, as a stable sort on (fraction, weight, name) would.
-    order = sorted([(b - v, -weights[i], names[i], i) for i, (v, b) in enumerate(zip(values, base, strict=True))
-                    if v - b > EPS and b + 1 <= uppers[i] + EPS])
-    for row in order[:left]:
-        base[row[3]] += 1
-    return base
-
-
-# ---------------------------------------------------------------- step 5: stability
-
-
-def _cut(values: list[int], room: Sequence[int], amount: int, weights: Sequence[float],
-         names: Sequence[str]) -> int:
-    """Take up to `amount` units from `values`, from each at most `room[i]`, proportionally to room. Returns the
-    amount taken. Deterministic: the proportional part rounds down, the rest goes by largest room, then name."""
-    total_room = sum(room)
-    if amount <= 0 or total_room <= 0:
-        return 0
-    amount = min(amount, total_room)
-    shares = [r * amount / total_room for r in room]
-    takes = largest_remainder(shares, amount, room, weights, names)
-    for i, t in enumerate(takes):
-        values[i] -= t
-    return sum(takes)
+# ---------------------------------------------------------------- steps 4-5 of one pool
 
 
 @dataclass(slots=True)
 class _Pool:
-    """Working state of one pool between the per-pool steps and the cross-pool max_move step."""
+    """Working state of one pool between the per-pool steps and the plan rules (stability.Working)."""
 
     input: PoolInput
     shares: list[float]
@@ -378,8 +326,7 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
     if solved is not None:
         pool = solved.pool
     claims = pool.claims
-    names, weights, protected = claims.team, claims.weight, claims.protected
-    current = [round(c) for c in claims.current]
+    names, weights = claims.team, claims.weight
     capacity = math.floor(max(pool.capacity, 0.0) + EPS)
     if solved is None:
         shares, factor = fair_shares(pool, settings.surplus)
@@ -394,105 +341,8 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
         warnings.append(f"{pool.key}: guarantees add up to {g:g} but only {capacity} are available; scaled "
                         f"down to {factor:.0%} of each")
 
-    after = list(desired)
-    holds: list[str | None] = [None] * len(claims)
-    # With min_step 1 only cooldowns and protection can hold an amount: most pools have neither.
-    holding = settings.min_step > 1 or any(claims.cooldown) or any(protected)
-    for i, (cur, cooldown) in enumerate(zip(current, claims.cooldown, strict=True) if holding else ()):
-        if cooldown and after[i] != cur:
-            after[i], holds[i] = cur, cooldown
-        elif 0 < abs(after[i] - cur) < settings.min_step:
-            after[i], holds[i] = cur, f"change of {abs(after[i] - cur)} below min_step {settings.min_step}"
-        if protected[i] and after[i] < cur:
-            keep = min(cur, math.ceil(claims.in_use[i] - EPS))
-            if after[i] < keep:
-                after[i], holds[i] = keep, f"{keep:g} in use is protected"
-    _fit(pool.key, capacity, after, desired, holds, claims, settings.shrink_idle_first, warnings, factor)
+    after, holds = stability.hold_pool(pool.key, capacity, desired, claims, settings, warnings, factor)
     return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
-
-
-# What each of _fit's tiers takes from, as its warnings say it.
-_TIER_TAKES = {"held idle": "held quota nobody runs on", "idle": "quota nobody runs on or waits for",
-               "waiting": "quota nobody runs on (pending work waits for it)",
-               "holds": "cooldown and min_step holds", "protected": "protected in-use amounts"}
-
-
-def _fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None],
-         claims: Claims, idle_first: bool, warnings: list[str], factor: float = 1.0) -> None:
-    """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
-    back to fit, tier by tier, each cut proportional to the tier's room. Increases first; then, with `idle_first`,
-    the quota nobody runs on, least harmful first: held quota above both its fair share and its in-use, then any
-    quota above its demand (nobody runs on it or waits for it), then any quota above its in-use (pending work
-    waits for it; below its fair share if need be, never below its guarantee scaled by `factor`); then holds of
-    unprotected teams, then protected in-use amounts, down to their fair share. Admitted work thus becomes
-    borrowing (reclaimable) only when the quota nobody runs on cannot absorb the loss."""
-    if sum(after) <= capacity:
-        return
-    weights, names, protected = claims.weight, claims.team, claims.protected
-    n = range(len(claims))
-    current = [round(c) for c in claims.current]
-    used = [min(after[i], math.ceil(claims.in_use[i] - EPS)) for i in n]
-    # Idle quota is cut down to in-use, never below the (scaled) guarantee: a guarantee holds whoever runs more.
-    kept = [max(used[i], min(desired[i], math.floor(claims.guarantee[i] * factor + EPS))) for i in n]
-
-    def room(tier: str) -> list[int]:
-        if tier == "increases":
-            return [max(0, after[i] - current[i]) for i in n]
-        if tier == "held idle":
-            return [max(0, after[i] - max(desired[i], used[i])) if holds[i] else 0 for i in n]
-        if tier == "idle":
-            return [max(0, after[i] - max(kept[i], math.ceil(claims.demand[i] - EPS))) for i in n]
-        if tier == "waiting":
-            return [max(0, after[i] - kept[i]) for i in n]
-        breaking = tier == "protected"
-        return [max(0, after[i] - desired[i]) if holds[i] and protected[i] == breaking else 0 for i in n]
-
-    tiers = ["increases", *(["held idle", "idle", "waiting"] if idle_first else []), "holds", "protected"]
-    excess = sum(after) - capacity
-    for tier in tiers:
-        if excess <= 0:
-            return
-        before_cut = list(after)
-        taken = _cut(after, room(tier), excess, weights, names)
-        excess -= taken
-        if tier == "increases" or not taken:
-            continue
-        for i, was in enumerate(before_cut):
-            if after[i] < was:
-                holds[i] = (f"{was - after[i]} unused taken first: capacity shrank" if tier in ("idle", "waiting")
-                            else f"{holds[i]}, overridden: quotas above capacity")
-        if tier in ("holds", "protected"):
-            warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {_TIER_TAKES[tier]}; "
-                            f"overrode them by {taken}")
-        else:
-            warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {_TIER_TAKES[tier]}")
-
-
-def _limit_moves(p: _Pool, budget: int, weights: Sequence[float], names: Sequence[str]) -> tuple[int, str | None]:
-    """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for."""
-    claims = p.input.claims
-    current = [round(c) for c in claims.current]
-    capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
-    forced = max(0, sum(current) - capacity)
-    decreases = [max(0, current[i] - p.after[i]) for i in range(len(claims))]
-    voluntary = max(0, sum(decreases) - forced)
-    allowed = min(voluntary, max(budget - forced, 0))  # forced decreases use the budget first
-    note = None
-    if allowed < voluntary:
-        # Give back part of each decrease (negative cut), then trim increases to stay within capacity.
-        back = [0] * len(claims)
-        _cut(back, decreases, voluntary - allowed, weights, names)
-        for i, b in enumerate(back):
-            p.after[i] -= b  # b ≤ 0
-            if b:
-                p.holds[i] = "max_move reached for this run"
-        excess = sum(p.after) - capacity
-        room = [max(0, p.after[i] - current[i]) for i in range(len(claims))]
-        _cut(p.after, room, excess, weights, names)
-        note = (f"{p.input.key}: max_move reached; {voluntary - allowed} of {voluntary} planned decreases held "
-                "back for a later run")
-    moved = sum(max(0, current[i] - p.after[i]) for i in range(len(claims)))
-    return moved, note
 
 
 @functools.lru_cache(maxsize=4096)  # ~33k calls per 1,000-team plan on a few hundred distinct amounts
@@ -552,19 +402,13 @@ def _reason(hold: str | None, demand: float, before: float, weight: float, guara
 
 
 def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
-    """All five steps for every pool. `max_move` is shared by the accelerator pools, in pool-key order. Pools
-    with family caps are solved together first (`solve_families`); the others, one by one."""
+    """All five steps for every pool. Pools with family caps are solved together first (`solve_families`); the
+    others, one by one; the plan rules (max_move) then span the pools, in pool-key order."""
     ordered = sorted(pools, key=lambda q: q.key)
     solved = solve_families(ordered, settings.surplus) if any(p.families for p in ordered) else {}
     work = [_allocate_pool(pool, settings, solved.get(pool.key)) for pool in ordered]
+    stability.hold_plan(work, settings)
     warnings: list[str] = []
-    budget = settings.max_move
-    for p in work:
-        if budget is not None and p.input.resource == "accelerators":
-            moved, note = _limit_moves(p, budget, p.input.claims.weight, p.input.claims.team)
-            budget = max(0, budget - moved)
-            if note:
-                p.warnings.append(note)
     results = []
     for p in work:
         claims = p.input.claims

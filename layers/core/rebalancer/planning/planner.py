@@ -1,10 +1,11 @@
 """Snapshot + policy → Plan: the pools the engine allocates, and the ordered API requests that get there.
 
 Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, Lambdas, CLI) call `make_plan`.
-By responsibility: `rebalancer.budgets.enforcement` turns spent budgets into policy, `pools` reads the snapshot
-into the engine's input, `rebalancer.engine.allocation` (the engine) decides the amounts, `requests` writes them and the
-policy's settings as ordered quota requests, `approval` applies the approval rules; this module assembles the
-Plan (the validated model that is stored and sent).
+By responsibility: `rebalancer.engine.stability` makes the one effective policy every stage reads (budget caps,
+ownership) and holds the amounts (cooldown, min_step, protection, shrink tiers, max_move), `pools` reads the
+snapshot into the engine's input, `rebalancer.engine.allocation` (the engine) decides the amounts, `requests`
+writes them and the policy's settings as ordered quota requests, `approval` applies the approval rules; this module
+assembles the Plan (the validated model that is stored and sent).
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from datetime import datetime
 
 from pydantic import TypeAdapter
 
-from rebalancer.budgets.enforcement import enforce, explain
 from rebalancer.domain.plan import CLUSTER, Change, Plan, SchedulerRequest
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held, holdings
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer.engine.allocation import EPS, Allocation, Settings, allocate
+from rebalancer.engine import stability
+from rebalancer.engine.allocation import EPS, Allocation, allocate
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.cluster_policy import plan_scheduler_config
-from rebalancer.planning.pools import build_pools, split_family
+from rebalancer.planning.pools import build_pools, pool_inputs, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
 
 __all__ = ["build_pools", "edited_outside", "held", "holdings", "make_plan", "setting_changes", "split_family"]
@@ -44,17 +45,18 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
     the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
     from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
     """
-    enforced = enforce(policy, snapshot)  # budgets: a lower ceiling or no borrowing, and the reason
-    return explain(_make_plan(snapshot, enforced.policy, now, known_versions), enforced)
+    effective = stability.effective(policy, snapshot)  # budget caps and ownership, once for every stage
+    return stability.explain(_make_plan(snapshot, effective, now, known_versions), effective)
 
 
-def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
+def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime,
                known_versions: Mapping[str, int] | None) -> Plan:
-    pools, warnings = build_pools(snapshot, policy, now)
-    if snapshot.governance is not None:  # prerequisites collect found missing (rebalancer.adapters.prerequisites)
-        warnings[:0] = snapshot.governance.problems
-    result = allocate(pools, Settings(surplus=policy.surplus, min_step=policy.stability.min_step,
-                                      max_move=policy.stability.max_move))
+    policy = effective.policy
+    pools, pool_warnings = pool_inputs(snapshot, policy, now)
+    # Collect's missing prerequisites (rebalancer.adapters.prerequisites) first, then the policy rules' warnings.
+    warnings = [*(snapshot.governance.problems if snapshot.governance is not None else ()), *effective.opening,
+                *pool_warnings]
+    result = allocate(pools, stability.settings_of(policy))
     warnings.extend(result.warnings)
     outcome = _Outcome.of(result)
     written = quota_requests(snapshot, policy, outcome.moves, known_versions)

@@ -24,6 +24,7 @@ from rebalancer.domain.plan import FieldChange, QuotaRequest
 from rebalancer.domain.policy import Policy, TeamPolicy
 from rebalancer.domain.pools import pool_name
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.field_diff import field_diff
@@ -58,8 +59,8 @@ class QuotaWrites:
 def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Sequence[Move]],
                    known_versions: Mapping[str, int] | None) -> QuotaWrites:
     """Decreases, deactivations and setting changes for every team first, then creations and increases.
-    `changed`: per team, the amounts the engine moves."""
-    policy, _ = ownership.held_outside(snapshot, policy)  # a quota CloudFormation owns is never written
+    `changed`: per team, the amounts the engine moves. `policy` is the effective one (rebalancer.engine.stability):
+    a team whose quota CloudFormation owns is not in it, so its quota is never written."""
     quotas = {q.team: q for q in snapshot.quotas}
     # Only explicit vCPU / memory amounts need the healthy node counts (a pass over every node).
     healthy = snapshot.healthy_nodes() if any(tp.vcpu or tp.memory_gib for tp in policy.teams.values()) else {}
@@ -79,8 +80,10 @@ def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Seq
 def setting_changes(snapshot: Snapshot, policy: Policy,
                     known_versions: Mapping[str, int] | None = None) -> list[FieldChange]:
     """What the policy would rewrite on the cluster's quotas if no amount moved: sharing, preemption, fair-share
-    weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/drift.py)."""
-    return quota_requests(snapshot, policy, {}, known_versions).fields
+    weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/drift.py). For a policy
+    as written: the quotas CloudFormation owns held outside it, as in a plan; no budget applied."""
+    effective = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
+    return quota_requests(snapshot, effective.policy, {}, known_versions).fields
 
 
 def edited_outside(q: ComputeQuota, known_versions: Mapping[str, int] | None) -> bool:

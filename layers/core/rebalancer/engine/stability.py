@@ -1,0 +1,456 @@
+"""Stability: every hold on a plan, as one ordered list of rules (`RULES`), each with the reason it gives.
+
+Steps 1-4 of the engine say what each team should hold; the holds say what it may hold now, given its current
+quota and the policy as written (DESIGN.md "Allocation semantics", step 5). They apply in this order:
+
+  #  rule          stage   holds                                               reason it gives
+  1  budget caps   policy  a team past its budget: its ceiling at its          "budget 100 % used (…): quota held at
+                           guarantee, or no borrowing (`on_exhausted`)          its guarantee", on each of its changes
+  2  ownership     policy  a quota CloudFormation created: held outside the    a warning, "…: held outside the policy
+                           policy, its amounts counted as taken                 and never rewritten …"
+  3  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown: last changed 12 min ago
+                           keeps its amount                                     (cooldown 30 min)"
+  4  min_step      claim   no change smaller than `min_step`                   "change of 2 below min_step 3"
+  5  protected     claim   a `protected_in_use` team never below what it runs  "5 in use is protected"
+  6  shrink tiers  pool    holds that leave a pool above its capacity give     "3 unused taken first: capacity
+                           way, tier by tier (`SHRINK_TIERS`)                   shrank", "…, overridden: quotas above
+                                                                                capacity", and a warning
+  7  max_move      plan    at most `max_move` accelerators taken from teams    "max_move reached for this run"
+                           per run, over the accelerator pools in key order
+
+A *policy* rule rewrites the policy once per plan, before anything reads it (`effective`): the pools, the engine's
+settings and the request writer all read that one effective policy. A *claim* rule holds one team's amount in one
+pool after rounding, and sees the amounts the ones before it held (a quota min_step kept leaves protection
+nothing to raise). A *pool* rule fits a pool's held amounts back into its capacity; a *plan* rule spans the pools.
+
+Where a new rule goes, for instance "a team may lose at most N accelerators per day": its policy field
+(`Stability.max_daily_loss` in rebalancer.domain.policy), the rule in this module (a `PlanRule` after max_move in
+`RULES`, with its reason text, and its parameter on `Settings`, set in `settings_of`), its tests
+(tests/unit/allocation/test_stability.py, next to the others': what it holds, the reason it gives, its place in the
+order) and the README's policy reference ("Stability"). No other module changes: the engine applies whatever
+`RULES` lists, stage by stage, in the order listed. That rule also needs what each team lost over the trailing day,
+which is history: it reaches `settings_of` with the planning context (issue 21, item 2), not yet with the policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+from rebalancer.budgets.enforcement import enforce
+from rebalancer.domain import ownership
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.engine.rounding import EPS, cut
+
+Surplus = Literal["idle", "spread"]
+Stage = Literal["policy", "claim", "pool", "plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The engine's settings: how surplus is shared, and the parameters of the rules below (`settings_of` reads
+    them from the effective policy)."""
+
+    surplus: Surplus = "idle"
+    min_step: int = 1
+    max_move: int | None = None
+    # When capacity falls below the quotas (failed nodes), take the loss from quota nobody runs on before any
+    # team's admitted work becomes borrowing (see `fit`). False: the older rule, holds broken proportionally.
+    shrink_idle_first: bool = True
+
+
+class Claims(Protocol):
+    """What the rules read of a pool's claims (rebalancer.engine.allocation.Claims: one column per field, entry i
+    being team i's)."""
+
+    @property
+    def team(self) -> Sequence[str]: ...
+    @property
+    def weight(self) -> Sequence[float]: ...
+    @property
+    def guarantee(self) -> Sequence[float]: ...
+    @property
+    def demand(self) -> Sequence[float]: ...
+    @property
+    def current(self) -> Sequence[float]: ...
+    @property
+    def in_use(self) -> Sequence[float]: ...
+    @property
+    def protected(self) -> Sequence[bool]: ...
+    @property
+    def cooldown(self) -> Sequence[str | None]: ...
+    def __len__(self) -> int: ...
+
+
+class PoolInput(Protocol):
+    """What the plan rules read of a pool (rebalancer.engine.allocation.PoolInput)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def capacity(self) -> float: ...
+    @property
+    def claims(self) -> Claims: ...
+
+
+def settings_of(policy: Policy) -> Settings:
+    """The engine's settings from the effective policy."""
+    return Settings(surplus=policy.surplus, min_step=policy.stability.min_step, max_move=policy.stability.max_move)
+
+
+# ---------------------------------------------------------------- policy rules: one effective policy per plan
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """What a policy rule did to the policy, and what the plan says about it."""
+
+    policy: Policy
+    notes: Mapping[str, str] = field(default_factory=dict)  # team → appended to the reason of each of its changes
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRule:
+    name: str
+    holds: str
+    apply: Callable[[Policy, Snapshot], Said]
+    warns_first: bool  # its warnings open the plan's (with the pools'), or close it (after the requests')
+    stage: Stage = "policy"
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """The policy every stage of one plan reads (the pools, the engine's settings, the request writer), and what the
+    policy rules that made it say: notes per team for its changes' reasons, warnings before and after the plan's."""
+
+    policy: Policy
+    notes: Mapping[str, str] = field(default_factory=dict)
+    opening: tuple[str, ...] = ()
+    closing: tuple[str, ...] = ()
+
+
+def _budget_caps(policy: Policy, snapshot: Snapshot) -> Said:
+    enforced = enforce(policy, snapshot)
+    return Said(enforced.policy, enforced.notes, enforced.warnings)
+
+
+def _ownership(policy: Policy, snapshot: Snapshot) -> Said:
+    held, warnings = ownership.held_outside(snapshot, policy)
+    return Said(held, warnings=tuple(warnings))
+
+
+BUDGET_CAPS = PolicyRule("budget caps", "a team past its budget plans at its guarantee, or without borrowing",
+                         _budget_caps, warns_first=False)
+OWNERSHIP = PolicyRule("ownership", "a quota CloudFormation created is held outside the policy, never rewritten",
+                       _ownership, warns_first=True)
+
+
+def effective(policy: Policy, snapshot: Snapshot, rules: Sequence[PolicyRule] | None = None) -> Effective:
+    """The policy with the policy rules applied in order (all of `RULES`' unless `rules` names some): computed once
+    per plan and read by every stage."""
+    notes: dict[str, str] = {}
+    opening: list[str] = []
+    closing: list[str] = []
+    for rule in POLICY_RULES if rules is None else rules:
+        said = rule.apply(policy, snapshot)
+        policy = said.policy
+        for team, note in said.notes.items():
+            notes[team] = f"{notes[team]}; {note}" if team in notes else note
+        (opening if rule.warns_first else closing).extend(said.warnings)
+    return Effective(policy, notes, tuple(opening), tuple(closing))
+
+
+def explain(plan: Plan, held: Effective) -> Plan:
+    """The plan with each noted team's changes and setting changes giving the note as a reason, and the closing
+    warnings last."""
+    if not held.notes and not held.closing:
+        return plan
+    notes = held.notes
+    changes = tuple(c.model_copy(update={"reason": f"{c.reason}; {notes[c.team]}"}) if c.team in notes else c
+                    for c in plan.changes)
+    fields = tuple(f.model_copy(update={"reason": f"{f.reason}; {notes[f.team]}" if f.reason else notes[f.team]})
+                   if f.team in notes else f for f in plan.field_changes)
+    return plan.model_copy(update={"changes": changes, "field_changes": fields,
+                                   "warnings": (*plan.warnings, *held.closing)})
+
+
+# ---------------------------------------------------------------- claim rules: one team's amount in one pool
+
+
+ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, str] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRule:
+    """`hold(claims, i, amount, current, settings)`: the amount claim i is held at and why, or None; `applies`
+    says whether the rule can hold anyone in the pool at all (most pools: no rule applies)."""
+
+    name: str
+    holds: str
+    applies: Callable[[Claims, Settings], bool]
+    hold: ClaimHold
+    stage: Stage = "claim"
+
+
+def cooling_down(last_modified: datetime | None, now: datetime, minutes: float) -> str | None:
+    """Why a quota last changed at `last_modified` is in its cooldown at `now`, or None when it is not."""
+    if last_modified is None or minutes <= 0:
+        return None
+    age = (now - last_modified).total_seconds() / 60
+    if age < minutes:
+        return f"cooldown: last changed {max(age, 0):.0f} min ago (cooldown {minutes:g} min)"
+    return None
+
+
+def _cooldown(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, str] | None:
+    why = claims.cooldown[i]
+    return (current, why) if why and amount != current else None
+
+
+def _min_step(_claims: Claims, _i: int, amount: int, current: int, settings: Settings) -> tuple[int, str] | None:
+    step = abs(amount - current)
+    if 0 < step < settings.min_step:
+        return current, f"change of {step} below min_step {settings.min_step}"
+    return None
+
+
+def _protected(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, str] | None:
+    if claims.protected[i] and amount < current:
+        keep = min(current, math.ceil(claims.in_use[i] - EPS))
+        if amount < keep:
+            return keep, f"{keep:g} in use is protected"
+    return None
+
+
+COOLDOWN = ClaimRule("cooldown", "a quota changed less than cooldown_minutes ago keeps its amount",
+                     lambda claims, _settings: any(claims.cooldown), _cooldown)
+MIN_STEP = ClaimRule("min_step", "no change smaller than min_step",
+                     lambda _claims, settings: settings.min_step > 1, _min_step)
+PROTECTED = ClaimRule("protected", "a protected_in_use team is never planned below what it runs",
+                      lambda claims, _settings: any(claims.protected), _protected)
+
+
+# ---------------------------------------------------------------- pool rule: the shrink tiers
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """One tier of the shrink: what it is called in a warning (`what`; None: cut without a word), how much may be
+    cut from each claim (`room`), whether a cut claim's reason says its hold was overridden (else: "unused taken
+    first"), whether the warning says holds were broken (else: what was taken), and whether the tier is one of the
+    idle ones that `shrink_idle_first` False leaves out."""
+
+    name: str
+    what: str | None
+    room: Callable[[_Fit], list[int]]
+    overrides: bool = True
+    breaks_holds: bool = False
+    idle: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    after: list[int]
+    desired: Sequence[int]
+    holds: list[str | None]
+    claims: Claims
+    current: list[int]
+    used: list[int]
+    kept: list[int]
+
+
+def _increases(s: _Fit) -> list[int]:
+    return [max(0, a - c) for a, c in zip(s.after, s.current, strict=True)]
+
+
+def _held_idle(s: _Fit) -> list[int]:
+    return [max(0, s.after[i] - max(s.desired[i], s.used[i])) if s.holds[i] else 0 for i in range(len(s.after))]
+
+
+def _idle(s: _Fit) -> list[int]:
+    demand = s.claims.demand
+    return [max(0, s.after[i] - max(s.kept[i], math.ceil(demand[i] - EPS))) for i in range(len(s.after))]
+
+
+def _waiting(s: _Fit) -> list[int]:
+    return [max(0, a - k) for a, k in zip(s.after, s.kept, strict=True)]
+
+
+def _breaking(protected: bool) -> Callable[[_Fit], list[int]]:
+    def room(s: _Fit) -> list[int]:
+        return [max(0, s.after[i] - s.desired[i]) if s.holds[i] and s.claims.protected[i] == protected else 0
+                for i in range(len(s.after))]
+    return room
+
+
+SHRINK_TIERS = (
+    Tier("increases", None, _increases),
+    Tier("held idle", "held quota nobody runs on", _held_idle, idle=True),
+    Tier("idle", "quota nobody runs on or waits for", _idle, overrides=False, idle=True),
+    Tier("waiting", "quota nobody runs on (pending work waits for it)", _waiting, overrides=False, idle=True),
+    Tier("holds", "cooldown and min_step holds", _breaking(False), breaks_holds=True),
+    Tier("protected", "protected in-use amounts", _breaking(True), breaks_holds=True),
+)
+
+
+def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None], claims: Claims,
+        settings: Settings, warnings: list[str], factor: float = 1.0) -> None:
+    """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
+    back to fit, tier by tier (`SHRINK_TIERS`), each cut proportional to the tier's room. Increases first; then,
+    with `shrink_idle_first`, the quota nobody runs on, least harmful first: held quota above both its fair share
+    and its in-use, then any quota above its demand (nobody runs on it or waits for it), then any quota above its
+    in-use (pending work waits for it; below its fair share if need be, never below its guarantee scaled by
+    `factor`); then holds of unprotected teams, then protected in-use amounts, down to their fair share. Admitted
+    work thus becomes borrowing (reclaimable) only when the quota nobody runs on cannot absorb the loss. An
+    unprotected team's in-use is not held: the next run, no longer short, would cut it to its share anyway, and
+    planning twice on the same input must give no second change."""
+    if sum(after) <= capacity:
+        return
+    weights, names = claims.weight, claims.team
+    n = range(len(claims))
+    current = [round(c) for c in claims.current]
+    used = [min(after[i], math.ceil(claims.in_use[i] - EPS)) for i in n]
+    # Idle quota is cut down to in-use, never below the (scaled) guarantee: a guarantee holds whoever runs more.
+    kept = [max(used[i], min(desired[i], math.floor(claims.guarantee[i] * factor + EPS))) for i in n]
+    state = _Fit(after, desired, holds, claims, current, used, kept)
+    excess = sum(after) - capacity
+    for tier in SHRINK_TIERS:
+        if excess <= 0:
+            return
+        if tier.idle and not settings.shrink_idle_first:
+            continue
+        before_cut = list(after)
+        taken = cut(after, tier.room(state), excess, weights, names)
+        excess -= taken
+        if tier.what is None or not taken:
+            continue
+        for i, was in enumerate(before_cut):
+            if after[i] < was:
+                holds[i] = (f"{holds[i]}, overridden: quotas above capacity" if tier.overrides
+                            else f"{was - after[i]} unused taken first: capacity shrank")
+        if tier.breaks_holds:
+            warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {tier.what}; "
+                            f"overrode them by {taken}")
+        else:
+            warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {tier.what}")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRule:
+    name: str
+    holds: str
+    apply: Callable[[str, int, list[int], Sequence[int], list[str | None], Claims, Settings, list[str], float], None]
+    stage: Stage = "pool"
+
+
+SHRINK = PoolRule("shrink tiers", "holds that leave a pool above its capacity give way, tier by tier", fit)
+
+
+# ---------------------------------------------------------------- plan rule: max_move
+
+
+class Working(Protocol):
+    """A pool between the per-pool steps and the plan rules (rebalancer.engine.allocation keeps one per pool)."""
+
+    @property
+    def input(self) -> PoolInput: ...
+    @property
+    def after(self) -> list[int]: ...
+    @property
+    def holds(self) -> list[str | None]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+
+def _limit_moves(p: Working, budget: int) -> int:
+    """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for. Returns what the
+    pool moves."""
+    claims = p.input.claims
+    weights, names = claims.weight, claims.team
+    current = [round(c) for c in claims.current]
+    capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
+    forced = max(0, sum(current) - capacity)
+    decreases = [max(0, current[i] - p.after[i]) for i in range(len(claims))]
+    voluntary = max(0, sum(decreases) - forced)
+    allowed = min(voluntary, max(budget - forced, 0))  # forced decreases use the budget first
+    if allowed < voluntary:
+        # Give back part of each decrease (negative cut), then trim increases to stay within capacity.
+        back = [0] * len(claims)
+        cut(back, decreases, voluntary - allowed, weights, names)
+        for i, b in enumerate(back):
+            p.after[i] -= b  # b ≤ 0
+            if b:
+                p.holds[i] = "max_move reached for this run"
+        excess = sum(p.after) - capacity
+        room = [max(0, p.after[i] - current[i]) for i in range(len(claims))]
+        cut(p.after, room, excess, weights, names)
+        p.warnings.append(f"{p.input.key}: max_move reached; {voluntary - allowed} of {voluntary} planned "
+                          "decreases held back for a later run")
+    return sum(max(0, current[i] - p.after[i]) for i in range(len(claims)))
+
+
+def max_move(pools: Sequence[Working], settings: Settings) -> None:
+    """`max_move` accelerators taken from teams in one run, shared by the accelerator pools in key order; decreases
+    forced by lost capacity are never held back."""
+    budget = settings.max_move
+    if budget is None:
+        return
+    for p in pools:
+        if p.input.resource == "accelerators":
+            budget = max(0, budget - _limit_moves(p, budget))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRule:
+    name: str
+    holds: str
+    apply: Callable[[Sequence[Working], Settings], None]
+    stage: Stage = "plan"
+
+
+MAX_MOVE = PlanRule("max_move", "at most max_move accelerators taken from teams per run", max_move)
+
+
+# ---------------------------------------------------------------- the order
+
+
+def hold_pool(key: str, capacity: int, desired: Sequence[int], claims: Claims, settings: Settings,
+              warnings: list[str], factor: float = 1.0) -> tuple[list[int], list[str | None]]:
+    """The claim rules, then the pool rules, in order, on one pool's rounded amounts (`desired`; `factor`: what the
+    guarantees were scaled by). Returns the amounts held and, per claim, the reason of the last rule that held it."""
+    current = [round(c) for c in claims.current]
+    after = list(desired)
+    holds: list[str | None] = [None] * len(claims)
+    for rule in CLAIM_RULES:
+        if not rule.applies(claims, settings):
+            continue
+        hold = rule.hold
+        for i, cur in enumerate(current):
+            held = hold(claims, i, after[i], cur, settings)
+            if held is not None:
+                after[i], holds[i] = held
+    for pool_rule in POOL_RULES:
+        pool_rule.apply(key, capacity, after, desired, holds, claims, settings, warnings, factor)
+    return after, holds
+
+
+def hold_plan(pools: Sequence[Working], settings: Settings) -> None:
+    """The plan rules, in order, across the pools (in pool-key order) once each pool's holds are applied."""
+    for rule in PLAN_RULES:
+        rule.apply(pools, settings)
+
+
+RULES: tuple[PolicyRule | ClaimRule | PoolRule | PlanRule, ...] = (
+    BUDGET_CAPS, OWNERSHIP, COOLDOWN, MIN_STEP, PROTECTED, SHRINK, MAX_MOVE)
+POLICY_RULES = tuple(r for r in RULES if isinstance(r, PolicyRule))
+CLAIM_RULES = tuple(r for r in RULES if isinstance(r, ClaimRule))
+POOL_RULES = tuple(r for r in RULES if isinstance(r, PoolRule))
+PLAN_RULES = tuple(r for r in RULES if isinstance(r, PlanRule))

@@ -1,0 +1,227 @@
+"""The stability seam (rebalancer.engine.stability): each hold on its own — what it holds and the reason it gives —
+the order the module states, and one effective policy that every stage of a plan reads."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from support.clock import T0
+from support.clusters import policy, snapshot
+
+from rebalancer.domain.budget import BudgetUsage
+from rebalancer.domain.ownership import CLOUDFORMATION_STACK_TAG
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.engine import stability
+from rebalancer.engine.allocation import Claim, Claims, PoolInput, Settings, allocate
+from rebalancer.engine.stability import RULES, SHRINK_TIERS, cooling_down, effective, hold_pool
+from rebalancer.planning.planner import make_plan
+
+P5 = "ml.p5.48xlarge"
+STAGES = ("policy", "claim", "pool", "plan")
+
+
+def held(claims: list[Claim], desired: list[int], capacity: int = 100,
+         settings: Settings | None = None) -> tuple[list[int], list[str | None], list[str]]:
+    warnings: list[str] = []
+    after, reasons = hold_pool("p", capacity, desired, Claims.of(claims), settings or Settings(), warnings)
+    return after, reasons, warnings
+
+
+# ---------------------------------------------------------------- the order
+
+
+def _documented_order() -> list[tuple[str, str]]:
+    """(rule, stage) of each numbered row of the table in the module's docstring."""
+    rows = re.findall(r"^\s+\d+\s+(\S+(?: \S+)?)\s{2,}(policy|claim|pool|plan)\s", stability.__doc__ or "", re.M)
+    return [(name, stage) for name, stage in rows]
+
+
+def test_the_rules_are_applied_in_the_order_the_module_states() -> None:
+    assert [(r.name, r.stage) for r in RULES] == _documented_order()
+    assert [r.name for r in RULES] == ["budget caps", "ownership", "cooldown", "min_step", "protected",
+                                       "shrink tiers", "max_move"]
+
+
+def test_stages_run_in_order_so_a_rule_sees_what_the_earlier_stages_did() -> None:
+    ranks = [STAGES.index(r.stage) for r in RULES]
+    assert ranks == sorted(ranks)
+    assert stability.POLICY_RULES + stability.CLAIM_RULES + stability.POOL_RULES + stability.PLAN_RULES == RULES
+
+
+def test_every_rule_says_what_it_holds() -> None:
+    assert all(r.holds and r.name for r in RULES)
+    assert len({r.name for r in RULES}) == len(RULES)
+
+
+def test_the_shrink_takes_increases_then_idle_quota_then_breaks_holds_protection_last() -> None:
+    assert [t.name for t in SHRINK_TIERS] == ["increases", "held idle", "idle", "waiting", "holds", "protected"]
+    assert [t.name for t in SHRINK_TIERS if t.idle] == ["held idle", "idle", "waiting"]
+
+
+# ---------------------------------------------------------------- claim rules
+
+
+def test_cooldown_is_said_with_the_age_and_the_setting_and_ends_at_the_setting() -> None:
+    assert cooling_down(T0 - timedelta(minutes=12), T0, 30) == "cooldown: last changed 12 min ago (cooldown 30 min)"
+    assert cooling_down(T0 - timedelta(minutes=30), T0, 30) is None
+    assert cooling_down(T0 - timedelta(minutes=1), T0, 0) is None  # cooldown off
+    assert cooling_down(None, T0, 30) is None  # never modified (or not known)
+    # a quota stamped after the snapshot (clocks apart) is cooling down, and says 0 minutes, not a negative age
+    assert cooling_down(T0 + timedelta(minutes=5), T0, 30) == "cooldown: last changed 0 min ago (cooldown 30 min)"
+
+
+def test_cooldown_holds_a_cooling_team_at_its_quota_either_way_and_says_why() -> None:
+    why = "cooldown: last changed 3 min ago (cooldown 30 min)"
+    after, reasons, _ = held([Claim("a", 1, current=10, cooldown=why), Claim("b", 1, current=10, cooldown=why),
+                              Claim("c", 1, current=10)], [4, 16, 4])
+    assert after == [10, 10, 4]
+    assert reasons == [why, why, None]
+
+
+def test_min_step_holds_a_change_smaller_than_the_step_only() -> None:
+    after, reasons, _ = held([Claim("a", 1, current=10), Claim("b", 1, current=10), Claim("c", 1, current=10)],
+                             [8, 13, 10], settings=Settings(min_step=3))
+    assert after == [10, 13, 10]
+    assert reasons == ["change of 2 below min_step 3", None, None]
+
+
+def test_protection_keeps_what_a_protected_team_runs_never_more_than_its_quota() -> None:
+    after, reasons, _ = held([Claim("a", 1, current=10, in_use=6, protected=True),
+                              Claim("b", 1, current=10, in_use=6),
+                              Claim("c", 1, current=10, in_use=14, protected=True)], [2, 2, 2])
+    assert after == [6, 2, 10]
+    assert reasons == ["6 in use is protected", None, "10 in use is protected"]
+
+
+def test_a_claim_rule_sees_what_the_one_before_it_held() -> None:
+    # min_step holds a's decrease of 2 at its quota, so protection (after it) finds nothing to raise: one reason
+    after, reasons, _ = held([Claim("a", 1, current=10, in_use=9, protected=True)], [8],
+                             settings=Settings(min_step=3))
+    assert (after, reasons) == ([10], ["change of 2 below min_step 3"])
+
+
+# ---------------------------------------------------------------- pool rule
+
+
+def test_the_shrink_takes_quota_nobody_runs_on_before_breaking_a_hold() -> None:
+    # capacity fell to 12: both quotas are cooling down at 10; a runs 2 and wants nothing more, b runs 10
+    why = "cooldown: last changed 3 min ago (cooldown 30 min)"
+    after, reasons, warnings = held([Claim("a", 1, demand=2, current=10, in_use=2, cooldown=why),
+                                     Claim("b", 1, demand=10, current=10, in_use=10, cooldown=why)], [2, 10],
+                                    capacity=12)
+    assert after == [2, 10]
+    assert reasons == [f"{why}, overridden: quotas above capacity", None]  # b's amount does not move: no hold
+    assert warnings == ["p: capacity 12 is below the quotas; took 8 from held quota nobody runs on"]
+
+
+def test_without_idle_first_the_shrink_breaks_holds_proportionally() -> None:
+    why = "cooldown: last changed 3 min ago (cooldown 30 min)"
+    after, _, warnings = held([Claim("a", 1, demand=2, current=10, in_use=2, cooldown=why),
+                               Claim("b", 1, demand=10, current=10, in_use=10, cooldown=why)], [6, 6],
+                              capacity=12, settings=Settings(shrink_idle_first=False))
+    assert after == [6, 6]
+    assert warnings == ["p: capacity 12 is below the quotas kept by cooldown and min_step holds; overrode them by 8"]
+
+
+# ---------------------------------------------------------------- plan rule
+
+
+def _losing(key: str, resource: str = "accelerators") -> PoolInput:
+    # a gives up 4 to b in each pool
+    return PoolInput.of(key, resource, 8, [Claim("a", 1, demand=0, current=4), Claim("b", 1, demand=8, current=4)])
+
+
+def test_max_move_is_shared_by_the_accelerator_pools_in_key_order_and_says_so() -> None:
+    result = allocate([_losing("p2"), _losing("p1"), _losing("c", "vcpu")], Settings(max_move=5))
+    moved = {p.key: [o.after for o in p.outcomes] for p in result.pools}
+    assert moved == {"c": [0, 8], "p1": [0, 8], "p2": [3, 5]}  # p1 first takes 4, p2 the 1 left; vcpu not counted
+    [p2] = [p for p in result.pools if p.key == "p2"]
+    assert p2.reasons[0].startswith("max_move reached for this run; ")
+    assert "p2: max_move reached; 3 of 4 planned decreases held back for a later run" in result.warnings
+
+
+def test_without_max_move_nothing_is_held_back() -> None:
+    result = allocate([_losing("p1"), _losing("p2")], Settings(max_move=None))
+    assert [[o.after for o in p.outcomes] for p in result.pools] == [[0, 8], [0, 8]]
+
+
+# ---------------------------------------------------------------- policy rules: one effective policy
+
+
+def _budgeted(used_hours: float, *, stack: bool = False) -> tuple[Snapshot, Any]:
+    """research (24 of 32 GPUs, guarantee 8) has a budget; ops's quota may be a CloudFormation stack's."""
+    snap = snapshot({P5: 4}, quotas={"research": {P5: 20}, "training": {P5: 8}, "ops": {P5: 4}},
+                    in_use={"research": {P5: 20}, "training": {P5: 8}}, pending={"research": {P5: 8}})
+    update: dict[str, Any] = {"budget_usage": {"research": BudgetUsage(period="2026-11",
+                                                                        accelerator_hours=used_hours)}}
+    if stack:
+        update["quota_tags"] = {"cq-ops": {CLOUDFORMATION_STACK_TAG: "ml-quotas"}}
+    pol = policy({"research": {"weight": 3, "guarantee": {P5: 8},
+                               "budget": {"accelerator_hours": 1000, "on_exhausted": "guarantee_only"}},
+                  "training": {"weight": 1}, "ops": {"weight": 1}})
+    return snap.model_copy(update=update), pol
+
+
+def test_budget_caps_hold_an_exhausted_team_at_its_guarantee_and_note_it_on_its_changes() -> None:
+    snap, pol = _budgeted(1040)
+    held_policy = effective(pol, snap, (stability.BUDGET_CAPS,))
+    assert held_policy.policy.teams["research"].cap[P5].value == 8
+    assert pol.teams["research"].cap == {}  # the policy as written is left alone
+    assert held_policy.notes["research"].endswith(": quota held at its guarantee")
+    assert held_policy.closing == (f"research: {held_policy.notes['research']}",)
+    assert held_policy.opening == ()
+
+
+def test_ownership_holds_a_stack_s_quota_outside_the_policy_and_says_so_first() -> None:
+    snap, pol = _budgeted(0, stack=True)
+    held_policy = effective(pol, snap, (stability.OWNERSHIP,))
+    assert "ops" not in held_policy.policy.teams
+    assert "ops" in pol.teams
+    [said] = held_policy.opening
+    assert said.startswith("ops: its quota was created by CloudFormation stack ml-quotas: held outside the policy")
+    assert held_policy.closing == ()
+    assert held_policy.notes == {}
+
+
+def test_every_stage_of_a_plan_reads_the_same_effective_policy() -> None:
+    snap, pol = _budgeted(1040, stack=True)
+    plan = make_plan(snap, pol, T0)
+    # the engine planned research at its budget cap, and its change says so
+    [research] = [c for c in plan.changes if c.team == "research"]
+    assert research.after == 8
+    assert research.reason.endswith("quota held at its guarantee")
+    # the request writer wrote the same amount, and nothing for the team held outside
+    assert {r.team for r in plan.requests} == {"research"}
+    assert "ops" not in {c.team for c in plan.changes}
+    [request] = [r for r in plan.requests if r.team == "research"]
+    assert request.parameters["ComputeQuotaConfig"]["ComputeQuotaResources"] == [
+        {"InstanceType": P5, "Accelerators": 8}]
+    # ownership speaks first (with the pools), budgets last (after the engine's and the writer's warnings)
+    assert plan.warnings[0].startswith("ops: its quota was created by CloudFormation stack")
+    assert plan.warnings[-1].startswith("research: budget 104 % used")
+
+
+@pytest.mark.parametrize("used", [0, 1040])
+def test_without_budget_or_stack_the_effective_policy_is_the_policy(used: float) -> None:
+    snap, pol = _budgeted(used)
+    unchanged = effective(pol.model_copy(update={"teams": {t: tp.model_copy(update={"budget": None})
+                                                          for t, tp in pol.teams.items()}}), snap)
+    assert unchanged.notes == {}
+    assert unchanged.opening == unchanged.closing == ()
+    assert set(unchanged.policy.teams) == set(pol.teams)
+
+
+def test_a_rule_added_to_the_list_is_applied_by_the_engine_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seam: a new rule is an entry in the list; the engine applies what the list holds (here a made-up rule,
+    "never below 3", after protection), and its reason reaches the change."""
+    def floor_of_3(claims: Any, i: int, amount: int, current: int, settings: Settings) -> tuple[int, str] | None:
+        return (3, "never below 3") if amount < 3 <= current else None
+
+    rule = stability.ClaimRule("floor", "never below 3", lambda _claims, _settings: True, floor_of_3)
+    monkeypatch.setattr(stability, "CLAIM_RULES", (*stability.CLAIM_RULES, rule))
+    [pool] = allocate([_losing("p1")], Settings()).pools
+    assert [o.after for o in pool.outcomes] == [3, 5]
+    assert pool.reasons[0].startswith("never below 3; ")
