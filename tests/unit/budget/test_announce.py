@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from support.clusters import snapshot
 
-from rebalancer.app.budgets import announce, with_usage
+from rebalancer.app.budgets import announce, period_to_date
 from rebalancer.budgets.metering import Fact
 from rebalancer.domain.policy import Policy
 
@@ -52,8 +52,8 @@ def hours_fact(start: datetime, hours: float, gpus: float) -> Fact:
 
 
 def run(store: FakeMeter, at: datetime, outlet: Outlet) -> list[str]:
-    snap = with_usage(store, POLICY, snapshot({P5: 4}, taken_at=at))
-    return announce(store, POLICY, snap, outlet)
+    snap = snapshot({P5: 4}, taken_at=at)
+    return announce(store, POLICY, snap, period_to_date(store, snap.cluster.ClusterName, POLICY, at), outlet)
 
 
 def test_thresholds_are_announced_once_and_metrics_every_run() -> None:

@@ -1,12 +1,13 @@
-"""Budgets in the workflow: meter each reading, give the planner period-to-date use, and tell people when a team
-passes a threshold (once per period) and how each period ended (once)."""
+"""Budgets in the workflow: meter each reading, give the planning context the use metered so far, and tell people
+when a team passes a threshold (once per period) and how each period ended (once)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Ledger, Reading, reading_of
+from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Ledger, Reading, budgets_of, reading_of
 from rebalancer.domain.budget import Budget, BudgetUsage, describe, reached_thresholds
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
@@ -32,13 +33,9 @@ def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPEC
     return store.meter(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
 
 
-def _budgets(policy: Policy) -> dict[str, Budget]:
-    return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
-
-
 def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Ledger | None:
     """The use metered so far in the periods that hold `at`, per team with a budget (None: no team has one)."""
-    budgets = _budgets(policy)
+    budgets = budgets_of(policy)
     if not budgets:
         return None
     facts = store.meter_facts(cluster, min(b.window(at).start for b in budgets.values()), at)
@@ -51,25 +48,21 @@ def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime
     return ledger.usage(at, policy.prices) if ledger else {}
 
 
-def with_usage(store: MeterStore, policy: Policy, snapshot: Snapshot) -> Snapshot:
-    usage = period_to_date(store, snapshot.cluster.ClusterName, policy, snapshot.taken_at)
-    return snapshot.model_copy(update={"budget_usage": usage}) if usage else snapshot
-
-
-def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, outlet: Outlet) -> list[str]:
-    """Per team with a budget: % used and accelerator-hours as metrics; thresholds newly reached this period (each
-    once, whatever the number of runs), then the summary of every period that ended since the last one was sent.
-    Returns the lines sent."""
+def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage],
+             outlet: Outlet) -> list[str]:
+    """Per team with a budget: % used and accelerator-hours as metrics (`usage`: what the plan read, its
+    context's), thresholds newly reached this period (each once, whatever the number of runs), then the summary
+    of every period that ended since the last one was sent. Returns the lines sent."""
     cluster = snapshot.cluster.ClusterName
-    budgets = _budgets(policy)
+    budgets = budgets_of(policy)
     figures = {team: (u.fraction(budgets[team]) * 100, u.accelerator_hours)
-               for team, u in snapshot.budget_usage.items() if team in budgets}
+               for team, u in usage.items() if team in budgets}
     if figures:
         outlet.record(cluster, figures)
     sent: list[str] = []
     crossed = []
     for team, budget in budgets.items():
-        used = snapshot.budget_usage.get(team)
+        used = usage.get(team)
         if used is None:
             continue
         new = [pct for pct in reached_thresholds(budget, used)

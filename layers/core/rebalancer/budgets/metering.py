@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow
+from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
 
@@ -150,6 +151,11 @@ def budget_usage(used: Mapping[str, Used], budget: Budget, period: str, prices: 
             cost += (u.own + u.borrowed) * price / catalog.spec(itype).accelerators
     return BudgetUsage(period=period, accelerator_hours=hours, borrowed_hours=borrowed, cost=cost,
                        estimated=estimated, unpriced=tuple(sorted(unpriced)) if budget.money else ())
+
+
+def budgets_of(policy: Policy) -> dict[str, Budget]:
+    """Per team the policy keeps that has a budget, its budget, by team name."""
+    return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
 
 
 class Ledger:

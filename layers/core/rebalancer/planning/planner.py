@@ -1,16 +1,17 @@
-"""Snapshot + policy → Plan: the pools the engine allocates, and the ordered API requests that get there.
+"""Snapshot + planning context + policy → Plan: the pools the engine allocates, and the ordered API requests that
+get there.
 
-Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, Lambdas, CLI) call `make_plan`.
+Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, backtest, Lambdas, CLI) call `make_plan`
+with the context `rebalancer.planning.context.planning_context` builds.
 By responsibility: `rebalancer.budgets.enforcement` turns spent budgets into policy, `pools` reads the snapshot
-into the engine's input, `rebalancer.engine.allocation` (the engine) decides the amounts, `requests` writes them and the
-policy's settings as ordered quota requests, `approval` applies the approval rules; this module assembles the
-Plan (the validated model that is stored and sent).
+and the context into the engine's input, `rebalancer.engine.allocation` (the engine) decides the amounts,
+`requests` writes them and the policy's settings as ordered quota requests, `approval` applies the approval rules;
+this module assembles the Plan (the validated model that is stored and sent).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,6 +25,7 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine.allocation import EPS, Allocation, Settings, allocate
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.cluster_policy import plan_scheduler_config
+from rebalancer.planning.context import PlanningContext, planning_context
 from rebalancer.planning.pools import build_pools, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
 
@@ -34,23 +36,25 @@ Allocations = dict[str, dict[str, dict[str, float]]]  # Plan.allocations: team �
 _CHANGES: TypeAdapter[list[Change]] = TypeAdapter(list[Change])
 
 
-def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
-              known_versions: Mapping[str, int] | None = None) -> Plan:
+def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: PlanningContext | None = None) -> Plan:
     """Desired allocations and settings against the snapshot's quotas and scheduler config, as an ordered,
     explained change set.
 
-    `known_versions`: per team, the quota version our last applied write left (from the audit log; the key
-    `(cluster)` for the scheduler config). A quota at another version was edited outside the rebalancer, and what
-    the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
-    from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
+    `context`: what the plan reads beyond the snapshot (`planning_context`; without one, that of the snapshot
+    alone: no recorded versions, no budget use). A quota at another version than the context's known one was
+    edited outside the rebalancer, and what the plan rewrites there is marked "console edit will be replaced".
+    With no known versions, every setting that differs from the policy is marked so (it may be a console edit);
+    allocation changes are then ordinary rebalancing.
     """
-    enforced = enforce(policy, snapshot)  # budgets: a lower ceiling or no borrowing, and the reason
-    return explain(_make_plan(snapshot, enforced.policy, now, known_versions), enforced)
+    if context is None:
+        context = planning_context(snapshot, policy)
+    enforced = enforce(policy, snapshot, context.budget_usage)  # budgets: a lower ceiling or no borrowing, and why
+    return explain(_make_plan(snapshot, enforced.policy, now, context), enforced)
 
 
-def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
-               known_versions: Mapping[str, int] | None) -> Plan:
-    pools, warnings = build_pools(snapshot, policy, now)
+def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime, context: PlanningContext) -> Plan:
+    known_versions = context.known_versions
+    pools, warnings = build_pools(snapshot, policy, now, context)
     if snapshot.governance is not None:  # prerequisites collect found missing (rebalancer.adapters.prerequisites)
         warnings[:0] = snapshot.governance.problems
     result = allocate(pools, Settings(surplus=policy.surplus, min_step=policy.stability.min_step,

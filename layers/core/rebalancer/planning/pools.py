@@ -26,10 +26,11 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey, holdings, pool_name
-from rebalancer.domain.snapshot import ComputeQuota, Demand, Snapshot
+from rebalancer.domain.snapshot import Demand, Snapshot
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.aging import aged_weights
+from rebalancer.planning.context import PlanningContext, planning_context
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
@@ -205,11 +206,11 @@ def _family_demand(tp: TeamPolicy, by_pool: Mapping[str, Demand]) -> dict[str, f
     return {t: demand_of(by_pool, t, catalog.spec(t).primary_resource) for t in types}
 
 
-def _cooldown(quota: ComputeQuota | None, policy: Policy, now: datetime) -> str | None:
+def _cooldown(changed: datetime | None, policy: Policy, now: datetime) -> str | None:
     minutes = policy.stability.cooldown_minutes
-    if quota is None or quota.LastModifiedTime is None or minutes <= 0:
+    if changed is None or minutes <= 0:
         return None
-    age = (now - quota.LastModifiedTime).total_seconds() / 60
+    age = (now - changed).total_seconds() / 60
     if age < minutes:
         return f"cooldown: last changed {max(age, 0):.0f} min ago (cooldown {minutes:g} min)"
     return None
@@ -237,8 +238,12 @@ def _pool_names(snapshot: Snapshot, policy_pools: set[str], held_by: Mapping[str
     return names | policy_pools
 
 
-def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list[PoolInput], list[str]]:
-    """The engine's input: for every pool, the capacity the policy's teams share and one claim per team."""
+def build_pools(snapshot: Snapshot, policy: Policy, now: datetime,
+                context: PlanningContext | None = None) -> tuple[list[PoolInput], list[str]]:
+    """The engine's input: for every pool, the capacity the policy's teams share and one claim per team. `context`:
+    the recent changes (cooldown) and ages of pending work (aging); without one, the snapshot's alone."""
+    if context is None:
+        context = planning_context(snapshot, policy)
     policy, warnings = ownership.held_outside(snapshot, policy)
     quotas = {q.team: q for q in snapshot.quotas}
     outsiders = sorted(t for t in quotas if t not in policy.teams)
@@ -277,7 +282,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             for t in fam.types:
                 bounds.setdefault(t, []).append(FamilyBound(team, fam.key, fam.amount))
     teams = Teams.of(names, team_policies, amounts,
-                     cooldown=[_cooldown(quotas.get(team), policy, now) for team in names],
+                     cooldown=[_cooldown(context.last_changed.get(team), policy, now) for team in names],
                      demand=[snapshot.demand.get(team, no_demand) for team in names],
                      holds=[held_by.get(team, no_holdings) for team in names])
 
@@ -306,13 +311,14 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
         resource = key.resource
         claims = teams.claims(name, resource)
         if policy.fairness.age_doubling_hours is not None:
-            claims = _aged(claims, teams, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
+            claims = _aged(claims, context, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
         pools.append(PoolInput(name, resource, capacity, claims, tuple(notes), tuple(bounds.get(name, ()))))
     return pools, warnings
 
 
-def _aged(claims: Claims, teams: Teams, pool: str, taken_at: datetime, doubling_hours: float) -> Claims:
+def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetime, doubling_hours: float) -> Claims:
     """The claims with each team's weight grown by the age of its oldest pending work (rebalancer.planning.aging)."""
-    weights, why = aged_weights(claims.weight, teams.demand, pool, taken_at, doubling_hours)
+    since = [context.pending_since.get(team, {}).get(pool) for team in claims.team]
+    weights, why = aged_weights(claims.weight, since, taken_at, doubling_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
     return dataclasses.replace(claims, weight=weights, notes=notes)

@@ -28,7 +28,8 @@ def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
     planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
-    announced = budgets.announce(store, policy, planned.snapshot, budget_outlet) if budget_outlet else []
+    announced = (budgets.announce(store, policy, snapshot, planned.context.budget_usage, budget_outlet)
+                 if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),

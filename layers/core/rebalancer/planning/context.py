@@ -1,0 +1,72 @@
+"""What the planner reads beyond the collected snapshot, as one value built by one function (`planning_context`)
+that every caller uses: the plan step and `rebalancer apply` (through `app.workflow.run_plan`), `rebalancer plan`,
+the simulator and the backtest. Each caller brings its own sources (the audit log and the metering table; the
+simulator's and the backtest's own records), none patches the snapshot. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rebalancer.budgets.metering import Ledger
+from rebalancer.domain.budget import BudgetUsage
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class RecentChange:
+    """A write to a team's quota: in one pool, by how much (`before` → `after`), when a caller recorded it; or the
+    quota as a whole (`pool` None, amounts unknown), as its LastModifiedTime tells."""
+
+    team: str
+    at: datetime
+    pool: str | None = None
+    before: float | None = None
+    after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningContext:
+    """`known_versions`: per team, the quota version our last applied write left (the key `(cluster)` for the
+    scheduler config); None when nothing is recorded (every setting that differs from the policy may be a console
+    edit). `budget_usage`: per team with a budget, its use so far in the period that holds the snapshot's time.
+    `recent_changes`: the writes to the teams' quotas; `last_changed` the latest per team (what the cooldown
+    reads). `pending_since`: per team and pool, when its oldest pending work was created (what aging reads; filled
+    only for a policy that ages weights)."""
+
+    known_versions: Mapping[str, int] | None = None
+    budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
+    recent_changes: tuple[RecentChange, ...] = ()
+    last_changed: Mapping[str, datetime] = field(default_factory=dict)
+    pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
+
+
+def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapping[str, int] | None = None,
+                     metered: Ledger | None = None, changes: Iterable[RecentChange] = ()) -> PlanningContext:
+    """The planner's inputs for `snapshot` under `policy`. `known_versions`: taken as given (the plan step and
+    `apply` pass `run_plan.known_versions_for` of the audit log's record). `metered`: the use metered so far, read
+    at the snapshot's time (nothing when None). `changes`: writes the caller recorded, beside what the snapshot's
+    quotas say of their last modification."""
+    modified = {q.team: q.LastModifiedTime for q in snapshot.quotas}  # one quota per team: the last one listed
+    recent = [RecentChange(team, at) for team, at in modified.items() if at is not None]
+    last = {c.team: c.at for c in recent}
+    for c in changes:
+        recent.append(c)
+        if c.team not in last or c.at > last[c.team]:
+            last[c.team] = c.at
+    return PlanningContext(
+        known_versions=None if known_versions is None else dict(known_versions),
+        budget_usage=metered.usage(snapshot.taken_at, policy.prices) if metered is not None else {},
+        recent_changes=tuple(recent), last_changed=last,
+        pending_since=_pending_since(snapshot) if policy.fairness.age_doubling_hours is not None else {})
+
+
+def _pending_since(snapshot: Snapshot) -> dict[str, dict[str, datetime]]:
+    out: dict[str, dict[str, datetime]] = {}
+    for team, pools in snapshot.demand.items():
+        since = {pool: d.oldest_pending for pool, d in pools.items() if d.oldest_pending is not None}
+        if since:
+            out[team] = since
+    return out
