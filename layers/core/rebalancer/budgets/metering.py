@@ -15,14 +15,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow
-from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
+
+if TYPE_CHECKING:  # handlers that load metering without a policy (tests/infra/test_fresh_interpreter_imports.py)
+    from rebalancer.domain.policy import Policy
 
 # team → instance type → (own, borrowed) accelerators in use
 Rates = dict[str, dict[str, tuple[float, float]]]
