@@ -15,6 +15,7 @@ from rebalancer.budgets.metering import Fact, Reading, fact_between
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import _snapshot, initial_quotas, prepare, replay
+from rebalancer_tools.backtest.report import markdown
 
 P5 = syn.P5
 GUARANTEE = 8
@@ -74,6 +75,9 @@ def test_a_budget_replayed_by_the_backtest_caps_the_team_when_the_plan_step_woul
     assert period == "2026-11"
     assert used["hours"] == 24 * 11.75
     assert replayed.summary()["budgets_not_replayed"]
+    text = markdown([replayed], "t")
+    assert "- heavy 2026-11: 282.0 h, 282 %" in text
+    assert "Not replayed: use before the first recorded state" in text
 
 
 def test_without_budgets_nothing_is_metered_or_reported() -> None:
@@ -84,4 +88,5 @@ def test_without_budgets_nothing_is_metered_or_reported() -> None:
     r = replay("free", prepare(samples), unbudgeted, samples[0])
     assert r.budgets == {}
     assert "budgets" not in r.summary()
+    assert "Not replayed" not in markdown([r], "t")
     assert set(r.quota["heavy"]) == {24.0}
