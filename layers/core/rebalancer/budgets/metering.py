@@ -163,8 +163,9 @@ def budgets_of(policy: Policy) -> dict[str, Budget]:
 
 class Ledger:
     """Period use per budgeted team: accelerator-hours per budget period and instance type, added up fact by fact
-    in the order the facts were metered. The one way use is summed: the plan step builds one from the facts the
-    store holds, the simulator and the backtest keep one and add each new fact as it is metered."""
+    in the order the facts were metered. The one way the planner's budget use is summed: the plan step builds one
+    from the facts the store holds, the simulator and the backtest keep one and add each fact as it is metered
+    (`rebalancer usage` reports over any period, budget or not, with `hours_in`)."""
 
     def __init__(self, budgets: Mapping[str, Budget]) -> None:
         self.budgets = dict(sorted(budgets.items()))
