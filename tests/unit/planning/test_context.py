@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from support.clock import T0
 from support.clusters import policy, snapshot
 
@@ -134,3 +136,10 @@ def test_the_ledger_sums_what_the_plan_step_summed_and_the_same_fact_by_fact(met
         for f in metered:
             one_by_one.add(f)
         assert one_by_one.usage(at, BUDGETS.prices) == before
+
+
+def test_a_snapshot_stored_with_the_old_empty_budget_usage_still_loads_and_one_with_figures_is_refused() -> None:
+    stored = snapshot({P5: 1}).model_dump(mode="json")
+    assert Snapshot.model_validate({**stored, "budget_usage": {}}) == Snapshot.model_validate(stored)
+    with pytest.raises(ValidationError, match="budget_usage"):
+        Snapshot.model_validate({**stored, "budget_usage": {"a": {"period": "2026-11", "accelerator_hours": 5}}})
