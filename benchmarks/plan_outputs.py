@@ -28,6 +28,7 @@ import plan_bench as bench
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine.allocation import Settings, allocate
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.pools import build_pools
 
@@ -131,7 +132,8 @@ def _digest(text: str) -> str:
 
 def fingerprint(snap: Snapshot, pol: Policy) -> list[object]:
     plan = make_plan(snap, pol, bench.NOW)
-    known = make_plan(snap, pol, bench.NOW, known_versions=dict.fromkeys(sorted(pol.teams)[::2], 5))
+    known = make_plan(snap, pol, bench.NOW, context=planning_context(
+        snap, pol, known_versions=dict.fromkeys(sorted(pol.teams)[::2], 5)))
     pools, warnings = build_pools(snap, pol, bench.NOW)
     result = allocate(pools, Settings(surplus=pol.surplus, min_step=pol.stability.min_step,
                                       max_move=pol.stability.max_move))

@@ -81,7 +81,7 @@ def test_bad_options_exit_2(args: tuple[str, str]) -> None:
 
 
 def test_other_failures_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(*_: object) -> None:
+    def boom(*_: object, **__: object) -> None:
         raise RebalancerError("planning failed")
 
     monkeypatch.setattr("rebalancer_tools.cli.plan_cmd.make_plan", boom)

@@ -19,6 +19,7 @@ from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.workflow.run_plan import known_versions_for
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator.control import Emulator
@@ -283,10 +284,12 @@ def test_apply_given_the_audit_table_shows_in_history_and_leaves_no_console_edit
     assert moved <= set(recorded)
     assert {q.team: q.ComputeQuotaVersion for q in snap.quotas if q.team in recorded} == recorded
     edited = Policy.model_validate(yaml.safe_load(POLICY.replace("weight: 1", "weight: 1, preempt_team_tasks: Never")))
-    plan = make_plan(snap, edited, snap.taken_at, known_versions=known_versions_for(recorded, snap, edited))
+    known = known_versions_for(recorded, snap, edited)
+    plan = make_plan(snap, edited, snap.taken_at, context=planning_context(snap, edited, known_versions=known))
     assert {f.team for f in plan.field_changes} >= moved  # rewrites a setting of each team
     assert plan.console_edits == ()
-    unrecorded = make_plan(snap, edited, snap.taken_at, known_versions={})
+    unrecorded = make_plan(snap, edited, snap.taken_at,
+                           context=planning_context(snap, edited, known_versions={}))
     assert unrecorded.console_edits  # without the recorded versions the same plan sees console edits
 
 

@@ -12,6 +12,7 @@ from support.clock import T0
 from support.clusters import policy, snapshot
 
 from rebalancer.domain.budget import BudgetUsage
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.ownership import CLOUDFORMATION_STACK_TAG
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
@@ -151,23 +152,22 @@ def test_without_max_move_nothing_is_held_back() -> None:
 # ---------------------------------------------------------------- policy rules: one effective policy
 
 
-def _budgeted(used_hours: float, *, stack: bool = False) -> tuple[Snapshot, Any]:
+def _budgeted(used_hours: float, *, stack: bool = False) -> tuple[Snapshot, Any, PlanningContext]:
     """research (24 of 32 GPUs, guarantee 8) has a budget; ops's quota may be a CloudFormation stack's."""
     snap = snapshot({P5: 4}, quotas={"research": {P5: 20}, "training": {P5: 8}, "ops": {P5: 4}},
                     in_use={"research": {P5: 20}, "training": {P5: 8}}, pending={"research": {P5: 8}})
-    update: dict[str, Any] = {"budget_usage": {"research": BudgetUsage(period="2026-11",
-                                                                        accelerator_hours=used_hours)}}
+    context = PlanningContext(budget_usage={"research": BudgetUsage(period="2026-11", accelerator_hours=used_hours)})
     if stack:
-        update["quota_tags"] = {"cq-ops": {CLOUDFORMATION_STACK_TAG: "ml-quotas"}}
+        snap = snap.model_copy(update={"quota_tags": {"cq-ops": {CLOUDFORMATION_STACK_TAG: "ml-quotas"}}})
     pol = policy({"research": {"weight": 3, "guarantee": {P5: 8},
                                "budget": {"accelerator_hours": 1000, "on_exhausted": "guarantee_only"}},
                   "training": {"weight": 1}, "ops": {"weight": 1}})
-    return snap.model_copy(update=update), pol
+    return snap, pol, context
 
 
 def test_budget_caps_hold_an_exhausted_team_at_its_guarantee_and_note_it_on_its_changes() -> None:
-    snap, pol = _budgeted(1040)
-    held_policy = effective(pol, snap, (stability.BUDGET_CAPS,))
+    snap, pol, context = _budgeted(1040)
+    held_policy = effective(pol, snap, context, (stability.BUDGET_CAPS,))
     assert held_policy.policy.teams["research"].cap[P5].value == 8
     assert pol.teams["research"].cap == {}  # the policy as written is left alone
     assert held_policy.notes["research"].endswith(": quota held at its guarantee")
@@ -176,8 +176,8 @@ def test_budget_caps_hold_an_exhausted_team_at_its_guarantee_and_note_it_on_its_
 
 
 def test_ownership_holds_a_stack_s_quota_outside_the_policy_and_says_so_first() -> None:
-    snap, pol = _budgeted(0, stack=True)
-    held_policy = effective(pol, snap, (stability.OWNERSHIP,))
+    snap, pol, context = _budgeted(0, stack=True)
+    held_policy = effective(pol, snap, context, (stability.OWNERSHIP,))
     assert "ops" not in held_policy.policy.teams
     assert "ops" in pol.teams
     [said] = held_policy.opening
@@ -187,8 +187,8 @@ def test_ownership_holds_a_stack_s_quota_outside_the_policy_and_says_so_first() 
 
 
 def test_every_stage_of_a_plan_reads_the_same_effective_policy() -> None:
-    snap, pol = _budgeted(1040, stack=True)
-    plan = make_plan(snap, pol, T0)
+    snap, pol, context = _budgeted(1040, stack=True)
+    plan = make_plan(snap, pol, T0, context=context)
     # the engine planned research at its budget cap, and its change says so
     [research] = [c for c in plan.changes if c.team == "research"]
     assert research.after == 8
@@ -206,9 +206,9 @@ def test_every_stage_of_a_plan_reads_the_same_effective_policy() -> None:
 
 @pytest.mark.parametrize("used", [0, 1040])
 def test_without_budget_or_stack_the_effective_policy_is_the_policy(used: float) -> None:
-    snap, pol = _budgeted(used)
+    snap, pol, context = _budgeted(used)
     unchanged = effective(pol.model_copy(update={"teams": {t: tp.model_copy(update={"budget": None})
-                                                          for t, tp in pol.teams.items()}}), snap)
+                                                          for t, tp in pol.teams.items()}}), snap, context)
     assert unchanged.notes == {}
     assert unchanged.opening == unchanged.closing == ()
     assert set(unchanged.policy.teams) == set(pol.teams)

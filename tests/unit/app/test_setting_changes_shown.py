@@ -11,6 +11,7 @@ from rebalancer.app.approvals.review_page import Review, review_page, rows_of
 from rebalancer.app.notifications.messages import Message, field_line, render_blocks, render_text
 from rebalancer.app.workflow.run_plan import known_versions_for
 from rebalancer.domain.plan import CLUSTER, FieldChange, Plan
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
@@ -26,7 +27,7 @@ def test_a_quota_we_never_wrote_is_ours_unless_the_policy_would_rewrite_its_sett
     want = policy({"a": {}, "b": LEND})
     known = known_versions_for({}, snap, want)
     assert known == {"a": 1}  # b's sharing differs from the policy: it may be a console edit
-    plan = make_plan(snap, want, T0, known_versions=known)
+    plan = make_plan(snap, want, T0, context=planning_context(snap, want, known_versions=known))
     assert {f.team for f in plan.console_edits} == {"b"}
     assert plan.requires_approval
 
@@ -34,11 +35,13 @@ def test_a_quota_we_never_wrote_is_ours_unless_the_policy_would_rewrite_its_sett
 def test_a_recorded_version_makes_a_policy_change_an_ordinary_change() -> None:
     snap = snapshot({P5: 2}, quotas={"a": {P5: 8}, "b": {P5: 8}}, in_use={"a": {P5: 8}, "b": {P5: 8}})
     want = policy({"a": {}, "b": LEND})
-    plan = make_plan(snap, want, T0, known_versions=known_versions_for({"b": 1}, snap, want))
+    known = known_versions_for({"b": 1}, snap, want)
+    plan = make_plan(snap, want, T0, context=planning_context(snap, want, known_versions=known))
     assert plan.requests
     assert not plan.console_edits
     assert not plan.requires_approval
-    stale = make_plan(snap, want, T0, known_versions=known_versions_for({"b": 0}, snap, want))
+    known = known_versions_for({"b": 0}, snap, want)
+    stale = make_plan(snap, want, T0, context=planning_context(snap, want, known_versions=known))
     assert stale.console_edits  # version 1 was written after ours
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from support.clusters import snapshot
 
-from rebalancer.app.budgets import announce, with_usage
+from rebalancer.app.budgets import announce, period_to_date
 from rebalancer.budgets.metering import Reading
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.memory_store import MemoryMeter
@@ -39,8 +39,8 @@ def metered(start: datetime, hours: float, gpus: float, meter: MemoryMeter | Non
 
 
 def run(store: MemoryMeter, at: datetime, outlet: Outlet) -> list[str]:
-    snap = with_usage(store, POLICY, snapshot({P5: 4}, taken_at=at))
-    return announce(store, POLICY, snap, outlet)
+    snap = snapshot({P5: 4}, taken_at=at)
+    return announce(store, POLICY, snap, period_to_date(store, snap.cluster.ClusterName, POLICY, at), outlet)
 
 
 def test_thresholds_are_announced_once_and_metrics_every_run() -> None:

@@ -3,27 +3,35 @@ its first threshold says how much is used, and approval rules still apply."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from support.clock import T0
 from support.clusters import policy, snapshot
 
-from rebalancer.domain.budget import BudgetUsage
-from rebalancer.domain.snapshot import Snapshot
+from rebalancer.budgets.metering import Fact, Ledger, budgets_of
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
 
 
-def _world(used_hours: float) -> Snapshot:
-    # 32 GPUs; research holds 24 and wants 32, training holds 8 and wants 8.
-    snap = snapshot({P5: 4}, quotas={"research": {P5: 24}, "training": {P5: 8}},
-                    in_use={"research": {P5: 24}, "training": {P5: 8}}, pending={"research": {P5: 8}})
-    usage = {"research": BudgetUsage(period="2026-11", accelerator_hours=used_hours)}
-    return snap.model_copy(update={"budget_usage": usage})
+# 32 GPUs; research holds 24 and wants 32, training holds 8 and wants 8.
+WORLD = snapshot({P5: 4}, quotas={"research": {P5: 24}, "training": {P5: 8}},
+                 in_use={"research": {P5: 24}, "training": {P5: 8}}, pending={"research": {P5: 8}})
 
 
-def _policy(on_exhausted: str, **research: Any) -> Any:
+def _plan(used_hours: float, pol: Policy) -> Plan:
+    """The plan when research has used `used_hours` this period: one metered hour at that many accelerators."""
+    hour = Fact(start=T0 - timedelta(hours=1), end=T0, at_start={"research": {P5: (used_hours, 0.0)}},
+                at_end={"research": {P5: (used_hours, 0.0)}})
+    context = planning_context(WORLD, pol, metered=Ledger.of([hour], budgets_of(pol), T0))
+    return make_plan(WORLD, pol, T0, context=context)
+
+
+def _policy(on_exhausted: str, **research: Any) -> Policy:
     sharing = {"sharing": {"strategy": "LendAndBorrow", "borrow_limit": 50}}
     return policy({"research": {"weight": 3, "guarantee": {P5: 8}, **sharing,
                                 "budget": {"accelerator_hours": 1000, "on_exhausted": on_exhausted}, **research},
@@ -31,7 +39,7 @@ def _policy(on_exhausted: str, **research: Any) -> Any:
 
 
 def test_an_exhausted_team_is_held_at_its_guarantee_and_the_reason_says_so() -> None:
-    plan = make_plan(_world(1040), _policy("guarantee_only"), T0)
+    plan = _plan(1040, _policy("guarantee_only"))
     [change] = [c for c in plan.changes if c.team == "research"]
     assert (change.before, change.after) == (24, 8)
     assert "budget 104 % used (1,040 of 1,000 accelerator-hours, 2026-11): quota held at its guarantee" in change.reason
@@ -39,31 +47,31 @@ def test_an_exhausted_team_is_held_at_its_guarantee_and_the_reason_says_so() -> 
 
 
 def test_below_the_budget_the_team_is_planned_as_usual_with_the_use_in_its_reasons() -> None:
-    plan = make_plan(_world(920), _policy("guarantee_only"), T0)
+    plan = _plan(920, _policy("guarantee_only"))
     research = {c.after for c in plan.changes if c.team == "research"}
     assert research != {8}
     assert all("budget 92 % used" in c.reason for c in plan.changes if c.team == "research")
 
 
 def test_below_the_first_threshold_nothing_is_said() -> None:
-    plan = make_plan(_world(100), _policy("guarantee_only"), T0)
+    plan = _plan(100, _policy("guarantee_only"))
     assert not any("budget" in c.reason for c in plan.changes)
     assert not any("budget" in w for w in plan.warnings)
 
 
 def test_no_borrowing_sets_lend_only_and_comes_back_with_the_policy_s_sharing() -> None:
-    exhausted = make_plan(_world(1500), _policy("no_borrowing"), T0)
+    exhausted = _plan(1500, _policy("no_borrowing"))
     strategy = {f.field.rsplit(".", 1)[-1]: f for f in exhausted.field_changes if f.team == "research"}
     assert (strategy["Strategy"].before, strategy["Strategy"].after) == ("LendAndBorrow", "Lend")
     assert strategy["BorrowLimit"].after is None
     assert "no borrowing until the period ends" in strategy["Strategy"].reason
-    fresh = make_plan(_world(0), _policy("no_borrowing"), T0)
+    fresh = _plan(0, _policy("no_borrowing"))
     assert not [f for f in fresh.field_changes if f.team == "research" and "ResourceSharingConfig" in f.field]
 
 
 def test_notify_only_changes_nothing_but_the_reasons() -> None:
-    quiet = make_plan(_world(0), _policy("notify"), T0)
-    loud = make_plan(_world(5000), _policy("notify"), T0)
+    quiet = _plan(0, _policy("notify"))
+    loud = _plan(5000, _policy("notify"))
     assert [(c.team, c.after) for c in quiet.changes] == [(c.team, c.after) for c in loud.changes]
     assert quiet.requests == loud.requests
 
@@ -71,6 +79,6 @@ def test_notify_only_changes_nothing_but_the_reasons() -> None:
 def test_approval_thresholds_still_apply_to_a_budget_cut() -> None:
     p = _policy("guarantee_only")
     p = p.model_copy(update={"approval": p.approval.model_copy(update={"moved_accelerators": 8})})
-    plan = make_plan(_world(1040), p, T0)
+    plan = _plan(1040, p)
     assert plan.requires_approval
     assert any("moved" in r or "accelerators" in r for r in plan.approval_reasons)

@@ -55,8 +55,7 @@ def test_the_reason_names_the_age_factor() -> None:
 
 
 def test_an_age_in_the_future_counts_as_zero() -> None:
-    demand = [{P5: Demand(pending=Resources(accelerators=8), oldest_pending=T0 + timedelta(hours=1))}, {}]
-    assert aged_weights((2.0, 1.0), demand, P5, T0, 24) == ((2.0, 1.0), (None, None))
+    assert aged_weights((2.0, 1.0), (T0 + timedelta(hours=1), None), T0, 24) == ((2.0, 1.0), (None, None))
 
 
 @pytest.mark.parametrize("value", [0, -1, "soon", float("inf")])

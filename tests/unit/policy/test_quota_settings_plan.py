@@ -9,6 +9,7 @@ import pytest
 from support.clusters import T0, policy, quota, snapshot, validate
 
 from rebalancer.errors import InvalidInput
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 
 P5, TRN, C5 = "ml.p5.48xlarge", "ml.trn1.32xlarge", "ml.c5.xlarge"
@@ -95,11 +96,13 @@ def test_changed_sharing_is_rewritten_and_marked_as_a_possible_console_edit_need
 def test_known_version_tells_a_policy_change_from_a_console_edit() -> None:
     snap = snapshot({P5: 1}, quotas={"a": {P5: 8}}, in_use={"a": {P5: 8}})
     lend = policy({"a": {"sharing": {"strategy": "Lend"}}})
-    ours = make_plan(snap, lend, T0, known_versions={"a": 1})  # the quota is as we left it: the policy changed
+    # The quota is as we left it: the policy changed.
+    ours = make_plan(snap, lend, T0, context=planning_context(snap, lend, known_versions={"a": 1}))
     assert ours.requests
     assert not ours.console_edits
     assert not ours.requires_approval
-    edited = make_plan(snap, lend, T0, known_versions={"a": 0})  # someone wrote version 1 after us
+    # Someone wrote version 1 after us.
+    edited = make_plan(snap, lend, T0, context=planning_context(snap, lend, known_versions={"a": 0}))
     assert edited.console_edits
     assert edited.requires_approval
     assert ("ComputeQuotaVersion", 0, 1) in {(f.field, f.before, f.after) for f in edited.field_changes}

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, holdings
@@ -46,10 +47,18 @@ from rebalancer.domain.snapshot import (
     Resources,
     Snapshot,
 )
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
+from rebalancer_tools.budget_meter import BudgetMeter
 from rebalancer_tools.simulator.metrics import entitlements
 
 CHURN_WINDOW = timedelta(hours=1)
+# Budgets are metered from the recorded states as collect meters them and planned with as the plan step does; what
+# the replay cannot know, said in its report:
+NOT_REPLAYED = ("use before the first recorded state of a period (the ledger starts empty there)",
+                "work that would have run differently under the replayed quotas: use is what the history recorded, "
+                "split into own and borrowed by the replayed quotas",
+                "budget notifications (thresholds, period summaries)")
 GAP_FACTOR = 3
 EPS = 1e-9
 
@@ -102,6 +111,7 @@ class Replay:
     hours: float = 0.0
     gaps: int = 0
     warnings: set[str] = field(default_factory=set)
+    budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # team → period → hours, %
 
     def total(self, name: str) -> float:
         return float(sum(getattr(t, name) for t in self.teams.values()))
@@ -121,6 +131,7 @@ class Replay:
             "idle_guaranteed_accelerator_hours": round(self.total("idle_guaranteed_hours"), 2),
             "reversals_within_hour": len(self.reversals),
             "planner_calls": self.planned,
+            **({"budgets": self.budgets, "budgets_not_replayed": NOT_REPLAYED} if self.budgets else {}),
         }
 
 
@@ -272,7 +283,7 @@ def _apply(plan: Plan, quotas: dict[str, ComputeQuota], now: datetime) -> None:
 
 def replay_policy(policy: Policy) -> Policy:
     """The policy as replayed: a dry run plans as auto (a backtest writes nothing anyway); the scheduler config is
-    not replayed (the samples do not record it), nor are budgets (nor the use metered against them)."""
+    not replayed (the samples do not record it). Budgets are replayed (see NOT_REPLAYED for what of them is not)."""
     return policy.model_copy(update={"mode": "auto" if policy.mode == "dry-run" else policy.mode, "cluster": None})
 
 
@@ -298,36 +309,53 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
         out.quota[t] = []
     last: dict[tuple[str, str], tuple[datetime, int]] = {}
     previous_plan: Plan | None = None
-    previous_cooling: frozenset[str] = frozenset()
+    previous_held: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
     touched = True  # the quotas changed since the previous plan
     allocations: dict[str, dict[str, float]] = {}
+    meter = BudgetMeter(policy)
     for state in states:
         now = state.at
         cooling = frozenset(t for t, q in quotas.items() if cooldown and q.LastModifiedTime is not None
                             and now - q.LastModifiedTime < cooldown)
-        repeated = state.same_as_previous and not touched and cooling == previous_cooling
+        snapshot = _snapshot(state, quotas)
+        # With budgets every state is metered, as every collect is: what the teams ran, own or borrowed under the
+        # replayed quotas; which teams have used theirs up is then part of what makes a state repeat the previous.
+        context = _context(snapshot, policy, meter) if meter.budgets else None
+        held = (cooling, meter.exhausted(context.budget_usage) if context is not None else frozenset())
+        repeated = state.same_as_previous and not touched and held == previous_held
         if reuse and previous_plan is not None and repeated:
             plan = previous_plan
         else:
-            # Parts already validated; model_construct gives any field not named here its default.
-            snapshot = Snapshot.model_construct(
-                taken_at=now, cluster=state.cluster, nodes=state.nodes,
-                quotas=tuple(quotas[t] for t in sorted(quotas)), demand=state.demand, mig=state.mig)
-            plan = make_plan(snapshot, policy, now, known_versions={t: q.ComputeQuotaVersion
-                                                                     for t, q in quotas.items()})
+            plan = make_plan(snapshot, policy, now,
+                             context=context if context is not None else _context(snapshot, policy, None))
             out.planned += 1
             out.warnings.update(plan.warnings)
             allocations = {t: {p: _held(plan, t, p) for p in state.capacity} if t in policy.teams
                            else {p: v for p, v in holdings(quotas[t]).items() if p in state.capacity}
                            for t in teams if t in policy.teams or t in quotas}
         touched = bool(plan.requests)
-        previous_plan, previous_cooling = plan, cooling
+        previous_plan, previous_held = plan, held
         if plan.requests:
             _record(out, plan, now, last)
             _apply(plan, quotas, now)
         _score(out, state, allocations, weights, teams)
         out.times.append(now)
+    out.budgets = meter.report()
     return out
+
+
+def _context(snapshot: Snapshot, policy: Policy, meter: BudgetMeter | None) -> PlanningContext:
+    """Every quota's version is known: the replay wrote them all."""
+    return planning_context(snapshot, policy, known_versions={q.team: q.ComputeQuotaVersion for q in snapshot.quotas},
+                            metered=meter.meter(snapshot) if meter is not None else None)
+
+
+def _snapshot(state: State, quotas: Mapping[str, ComputeQuota]) -> Snapshot:
+    """The state as collect would have read it under the replayed quotas. Its parts are already validated;
+    model_construct gives any field not named here its default."""
+    return Snapshot.model_construct(taken_at=state.at, cluster=state.cluster, nodes=state.nodes,
+                                    quotas=tuple(quotas[t] for t in sorted(quotas)), demand=state.demand,
+                                    mig=state.mig)
 
 
 def _record(out: Replay, plan: Plan, now: datetime, last: dict[tuple[str, str], tuple[datetime, int]]) -> None:

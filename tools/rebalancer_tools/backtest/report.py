@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from rebalancer_tools.backtest.replay import Replay, State
+from rebalancer_tools.backtest.replay import NOT_REPLAYED, Replay, State
 
 # summary key → column title, in the order shown
 ROWS: tuple[tuple[str, str], ...] = (
@@ -54,7 +54,22 @@ def markdown(replays: Sequence[Replay], title: str) -> str:
         cells = [f"{r.teams[t].deficit_hours:,.1f} / {r.teams[t].idle_guaranteed_hours:,.1f}"
                  if t in r.teams else "-" for r in replays]
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_budget_lines(replays)]) + "\n"
+
+
+def _budget_lines(replays: Sequence[Replay]) -> list[str]:
+    """Per policy with budgets, each team's accelerator-hours and % per period, and what of budgets is not
+    replayed."""
+    lines: list[str] = []
+    for r in replays:
+        if not r.budgets:
+            continue
+        lines += ["", f"## {r.name}: budgets (accelerator-hours per period, % of the budget)", ""]
+        lines += [f"- {team} {period}: {u['hours']:,.1f} h, {u['percent']:g} %"
+                  for team, periods in r.budgets.items() for period, u in periods.items()]
+    if lines:
+        lines += ["", "Not replayed: " + "; ".join(NOT_REPLAYED) + "."]
+    return lines
 
 
 def team_series(states: Sequence[State], team: str) -> tuple[list[float], list[float]]:

@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 
 from rebalancer_tools.backtest.history import load_history
+from rebalancer_tools.backtest.replay import NOT_REPLAYED
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy, policy_names, run_backtest
 
@@ -29,6 +30,8 @@ def backtest(history_path: str, policy_paths: tuple[str, ...], report_dir: str |
              f"{last:%Y-%m-%d %H:%M} UTC")
     click.echo(title)
     Console(width=max(Console().width, 100)).print(side_by_side(result.replays, ""))
+    if any(r.budgets for r in result.replays):
+        click.echo("budgets replayed from the recorded use; not replayed: " + "; ".join(NOT_REPLAYED))
     gaps = result.replays[0].gaps
     if gaps:
         click.echo(f"{gaps} gap(s) in the history: each counted as one typical interval")

@@ -12,6 +12,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
 from rebalancer_tools.render import render_plan
@@ -51,7 +52,8 @@ def plan(snapshot_file: str | None, policy_file: str, fmt: str, now: str | None,
     """Plan quota changes for a cluster snapshot under a policy. Writes nothing."""
     snapshot = load_snapshot(snapshot_file, live)
     policy = load_model_file(Policy, policy_file)
-    result = make_plan(snapshot, policy, parse_now(now, snapshot))
+    # A snapshot alone: no audit log (versions) and no metered budget use; `apply` reads both from the table.
+    result = make_plan(snapshot, policy, parse_now(now, snapshot), context=planning_context(snapshot, policy))
     if fmt == "json":
         click.echo(json.dumps(result.output(), indent=2))
     else:

@@ -7,12 +7,11 @@ the new nominal quotas. No allocation logic lives here.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from rebalancer.budgets.metering import Reading, Used, budget_usage, fact_between, reading_of
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy
 from rebalancer.domain.snapshot import (
@@ -29,6 +28,8 @@ from rebalancer.domain.snapshot import (
     SharingConfig,
     Snapshot,
 )
+from rebalancer.planning.context import planning_context
+from rebalancer_tools.budget_meter import BudgetMeter
 from rebalancer_tools.simulator.engine import ControllerView, Decision
 from rebalancer_tools.simulator.teams import TeamSpec
 
@@ -58,11 +59,11 @@ def _types(instance_type: str | Sequence[str]) -> tuple[str, ...]:
     return (instance_type,) if isinstance(instance_type, str) else tuple(instance_type)
 
 
-def make_plan(snapshot: Snapshot, policy: Policy, now: datetime) -> Plan:
-    """The one call into production planning."""
+def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, context: PlanningContext | None = None) -> Plan:
+    """The one call into production planning (`context`: `planning_context`'s, None for the snapshot's alone)."""
     from rebalancer.planning.planner import make_plan as production_make_plan
 
-    return production_make_plan(snapshot, policy, now)
+    return production_make_plan(snapshot, policy, now, context=context)
 
 
 def quotas_from_plan(plan: Plan, instance_type: str | Sequence[str]) -> dict[str, dict[str, int]]:
@@ -120,10 +121,7 @@ class PlannerController:
         self.plans = 0
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
-        # Budgets, metered as production meters them: readings → facts → hours per team, instance type and period.
-        self.budgets = {name: tp.budget for name, tp in policy.teams.items() if tp.budget is not None}
-        self._last_reading: Reading | None = None
-        self.used: dict[tuple[str, str], dict[str, Used]] = defaultdict(lambda: defaultdict(Used))
+        self.meter = BudgetMeter(policy)  # budgets, metered as production meters them
 
     def node_list(self, healthy: tuple[int, ...]) -> tuple[ClusterNode, ...]:
         """The nodes of every pool, the first `healthy[i]` of pool i running. Instance ids are numbered across
@@ -217,45 +215,22 @@ class PlannerController:
                 tuple(sorted(f.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
-    def _meter(self, snap: Snapshot) -> Snapshot:
-        """Adds the interval since the last call to each budgeted team's periods; the snapshot with its
-        period-to-date use, as the plan step gives it to the planner."""
-        if not self.budgets:
-            return snap
-        reading = reading_of(snap)
-        fact = fact_between(self._last_reading, reading) if self._last_reading else None
-        self._last_reading = reading
-        usage = {}
-        for team, budget in self.budgets.items():
-            if fact is not None:
-                for w in {budget.window(fact.start), budget.window(fact.end - timedelta(microseconds=1))}:
-                    for itype, (own, lent) in fact.hours(w.start, w.end).get(team, {}).items():
-                        used = self.used[(team, w.label)][itype]
-                        used.own += own
-                        used.borrowed += lent
-            label = budget.window(snap.taken_at).label
-            usage[team] = budget_usage(self.used[(team, label)], budget, label, self.policy.prices)
-        return snap.model_copy(update={"budget_usage": usage})
-
     def budget_report(self) -> dict[str, dict[str, dict[str, float]]]:
         """team → period → accelerator-hours used and % of the budget."""
-        out: dict[str, dict[str, dict[str, float]]] = {}
-        for (team, label), by_type in sorted(self.used.items()):
-            u = budget_usage(by_type, self.budgets[team], label, self.policy.prices)
-            out.setdefault(team, {})[label] = {"hours": round(u.accelerator_hours, 1),
-                                               "percent": round(u.fraction(self.budgets[team]) * 100, 1)}
-        return out
+        return self.meter.report()
 
     def __call__(self, view: ControllerView) -> Decision | None:
-        snap = self._meter(self.snapshot(view))
+        snap = self.snapshot(view)
+        # Without budgets the context is the snapshot's alone: make_plan builds it only for the ticks it plans.
+        metered = self.meter.meter(snap) if self.meter.budgets else None
+        context = planning_context(snap, self.policy, metered=metered) if metered is not None else None
         # The planner is deterministic: the same inputs that gave no change last time give none again. Budget use
         # changes a plan only by which teams have used theirs up.
-        inputs = (*self._inputs(view), frozenset(t for t, u in snap.budget_usage.items()
-                                                 if u.fraction(self.budgets[t]) >= 1))
+        inputs = (*self._inputs(view), self.meter.exhausted(context.budget_usage if context is not None else {}))
         if inputs == self._last_unchanged:
             self.skipped += 1
             return None
-        plan = make_plan(snap, self.policy, snap.taken_at)
+        plan = make_plan(snap, self.policy, snap.taken_at, context)
         self.plans += 1
         quotas = quotas_from_plan(plan, self.instance_types) if plan.applies else {}
         changed = {t: q for t, q in quotas.items()

@@ -1,23 +1,14 @@
-"""Budgets in the workflow: meter each reading, give the planner period-to-date use, and tell people when a team
-passes a threshold (once per period) and how each period ended (once)."""
+"""Budgets in the workflow: meter each reading, give the planning context the use metered so far, and tell people
+when a team passes a threshold (once per period) and how each period ended (once)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from rebalancer.budgets.metering import (
-    EXPECTED_GAP,
-    Fact,
-    MeterResult,
-    Reading,
-    Used,
-    budget_usage,
-    hours_in,
-    reading_of,
-)
-from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow, describe, reached_thresholds
+from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Ledger, MeterResult, Reading, budgets_of, reading_of
+from rebalancer.domain.budget import Budget, BudgetUsage, describe, reached_thresholds
 from rebalancer.domain.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -44,53 +35,36 @@ def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPEC
     return store.record(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
 
 
-def _budgets(policy: Policy) -> dict[str, Budget]:
-    return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
-
-
-def _usage(facts: Iterable[Fact], budgets: dict[str, Budget], windows: dict[str, PeriodWindow], until: datetime,
-           prices: dict[str, float]) -> dict[str, BudgetUsage]:
-    facts = list(facts)
-    hours: dict[tuple[datetime, datetime], dict[str, dict[str, Used]]] = {}
-    out = {}
-    for team, budget in budgets.items():
-        w = windows[team]
-        span = (w.start, min(until, w.end))
-        if span not in hours:
-            hours[span] = hours_in(facts, *span)
-        out[team] = budget_usage(hours[span].get(team, {}), budget, w.label, prices)
-    return out
+def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Ledger | None:
+    """The use metered so far in the periods that hold `at`, per team with a budget (None: no team has one)."""
+    budgets = budgets_of(policy)
+    if not budgets:
+        return None
+    facts = store.facts(cluster, min(b.window(at).start for b in budgets.values()), at)
+    return Ledger.of(facts, budgets, at)
 
 
 def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
     """Per team with a budget: use from its period's start until `at`, from the metered facts."""
-    budgets = _budgets(policy)
-    if not budgets:
-        return {}
-    windows = {team: b.window(at) for team, b in budgets.items()}
-    facts = store.facts(cluster, min(w.start for w in windows.values()), at)
-    return _usage(facts, budgets, windows, at, policy.prices)
+    ledger = metered(store, cluster, policy, at)
+    return ledger.usage(at, policy.prices) if ledger else {}
 
 
-def with_usage(store: MeterStore, policy: Policy, snapshot: Snapshot) -> Snapshot:
-    usage = period_to_date(store, snapshot.cluster.ClusterName, policy, snapshot.taken_at)
-    return snapshot.model_copy(update={"budget_usage": usage}) if usage else snapshot
-
-
-def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, outlet: Outlet) -> list[str]:
-    """Per team with a budget: % used and accelerator-hours as metrics; thresholds newly reached this period (each
-    once, whatever the number of runs), then the summary of every period that ended since the last one was sent.
-    Returns the lines sent."""
+def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage],
+             outlet: Outlet) -> list[str]:
+    """Per team with a budget: % used and accelerator-hours as metrics (`usage`: what the plan read, its
+    context's), thresholds newly reached this period (each once, whatever the number of runs), then the summary
+    of every period that ended since the last one was sent. Returns the lines sent."""
     cluster = snapshot.cluster.ClusterName
-    budgets = _budgets(policy)
+    budgets = budgets_of(policy)
     figures = {team: (u.fraction(budgets[team]) * 100, u.accelerator_hours)
-               for team, u in snapshot.budget_usage.items() if team in budgets}
+               for team, u in usage.items() if team in budgets}
     if figures:
         outlet.record(cluster, figures)
     sent: list[str] = []
     crossed = []
     for team, budget in budgets.items():
-        used = snapshot.budget_usage.get(team)
+        used = usage.get(team)
         if used is None:
             continue
         new = [pct for pct in reached_thresholds(budget, used)
@@ -120,5 +94,6 @@ def _ended_periods(store: MeterStore, cluster: str, policy: Policy, budgets: dic
     facts = store.facts(cluster, min(w.start for w in due.values()), max(w.end for w in due.values()))
     if not facts:
         return []
-    usage = _usage(facts, {t: budgets[t] for t in due}, due, max(w.end for w in due.values()), policy.prices)
+    ledger = Ledger.of(facts, {t: budgets[t] for t in due}, max(w.end for w in due.values()))
+    usage = ledger.usage_in(due, policy.prices)
     return [f"{team}: {describe(budgets[team], usage[team])}" for team in sorted(due)]

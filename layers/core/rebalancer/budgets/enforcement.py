@@ -1,10 +1,12 @@
 """Budgets in the plan: a team that has used up its budget plans with a lower ceiling (`guarantee_only`) or without
 borrowing (`no_borrowing`), and every change of a team past its first notification threshold says how much of
-the budget is used. Pure: the period-to-date use comes in the snapshot (`Snapshot.budget_usage`). The plan applies
-it as the first of its holds (rebalancer.engine.stability, "budget caps"), which also puts the notes on the changes."""
+the budget is used. Pure: the period-to-date use comes in the planning context
+(`rebalancer.domain.context.PlanningContext.budget_usage`). The plan applies it as the first of its holds
+(rebalancer.engine.stability, "budget caps"), which also puts the notes on the changes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rebalancer.catalog import specs as catalog
@@ -51,12 +53,13 @@ def _guarantee_only(team: TeamPolicy, budget: Budget, snapshot: Snapshot) -> Tea
     return team.model_copy(update={"cap": cap})
 
 
-def enforce(policy: Policy, snapshot: Snapshot) -> Enforced:
+def enforce(policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage]) -> Enforced:
+    """`usage`: per team with a budget, its use so far in the period."""
     teams = dict(policy.teams)
     notes: dict[str, str] = {}
     warnings: list[str] = []
     for name, team in sorted(policy.teams.items()):
-        budget, used = team.budget, snapshot.budget_usage.get(name)
+        budget, used = team.budget, usage.get(name)
         if budget is None or used is None or team.remove:
             continue
         if used.unpriced:

@@ -15,14 +15,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.budget import Budget, BudgetUsage
+from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
+
+if TYPE_CHECKING:  # handlers that load metering without a policy (tests/infra/test_fresh_interpreter_imports.py)
+    from rebalancer.domain.policy import Policy
 
 # team → instance type → (own, borrowed) accelerators in use
 Rates = dict[str, dict[str, tuple[float, float]]]
@@ -160,3 +163,54 @@ def budget_usage(used: Mapping[str, Used], budget: Budget, period: str, prices: 
             cost += (u.own + u.borrowed) * price / catalog.spec(itype).accelerators
     return BudgetUsage(period=period, accelerator_hours=hours, borrowed_hours=borrowed, cost=cost,
                        estimated=estimated, unpriced=tuple(sorted(unpriced)) if budget.money else ())
+
+
+def budgets_of(policy: Policy) -> dict[str, Budget]:
+    """Per team the policy keeps that has a budget, its budget, by team name."""
+    return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
+
+
+class Ledger:
+    """Period use per budgeted team: accelerator-hours per budget period and instance type, added up fact by fact
+    in the order the facts were metered. The one way the planner's budget use is summed: the plan step builds one
+    from the facts the store holds, the simulator and the backtest keep one and add each fact as it is metered
+    (`rebalancer usage` reports over any period, budget or not, with `hours_in`)."""
+
+    def __init__(self, budgets: Mapping[str, Budget]) -> None:
+        self.budgets = dict(sorted(budgets.items()))
+        self.used: dict[tuple[str, str], dict[str, Used]] = {}  # (team, period label) → instance type → hours
+
+    @classmethod
+    def of(cls, facts: Iterable[Fact], budgets: Mapping[str, Budget], until: datetime) -> Ledger:
+        ledger = cls(budgets)
+        for fact in facts:
+            ledger.add(fact, until)
+        return ledger
+
+    def add(self, fact: Fact, until: datetime | None = None) -> None:
+        """The fact's hours (up to `until`) in every period of every budgeted team that it overlaps."""
+        end = fact.end if until is None else min(fact.end, until)
+        hours: dict[tuple[datetime, datetime], dict[str, dict[str, tuple[float, float]]]] = {}
+        for team, budget in self.budgets.items():
+            w = budget.window(fact.start)
+            while w.start < end:
+                span = (w.start, w.end if until is None else min(w.end, until))
+                if span not in hours:
+                    hours[span] = fact.hours(*span)
+                by_type = self.used.setdefault((team, w.label), {})
+                for itype, (own, lent) in hours[span].get(team, {}).items():
+                    used = by_type.get(itype)
+                    if used is None:
+                        used = by_type[itype] = Used()
+                    used.own += own
+                    used.borrowed += lent
+                    used.estimated = used.estimated or fact.estimated
+                w = budget.window(w.end)
+
+    def usage(self, at: datetime, prices: Mapping[str, float]) -> dict[str, BudgetUsage]:
+        """Per budgeted team, its use in the period that holds `at`."""
+        return self.usage_in({team: b.window(at) for team, b in self.budgets.items()}, prices)
+
+    def usage_in(self, windows: Mapping[str, PeriodWindow], prices: Mapping[str, float]) -> dict[str, BudgetUsage]:
+        return {team: budget_usage(self.used.get((team, w.label), {}), self.budgets[team], w.label, prices)
+                for team, w in windows.items()}

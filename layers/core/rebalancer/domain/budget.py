@@ -2,9 +2,8 @@
 
 A budget covers all of a team's accelerators, one instance family or one instance type (`scope`), per calendar month
 or ISO week in a time zone. Use is metered by `rebalancer.budgets.metering` and reaches the planner as period-to-date
-figures in the snapshot (`Snapshot.budget_usage`), so planning stays pure: this module only lowers a team's ceiling or
-its
-sharing and says why.
+figures in the planning context (`rebalancer.planning.context`), so planning stays pure: this module only lowers a
+team's ceiling or its sharing and says why.
 
 `on_exhausted` at 100 %: `guarantee_only` caps the team's quota at its guarantee in the budget's scope,
 `no_borrowing` sets its sharing to `Lend` (it still lends idle capacity, it borrows none), `notify` changes nothing.

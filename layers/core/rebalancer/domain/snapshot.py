@@ -11,9 +11,16 @@ from collections import Counter
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    model_validator,
+)
 
-from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.frozen import Frozen
 
 
@@ -205,12 +212,17 @@ class Snapshot(Frozen):
     # The cluster's scheduler config; None when it has none or it was not read (then a policy with a `cluster`
     # section plans a Create, which the API refuses if one exists: nothing is overwritten unseen).
     scheduler_config: ClusterSchedulerConfig | None = None
-    # Per team with a budget: period-to-date use, filled in by the plan step from the metered facts
-    # (rebalancer.budgets.metering); the planner lowers the team's ceiling or sharing from it
-    # (rebalancer.budgets.enforcement).
-    budget_usage: dict[str, BudgetUsage] = Field(default_factory=dict)
     # None when not checked (snapshots from files, `--no-kube`); its problems become warnings of the plan.
     governance: Governance | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_before_the_planning_context(cls, data: Any) -> Any:
+        """Snapshots stored before budget use moved to the planning context (rebalancer.planning.context) carry an
+        empty `budget_usage`: dropped. One with figures in it is refused, as any unknown field is."""
+        if isinstance(data, dict) and data.get("budget_usage", None) == {}:
+            return {k: v for k, v in data.items() if k != "budget_usage"}
+        return data
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""

@@ -42,6 +42,7 @@ from typing import Literal, Protocol
 
 from rebalancer.budgets.enforcement import enforce
 from rebalancer.domain import ownership
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
@@ -121,7 +122,7 @@ class Said:
 class PolicyRule:
     name: str
     holds: str
-    apply: Callable[[Policy, Snapshot], Said]
+    apply: Callable[[Policy, Snapshot, PlanningContext], Said]
     warns_first: bool  # its warnings open the plan's (with the pools'), or close it (after the requests')
     stage: Stage = "policy"
 
@@ -137,12 +138,12 @@ class Effective:
     closing: tuple[str, ...] = ()
 
 
-def _budget_caps(policy: Policy, snapshot: Snapshot) -> Said:
-    enforced = enforce(policy, snapshot)
+def _budget_caps(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
+    enforced = enforce(policy, snapshot, context.budget_usage)
     return Said(enforced.policy, enforced.notes, enforced.warnings)
 
 
-def _ownership(policy: Policy, snapshot: Snapshot) -> Said:
+def _ownership(policy: Policy, snapshot: Snapshot, _context: PlanningContext) -> Said:
     held, warnings = ownership.held_outside(snapshot, policy)
     return Said(held, warnings=tuple(warnings))
 
@@ -153,14 +154,16 @@ OWNERSHIP = PolicyRule("ownership", "a quota CloudFormation created is held outs
                        _ownership, warns_first=True)
 
 
-def effective(policy: Policy, snapshot: Snapshot, rules: Sequence[PolicyRule] | None = None) -> Effective:
+def effective(policy: Policy, snapshot: Snapshot, context: PlanningContext,
+              rules: Sequence[PolicyRule] | None = None) -> Effective:
     """The policy with the policy rules applied in order (all of `RULES`' unless `rules` names some): computed once
-    per plan and read by every stage."""
+    per plan and read by every stage. `context`: what the rules read beyond the snapshot (budget use so far, the
+    recent writes)."""
     notes: dict[str, str] = {}
     opening: list[str] = []
     closing: list[str] = []
     for rule in POLICY_RULES if rules is None else rules:
-        said = rule.apply(policy, snapshot)
+        said = rule.apply(policy, snapshot, context)
         policy = said.policy
         for team, note in said.notes.items():
             notes[team] = f"{notes[team]}; {note}" if team in notes else note

@@ -1,22 +1,24 @@
-"""Snapshot + policy → Plan: the pools the engine allocates, and the ordered API requests that get there.
+"""Snapshot + planning context + policy → Plan: the pools the engine allocates, and the ordered API requests that
+get there.
 
-Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, Lambdas, CLI) call `make_plan`.
-By responsibility: `rebalancer.engine.stability` makes the one effective policy every stage reads (budget caps,
-ownership) and holds the amounts (cooldown, min_step, protection, shrink tiers, max_move), `pools` reads the
-snapshot into the engine's input, `rebalancer.engine.allocation` (the engine) decides the amounts, `requests`
-writes them and the policy's settings as ordered quota requests, `approval` applies the approval rules; this module
-assembles the Plan (the validated model that is stored and sent).
+Pure (no boto3, no clock: `now` is a parameter). Other parts (simulator, backtest, Lambdas, CLI) call `make_plan`
+with the context `rebalancer.planning.context.planning_context` builds.
+By responsibility: `rebalancer.engine.stability` makes the one effective policy every stage reads (budget caps from
+the context's budget use, ownership) and holds the amounts (cooldown, min_step, protection, shrink tiers,
+max_move), `pools` reads the snapshot and the context into the engine's input, `rebalancer.engine.allocation` (the
+engine) decides the amounts, `requests` writes them and the policy's settings as ordered quota requests, `approval`
+applies the approval rules; this module assembles the Plan (the validated model that is stored and sent).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import TypeAdapter
 
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import CLUSTER, Change, Plan, SchedulerRequest
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held, holdings
@@ -25,6 +27,7 @@ from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, Allocation, allocate
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.cluster_policy import plan_scheduler_config
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.pools import build_pools, pool_inputs, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
 
@@ -35,24 +38,26 @@ Allocations = dict[str, dict[str, dict[str, float]]]  # Plan.allocations: team �
 _CHANGES: TypeAdapter[list[Change]] = TypeAdapter(list[Change])
 
 
-def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *,
-              known_versions: Mapping[str, int] | None = None) -> Plan:
+def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: PlanningContext | None = None) -> Plan:
     """Desired allocations and settings against the snapshot's quotas and scheduler config, as an ordered,
     explained change set.
 
-    `known_versions`: per team, the quota version our last applied write left (from the audit log; the key
-    `(cluster)` for the scheduler config). A quota at another version was edited outside the rebalancer, and what
-    the plan rewrites there is marked "console edit will be replaced". Without it, every setting that differs
-    from the policy is marked so (it may be a console edit); allocation changes are then ordinary rebalancing.
+    `context`: what the plan reads beyond the snapshot (`planning_context`; without one, that of the snapshot
+    alone: no recorded versions, no budget use). A quota at another version than the context's known one was
+    edited outside the rebalancer, and what the plan rewrites there is marked "console edit will be replaced".
+    With no known versions, every setting that differs from the policy is marked so (it may be a console edit);
+    allocation changes are then ordinary rebalancing.
     """
-    effective = stability.effective(policy, snapshot)  # budget caps and ownership, once for every stage
-    return stability.explain(_make_plan(snapshot, effective, now, known_versions), effective)
+    if context is None:
+        context = planning_context(snapshot, policy)
+    effective = stability.effective(policy, snapshot, context)  # budget caps and ownership, once for every stage
+    return stability.explain(_make_plan(snapshot, effective, now, context), effective)
 
 
-def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime,
-               known_versions: Mapping[str, int] | None) -> Plan:
+def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime, context: PlanningContext) -> Plan:
     policy = effective.policy
-    pools, pool_warnings = pool_inputs(snapshot, policy, now)
+    known_versions = context.known_versions
+    pools, pool_warnings = pool_inputs(snapshot, policy, now, context)
     # Collect's missing prerequisites (rebalancer.adapters.prerequisites) first, then the policy rules' warnings.
     warnings = [*(snapshot.governance.problems if snapshot.governance is not None else ()), *effective.opening,
                 *pool_warnings]

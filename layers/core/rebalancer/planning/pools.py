@@ -24,13 +24,15 @@ from typing import TypeVar
 from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey, holdings, pool_name
-from rebalancer.domain.snapshot import ComputeQuota, Demand, Snapshot
+from rebalancer.domain.snapshot import Demand, Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.aging import aged_weights
+from rebalancer.planning.context import planning_context
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
@@ -228,16 +230,21 @@ def _pool_names(snapshot: Snapshot, policy_pools: set[str], held_by: Mapping[str
     return names | policy_pools
 
 
-def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list[PoolInput], list[str]]:
+def build_pools(snapshot: Snapshot, policy: Policy, now: datetime,
+                context: PlanningContext | None = None) -> tuple[list[PoolInput], list[str]]:
     """The engine's input for a policy as written (the drift report, benchmarks, tests): the teams whose quota
     CloudFormation owns held outside it, as in a plan, and no budget applied. A plan computes the whole effective
-    policy once (rebalancer.engine.stability.effective) and reads its pools with `pool_inputs`."""
-    effective = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
-    pools, warnings = pool_inputs(snapshot, effective.policy, now)
+    policy once (rebalancer.engine.stability.effective) and reads its pools with `pool_inputs`. `context`: the
+    recent changes (cooldown) and ages of pending work (aging); without one, the snapshot's alone."""
+    if context is None:
+        context = planning_context(snapshot, policy)
+    effective = stability.effective(policy, snapshot, context, (stability.OWNERSHIP,))
+    pools, warnings = pool_inputs(snapshot, effective.policy, now, context)
     return pools, [*effective.opening, *warnings]
 
 
-def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list[PoolInput], list[str]]:
+def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
+                context: PlanningContext) -> tuple[list[PoolInput], list[str]]:
     """For every pool, the capacity the effective policy's teams share and one claim per team: the capacity of
     each pool, then what each team brings, then each pool's input."""
     warnings: list[str] = []
@@ -250,8 +257,9 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     held_by = {q.team: holdings(q, i) if q.ActivationState != "Disabled" else {}
                for i, q in enumerate(snapshot.quotas)}
     healthy = capacity_of(snapshot, policy, held_by)
-    teams, bounds = teams_of(snapshot, policy, quotas, held_by, healthy.raw, now, warnings)
-    pools = [_pool_input(name, healthy, teams, bounds.get(name, ()), held_by, outsiders, snapshot, policy, warnings)
+    teams, bounds = teams_of(snapshot, policy, context, held_by, healthy.raw, now, warnings)
+    pools = [_pool_input(name, healthy, teams, bounds.get(name, ()), held_by, outsiders, snapshot, context, policy,
+                         warnings)
              for name in sorted(healthy.parsed)]
     return pools, warnings
 
@@ -289,7 +297,7 @@ def capacity_of(snapshot: Snapshot, policy: Policy, held_by: Mapping[str, Mappin
     return Capacity(parsed, raw, healthy, unhealthy, carved, policy_pools)
 
 
-def teams_of(snapshot: Snapshot, policy: Policy, quotas: Mapping[str, ComputeQuota],
+def teams_of(snapshot: Snapshot, policy: Policy, context: PlanningContext,
              held_by: Mapping[str, Mapping[str, float]], raw: Mapping[str, float], now: datetime,
              warnings: list[str]) -> tuple[Teams, dict[str, list[FamilyBound]]]:
     """What the policy's active teams bring to every pool (amounts, cooldowns, demand, holdings), and the family
@@ -306,9 +314,9 @@ def teams_of(snapshot: Snapshot, policy: Policy, quotas: Mapping[str, ComputeQuo
         for fam in a.families:
             for t in fam.types:
                 bounds.setdefault(t, []).append(FamilyBound(team, fam.key, fam.amount))
-    changed = [q.LastModifiedTime if (q := quotas.get(team)) is not None else None for team in names]
     teams = Teams.of(names, team_policies, amounts,
-                     cooldown=[stability.cooling_down(at, now, minutes) for at in changed],
+                     cooldown=[stability.cooling_down(context.last_changed.get(team), now, minutes)
+                               for team in names],
                      demand=[snapshot.demand.get(team, no_demand) for team in names],
                      holds=[held_by.get(team, no_holdings) for team in names])
     return teams, bounds
@@ -316,7 +324,7 @@ def teams_of(snapshot: Snapshot, policy: Policy, quotas: Mapping[str, ComputeQuo
 
 def _pool_input(name: str, healthy: Capacity, teams: Teams, bounds: Sequence[FamilyBound],
                 held_by: Mapping[str, Mapping[str, float]], outsiders: Sequence[str], snapshot: Snapshot,
-                policy: Policy, warnings: list[str]) -> PoolInput:
+                context: PlanningContext, policy: Policy, warnings: list[str]) -> PoolInput:
     """One pool's input: its capacity less what teams outside the policy hold, the facts its reasons quote, the
     claims (weights aged when the policy says so)."""
     key = healthy.parsed[name]
@@ -342,12 +350,13 @@ def _pool_input(name: str, healthy: Capacity, teams: Teams, bounds: Sequence[Fam
         capacity = 0.0
     claims = teams.claims(name, key.resource)
     if policy.fairness.age_doubling_hours is not None:
-        claims = _aged(claims, teams, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
+        claims = _aged(claims, context, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
     return PoolInput(name, key.resource, capacity, claims, tuple(notes), tuple(bounds))
 
 
-def _aged(claims: Claims, teams: Teams, pool: str, taken_at: datetime, doubling_hours: float) -> Claims:
+def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetime, doubling_hours: float) -> Claims:
     """The claims with each team's weight grown by the age of its oldest pending work (rebalancer.planning.aging)."""
-    weights, why = aged_weights(claims.weight, teams.demand, pool, taken_at, doubling_hours)
+    since = [context.pending_since.get(team, {}).get(pool) for team in claims.team]
+    weights, why = aged_weights(claims.weight, since, taken_at, doubling_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
     return dataclasses.replace(claims, weight=weights, notes=notes)

@@ -19,6 +19,7 @@ from typing import Any
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.names import quota_name
 from rebalancer.domain.plan import FieldChange, QuotaRequest
 from rebalancer.domain.policy import Policy, TeamPolicy
@@ -82,7 +83,7 @@ def setting_changes(snapshot: Snapshot, policy: Policy,
     """What the policy would rewrite on the cluster's quotas if no amount moved: sharing, preemption, fair-share
     weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/drift.py). For a policy
     as written: the quotas CloudFormation owns held outside it, as in a plan; no budget applied."""
-    effective = stability.effective(policy, snapshot, (stability.OWNERSHIP,))
+    effective = stability.effective(policy, snapshot, PlanningContext(), (stability.OWNERSHIP,))
     return quota_requests(snapshot, effective.policy, {}, known_versions).fields
 
 

@@ -13,9 +13,11 @@ from typing import Literal, Protocol
 from rebalancer.app import budgets
 from rebalancer.app.workflow import audit, runs
 from rebalancer.app.workflow.state import RunRef
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.requests import setting_changes
 
@@ -52,8 +54,12 @@ def decide(plan: Plan) -> Decision:
 @dataclass(frozen=True)
 class RunPlan:
     plan: Plan
-    known_versions: dict[str, int]  # what the plan took for our own writes' versions
-    snapshot: Snapshot  # what it was planned from: the snapshot read, with the teams' period-to-date budget use
+    context: PlanningContext  # what it was planned with beyond the snapshot: versions, period-to-date budget use
+
+    @property
+    def known_versions(self) -> dict[str, int]:
+        """What the plan took for our own writes' versions."""
+        return dict(self.context.known_versions or {})
 
     @property
     def decision(self) -> Decision:
@@ -63,9 +69,11 @@ class RunPlan:
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
     """The plan against the versions our recorded writes left and the budget use metered so far. Writes
     nothing."""
-    snapshot = budgets.with_usage(store.meter, policy, snapshot)
-    known = known_versions_for(store.versions.known(snapshot.cluster.ClusterName), snapshot, policy)
-    return RunPlan(make_plan(snapshot, policy, now, known_versions=known), known, snapshot)
+    cluster = snapshot.cluster.ClusterName
+    context = planning_context(snapshot, policy,
+                               known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
+                               metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at))
+    return RunPlan(make_plan(snapshot, policy, now, context=context), context)
 
 
 def record_plan(store: runs.Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:

@@ -27,7 +27,8 @@ def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Pol
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
     planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
-    announced = budgets.announce(store.meter, policy, planned.snapshot, budget_outlet) if budget_outlet else []
+    announced = (budgets.announce(store.meter, policy, snapshot, planned.context.budget_usage, budget_outlet)
+                 if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),

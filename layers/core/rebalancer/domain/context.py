@@ -1,0 +1,39 @@
+"""What the planner reads beyond the collected snapshot, as one value: the versions our writes left, budget use so
+far in the period, the writes to the teams' quotas, how long work has waited. `rebalancer.planning.context` builds it
+(one function, every caller); the engine's stability rules and the planner read it. Pure data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rebalancer.domain.budget import BudgetUsage
+
+
+@dataclass(frozen=True, slots=True)
+class RecentChange:
+    """A write to a team's quota: in one pool, by how much (`before` → `after`), when a caller recorded it; or the
+    quota as a whole (`pool` None, amounts unknown), as its LastModifiedTime tells."""
+
+    team: str
+    at: datetime
+    pool: str | None = None
+    before: float | None = None
+    after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanningContext:
+    """`known_versions`: per team, the quota version our last applied write left (the key `(cluster)` for the
+    scheduler config); None when nothing is recorded (every setting that differs from the policy may be a console
+    edit). `budget_usage`: per team with a budget, its use so far in the period that holds the snapshot's time.
+    `recent_changes`: the writes to the teams' quotas; `last_changed` the latest per team (what the cooldown
+    reads). `pending_since`: per team and pool, when its oldest pending work was created (what aging reads; filled
+    only for a policy that ages weights)."""
+
+    known_versions: Mapping[str, int] | None = None
+    budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
+    recent_changes: tuple[RecentChange, ...] = ()
+    last_changed: Mapping[str, datetime] = field(default_factory=dict)
+    pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)

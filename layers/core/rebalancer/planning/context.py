@@ -1,0 +1,43 @@
+"""What the planner reads beyond the collected snapshot, as one value built by one function (`planning_context`)
+that every caller uses: the plan step and `rebalancer apply` (through `app.workflow.run_plan`), `rebalancer plan`,
+the simulator and the backtest. Each caller brings its own sources (the audit log and the metering table; the
+simulator's and the backtest's own records), none patches the snapshot. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from rebalancer.budgets.metering import Ledger
+from rebalancer.domain.context import PlanningContext, RecentChange
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+
+
+def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapping[str, int] | None = None,
+                     metered: Ledger | None = None, changes: Iterable[RecentChange] = ()) -> PlanningContext:
+    """The planner's inputs for `snapshot` under `policy`. `known_versions`: taken as given (the plan step and
+    `apply` pass `run_plan.known_versions_for` of the audit log's record). `metered`: the use metered so far, read
+    at the snapshot's time (nothing when None). `changes`: writes the caller recorded, beside what the snapshot's
+    quotas say of their last modification."""
+    modified = {q.team: q.LastModifiedTime for q in snapshot.quotas}  # one quota per team: the last one listed
+    recent = [RecentChange(team, at) for team, at in modified.items() if at is not None]
+    last = {c.team: c.at for c in recent}
+    for c in changes:
+        recent.append(c)
+        if c.team not in last or c.at > last[c.team]:
+            last[c.team] = c.at
+    return PlanningContext(
+        known_versions=None if known_versions is None else dict(known_versions),
+        budget_usage=metered.usage(snapshot.taken_at, policy.prices) if metered is not None else {},
+        recent_changes=tuple(recent), last_changed=last,
+        pending_since=_pending_since(snapshot) if policy.fairness.age_doubling_hours is not None else {})
+
+
+def _pending_since(snapshot: Snapshot) -> dict[str, dict[str, datetime]]:
+    out: dict[str, dict[str, datetime]] = {}
+    for team, pools in snapshot.demand.items():
+        since = {pool: d.oldest_pending for pool, d in pools.items() if d.oldest_pending is not None}
+        if since:
+            out[team] = since
+    return out
