@@ -4,18 +4,15 @@ would hold it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
 
 from rebalancer.app import budgets
 from rebalancer.app.workflow.run_plan import make_run_plan
-from rebalancer.app.workflow.runs import Store
-from rebalancer.budgets.metering import Fact, Reading, fact_between
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import _snapshot, initial_quotas, prepare, replay
 from rebalancer_tools.backtest.report import markdown
+from rebalancer_tools.memory_store import MemoryStore
 
 P5 = syn.P5
 GUARANTEE = 8
@@ -31,26 +28,6 @@ def steady(team: str, at: datetime) -> tuple[float, float]:
     return (24.0, 8.0) if team == "heavy" else (4.0, 0.0)
 
 
-@dataclass
-class MeteringTable:
-    """The table as the collect step writes it (`Store.meter`: one fact per interval since the last reading) and
-    the plan step reads it."""
-
-    facts: list[Fact] = field(default_factory=list)
-    last: Reading | None = None
-
-    def meter(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> Any:
-        fact = fact_between(self.last, reading, expected_gap) if self.last is not None else None
-        self.facts += [fact] if fact is not None else []
-        self.last = reading
-
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
-        return [f for f in self.facts if f.end > since and f.start < until]
-
-    def known_versions(self, cluster_name: str) -> dict[str, int]:
-        return {}
-
-
 def test_a_budget_replayed_by_the_backtest_caps_the_team_when_the_plan_step_would() -> None:
     h = syn.history(steady, {"heavy": 16, "light": 16}, nodes=4, days=0.5, step_minutes=15)
     samples = h.states()
@@ -59,11 +36,11 @@ def test_a_budget_replayed_by_the_backtest_caps_the_team_when_the_plan_step_woul
 
     # The plan step at every state: collect meters the snapshot, plan reads the table. The quotas are the recorded
     # ones (heavy's use does not depend on them: it counts own and borrowed hours alike).
-    table, quotas, plan_step = MeteringTable(), initial_quotas(samples[0]), []
+    table, quotas, plan_step = MemoryStore(), initial_quotas(samples[0]), []
     for s in states:
         snap = _snapshot(s, quotas)
-        budgets.meter(cast(Any, table), snap)
-        plan = make_run_plan(snap, POLICY, s.at, store=cast(Store, table)).plan
+        budgets.meter(table.meter, snap)
+        plan = make_run_plan(snap, POLICY, s.at, store=table).plan
         plan_step.append(plan.allocations["heavy"][P5]["accelerators"])
 
     assert replayed.quota["heavy"] == plan_step

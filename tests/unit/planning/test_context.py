@@ -4,9 +4,8 @@ sums use the way the plan step always has, and the planner reads recent changes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -15,35 +14,21 @@ from pydantic import ValidationError
 from support.clock import T0
 from support.clusters import policy, snapshot
 
+from rebalancer.app import budgets
 from rebalancer.app.workflow.run_plan import known_versions_for, make_run_plan
-from rebalancer.app.workflow.runs import Store
-from rebalancer.budgets.metering import Fact, Ledger, budget_usage, budgets_of, fact_between, hours_in, reading_of
+from rebalancer.budgets.metering import Fact, Ledger, budget_usage, budgets_of, hours_in
 from rebalancer.domain.context import RecentChange
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.budget_meter import BudgetMeter
+from rebalancer_tools.memory_store import MemoryStore
 
 P5 = "ml.p5.48xlarge"
 BUDGETS = policy({"research": {"budget": {"accelerator_hours": 100}},
                   "ops": {"budget": {"money": 500, "period": "week", "timezone": "America/New_York"}},
                   "free": {}}, prices={P5: 98.32})
-
-
-@dataclass
-class Table:
-    """The plan step's sources, as the DynamoDB store gives them: the versions our writes left, the metered facts
-    (each interval between two collects' readings, as `Store.meter` writes it)."""
-
-    versions: dict[str, int]
-    facts: list[Fact] = field(default_factory=list)
-
-    def known_versions(self, cluster_name: str) -> dict[str, int]:
-        return dict(self.versions)
-
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
-        return [f for f in self.facts if f.end > since and f.start < until]
 
 
 def runs(start: datetime, hours: int) -> list[Snapshot]:
@@ -56,16 +41,14 @@ def runs(start: datetime, hours: int) -> list[Snapshot]:
 def test_the_plan_step_and_the_in_memory_meter_give_the_same_context() -> None:
     # Across the end of a month and of a New York week, so that the periods roll over on the way.
     snaps = runs(datetime(2026, 11, 29, 20, tzinfo=UTC), 40)
-    table = Table(versions={"research": 1})
+    table = MemoryStore()  # the plan step's sources: the versions our writes left, the metered facts
+    table.versions.record(snaps[0].cluster.ClusterName, {"research": 1}, "run-0")
     meter = BudgetMeter(BUDGETS)
-    for before, snap in zip([None, *snaps], snaps, strict=False):
-        if before is not None:
-            fact = fact_between(reading_of(before), reading_of(snap))
-            assert fact is not None
-            table.facts.append(fact)
+    for snap in snaps:
+        budgets.meter(table.meter, snap)
         in_memory = planning_context(snap, BUDGETS, metered=meter.meter(snap),
                                      known_versions=known_versions_for({"research": 1}, snap, BUDGETS))
-        plan_step = make_run_plan(snap, BUDGETS, snap.taken_at, store=cast(Store, table)).context
+        plan_step = make_run_plan(snap, BUDGETS, snap.taken_at, store=table).context
         assert plan_step == in_memory
     assert plan_step.budget_usage["research"].accelerator_hours > 0  # December's, and the week's in New York
     assert plan_step.budget_usage["ops"].cost > 0
