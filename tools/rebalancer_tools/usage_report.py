@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rebalancer.budgets.metering import Fact, Used, budget_usage, hours_in
 from rebalancer.domain.budget import Budget, Period, PeriodWindow, parse_period_label, period_window
@@ -104,7 +104,7 @@ def render(report: list[UsageRow], fmt: str) -> str:
     return "\n".join(lines)
 
 
-def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None, path: Path) -> None:
+def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None, path: Path | IO[bytes]) -> None:
     """Cumulative accelerator-hours per team with a budget, against its budget line."""
     import matplotlib
 
@@ -138,5 +138,5 @@ def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None
     ax.legend(loc="upper left")
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)

@@ -11,12 +11,13 @@ The end line tells a complete export from one cut at a line boundary.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import IO, Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -143,6 +144,13 @@ def parse_lines(lines: Iterable[str], source: str) -> History:
             raise InvalidInput(f"a sample of cluster {s.cluster!r} in the history of {header.cluster!r}",
                                source=source, field="cluster", value=s.cluster)
     return History(cluster=header.cluster, runs=tuple(runs), samples=tuple(samples))
+
+
+def text_out(raw: IO[bytes], *, gzipped: bool) -> TextIO:
+    """Text over a binary stream (a file being written atomically), gzip'd or not."""
+    if gzipped:
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="wb"), encoding="utf-8")
+    return io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
 
 
 def open_text_out(path: Path) -> TextIO:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy, policy_names, run_backtest
+from rebalancer_tools.cli.params import OutputDir
 
 
 @click.command()
@@ -17,7 +18,7 @@ from rebalancer_tools.backtest.run import load_policy, policy_names, run_backtes
               help="JSON lines from `rebalancer history export`.")
 @click.option("--policy", "policy_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="A policy file (YAML or JSON); repeat to compare. The first one's weights set the entitlement.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+@click.option("--report", "report_dir", type=OutputDir(),
               help="Write summary.json, summary.md and one PNG timeline per team into this folder.")
 def backtest(history_path: str, policy_paths: tuple[str, ...], report_dir: str | None) -> None:
     """Replay the production planner over the recorded states under each policy. Writes nothing to any cluster."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from rebalancer_tools.cli.params import OutputDir
 from rebalancer_tools.template import find_root
 
 DEFAULT_POLICY = "examples/demo-policy.yaml"
@@ -19,7 +20,7 @@ DEFAULT_POLICY = "examples/demo-policy.yaml"
 @click.command()
 @click.option("--policy", "policy_file", type=click.Path(dir_okay=False, exists=True),
               help=f"Policy of the demo cluster (default: {DEFAULT_POLICY}).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="demo-out", show_default=True,
+@click.option("--out", "out_dir", type=OutputDir(), default="demo-out", show_default=True,
               help="Folder for the report (Markdown + PNG) and the rollback snapshot.")
 def demo(policy_file: str | None, out_dir: str) -> None:
     """Run the four demo scenarios end to end against the emulator; exit 0 only if every one ended as expected."""

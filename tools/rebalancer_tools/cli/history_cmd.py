@@ -10,7 +10,6 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import click
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
@@ -142,7 +142,7 @@ def _table_options(f: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON lines.")
 @click.option("--snapshot-of", "snapshot_of", metavar="RUN",
               help="Write the snapshot run RUN started from (the quotas before its change) instead.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+@click.option("--output", "-o", type=OutputFile(),
               help="With --snapshot-of: the file to write (for `rebalancer rollback --to`).")
 @click.pass_context
 def history(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
@@ -167,7 +167,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
                                    field="--snapshot-of", value=snapshot_of)
             text = json.dumps(doc, indent=2)
             if output:
-                Path(output).write_text(text + "\n")
+                write_atomically(output, text + "\n")
                 click.echo(f"snapshot of run {snapshot_of} written to {output}", err=True)
             else:
                 click.echo(text)
@@ -193,21 +193,21 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
 @_table_options
 @click.option("--since", default="30d", show_default=True,
               help="How far back: 30d, 12h, 90m, 2w, or an ISO-8601 date.")
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("--output", "-o", required=True, type=OutputFile(),
               help="The JSON-lines file to write (for `rebalancer backtest --history`); gzip'd if it ends in .gz.")
 def export(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
            since: str, output: str) -> None:
     """Write the cluster's runs and demand samples as JSON lines, to backtest policies offline."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from rebalancer_tools.backtest.history import open_text_out
+    from rebalancer_tools.backtest.history import text_out
 
     now = datetime.now(UTC)
     start = parse_since(since, now)
     store = open_store(table, stack, region, profile)
     last = "{}"
     try:
-        with open_text_out(Path(output)) as f:
+        with atomic_output(output, binary=True) as raw, text_out(raw, gzipped=output.endswith(".gz")) as f:
             for last in export_history(store, cluster, start, now):
                 f.write(last + "\n")
     except ClientError as e:

@@ -9,7 +9,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import click
@@ -22,6 +21,7 @@ from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
+from rebalancer_tools.cli.params import Number, OutputFile, Whole, write_atomically
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
 from rebalancer_tools.render import render_plan
 
@@ -92,7 +92,7 @@ def live_options(*, required: bool) -> Callable[[F], F]:
             click.option("--kube-context", help="Read Kueue through this kubeconfig context instead of EKS auth."),
             click.option("--kube-url", help="Read Kueue from this API server URL without auth (local fake)."),
             click.option("--no-kube", is_flag=True, help="Do not read Kueue: every team's demand is zero."),
-            click.option("--metrics-window", type=click.IntRange(0), default=60, show_default=True,
+            click.option("--metrics-window", type=Whole(0, 7 * 24 * 60), default=60, show_default=True,
                          help="Minutes of Container Insights utilization to average (0: skip)."),
             click.option("--retry-mode", type=click.Choice(["standard", "adaptive"]), default="standard",
                          show_default=True, help="botocore retry mode for throttling."),
@@ -137,9 +137,9 @@ def _configs(live: LiveSource, poll_interval: float, timeout: float) -> Schedule
 
 
 poll_options = [
-    click.option("--poll-interval", type=click.FloatRange(0.1), default=5.0, show_default=True,
+    click.option("--poll-interval", type=Number(0.1, 3600), default=5.0, show_default=True,
                  help="Seconds between status reads while a quota is Updating."),
-    click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True,
+    click.option("--timeout", type=Number(1, 7 * 24 * 3600), default=900.0, show_default=True,
                  help="Seconds to wait for the quotas to settle before giving up."),
 ]
 
@@ -160,13 +160,13 @@ def audit_options(func: F) -> F:
 
 @click.command()
 @live_options(required=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+@click.option("--output", "-o", type=OutputFile(),
               help="Write the snapshot here instead of stdout.")
 def snapshot(live: LiveSource, output: str | None) -> None:
     """Read a cluster's capacity, quotas, Kueue demand and utilization into a snapshot (JSON). Read-only."""
     text = json.dumps(live.collect(_now()).snapshot.model_dump(mode="json", exclude_none=True), indent=2)
     if output:
-        Path(output).write_text(text + "\n")
+        write_atomically(output, text + "\n")
         click.echo(f"snapshot of {live.cluster} written to {output}", err=True)
     else:
         click.echo(text)
@@ -176,7 +176,7 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 @live_options(required=True)
 @click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False), help="Policy file.")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
-@click.option("--save-snapshot", type=click.Path(dir_okay=False, writable=True),
+@click.option("--save-snapshot", type=OutputFile(),
               help="Also write the snapshot the plan was made from (the state to roll back to).")
 @audit_options
 @with_poll_options
@@ -194,7 +194,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     now = _now()
     snap = live.collect(now).snapshot
     if save_snapshot:
-        Path(save_snapshot).write_text(snap.model_dump_json(indent=2, exclude_none=True) + "\n")
+        write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
     planned = run_plan.make_run_plan(snap, policy, now, store=log)
     if not log.recorded:
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)

@@ -4,7 +4,6 @@ borrowed), its budget, cost and forecast, from the controller's table. Read-only
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
@@ -13,6 +12,7 @@ from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name
+from rebalancer_tools.cli.params import OutputFile, atomic_output
 
 
 @click.command()
@@ -22,7 +22,7 @@ from rebalancer_tools.cli.history_cmd import audit_table_name
 @click.option("--period", help="A past or current period: 2026-11 (monthly budgets) or 2026-W48 (weekly). "
                                "Default: the current one.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, writable=True),
+@click.option("--plot", "plot_file", type=OutputFile(),
               help="Also write a PNG of cumulative use against budget.")
 @click.option("--at", "at_text", metavar="ISO-TIME", help="Report as of this instant, with a time zone (default: now).")
 @click.option("--table", envvar="REBALANCER_TABLE", help="The controller's table (env REBALANCER_TABLE).")
@@ -54,7 +54,8 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     report = usage_report.rows(facts, policy, until, period)
     click.echo(usage_report.render(report, fmt))
     if plot_file:
-        usage_report.plot(facts, policy, until, period, Path(plot_file))
+        with atomic_output(plot_file, binary=True) as f:
+            usage_report.plot(facts, policy, until, period, f)
         click.echo(f"plot written to {plot_file}", err=True)
 
 
