@@ -60,7 +60,8 @@ def test_number_and_whole_take_plain_decimals_within_bounds() -> None:
     assert Number(0, 100).convert("1e1", None, None) == 10.0
     assert Whole(1, 10).convert("+7", None, None) == 7
     assert whole("64", 1, 100) == 64
-    assert whole("²", 1, 100) is None and whole("101", 1, 100) is None
+    assert whole("²", 1, 100) is None
+    assert whole("101", 1, 100) is None
     with pytest.raises(click.BadParameter):
         Number(0, 1, lo_open=True).convert("0", None, None)
 
@@ -113,9 +114,13 @@ def test_a_read_only_folder_is_refused(tmp_path: Path) -> None:
 def test_atomic_output_replaces_the_file_whole_and_leaves_nothing_on_failure(tmp_path: Path) -> None:
     target = tmp_path / "out.txt"
     target.write_text("before\n")
-    with pytest.raises(RuntimeError), atomic_output(target) as f:
-        f.write("half")
-        raise RuntimeError("the work failed")
+    def fail_halfway() -> None:
+        with atomic_output(target) as f:
+            f.write("half")
+            raise RuntimeError("the work failed")
+
+    with pytest.raises(RuntimeError):
+        fail_halfway()
     assert target.read_text() == "before\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
     with atomic_output(target) as f:

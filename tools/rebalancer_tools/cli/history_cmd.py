@@ -86,7 +86,7 @@ def open_store(table: str | None, stack: str | None, region: str | None, profile
     return Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
 
 
-SINCE = re.compile(r"(\d+)([mhdw])")
+SINCE = re.compile(r"([0-9]{1,18})([mhdw])")
 UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
@@ -94,7 +94,12 @@ def parse_since(value: str, now: datetime) -> datetime:
     """`30d`, `12h`, `90m`, `2w` before now, or an ISO-8601 date or time (UTC when it names no zone)."""
     m = SINCE.fullmatch(value.strip())
     if m:
-        return now - timedelta(**{UNITS[m.group(2)]: int(m.group(1))})
+        try:
+            return now - timedelta(**{UNITS[m.group(2)]: int(m.group(1))})
+        except OverflowError:
+            oldest = (now - datetime.min.replace(tzinfo=UTC)).days
+            raise InvalidInput(f"goes back before the year 1: at most {oldest:,}d", field="--since",
+                               value=value) from None
     try:
         at = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import click
 
+from rebalancer.domain.budget import check_year
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.loading import load_model_file
@@ -66,4 +67,7 @@ def _instant(text: str) -> datetime:
         raise InvalidInput(f"{text!r} is not an ISO time like 2026-11-30T12:00:00Z", field="--at", value=text) from None
     if at.tzinfo is None:
         raise InvalidInput(f"{text!r} has no time zone (add Z or +00:00)", field="--at", value=text)
-    return at
+    try:
+        return check_year(at)
+    except ValueError as e:
+        raise InvalidInput(str(e), field="--at", value=text) from None

@@ -67,6 +67,7 @@ def enforce(policy: Policy, snapshot: Snapshot) -> Enforced:
             notes[name] = describe(budget, used)
         if fraction < 1:
             continue
+        notes.setdefault(name, describe(budget, used))  # past 100 % it is said even with `notify_at: []`
         if budget.on_exhausted == "guarantee_only":
             teams[name] = _guarantee_only(team, budget, snapshot)
             notes[name] += ": quota held at its guarantee"

@@ -20,7 +20,7 @@ from rebalancer.errors import InvalidInput
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class PoolUse(Frozen):
