@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -281,10 +282,12 @@ def _caller(live: LiveSource) -> str:
                    "it; needs the audit table), as the controller's Rollback step: its quotas and its scheduler "
                    "config, each left alone if edited after the run's write.")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
+@click.option("--allow-over-capacity", is_flag=True,
+              help="With --to: restore even when the restored quotas sum above today's healthy capacity (warned).")
 @audit_options
 @with_poll_options
-def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, table: str | None,
-             stack: str | None, poll_interval: float, timeout: float) -> None:
+def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, allow_over_capacity: bool,
+             table: str | None, stack: str | None, poll_interval: float, timeout: float) -> None:
     """Restore the quotas of a snapshot (--to), with fresh versions, decreases first; or undo what one run wrote
     (--run). Given the controller's audit table, the rollback is recorded there and shows in `rebalancer
     history`."""
@@ -295,14 +298,15 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
         _rollback_run(live, run_name, yes, log, poll_interval, timeout)
     else:
         assert to_file is not None
-        _restore_snapshot(live, to_file, yes, log, poll_interval, timeout)
+        _restore_snapshot(live, to_file, yes, allow_over_capacity, log, poll_interval, timeout)
 
 
-def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog | MemoryLog, poll_interval: float,
-                      timeout: float) -> None:
+def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capacity: bool,
+                      log: TableLog | MemoryLog, poll_interval: float, timeout: float) -> None:
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
     from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
-    from rebalancer.app.workflow import runs, state
+    from rebalancer.app.workflow import restore, runs, state
+    from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS
 
     target = load_model_file(Snapshot, to_file)
     sm = SageMakerReader(live.clients().client("sagemaker"))
@@ -311,16 +315,29 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: TableLog |
         raise InvalidInput(f"the snapshot is of {target.cluster.ClusterArn}, not {cluster.ClusterArn}",
                            source=to_file, field="cluster.ClusterArn", value=target.cluster.ClusterArn)
     current = {q.ComputeQuotaId: q for q in sm.quotas(cluster.ClusterArn)}
+    restore.check_ownership(cluster.ClusterArn, target.quotas, current, to_file)
+    healthy = Counter(n.InstanceType for n in sm.nodes(cluster.ClusterName)
+                      if n.InstanceStatus.Status == HEALTHY_NODE_STATUS)
+    checked = restore.plan_restore(target.quotas, current, healthy)
+    for line in checked.over_capacity:
+        click.echo(f"warning: above healthy capacity: {line}", err=True)
+    if checked.over_capacity and not allow_over_capacity:
+        raise InvalidInput("the restored quotas would sum above today's healthy capacity (see the warnings); give "
+                           "--allow-over-capacity to restore them anyway", source=to_file, field="quotas")
+    for q in checked.changed:
+        now_q = current[q.ComputeQuotaId]
+        click.echo(f"{q.team}: {quota_summary(now_q)} (v{now_q.ComputeQuotaVersion}) → {quota_summary(q)}")
+    if checked.unchanged:
+        click.echo(f"({checked.unchanged} quota(s) already as in the snapshot)")
     wanted = {q.ComputeQuotaId for q in target.quotas}
-    for q in target.quotas:
-        now_q = current.get(q.ComputeQuotaId)
-        now_text = quota_summary(now_q) + f" (v{now_q.ComputeQuotaVersion})" if now_q else "gone"
-        click.echo(f"{q.team}: {now_text} → {quota_summary(q)}")
     for qid, q in current.items():
         if qid not in wanted:
             click.echo(f"warning: quota {q.Name} of team {q.team} is not in the snapshot; left as it is", err=True)
+    if not checked.changed:
+        click.echo("nothing to restore: every quota of the snapshot is as it is now")
+        return
     if not yes:
-        click.confirm(f"Restore {len(target.quotas)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
+        click.confirm(f"Restore {len(checked.changed)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
     run = state.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
                                                                                      log.now()),
                       execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")
