@@ -15,8 +15,10 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.parsing.text import printable
 from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
@@ -30,8 +32,13 @@ def _changes(before: Any, after: Any) -> str:
     for team in sorted(set(before) | set(after)):
         b, a = before.get(team) or {}, after.get(team) or {}
         for pool in sorted(set(b) | set(a)):
-            parts.append(f"{team} {pool.removeprefix('ml.')} {b.get(pool, 0):g}→{a.get(pool, 0):g}")
+            parts.append(printable(f"{team} {pool.removeprefix('ml.')} {_number(b.get(pool, 0))}→"
+                                   f"{_number(a.get(pool, 0))}"))
     return "\n".join(parts)
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def short_run(execution: str) -> str:
@@ -40,8 +47,9 @@ def short_run(execution: str) -> str:
 
 
 def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
-    """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns."""
-    table = Table(title=f"history of {cluster} (times UTC)", title_justify="left", show_lines=False)
+    """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns. Recorded
+    text is shown, never acted on: no markup, and control or bidi characters as escapes."""
+    table = Table(title=Text(f"history of {printable(cluster)} (times UTC)"), title_justify="left", show_lines=False)
     table.add_column("run", no_wrap=True)
     table.add_column("at", no_wrap=True)
     table.add_column("step", no_wrap=True)
@@ -50,9 +58,10 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     previous = None
     for r in records:
         run = str(r.get("execution", ""))
-        what = "\n".join(x for x in (r.get("who") or "", _changes(r.get("before"), r.get("after"))) if x)
-        table.add_row(short_run(run) if run != previous else "", str(r.get("at", ""))[11:19],
-                      str(r.get("kind", "")), str(r.get("outcome", "")), what)
+        what = "\n".join(x for x in (printable(r.get("who") or ""), _changes(r.get("before"), r.get("after"))) if x)
+        cells = (short_run(run) if run != previous else "", str(r.get("at", ""))[11:19], str(r.get("kind", "")),
+                 str(r.get("outcome", "")))
+        table.add_row(*(Text(printable(c)) for c in cells), Text(what))
         previous = run
     return table
 
@@ -189,7 +198,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
             click.echo(json.dumps(r, sort_keys=True, default=str))
         return
     if not records:
-        click.echo(f"no history for {cluster} in {store.table_name}")
+        click.echo(f"no history for {printable(cluster)} in {store.table_name}")
         return
     Console(width=max(Console().width, 80)).print(history_table(records, cluster))
 

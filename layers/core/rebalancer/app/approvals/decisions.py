@@ -13,12 +13,15 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from rebalancer.adapters.dynamodb.store import ApprovalNotPending, ApprovalRecord, ApprovalStatus, RunContext, Store
+from rebalancer.app.approvals.review_page import COMMENT_MAX
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
 from rebalancer.app.notifications.notify import approval_id_of, deliver, execution_url
 from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.parsing.text import clean_text
 
 REJECTED_ERROR = "ApprovalRejected"
+WHO_MAX = 512  # a role-session ARN from STS, "slack:" + a name, or "approval page from <address>"
 
 
 @dataclass
@@ -63,6 +66,10 @@ class Approvals:
         """(HTTP status, sentence for the page). The comment and how `who` was verified (the token's issuer and
         subject, the Slack user id), if any, go into the audit record."""
         status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
+        # Every caller (the page, Slack, the CLI) cleans at its entry; this holds for one that forgets.
+        who = clean_text(who, WHO_MAX) or "unknown"
+        comment = clean_text(comment, COMMENT_MAX) or None
+        identity = {clean_text(k, 64): clean_text(v, WHO_MAX) for k, v in (identity or {}).items()} or None
         try:
             rec = self.store.decide_approval(approval_id, status, who)
         except ApprovalNotPending as e:
