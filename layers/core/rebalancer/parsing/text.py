@@ -33,6 +33,14 @@ def clean_text(value: Any, limit: int) -> str:
     return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()[:limit].rstrip()
 
 
+def cut_utf8(text: str, max_bytes: int) -> str:
+    """`text` whole when its UTF-8 encoding fits in `max_bytes`, else its longest prefix that fits with "…"."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes - len("…".encode())].decode("utf-8", "ignore") + "…"
+
+
 def printable(value: Any) -> str:
     """str(value) with every unsafe character shown as its escape; line breaks too."""
     text = value if isinstance(value, str) else str(value)

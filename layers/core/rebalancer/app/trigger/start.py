@@ -20,9 +20,11 @@ from pydantic import ValidationError
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.observability import logger
 from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
+from rebalancer.parsing.text import cut_utf8
 
 # A lock whose holder has not shown up in Step Functions yet is still being started by another invocation.
 STARTING_GRACE = timedelta(seconds=60)
+REASON_MAX_BYTES = 512  # of why an event was refused, in the outcome and the log
 NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -155,5 +157,5 @@ class Starter:
 def _first_error(e: Exception) -> str:
     if isinstance(e, ValidationError):
         err = e.errors(include_url=False)[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
+        return cut_utf8(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", REASON_MAX_BYTES)
+    return cut_utf8(str(e).splitlines()[0], REASON_MAX_BYTES) if str(e) else type(e).__name__
