@@ -94,6 +94,22 @@ def whole(text: str, lo: int, hi: int) -> int | None:
     return number if lo <= number <= hi else None
 
 
+class StorageUrl(click.ParamType[str, Any]):
+    """A database URL for optuna (`recommend --storage`): it parses, and its dialect and driver are installed. The
+    password is never shown back."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from rebalancer.errors import InvalidInput
+        from rebalancer_tools.backtest.search import check_storage
+
+        try:
+            return check_storage(str(value))
+        except InvalidInput as e:
+            self.fail(str(e).removeprefix("--storage: "), param, ctx)
+
+
 SEED = Whole(0, 2**32 - 1)  # what numpy's and optuna's generators take
 
 

@@ -16,7 +16,7 @@ from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import prepare, replay
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy_document
-from rebalancer_tools.cli.params import SEED, Number, OutputDir, OutputFile, Whole, write_atomically
+from rebalancer_tools.cli.params import SEED, Number, OutputDir, OutputFile, StorageUrl, Whole, write_atomically
 
 MAX_TRIALS = 10_000  # a trial replays the whole history; ten thousand of them is already a night
 
@@ -44,8 +44,9 @@ def _show(value: object) -> str:
               help="Also try N policies with optuna (guarantee percentile, cooldown, min_step) and recommend the best.")
 @click.option("--jobs", type=Whole(1, 256), default=1, show_default=True,
               help="With --search: trials in this many processes.")
-@click.option("--storage", help="With --search: optuna RDB URL (sqlite:///study.db, postgresql://…) shared by "
-                                "several machines; default a journal file next to the output.")
+@click.option("--storage", type=StorageUrl(),
+              help="With --search: optuna RDB URL (sqlite:///study.db, postgresql://…) shared by several machines; "
+                   "default a journal file next to the output.")
 @click.option("--study-name", default="rebalancer-recommend", show_default=True,
               help="With --search: the study to create or join.")
 @click.option("--seed", type=SEED, default=13, show_default=True, help="With --search: the sampler's seed.")
