@@ -22,7 +22,7 @@ from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
-from rebalancer_tools.cli.params import Number, OutputFile, Whole, write_atomically
+from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, write_atomically
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, MemoryLog, TableLog, cli_execution
 from rebalancer_tools.render import render_plan
 
@@ -175,7 +175,7 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 
 @click.command()
 @live_options(required=True)
-@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False), help="Policy file.")
+@click.option("--policy", "policy_file", required=True, type=InputFile(), help="Policy file.")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 @click.option("--save-snapshot", type=OutputFile(),
               help="Also write the snapshot the plan was made from (the state to roll back to).")
@@ -275,7 +275,7 @@ def _caller(live: LiveSource) -> str:
 
 @click.command()
 @live_options(required=True)
-@click.option("--to", "to_file", type=click.Path(dir_okay=False),
+@click.option("--to", "to_file", type=InputFile(),
               help="Snapshot JSON holding the quotas to restore (from `rebalancer snapshot`).")
 @click.option("--run", "run_name", metavar="RUN",
               help="Or undo what run RUN wrote (a controller run or a CLI apply, as `rebalancer history` names "

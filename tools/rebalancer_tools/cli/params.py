@@ -3,6 +3,7 @@ naming the option, the value and the bound, before any work is done:
 
 - `Number(lo, hi)`: a finite decimal number (ASCII digits, no NaN, no inf, no hex) within [lo, hi];
 - `Whole(lo, hi)`: an integer written in ASCII digits (`²` and `10**30` are refused) within [lo, hi];
+- `InputFile()`: a file name to read (the loader says whether it can be read);
 - `OutputFile()` / `OutputDir()`: a path to write, checked now (its folder exists and is a folder, the target is
   writable), so a command never fails after its work on a missing folder;
 - `atomic_output(path)`: write through a temporary file beside the target and rename it into place, so a failed
@@ -122,6 +123,20 @@ def _writable_folder(folder: Path) -> str | None:
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"its folder {folder} is not writable"
     return None
+
+
+class InputFile(click.ParamType[str, Any]):
+    """A file to read: a name (not empty, no NUL byte, not a folder). Whether it exists and what it holds is the
+    loader's to say, in its one line (`cannot read file: …`)."""
+
+    name = "file"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not isinstance(value, str | os.PathLike) or not str(value).strip() or "\x00" in str(value):
+            self.fail(f"{_shown(value)} is not a file name", param, ctx)
+        if Path(value).is_dir():
+            self.fail(f"{_shown(str(value))} is a folder, not a file", param, ctx)
+        return str(value)
 
 
 class OutputFile(click.ParamType[str, Any]):

@@ -16,7 +16,16 @@ from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import prepare, replay
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy_document
-from rebalancer_tools.cli.params import SEED, Number, OutputDir, OutputFile, StorageUrl, Whole, write_atomically
+from rebalancer_tools.cli.params import (
+    SEED,
+    InputFile,
+    Number,
+    OutputDir,
+    OutputFile,
+    StorageUrl,
+    Whole,
+    write_atomically,
+)
 
 MAX_TRIALS = 10_000  # a trial replays the whole history; ten thousand of them is already a night
 
@@ -28,9 +37,9 @@ def _show(value: object) -> str:
 
 
 @click.command()
-@click.option("--history", "history_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--history", "history_path", required=True, type=InputFile(),
               help="JSON lines from `rebalancer history export`.")
-@click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_path", required=True, type=InputFile(),
               help="The current policy (YAML or JSON).")
 @click.option("--output", "-o", default="recommended-policy.yaml", show_default=True,
               type=OutputFile(), help="Where to write the recommended policy.")

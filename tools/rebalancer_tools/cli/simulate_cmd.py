@@ -12,7 +12,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file, short
-from rebalancer_tools.cli.params import SEED, Number, OutputDir, Whole, whole
+from rebalancer_tools.cli.params import SEED, InputFile, Number, OutputDir, Whole, whole
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events
@@ -88,7 +88,7 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
 
 
 @click.command()
-@click.option("--trace", "trace_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--trace", "trace_path", required=True, type=InputFile(),
               help="CSV: job_id,team,submit_s,duration_s,gpus[,instance_type]. Any team label (mapped to a valid "
                    "team name).")
 @click.option("--gpus", type=Whole(1, 1_000_000), default=1024, show_default=True,
@@ -97,10 +97,10 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
 @click.option("--pool", "pool_values", multiple=True, metavar="TYPE=NODES",
               help="A capacity pool, e.g. ml.p5.48xlarge=64 (repeatable; instead of --gpus/--gpus-per-node). A job "
                    "runs on the pool its trace's instance_type names; without one, on the first pool.")
-@click.option("--teams", "teams_path", type=click.Path(dir_okay=False),
+@click.option("--teams", "teams_path", type=InputFile(),
               help="CSV team,weight,guarantee. Default: equal weights, quotas proportional to GPU-hours.")
 @click.option("--strategies", default=",".join(STRATEGIES), show_default=True)
-@click.option("--policy", "policy_path", type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_path", type=InputFile(),
               help="Policy for the rebalancer strategy. Default: the teams' weights, half their quota guaranteed.")
 @click.option("--controller-interval-minutes", type=Number(1, 7 * 24 * 60), default=15, show_default=True)
 @click.option("--apply-delay-minutes", type=Number(0, 24 * 60), default=2, show_default=True)
@@ -110,7 +110,7 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
               help="Checkpoint interval of jobs; 0: a preempted job loses all its work.")
 @click.option("--node-mtbf-hours", type=Number(1, 1e7), help="Mean time between failures of each node (default: none).")
 @click.option("--node-repair-hours", type=Number(0.01, 365 * 24), default=4, show_default=True)
-@click.option("--node-events", "node_events_path", type=click.Path(dir_okay=False),
+@click.option("--node-events", "node_events_path", type=InputFile(),
               help="CSV time_s,node,event (fail|repair): explicit node failures and repairs.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)

@@ -13,12 +13,12 @@ from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name
-from rebalancer_tools.cli.params import OutputFile, atomic_output
+from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output
 
 
 @click.command()
 @click.option("--cluster", required=True, help="HyperPod cluster name.")
-@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_file", required=True, type=InputFile(),
               help="The cluster's policy (budgets and prices).")
 @click.option("--period", help="A past or current period: 2026-11 (monthly budgets) or 2026-W48 (weekly). "
                                "Default: the current one.")
