@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.events import load_event
-from support.fuzz import JSON, fuzz, mutated, paths, replaced
+from support.fuzz import JSON, fuzz, mutated, paths, replaced, within_memory
 
 from rebalancer.adapters.dynamodb.store import LockResult
 from rebalancer.app.trigger.events import SUMMARY_MAX_BYTES
@@ -97,6 +97,7 @@ def test_an_alarm_with_odd_metrics_concerns_every_cluster(metrics: Any) -> None:
 
 @fuzz(max_examples=200)
 @given(event=JSON)
+@within_memory()
 def test_arbitrary_json_is_never_raised_on(event: Any) -> None:
     outcome, sfn = handle(event)
     assert outcome["status"] == "malformed" or sfn.started == [] or outcome["executions"]
@@ -104,6 +105,7 @@ def test_arbitrary_json_is_never_raised_on(event: Any) -> None:
 
 @fuzz(max_examples=300)
 @given(event=st.sampled_from(SAMPLES).flatmap(lambda name: mutated(load_event(name))))
+@within_memory()
 def test_a_sample_event_with_one_value_replaced_is_never_raised_on(event: Any) -> None:
     handle(event)
 

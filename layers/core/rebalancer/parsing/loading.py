@@ -38,6 +38,7 @@ MAX_DEPTH = 64  # the deepest model (snapshot → quota → config → sharing �
 MAX_NUMBER = 1e15  # beyond any count of accelerators, vCPUs, GiB, versions or epoch milliseconds
 VALUE_SHOWN = 60  # characters of an offending value an error message shows
 LINE_MAX_BYTES = 16 * 1024 * 1024  # a JSON line holding a snapshot of 1,000 teams x 15 types is ~3 MB
+READ_CHUNK = 1024 * 1024
 MAX_LINES = 10_000_000  # a year of samples every five minutes for ninety clusters
 
 
@@ -47,17 +48,38 @@ def short(value: Any, limit: int = VALUE_SHOWN) -> str:
     return text if len(text) <= limit else f"{text[:limit - 1]}…"
 
 
+class LineReader(Protocol):
+    """A binary stream (a file, a gzip stream)."""
+
+    def read(self, size: int | None = -1, /) -> bytes: ...
+    def readline(self, size: int | None = -1, /) -> bytes: ...
+
+
 # --- bytes and text -------------------------------------------------------------------------------------------------
 def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
     p = Path(path)
     try:
         with p.open("rb") as f:
-            data = f.read(max_bytes + 1)
+            data = _read_at_most(f, max_bytes + 1)
     except OSError as e:
         raise InvalidInput(f"cannot read {what}: {e.strerror or e}", source=str(p)) from None
     if len(data) > max_bytes:
         raise InvalidInput(f"{what} is larger than the limit of {max_bytes:,} bytes", source=str(p))
     return data
+
+
+def _read_at_most(f: LineReader, limit: int) -> bytes:
+    """Up to `limit` bytes, read a chunk at a time: `f.read(limit)` would allocate `limit` bytes up front (512 MB for
+    a trace's limit, whatever the file's size)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = f.read(min(READ_CHUNK, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def decode(data: bytes, source: str) -> str:
@@ -200,10 +222,6 @@ def check_values(data: Any, source: str) -> Any:
     return data
 
 
-class LineReader(Protocol):
-    """A binary stream read line by line (a file, a gzip stream)."""
-
-    def readline(self, size: int | None = -1, /) -> bytes: ...
 
 
 def json_lines(stream: LineReader, source: str, *, max_line_bytes: int = LINE_MAX_BYTES,
