@@ -134,3 +134,23 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_failed_history_export_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: the export failed after opening its output and left an empty file."""
+    from botocore.exceptions import ClientError
+
+    from rebalancer_tools.cli import history_cmd
+
+    class FailingStore:
+        table_name = "t"
+
+        def audit_log(self, cluster: str) -> list[dict[str, object]]:
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "no table"}}, "Query")
+
+    monkeypatch.setattr(history_cmd, "open_store", lambda *_args: FailingStore())
+    out = tmp_path / "history.jsonl.gz"
+    result = CliRunner().invoke(cli, ["history", "export", "--cluster", "c1", "--table", "t", "-o", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: reading the table t: ResourceNotFoundException: no table")
+    assert list(tmp_path.iterdir()) == []
