@@ -6,15 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rebalancer.budgets.metering import Fact, Used, budget_usage, hours_in
-from rebalancer.domain.budget import Budget, Period, PeriodWindow, parse_period_label, period_window
+from rebalancer.domain.budget import MAX_HOURS, Budget, Period, PeriodWindow, parse_period_label, period_window
 from rebalancer.domain.policy import Policy
 
 
@@ -31,6 +30,7 @@ class UsageRow:
     used_percent: float | None  # of the budget (the larger of hours and money)
     forecast_hours: float  # at the period's end, at the pace so far
     estimated: bool
+    unpriced: tuple[str, ...] = ()  # types used in scope that a money budget has no price for
 
 
 def window_for(budget: Budget | None, at: datetime, period: str | None) -> PeriodWindow:
@@ -65,7 +65,7 @@ def rows(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None
         if span not in hours_cache:
             hours_cache[span] = hours_in(facts, *span)
         used = hours_cache[span].get(team, {})
-        scope = budget or Budget(accelerator_hours=math.inf)
+        scope = budget or Budget(accelerator_hours=MAX_HOURS)
         u = budget_usage(used, scope, w.label, policy.prices)
         if not u.accelerator_hours and budget is None:
             continue
@@ -77,19 +77,19 @@ def rows(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None
                             budget_money=budget.money if budget else None, cost=u.cost if priced else None,
                             used_percent=u.fraction(budget) * 100 if budget else None,
                             forecast_hours=u.accelerator_hours / elapsed if elapsed > 0 else 0.0,
-                            estimated=u.estimated))
+                            estimated=u.estimated, unpriced=u.unpriced))
     return out
 
 
 def render(report: list[UsageRow], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([asdict(r) for r in report], indent=2, sort_keys=True)
+        return json.dumps([asdict(r) for r in report], indent=2, sort_keys=True, allow_nan=False)
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=list(UsageRow.__dataclass_fields__))
         writer.writeheader()
         for r in report:
-            writer.writerow(asdict(r))
+            writer.writerow({**asdict(r), "unpriced": " ".join(r.unpriced)})
         return buf.getvalue()
     header = f"{'team':<20} {'period':<9} {'used':>9} {'own':>9} {'borrowed':>9} {'budget':>9} {'%':>6} " \
              f"{'cost':>10} {'forecast':>9}"
@@ -101,10 +101,12 @@ def render(report: list[UsageRow], fmt: str) -> str:
         lines.append(f"{r.team:<20} {r.period:<9} {r.used_hours:>9,.1f} {r.own_hours:>9,.1f} "
                      f"{r.borrowed_hours:>9,.1f} {budget:>9} {pct:>6} {cost:>10} {r.forecast_hours:>9,.0f}"
                      + (" (estimated)" if r.estimated else ""))
+    lines += [f"{r.team}: no price for {', '.join(r.unpriced)} (add them to the policy's prices); that use is not "
+              "costed" for r in report if r.unpriced]
     return "\n".join(lines)
 
 
-def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None, path: Path) -> None:
+def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None, path: Path | IO[bytes]) -> None:
     """Cumulative accelerator-hours per team with a budget, against its budget line."""
     import matplotlib
 
@@ -138,5 +140,5 @@ def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None
     ax.legend(loc="upper left")
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)

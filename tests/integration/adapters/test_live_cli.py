@@ -4,6 +4,7 @@ the loopback Kueue API server, through the real CLI entry point."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -325,3 +326,61 @@ def test_apply_failure_given_the_audit_table_is_recorded_with_its_rollback(emu: 
                Snapshot.model_validate_json(run("snapshot", "--cluster", "c1", "--no-kube").stdout).quotas}
     assert recorded
     assert {t: current[t] for t in recorded} == recorded
+
+
+def test_rollback_refuses_a_snapshot_of_another_cluster_given_this_cluster_s_arn(
+        emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
+    arn1, _ = setup_cluster(emu, aws.client("sagemaker"))
+    setup_cluster(emu, aws.client("sagemaker"), name="c2")
+    other = json.loads(run("snapshot", "--cluster", "c2", "--no-kube").stdout)
+    other["cluster"]["ClusterArn"] = arn1
+    for q in other["quotas"]:
+        q["ComputeQuotaConfig"] = config(2)
+        q.pop("ClusterArn", None)
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(other))
+    before = emu.quotas()
+    result = run("rollback", "--cluster", "c1", "--to", str(path), "--yes")
+    assert result.exit_code == 2
+    assert "quotas: 5 quota(s) of the snapshot are not quotas of this cluster now" in result.stderr
+    assert emu.quotas() == before  # neither c1's nor c2's quotas were written
+
+
+def test_rollback_above_healthy_capacity_is_refused_unless_allowed_after_the_warning(
+        emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
+    arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    snap = json.loads(run("snapshot", "--cluster", "c1", "--no-kube").stdout)
+    [a] = [q for q in snap["quotas"] if q["ComputeQuotaTarget"]["TeamName"] == "a"]
+    a["ComputeQuotaConfig"] = config(14)  # 14 + 8 + 6 + 4 + 4 = 36 of 32 healthy GPUs
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(snap))
+
+    refused = run("rollback", "--cluster", "c1", "--to", str(path), "--yes")
+    assert refused.exit_code == 2
+    assert f"warning: above healthy capacity: {P5}: the restored quotas hold 36, the cluster has 32" in refused.stderr
+    assert "--allow-over-capacity" in refused.stderr
+    assert gpus(emu) == BEFORE
+
+    allowed = run("rollback", "--cluster", "c1", "--to", str(path), "--allow-over-capacity", input="y\n")
+    assert allowed.exit_code == 0, allowed.output
+    assert "warning: above healthy capacity" in allowed.stderr
+    assert gpus(emu) == {**BEFORE, "a": 14}
+    assert violations(emu, arn)  # the emulator's monitor saw what the warning said
+
+
+def test_rollback_preview_lists_only_the_quotas_that_change(emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
+    setup_cluster(emu, aws.client("sagemaker"))
+    saved = tmp_path / "before.json"
+    saved.write_text(run("snapshot", "--cluster", "c1", "--no-kube").stdout)
+    emu.external_edit("b-quota", {"ComputeQuotaConfig": config(2)})
+    result = run("rollback", "--cluster", "c1", "--to", str(saved), "--yes")
+    assert result.exit_code == 0, result.output
+    preview = [line for line in result.stdout.splitlines() if re.match(r"[a-z]+: .* → ", line)]
+    assert len(preview) == 1, result.stdout
+    assert preview[0].startswith("b: ")
+    assert "(4 quota(s) already as in the snapshot)" in result.stdout
+    assert gpus(emu) == BEFORE
+
+    again = run("rollback", "--cluster", "c1", "--to", str(saved), "--yes")
+    assert again.exit_code == 0
+    assert "nothing to restore" in again.stdout

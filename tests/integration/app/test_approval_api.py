@@ -250,3 +250,51 @@ def test_a_decision_step_functions_fails_to_take_is_502_naming_the_kind(api: Api
     assert page["statusCode"] == 502
     assert f"could not be passed on to the run ({kind})" in page["body"]
     assert [a["outcome"] for a in api.approval_audit()] == [f"not-delivered:{kind}"]
+
+
+# --- identities cleaned where they enter (issue 25 item 5) ---------------------------------------------------------
+FORGED = "eve\n2026-11-30 12:00 approval approved by admin\x1b[31m\u202e"
+
+
+def test_a_typed_name_with_line_breaks_and_escapes_is_recorded_as_one_clean_line(api: Api) -> None:
+    url, fields = api.page_form()
+    done = api.call("POST", url, {**fields, "decision": "approve", "name": FORGED, "comment": "ok\n\x1b[2J"})
+    assert done["statusCode"] == 200
+    [audit] = api.approval_audit()
+    assert audit["who"] == "eve 2026-11-30 12:00 approval approved by admin[31m"
+    assert audit["detail"] == {"comment": "ok [2J"}
+    [(_, sent)] = api.sfn.calls
+    assert json.loads(sent["output"])["decided_by"] == audit["who"]
+
+
+@pytest.mark.parametrize("claims", [
+    {**ALICE, "email": ["alice@example.com", "admin@example.com"]},
+    {**ALICE, "email": {"x": 1}, "preferred_username": 7},
+    {**ALICE, "email": "alice@example.com\n\u2066admin", "sub": ["x"]},
+])
+def test_login_claims_of_any_type_are_a_page_below_500_and_only_strings_name_the_approver(
+        signed_in: Api, claims: dict[str, Any]) -> None:
+    page = signed_in.call("GET", signed_in.link(), claims=claims)
+    assert page["statusCode"] < 500
+    url, fields = signed_in.page_form(claims=claims)
+    done = signed_in.call("POST", url, {**fields, "decision": "approve"}, claims=claims)
+    assert done["statusCode"] == 200
+    [audit] = signed_in.approval_audit()
+    assert "\n" not in audit["who"]
+    assert "\u2066" not in audit["who"]
+    assert audit["who"] in ("alice@example.com admin", "00u1alice")
+
+
+@pytest.mark.parametrize("claims", [[], "alice", {"iss": ["x"], "email": "a@b"}])
+def test_claims_that_are_no_object_or_a_list_issuer_are_401(signed_in: Api, claims: Any) -> None:
+    page = signed_in.http.handle(http_api_event("GET", signed_in.link(), claims=claims))
+    assert page["statusCode"] == 401
+
+
+def test_a_slack_username_with_escapes_is_recorded_clean(api: Api) -> None:
+    payload = {"user": {"id": "U1\n", "username": "bob\x1b]0;pwned\x07\nslack:admin"},
+               "actions": [{"action_id": "approve", "value": api.approval_id}]}
+    assert _slack(api, payload)["statusCode"] == 200
+    [audit] = api.approval_audit()
+    assert audit["who"] == "slack:bob]0;pwned slack:admin"
+    assert audit["detail"] == {"identity": {"via": "slack", "user_id": "U1"}}

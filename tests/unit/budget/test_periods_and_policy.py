@@ -62,7 +62,7 @@ def test_a_bad_period_label_names_itself() -> None:
 
 @pytest.mark.parametrize(("budget", "message"), [
     ({}, "needs accelerator_hours, money, or both"),
-    ({"accelerator_hours": -5}, "greater than 0"),
+    ({"accelerator_hours": -5}, "greater than or equal to 0.01"),
     ({"accelerator_hours": 10, "timezone": "Mars/Olympus"}, "'Mars/Olympus' is not a time zone"),
     ({"accelerator_hours": 10, "scope": "ml.m5"}, "scope 'ml.m5'"),
     ({"accelerator_hours": 10, "on_exhausted": "shrug"}, "guarantee_only"),

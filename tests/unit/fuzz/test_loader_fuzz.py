@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
-from support.fuzz import JSON, YAML_TEXT, fuzz, mutated
+from support.fuzz import JSON, YAML_TEXT, fuzz, mutated, within_memory
 
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
@@ -122,6 +122,7 @@ def test_known_versions_go_through_the_loader(tmp_path: Path, content: bytes, wo
 # --- properties --------------------------------------------------------------------------------------------------
 @fuzz(max_examples=80)
 @given(content=st.binary(max_size=300))
+@within_memory()
 def test_arbitrary_bytes_as_snapshot_or_policy(tmp_path: Path, content: bytes) -> None:
     assert_clean(plan(tmp_path, snapshot=content))
     assert_clean(plan(tmp_path, policy=content))
@@ -129,12 +130,14 @@ def test_arbitrary_bytes_as_snapshot_or_policy(tmp_path: Path, content: bytes) -
 
 @fuzz(max_examples=80)
 @given(text=YAML_TEXT)
+@within_memory()
 def test_arbitrary_yaml_as_policy(tmp_path: Path, text: str) -> None:
     assert_clean(plan(tmp_path, policy=text.encode()))
 
 
 @fuzz(max_examples=60)
 @given(doc=JSON)
+@within_memory()
 def test_arbitrary_json_as_snapshot_or_policy(tmp_path: Path, doc: Any) -> None:
     content = json.dumps(doc).encode()
     assert_clean(plan(tmp_path, snapshot=content))
@@ -143,12 +146,14 @@ def test_arbitrary_json_as_snapshot_or_policy(tmp_path: Path, doc: Any) -> None:
 
 @fuzz(max_examples=150)
 @given(doc=mutated(SNAPSHOT_DOC))
+@within_memory()
 def test_a_snapshot_with_one_value_replaced(tmp_path: Path, doc: Any) -> None:
     assert_clean(plan(tmp_path, snapshot=json.dumps(doc).encode()))
 
 
 @fuzz(max_examples=150)
 @given(doc=mutated(POLICY_DOC))
+@within_memory()
 def test_a_policy_with_one_value_replaced(tmp_path: Path, doc: Any) -> None:
     assert_clean(plan(tmp_path, policy=json.dumps(doc).encode()))
 
@@ -169,6 +174,7 @@ def _csv_loaders(path: Path) -> list[Any]:
 @fuzz(max_examples=80)
 @given(content=st.binary(max_size=200) | st.text(alphabet=st.sampled_from(list('ab,01.-e"\n\r\x00 ')), max_size=80)
        .map(lambda t: t.encode()))
+@within_memory()
 def test_arbitrary_bytes_into_the_csv_loaders(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "in.csv"
     for header in (b"", b"job_id,team,submit_s,duration_s,gpus\n", b"team,weight,guarantee\n", b"time_s,node,event\n"):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support.fuzz import JSON, fuzz, mutated
+from support.fuzz import JSON, fuzz, mutated, within_memory
 
 from rebalancer.app.workflow import state
 from rebalancer.errors import InvalidInput
@@ -63,11 +63,13 @@ def test_a_malformed_input_names_the_step_and_the_field(step: str, event: Any, w
 
 @fuzz(max_examples=60)
 @given(step=st.sampled_from(sorted(INPUTS)), event=JSON)
+@within_memory()
 def test_arbitrary_json_into_each_step(step: str, event: Any) -> None:
     parses_or_refuses(step, event)
 
 
 @fuzz(max_examples=120)
 @given(data=st.data(), step=st.sampled_from(sorted(INPUTS)))
+@within_memory()
 def test_each_step_s_input_with_one_value_replaced(data: st.DataObject, step: str) -> None:
     parses_or_refuses(step, data.draw(mutated(INPUTS[step][1])))

@@ -20,7 +20,7 @@ def test_rows_are_sorted_by_submit_time_and_extra_columns_ignored() -> None:
 @pytest.mark.parametrize(("row", "needle"), [
     ("a,t1,zero,100,8,x", "submit_s: must be a number, got 'zero'"),
     ("a,t1,0,100,1.5,x", "gpus: must be a whole number, got '1.5'"),
-    ("a,t1,0,100,0,x", "gpus: must be at least 1"),
+    ("a,t1,0,100,0,x", "gpus: must be from 1 to 100,000"),
     ("a,t1,-3,100,1,x", "submit_s: must be a finite number >= 0"),
     ("a,___,0,100,1,x", "team: '___' has no letter or digit to make a HyperPod team name from"),
     ("a, ,0,100,1,x", "team: is empty"),

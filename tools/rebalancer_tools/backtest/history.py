@@ -11,19 +11,21 @@ The end line tells a complete export from one cut at a line boundary.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import IO, Annotated, Any, Literal, TextIO, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from rebalancer.domain.sample import DemandSample, sample_of
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.validation import invalid_input
+from rebalancer.parsing.loading import MAX_LINES, json_lines, parse_line, short
+from rebalancer.parsing.validation import load_model
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -31,30 +33,30 @@ HISTORY_FORMAT = 1
 
 
 class Header(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     type: Literal["history"]
     format: Literal[1]
-    cluster: str
-    since: datetime | None = None
-    exported_at: datetime | None = None
+    cluster: str = Field(max_length=256)
+    since: AwareDatetime | None = None
+    exported_at: AwareDatetime | None = None
 
 
 class Run(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     type: Literal["run"]
-    execution: str
-    at: datetime
+    execution: str = Field(max_length=256)
+    at: AwareDatetime
     snapshot: Snapshot
 
 
 class End(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     type: Literal["end"]
-    runs: int
-    samples: int
+    runs: Annotated[int, Field(ge=0, le=MAX_LINES)]
+    samples: Annotated[int, Field(ge=0, le=MAX_LINES)]
 
 
 @dataclass(frozen=True)
@@ -93,44 +95,48 @@ def export_lines(cluster: str, runs: Iterable[Run], samples: Iterable[DemandSamp
     yield End(type="end", runs=n_runs, samples=len(body) - n_runs).model_dump_json()
 
 
-def parse_lines(lines: Iterable[str], source: str) -> History:
-    """Raises InvalidInput naming the line of the first malformed record, or saying where a cut export ends."""
+def parse_lines(lines: Iterable[str | tuple[int, str]], source: str) -> History:
+    """Every line through the one loader's limits (strict JSON, finite numbers in range, depth) and the models
+    (zoned times, pools of the catalog, counts bounded); the runs and samples of one cluster only. Raises
+    InvalidInput naming the line of the first malformed record, or saying where a cut export ends."""
     header: Header | None = None
     end: End | None = None
     runs: list[Run] = []
     samples: list[DemandSample] = []
+    arn: list[str] = []  # the cluster's ARN, from the first record that names it
     number = 0
-    for number, text in enumerate(lines, start=1):
+    for item in lines:
+        number, text = item if isinstance(item, tuple) else (number + 1, item)
         where = f"{source} line {number}"
         if not text.strip():
             continue
         if end is not None:
             raise InvalidInput("a record after the end record", source=where)
+        if number > MAX_LINES:
+            raise InvalidInput(f"more than {MAX_LINES:,} lines", source=source)
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidInput(f"not valid JSON ({e.msg} at column {e.colno}): the export may be truncated",
-                               source=where) from None
+            doc = parse_line(text, where)
+        except InvalidInput as e:
+            raise InvalidInput(f"{str(e).removeprefix(where + ': ')}: the export may be truncated", source=where) \
+                if "not valid JSON (" in str(e) else e from None
         kind = doc.get("type") if isinstance(doc, dict) else None
         if number == 1 and kind != "history":
             raise InvalidInput("the first line must be the history header (type: history); "
                                "write the file with `rebalancer history export`", source=where, field="type",
                                value=kind)
-        try:
-            if kind == "history":
-                if header is not None:
-                    raise InvalidInput("a second history header", source=where)
-                header = Header.model_validate(doc)
-            elif kind == "run":
-                runs.append(Run.model_validate(doc))
-            elif kind == "sample":
-                samples.append(DemandSample.model_validate({k: v for k, v in doc.items() if k != "type"}))
-            elif kind == "end":
-                end = End.model_validate(doc)
-            else:
-                raise InvalidInput("expected history, run, sample or end", source=where, field="type", value=kind)
-        except ValidationError as e:
-            raise invalid_input(e, where) from None
+        if kind == "history":
+            if header is not None:
+                raise InvalidInput("a second history header", source=where)
+            header = load_model(Header, doc, where)
+        elif kind == "run":
+            runs.append(_of_cluster(load_model(Run, doc, where), header, arn, where))
+        elif kind == "sample":
+            sample = load_model(DemandSample, {k: v for k, v in doc.items() if k != "type"}, where)
+            samples.append(_of_cluster(sample, header, arn, where))
+        elif kind == "end":
+            end = load_model(End, doc, where)
+        else:
+            raise InvalidInput("expected history, run, sample or end", source=where, field="type", value=kind)
     if header is None:
         raise InvalidInput("empty: no history header", source=source)
     if end is None:
@@ -138,11 +144,37 @@ def parse_lines(lines: Iterable[str], source: str) -> History:
     if (end.runs, end.samples) != (len(runs), len(samples)):
         raise InvalidInput(f"the end record counts {end.runs} runs and {end.samples} samples, the file holds "
                            f"{len(runs)} and {len(samples)}", source=source)
-    for s in samples:
-        if s.cluster != header.cluster:
-            raise InvalidInput(f"a sample of cluster {s.cluster!r} in the history of {header.cluster!r}",
-                               source=source, field="cluster", value=s.cluster)
+    if not runs and not samples:
+        raise InvalidInput(f"no runs and no samples of {header.cluster}: nothing to replay (export a longer "
+                           "period with `rebalancer history export --since`)", source=source)
     return History(cluster=header.cluster, runs=tuple(runs), samples=tuple(samples))
+
+
+R = TypeVar("R", Run, DemandSample)
+
+
+def _of_cluster(record: R, header: Header | None, arns: list[str], where: str) -> R:
+    """`record` when it is of the header's cluster: its name, and the ARN of the first record (`arns`)."""
+    assert header is not None  # line 1 is the header
+    name = record.snapshot.cluster.ClusterName if isinstance(record, Run) else record.cluster
+    arn = record.snapshot.cluster.ClusterArn if isinstance(record, Run) else record.cluster_arn
+    if name != header.cluster:
+        raise InvalidInput(f"a {'run' if isinstance(record, Run) else 'sample'} of cluster {short(name)} in the "
+                           f"history of {short(header.cluster)}", source=where, field="cluster", value=name)
+    if not arns:
+        arns.append(arn)
+    known = arns[0]
+    if arn != known:
+        raise InvalidInput(f"cluster ARN {short(arn, 120)} differs from the history's {short(known, 120)}",
+                           source=where, field="cluster_arn", value=arn)
+    return record
+
+
+def text_out(raw: IO[bytes], *, gzipped: bool) -> TextIO:
+    """Text over a binary stream (a file being written atomically), gzip'd or not."""
+    if gzipped:
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw, mode="wb"), encoding="utf-8")
+    return io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
 
 
 def open_text_out(path: Path) -> TextIO:
@@ -158,8 +190,8 @@ def load_history(path: str | Path) -> History:
     try:
         with p.open("rb") as raw:
             packed = raw.read(2) == GZIP_MAGIC
-        with (gzip.open(p, "rt", encoding="utf-8") if packed else p.open(encoding="utf-8")) as f:
-            return parse_lines(f, str(p))
+        with gzip.open(p, "rb") if packed else p.open("rb") as f:
+            return parse_lines(json_lines(f, str(p)), str(p))
     except OSError as e:  # gzip.BadGzipFile is an OSError without strerror
         raise InvalidInput(f"cannot read file: {e.strerror or e}", source=str(p)) from None
     except EOFError:

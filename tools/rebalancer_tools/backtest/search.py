@@ -18,11 +18,14 @@ running the same command with the same `--study-name`.
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rebalancer.domain.policy import Policy
+from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.recommend import apply_suggestions, suggest_guarantees
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
@@ -61,6 +64,67 @@ class SearchSpec:
     seed: int
 
 
+STORAGE_EXAMPLE = "sqlite:///study.db or postgresql://user@host/db"
+
+
+def redacted(url: str) -> str:
+    """The URL with its password hidden, for any message (the password is never printed)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return "(a URL that does not parse)"
+
+
+def check_storage(url: str) -> str:
+    """`url` when it is a database URL whose dialect and driver are installed; InvalidInput naming --storage in one
+    line otherwise. Connecting is left to the search (`storage_errors`)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise InvalidInput(f"not a database URL like {STORAGE_EXAMPLE}", field="--storage") from None
+    try:
+        parsed.get_dialect().import_dbapi()
+    except ArgumentError:  # NoSuchModuleError: no such dialect
+        raise InvalidInput(f"{redacted(url)}: no database kind {parsed.get_backend_name()!r} (e.g. "
+                           f"{STORAGE_EXAMPLE})", field="--storage") from None
+    except ImportError as e:
+        raise InvalidInput(f"{redacted(url)}: the driver for {parsed.drivername} is not installed ({e.name or e}); "
+                           "install it next to the tools, or use sqlite:///FILE", field="--storage") from None
+    return url
+
+
+@contextmanager
+def storage_errors(spec: SearchSpec) -> Iterator[None]:
+    """Errors of the study's database (cannot open, cannot connect, refused) as one PermanentError line."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except (SQLAlchemyError, ImportError) as e:
+        where = redacted(spec.storage) if spec.storage else spec.journal_path
+        cause = str(getattr(e, "orig", None) or e).splitlines()[0]
+        password = _password(spec.storage)
+        if password:
+            cause = cause.replace(password, "***")
+        raise PermanentError(f"--storage {where}: {cause}") from None
+
+
+def _password(url: str | None) -> str | None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).password if url else None
+    except (ArgumentError, ValueError):
+        return None
+
+
 def _storage(spec: SearchSpec) -> Any:
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -94,10 +158,15 @@ def _worker(spec: SearchSpec, index: int, trials: int) -> None:
 
 def run_search(spec: SearchSpec) -> dict[str, Any]:
     """Runs the trials (spec.jobs processes; one runs in this process) and returns the best trial's parameters,
-    value and the study's trial count."""
+    value and the study's trial count. A database that cannot be opened or reached is one PermanentError line."""
+    Path(spec.journal_path).parent.mkdir(parents=True, exist_ok=True)
+    with storage_errors(spec):
+        return _search(spec)
+
+
+def _search(spec: SearchSpec) -> dict[str, Any]:
     import optuna
 
-    Path(spec.journal_path).parent.mkdir(parents=True, exist_ok=True)
     optuna.create_study(storage=_storage(spec), study_name=spec.study_name, direction="minimize",
                         load_if_exists=True)
     jobs = max(1, min(spec.jobs, spec.trials))

@@ -11,14 +11,15 @@ from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import NOT_REPLAYED
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy, policy_names, run_backtest
+from rebalancer_tools.cli.params import InputFile, OutputDir
 
 
 @click.command()
-@click.option("--history", "history_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--history", "history_path", required=True, type=InputFile(),
               help="JSON lines from `rebalancer history export`.")
-@click.option("--policy", "policy_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_paths", required=True, multiple=True, type=InputFile(),
               help="A policy file (YAML or JSON); repeat to compare. The first one's weights set the entitlement.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+@click.option("--report", "report_dir", type=OutputDir(),
               help="Write summary.json, summary.md and one PNG timeline per team into this folder.")
 def backtest(history_path: str, policy_paths: tuple[str, ...], report_dir: str | None) -> None:
     """Replay the production planner over the recorded states under each policy. Writes nothing to any cluster."""

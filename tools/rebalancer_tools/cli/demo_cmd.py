@@ -11,15 +11,17 @@ from pathlib import Path
 
 import click
 
+from rebalancer.parsing.loading import POLICY_MAX_BYTES, read_text
+from rebalancer_tools.cli.params import InputFile, OutputDir
 from rebalancer_tools.template import find_root
 
 DEFAULT_POLICY = "examples/demo-policy.yaml"
 
 
 @click.command()
-@click.option("--policy", "policy_file", type=click.Path(dir_okay=False, exists=True),
+@click.option("--policy", "policy_file", type=InputFile(),
               help=f"Policy of the demo cluster (default: {DEFAULT_POLICY}).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="demo-out", show_default=True,
+@click.option("--out", "out_dir", type=OutputDir(), default="demo-out", show_default=True,
               help="Folder for the report (Markdown + PNG) and the rollback snapshot.")
 def demo(policy_file: str | None, out_dir: str) -> None:
     """Run the four demo scenarios end to end against the emulator; exit 0 only if every one ended as expected."""
@@ -35,13 +37,14 @@ def demo(policy_file: str | None, out_dir: str) -> None:
     from rebalancer_tools.demo.world import open_world
 
     policy = Path(policy_file) if policy_file else find_root() / DEFAULT_POLICY
+    policy_text = read_text(policy, what="policy", max_bytes=POLICY_MAX_BYTES)  # one line if it cannot be read
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     console.print("[bold]hyperpod-rebalancer demo[/bold]: the real state machine and Lambda handlers, against an "
                   "emulated HyperPod cluster, Kueue, CloudWatch and Slack, all on 127.0.0.1.")
     with ExitStack() as stack:
         with console.status("starting the emulator, Kueue stand-in and Slack receiver; deploying the stack…"):
-            world = stack.enter_context(open_world(policy.read_text()))
+            world = stack.enter_context(open_world(policy_text))
         initial = world.quotas()
         console.print(f"emulator: {world.endpoint}   Kueue API: {world.stack.kube_url}   approvals: "
                       f"{world.gateway.url}")

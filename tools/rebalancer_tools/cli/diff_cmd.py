@@ -13,6 +13,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_document, load_model_file, short
+from rebalancer_tools.cli.params import InputFile
 from rebalancer_tools.drift import find_drift
 
 DRIFTED = 3
@@ -49,12 +50,12 @@ def _known_versions(path: str | None) -> dict[str, int] | None:
 
 @click.command()
 @click.option("--cluster", help="HyperPod cluster name (read live).")
-@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+@click.option("--snapshot", "snapshot_file", type=InputFile(),
               help="A snapshot file instead of --cluster.")
-@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False), help="Policy file.")
+@click.option("--policy", "policy_file", required=True, type=InputFile(), help="Policy file.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
 @click.option("--profile", help="AWS profile.")
-@click.option("--known-versions", type=click.Path(dir_okay=False),
+@click.option("--known-versions", type=InputFile(),
               help='JSON {team: version} our last apply left (from the audit); a quota at another version '
                    'was edited outside the rebalancer. Without it, every setting that differs may be a console edit.')
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import click
 
+from rebalancer_tools.cli.params import Whole
 from rebalancer_tools.emulator import DEFAULT_REGION, DEMO, Emulator, seed_demo
 from rebalancer_tools.emulator.server import EmulatorServer
 
 
 @click.command()
-@click.option("--port", type=click.IntRange(0, 65535), default=5000, show_default=True,
+@click.option("--port", type=Whole(0, 65535), default=5000, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")
 @click.option("--seed-demo", "seed", is_flag=True,
               help=f"Create the demo cluster {DEMO.cluster_name!r} with team quotas.")
-@click.option("--transition-reads", type=click.IntRange(0), default=0, show_default=True,
+@click.option("--transition-reads", type=Whole(0, 1000), default=0, show_default=True,
               help="Describe calls that still see Creating / Updating after each write.")
 def emulator(port: int, seed: bool, transition_reads: int) -> None:
     """Serve SageMaker (moto) with compute quotas and scheduler configs; point the AWS CLI or boto3 at it."""

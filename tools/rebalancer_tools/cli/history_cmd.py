@@ -10,14 +10,16 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.parsing.text import printable
+from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
@@ -30,8 +32,13 @@ def _changes(before: Any, after: Any) -> str:
     for team in sorted(set(before) | set(after)):
         b, a = before.get(team) or {}, after.get(team) or {}
         for pool in sorted(set(b) | set(a)):
-            parts.append(f"{team} {pool.removeprefix('ml.')} {b.get(pool, 0):g}→{a.get(pool, 0):g}")
+            parts.append(printable(f"{team} {pool.removeprefix('ml.')} {_number(b.get(pool, 0))}→"
+                                   f"{_number(a.get(pool, 0))}"))
     return "\n".join(parts)
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def short_run(execution: str) -> str:
@@ -40,8 +47,9 @@ def short_run(execution: str) -> str:
 
 
 def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
-    """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns."""
-    table = Table(title=f"history of {cluster} (times UTC)", title_justify="left", show_lines=False)
+    """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns. Recorded
+    text is shown, never acted on: no markup, and control or bidi characters as escapes."""
+    table = Table(title=Text(f"history of {printable(cluster)} (times UTC)"), title_justify="left", show_lines=False)
     table.add_column("run", no_wrap=True)
     table.add_column("at", no_wrap=True)
     table.add_column("step", no_wrap=True)
@@ -50,9 +58,10 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     previous = None
     for r in records:
         run = str(r.get("execution", ""))
-        what = "\n".join(x for x in (r.get("who") or "", _changes(r.get("before"), r.get("after"))) if x)
-        table.add_row(short_run(run) if run != previous else "", str(r.get("at", ""))[11:19],
-                      str(r.get("kind", "")), str(r.get("outcome", "")), what)
+        what = "\n".join(x for x in (printable(r.get("who") or ""), _changes(r.get("before"), r.get("after"))) if x)
+        cells = (short_run(run) if run != previous else "", str(r.get("at", ""))[11:19], str(r.get("kind", "")),
+                 str(r.get("outcome", "")))
+        table.add_row(*(Text(printable(c)) for c in cells), Text(what))
         previous = run
     return table
 
@@ -86,7 +95,7 @@ def open_store(table: str | None, stack: str | None, region: str | None, profile
     return Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
 
 
-SINCE = re.compile(r"(\d+)([mhdw])")
+SINCE = re.compile(r"([0-9]{1,18})([mhdw])")
 UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
@@ -94,7 +103,12 @@ def parse_since(value: str, now: datetime) -> datetime:
     """`30d`, `12h`, `90m`, `2w` before now, or an ISO-8601 date or time (UTC when it names no zone)."""
     m = SINCE.fullmatch(value.strip())
     if m:
-        return now - timedelta(**{UNITS[m.group(2)]: int(m.group(1))})
+        try:
+            return now - timedelta(**{UNITS[m.group(2)]: int(m.group(1))})
+        except OverflowError:
+            oldest = (now - datetime.min.replace(tzinfo=UTC)).days
+            raise InvalidInput(f"goes back before the year 1: at most {oldest:,}d", field="--since",
+                               value=value) from None
     try:
         at = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -142,7 +156,7 @@ def _table_options(f: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON lines.")
 @click.option("--snapshot-of", "snapshot_of", metavar="RUN",
               help="Write the snapshot run RUN started from (the quotas before its change) instead.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+@click.option("--output", "-o", type=OutputFile(),
               help="With --snapshot-of: the file to write (for `rebalancer rollback --to`).")
 @click.pass_context
 def history(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
@@ -167,7 +181,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
                                    field="--snapshot-of", value=snapshot_of)
             text = json.dumps(doc, indent=2)
             if output:
-                Path(output).write_text(text + "\n")
+                write_atomically(output, text + "\n")
                 click.echo(f"snapshot of run {snapshot_of} written to {output}", err=True)
             else:
                 click.echo(text)
@@ -184,7 +198,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
             click.echo(json.dumps(r, sort_keys=True, default=str))
         return
     if not records:
-        click.echo(f"no history for {cluster} in {store.table_name}")
+        click.echo(f"no history for {printable(cluster)} in {store.table_name}")
         return
     Console(width=max(Console().width, 80)).print(history_table(records, cluster))
 
@@ -193,21 +207,21 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
 @_table_options
 @click.option("--since", default="30d", show_default=True,
               help="How far back: 30d, 12h, 90m, 2w, or an ISO-8601 date.")
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, writable=True),
+@click.option("--output", "-o", required=True, type=OutputFile(),
               help="The JSON-lines file to write (for `rebalancer backtest --history`); gzip'd if it ends in .gz.")
 def export(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
            since: str, output: str) -> None:
     """Write the cluster's runs and demand samples as JSON lines, to backtest policies offline."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from rebalancer_tools.backtest.history import open_text_out
+    from rebalancer_tools.backtest.history import text_out
 
     now = datetime.now(UTC)
     start = parse_since(since, now)
     store = open_store(table, stack, region, profile)
     last = "{}"
     try:
-        with open_text_out(Path(output)) as f:
+        with atomic_output(output, binary=True) as raw, text_out(raw, gzipped=output.endswith(".gz")) as f:
             for last in export_history(store, cluster, start, now):
                 f.write(last + "\n")
     except ClientError as e:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import click
@@ -22,6 +22,7 @@ from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
+from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, write_atomically
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
 from rebalancer_tools.render import render_plan
 
@@ -92,7 +93,7 @@ def live_options(*, required: bool) -> Callable[[F], F]:
             click.option("--kube-context", help="Read Kueue through this kubeconfig context instead of EKS auth."),
             click.option("--kube-url", help="Read Kueue from this API server URL without auth (local fake)."),
             click.option("--no-kube", is_flag=True, help="Do not read Kueue: every team's demand is zero."),
-            click.option("--metrics-window", type=click.IntRange(0), default=60, show_default=True,
+            click.option("--metrics-window", type=Whole(0, 7 * 24 * 60), default=60, show_default=True,
                          help="Minutes of Container Insights utilization to average (0: skip)."),
             click.option("--retry-mode", type=click.Choice(["standard", "adaptive"]), default="standard",
                          show_default=True, help="botocore retry mode for throttling."),
@@ -137,9 +138,9 @@ def _configs(live: LiveSource, poll_interval: float, timeout: float) -> Schedule
 
 
 poll_options = [
-    click.option("--poll-interval", type=click.FloatRange(0.1), default=5.0, show_default=True,
+    click.option("--poll-interval", type=Number(0.1, 3600), default=5.0, show_default=True,
                  help="Seconds between status reads while a quota is Updating."),
-    click.option("--timeout", type=click.FloatRange(1), default=900.0, show_default=True,
+    click.option("--timeout", type=Number(1, 7 * 24 * 3600), default=900.0, show_default=True,
                  help="Seconds to wait for the quotas to settle before giving up."),
 ]
 
@@ -160,13 +161,13 @@ def audit_options(func: F) -> F:
 
 @click.command()
 @live_options(required=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+@click.option("--output", "-o", type=OutputFile(),
               help="Write the snapshot here instead of stdout.")
 def snapshot(live: LiveSource, output: str | None) -> None:
     """Read a cluster's capacity, quotas, Kueue demand and utilization into a snapshot (JSON). Read-only."""
     text = json.dumps(live.collect(_now()).snapshot.model_dump(mode="json", exclude_none=True), indent=2)
     if output:
-        Path(output).write_text(text + "\n")
+        write_atomically(output, text + "\n")
         click.echo(f"snapshot of {live.cluster} written to {output}", err=True)
     else:
         click.echo(text)
@@ -174,9 +175,9 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 
 @click.command()
 @live_options(required=True)
-@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False), help="Policy file.")
+@click.option("--policy", "policy_file", required=True, type=InputFile(), help="Policy file.")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
-@click.option("--save-snapshot", type=click.Path(dir_okay=False, writable=True),
+@click.option("--save-snapshot", type=OutputFile(),
               help="Also write the snapshot the plan was made from (the state to roll back to).")
 @audit_options
 @with_poll_options
@@ -194,7 +195,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
     now = _now()
     snap = live.collect(now).snapshot
     if save_snapshot:
-        Path(save_snapshot).write_text(snap.model_dump_json(indent=2, exclude_none=True) + "\n")
+        write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
     planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
     if not log.recorded:
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
@@ -275,17 +276,19 @@ def _caller(live: LiveSource) -> str:
 
 @click.command()
 @live_options(required=True)
-@click.option("--to", "to_file", type=click.Path(dir_okay=False),
+@click.option("--to", "to_file", type=InputFile(),
               help="Snapshot JSON holding the quotas to restore (from `rebalancer snapshot`).")
 @click.option("--run", "run_name", metavar="RUN",
               help="Or undo what run RUN wrote (a controller run or a CLI apply, as `rebalancer history` names "
                    "it; needs the audit table), as the controller's Rollback step: its quotas and its scheduler "
                    "config, each left alone if edited after the run's write.")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
+@click.option("--allow-over-capacity", is_flag=True,
+              help="With --to: restore even when the restored quotas sum above today's healthy capacity (warned).")
 @audit_options
 @with_poll_options
-def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, table: str | None,
-             stack: str | None, poll_interval: float, timeout: float) -> None:
+def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, allow_over_capacity: bool,
+             table: str | None, stack: str | None, poll_interval: float, timeout: float) -> None:
     """Restore the quotas of a snapshot (--to), with fresh versions, decreases first; or undo what one run wrote
     (--run). Given the controller's audit table, the rollback is recorded there and shows in `rebalancer
     history`."""
@@ -296,14 +299,15 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
         _rollback_run(live, run_name, yes, log, poll_interval, timeout)
     else:
         assert to_file is not None
-        _restore_snapshot(live, to_file, yes, log, poll_interval, timeout)
+        _restore_snapshot(live, to_file, yes, allow_over_capacity, log, poll_interval, timeout)
 
 
-def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: RunLog, poll_interval: float,
-                      timeout: float) -> None:
+def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capacity: bool, log: RunLog,
+                      poll_interval: float, timeout: float) -> None:
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
     from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
-    from rebalancer.app.workflow import runs, state
+    from rebalancer.app.workflow import restore, runs, state
+    from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS
 
     target = load_model_file(Snapshot, to_file)
     sm = SageMakerReader(live.clients().client("sagemaker"))
@@ -312,16 +316,29 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: RunLog, po
         raise InvalidInput(f"the snapshot is of {target.cluster.ClusterArn}, not {cluster.ClusterArn}",
                            source=to_file, field="cluster.ClusterArn", value=target.cluster.ClusterArn)
     current = {q.ComputeQuotaId: q for q in sm.quotas(cluster.ClusterArn)}
+    restore.check_ownership(cluster.ClusterArn, target.quotas, current, to_file)
+    healthy = Counter(n.InstanceType for n in sm.nodes(cluster.ClusterName)
+                      if n.InstanceStatus.Status == HEALTHY_NODE_STATUS)
+    checked = restore.plan_restore(target.quotas, current, healthy)
+    for line in checked.over_capacity:
+        click.echo(f"warning: above healthy capacity: {line}", err=True)
+    if checked.over_capacity and not allow_over_capacity:
+        raise InvalidInput("the restored quotas would sum above today's healthy capacity (see the warnings); give "
+                           "--allow-over-capacity to restore them anyway", source=to_file, field="quotas")
+    for q in checked.changed:
+        now_q = current[q.ComputeQuotaId]
+        click.echo(f"{q.team}: {quota_summary(now_q)} (v{now_q.ComputeQuotaVersion}) → {quota_summary(q)}")
+    if checked.unchanged:
+        click.echo(f"({checked.unchanged} quota(s) already as in the snapshot)")
     wanted = {q.ComputeQuotaId for q in target.quotas}
-    for q in target.quotas:
-        now_q = current.get(q.ComputeQuotaId)
-        now_text = quota_summary(now_q) + f" (v{now_q.ComputeQuotaVersion})" if now_q else "gone"
-        click.echo(f"{q.team}: {now_text} → {quota_summary(q)}")
     for qid, q in current.items():
         if qid not in wanted:
             click.echo(f"warning: quota {q.Name} of team {q.team} is not in the snapshot; left as it is", err=True)
+    if not checked.changed:
+        click.echo("nothing to restore: every quota of the snapshot is as it is now")
+        return
     if not yes:
-        click.confirm(f"Restore {len(target.quotas)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
+        click.confirm(f"Restore {len(checked.changed)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
     run = state.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
                                                                                      log.now()),
                       execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")

@@ -15,6 +15,7 @@ from rebalancer.parsing.loading import load_model_file
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
+from rebalancer_tools.cli.params import InputFile
 from rebalancer_tools.render import render_plan
 
 
@@ -42,8 +43,8 @@ def parse_now(value: str | None, snapshot: Snapshot) -> datetime:
 
 
 @click.command()
-@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False), help="Snapshot JSON file.")
-@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
+@click.option("--snapshot", "snapshot_file", type=InputFile(), help="Snapshot JSON file.")
+@click.option("--policy", "policy_file", required=True, type=InputFile(),
               help="Policy file (YAML or JSON).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--now", help="Planning time, ISO-8601 (default: the snapshot's taken_at). Drives cooldowns.")

@@ -16,6 +16,18 @@ from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import prepare, replay
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy_document
+from rebalancer_tools.cli.params import (
+    SEED,
+    InputFile,
+    Number,
+    OutputDir,
+    OutputFile,
+    StorageUrl,
+    Whole,
+    write_atomically,
+)
+
+MAX_TRIALS = 10_000  # a trial replays the whole history; ten thousand of them is already a night
 
 
 def _show(value: object) -> str:
@@ -25,27 +37,28 @@ def _show(value: object) -> str:
 
 
 @click.command()
-@click.option("--history", "history_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--history", "history_path", required=True, type=InputFile(),
               help="JSON lines from `rebalancer history export`.")
-@click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_path", required=True, type=InputFile(),
               help="The current policy (YAML or JSON).")
 @click.option("--output", "-o", default="recommended-policy.yaml", show_default=True,
-              type=click.Path(dir_okay=False, writable=True), help="Where to write the recommended policy.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+              type=OutputFile(), help="Where to write the recommended policy.")
+@click.option("--report", "report_dir", type=OutputDir(),
               help="Also write the backtest report (summary and per-team PNG timelines) here.")
-@click.option("--guarantee-percentile", type=click.FloatRange(0, 100), default=rec.GUARANTEE_PERCENTILE,
+@click.option("--guarantee-percentile", type=Number(0, 100), default=rec.GUARANTEE_PERCENTILE,
               show_default=True, help="Guarantees at this percentile of each team's demand.")
-@click.option("--approval-percentile", type=click.FloatRange(0, 100), default=rec.APPROVAL_PERCENTILE,
+@click.option("--approval-percentile", type=Number(0, 100), default=rec.APPROVAL_PERCENTILE,
               show_default=True, help="Approval thresholds at this percentile of the current policy's moves.")
-@click.option("--search", "trials", type=click.IntRange(min=1),
+@click.option("--search", "trials", type=Whole(1, MAX_TRIALS),
               help="Also try N policies with optuna (guarantee percentile, cooldown, min_step) and recommend the best.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", type=Whole(1, 256), default=1, show_default=True,
               help="With --search: trials in this many processes.")
-@click.option("--storage", help="With --search: optuna RDB URL (sqlite:///study.db, postgresql://…) shared by "
-                                "several machines; default a journal file next to the output.")
+@click.option("--storage", type=StorageUrl(),
+              help="With --search: optuna RDB URL (sqlite:///study.db, postgresql://…) shared by several machines; "
+                   "default a journal file next to the output.")
 @click.option("--study-name", default="rebalancer-recommend", show_default=True,
               help="With --search: the study to create or join.")
-@click.option("--seed", type=int, default=13, show_default=True, help="With --search: the sampler's seed.")
+@click.option("--seed", type=SEED, default=13, show_default=True, help="With --search: the sampler's seed.")
 def recommend(history_path: str, policy_path: str, output: str, report_dir: str | None,
               guarantee_percentile: float, approval_percentile: float, trials: int | None, jobs: int,
               storage: str | None, study_name: str, seed: int) -> None:
@@ -82,7 +95,7 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
     console.print(side_by_side([current, recommended], "backtest: current vs recommended"))
     text = rec.diff(raw, doc, Path(policy_path).name)
     click.echo(text or "the recommended policy is the current one")
-    Path(output).write_text(rec.dump(doc))
+    write_atomically(output, rec.dump(doc))
     click.echo(f"recommended policy written to {output} (nothing was written to the cluster)")
     if report_dir:
         write_report(Path(report_dir), f"{history.cluster}: current vs recommended", states,

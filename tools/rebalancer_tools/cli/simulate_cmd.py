@@ -11,7 +11,8 @@ import click
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import load_model_file
+from rebalancer.parsing.loading import load_model_file, short
+from rebalancer_tools.cli.params import SEED, InputFile, Number, OutputDir, Whole, whole
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events
@@ -30,9 +31,7 @@ def _strategies(raw: str) -> list[str]:
     return names
 
 
-def _positive(value: float | None, flag: str) -> None:
-    if value is not None and value <= 0:
-        raise InvalidInput(f"must be above 0, got {value:g}", field=flag, value=value)
+MAX_POOL_NODES = 100_000  # HyperPod clusters hold thousands of nodes, not hundreds of thousands
 
 
 def _pools(raw: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
@@ -41,15 +40,16 @@ def _pools(raw: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
     for value in raw:
         itype, sep, nodes = value.partition("=")
         itype = itype.strip()
-        if not sep or not nodes.strip().isdigit() or int(nodes) < 1:
-            raise InvalidInput(f"must be TYPE=NODES with NODES a whole number >= 1, got {value!r}", field="--pool",
-                               value=value)
+        count = whole(nodes, 1, MAX_POOL_NODES)
+        if not sep or count is None:
+            raise InvalidInput(f"must be TYPE=NODES with NODES a whole number from 1 to {MAX_POOL_NODES:,}, got "
+                               f"{short(value)}", field="--pool", value=value)
         spec = catalog.spec(itype, field="--pool")
         if not spec.accelerators:
             raise InvalidInput(f"{itype} has no accelerators to simulate", field="--pool", value=value)
         if itype in out:
             raise InvalidInput(f"{itype} given twice", field="--pool", value=value)
-        out[itype] = int(nodes)
+        out[itype] = count
     return tuple(out.items())
 
 
@@ -88,32 +88,33 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
 
 
 @click.command()
-@click.option("--trace", "trace_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--trace", "trace_path", required=True, type=InputFile(),
               help="CSV: job_id,team,submit_s,duration_s,gpus[,instance_type]. Any team label (mapped to a valid "
                    "team name).")
-@click.option("--gpus", type=int, default=1024, show_default=True, help="Cluster size in GPUs (whole nodes).")
-@click.option("--gpus-per-node", type=int, default=8, show_default=True)
+@click.option("--gpus", type=Whole(1, 1_000_000), default=1024, show_default=True,
+              help="Cluster size in GPUs (whole nodes).")
+@click.option("--gpus-per-node", type=Whole(1, 64), default=8, show_default=True)
 @click.option("--pool", "pool_values", multiple=True, metavar="TYPE=NODES",
               help="A capacity pool, e.g. ml.p5.48xlarge=64 (repeatable; instead of --gpus/--gpus-per-node). A job "
                    "runs on the pool its trace's instance_type names; without one, on the first pool.")
-@click.option("--teams", "teams_path", type=click.Path(dir_okay=False),
+@click.option("--teams", "teams_path", type=InputFile(),
               help="CSV team,weight,guarantee. Default: equal weights, quotas proportional to GPU-hours.")
 @click.option("--strategies", default=",".join(STRATEGIES), show_default=True)
-@click.option("--policy", "policy_path", type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_path", type=InputFile(),
               help="Policy for the rebalancer strategy. Default: the teams' weights, half their quota guaranteed.")
-@click.option("--controller-interval-minutes", type=float, default=15, show_default=True)
-@click.option("--apply-delay-minutes", type=float, default=2, show_default=True)
-@click.option("--approval-minutes", type=float, default=0, show_default=True,
+@click.option("--controller-interval-minutes", type=Number(1, 7 * 24 * 60), default=15, show_default=True)
+@click.option("--apply-delay-minutes", type=Number(0, 24 * 60), default=2, show_default=True)
+@click.option("--approval-minutes", type=Number(0, 7 * 24 * 60), default=0, show_default=True,
               help="Extra delay of a plan that requires approval (until an admin approves it).")
-@click.option("--checkpoint-minutes", type=float, default=0, show_default=True,
+@click.option("--checkpoint-minutes", type=Number(0, 30 * 24 * 60), default=0, show_default=True,
               help="Checkpoint interval of jobs; 0: a preempted job loses all its work.")
-@click.option("--node-mtbf-hours", type=float, help="Mean time between failures of each node (default: none).")
-@click.option("--node-repair-hours", type=float, default=4, show_default=True)
-@click.option("--node-events", "node_events_path", type=click.Path(dir_okay=False),
+@click.option("--node-mtbf-hours", type=Number(1, 1e7), help="Mean time between failures of each node (default: none).")
+@click.option("--node-repair-hours", type=Number(0.01, 365 * 24), default=4, show_default=True)
+@click.option("--node-events", "node_events_path", type=InputFile(),
               help="CSV time_s,node,event (fail|repair): explicit node failures and repairs.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--report", "report_dir", type=click.Path(file_okay=False), help="Write report.md and PNG plots here.")
+@click.option("--report", "report_dir", type=OutputDir(), help="Write report.md and PNG plots here.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[str, ...], teams_path: str | None,
              strategies: str,
@@ -132,13 +133,6 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
     if not pools and (gpus_per_node <= 0 or gpus < gpus_per_node or gpus % gpus_per_node):
         raise InvalidInput(f"must be a positive multiple of --gpus-per-node ({gpus_per_node}), got {gpus}",
                            field="--gpus", value=gpus)
-    _positive(controller_interval_minutes, "--controller-interval-minutes")
-    _positive(node_mtbf_hours, "--node-mtbf-hours")
-    _positive(node_repair_hours, "--node-repair-hours")
-    for flag, value in (("--apply-delay-minutes", apply_delay_minutes), ("--approval-minutes", approval_minutes),
-                        ("--checkpoint-minutes", checkpoint_minutes)):
-        if value < 0:
-            raise InvalidInput(f"must not be negative, got {value:g}", field=flag, value=value)
     trace = read_trace(trace_path)
     jobs = trace.jobs
     policy = load_model_file(Policy, policy_path) if policy_path else None

@@ -4,25 +4,26 @@ borrowed), its budget, cost and forecast, from the controller's table. Read-only
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
+from rebalancer.domain.budget import check_year
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name
+from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output
 
 
 @click.command()
 @click.option("--cluster", required=True, help="HyperPod cluster name.")
-@click.option("--policy", "policy_file", required=True, type=click.Path(dir_okay=False),
+@click.option("--policy", "policy_file", required=True, type=InputFile(),
               help="The cluster's policy (budgets and prices).")
 @click.option("--period", help="A past or current period: 2026-11 (monthly budgets) or 2026-W48 (weekly). "
                                "Default: the current one.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, writable=True),
+@click.option("--plot", "plot_file", type=OutputFile(),
               help="Also write a PNG of cumulative use against budget.")
 @click.option("--at", "at_text", metavar="ISO-TIME", help="Report as of this instant, with a time zone (default: now).")
 @click.option("--table", envvar="REBALANCER_TABLE", help="The controller's table (env REBALANCER_TABLE).")
@@ -54,7 +55,8 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     report = usage_report.rows(facts, policy, until, period)
     click.echo(usage_report.render(report, fmt))
     if plot_file:
-        usage_report.plot(facts, policy, until, period, Path(plot_file))
+        with atomic_output(plot_file, binary=True) as f:
+            usage_report.plot(facts, policy, until, period, f)
         click.echo(f"plot written to {plot_file}", err=True)
 
 
@@ -65,4 +67,7 @@ def _instant(text: str) -> datetime:
         raise InvalidInput(f"{text!r} is not an ISO time like 2026-11-30T12:00:00Z", field="--at", value=text) from None
     if at.tzinfo is None:
         raise InvalidInput(f"{text!r} has no time zone (add Z or +00:00)", field="--at", value=text)
-    return at
+    try:
+        return check_year(at)
+    except ValueError as e:
+        raise InvalidInput(str(e), field="--at", value=text) from None

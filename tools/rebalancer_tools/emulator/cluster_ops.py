@@ -74,7 +74,7 @@ def set_node_status(g: Governance, cluster_name: str, node_id: str, status: str,
 def _add_nodes(g: Governance, cluster: Any, group: dict[str, Any], count: int) -> None:
     prefix = f"{group['InstanceGroupName']}-"
     used = [int(n.removeprefix(prefix)) for n in cluster.nodes if n.startswith(prefix)
-            and n.removeprefix(prefix).isdigit()]
+            and n.removeprefix(prefix).isascii() and n.removeprefix(prefix).isdigit()]
     start = max(used, default=-1) + 1
     for i in range(start, start + count):
         node_id = f"{prefix}{i}"
@@ -92,7 +92,7 @@ def _group_nodes(cluster: Any, group_name: str) -> list[Any]:
 
 def _index(node_id: str) -> int:
     tail = node_id.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+    return int(tail) if tail.isascii() and tail.isdigit() else 0
 
 
 def resize_instance_group(g: Governance, cluster_name: str, group_name: str, count: int) -> None:

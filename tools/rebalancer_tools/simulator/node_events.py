@@ -20,7 +20,7 @@ def load_node_events(path: str | Path, nodes: int) -> tuple[NodeEvent, ...]:
         if not 0 <= time_s <= MAX_NUMBER:
             raise InvalidInput(f"must be a number of seconds >= 0, got {short(raw_time)}", source=where, field="time_s",
                                value=raw_time)
-        if not raw_node.isdigit() or int(raw_node) >= nodes:
+        if not (raw_node.isascii() and raw_node.isdigit()) or int(raw_node) >= nodes:
             raise InvalidInput(f"must be a node number from 0 to {nodes - 1}, got {short(raw_node)}", source=where,
                                field="node", value=raw_node)
         if kind not in ("fail", "repair"):

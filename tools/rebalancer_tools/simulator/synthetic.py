@@ -14,6 +14,7 @@ carry that `instance_type` and their gang sizes are in that type's accelerators 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import random
@@ -21,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from rebalancer.catalog import specs as catalog
 from rebalancer_tools.simulator.trace import COLUMNS, TYPE_COLUMN, TraceJob
@@ -140,9 +141,9 @@ def pool_teams(count: int, pools: Sequence[tuple[str, int]], load: float,
     return out
 
 
-def write_csv(jobs: Sequence[TraceJob], path: Path) -> None:
+def write_csv(jobs: Sequence[TraceJob], out: Path | IO[str]) -> None:
     typed = any(j.instance_type for j in jobs)
-    with path.open("w", newline="") as f:
+    with out.open("w", newline="") if isinstance(out, Path) else contextlib.nullcontext(out) as f:
         w = csv.writer(f)
         w.writerow((*COLUMNS, TYPE_COLUMN) if typed else COLUMNS)
         for j in jobs:

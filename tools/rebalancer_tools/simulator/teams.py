@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.policy import TEAM_NAME
+from rebalancer.domain.policy import MAX_WEIGHT, MIN_WEIGHT, TEAM_NAME
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import MAX_NUMBER, short
 from rebalancer_tools.simulator.csv_rows import csv_rows
@@ -94,10 +93,9 @@ def load_teams(path: str | Path, labels: Mapping[str, str] | None = None) -> lis
         except ValueError:
             raise InvalidInput(f"weight must be a number and guarantee a whole number of GPUs, got "
                                f"{short(weight)}, {short(guarantee)}", source=where, value=row) from None
-        if not math.isfinite(w) or w < 0 or g < 0 or max(w, g) > MAX_NUMBER:
-            raise InvalidInput(f"weight and guarantee must be finite and not negative, got {short(weight)}, "
-                               f"{short(guarantee)}",
-                               source=where, value=row)
+        if not (w == 0 or MIN_WEIGHT <= w <= MAX_WEIGHT) or not 0 <= g <= MAX_NUMBER:
+            raise InvalidInput(f"weight must be 0 or from {MIN_WEIGHT:g} to {MAX_WEIGHT:g} and guarantee a whole "
+                               f"number >= 0, got {short(weight)}, {short(guarantee)}", source=where, value=row)
         if itype and itype not in catalog.known_types():
             raise InvalidInput(f"{short(itype)} is not a HyperPod instance type", source=where,
                                field="instance_type", value=itype)

@@ -20,6 +20,12 @@ from rebalancer_tools.simulator.csv_rows import TRACE_MAX_BYTES, csv_reader_rows
 from rebalancer_tools.simulator.labels import fold, is_team_name, team_names
 
 COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus")
+# The simulated run's bounds: its length is the last submit plus that job's duration, and each controller interval,
+# failure and repair within it is an event; beyond these a run does not end in useful time.
+MAX_SUBMIT_S = 10 * 365 * 86400.0  # ten years of trace
+MAX_DURATION_S = 365 * 86400.0  # a job of a year
+MAX_TEAMS = 1000  # team labels of one trace
+MAX_GPUS = 100_000  # of one job
 TYPE_COLUMN = "instance_type"
 
 
@@ -117,12 +123,22 @@ def parse_trace(lines: Iterable[str], source: str) -> Trace:
             raise InvalidInput(f"duplicate {short(job_id)}", source=where, field="job_id", value=job_id)
         seen.add(job_id)
         _team_label(team, where, checked)
+        if len(checked) > MAX_TEAMS:
+            raise InvalidInput(f"more than {MAX_TEAMS:,} teams in the trace", source=where, field="team",
+                               value=team)
         submit = _number(row[idx["submit_s"]].strip(), "submit_s", where, integer=False)
         duration = _number(row[idx["duration_s"]].strip(), "duration_s", where, integer=False)
         gpus = _number(row[idx["gpus"]].strip(), "gpus", where, integer=True)
-        if gpus < 1:
-            raise InvalidInput(f"must be at least 1, got {row[idx['gpus']]!r}", source=where, field="gpus",
-                               value=row[idx["gpus"]])
+        if not 1 <= gpus <= MAX_GPUS:
+            raise InvalidInput(f"must be from 1 to {MAX_GPUS:,}, got {short(row[idx['gpus']])}", source=where,
+                               field="gpus", value=row[idx["gpus"]])
+        if submit > MAX_SUBMIT_S:
+            raise InvalidInput(f"at most {MAX_SUBMIT_S:.0f} s (ten years) after the trace's start, got "
+                               f"{short(row[idx['submit_s']])}", source=where, field="submit_s",
+                               value=row[idx["submit_s"]])
+        if duration > MAX_DURATION_S:
+            raise InvalidInput(f"at most {MAX_DURATION_S:.0f} s (a year), got {short(row[idx['duration_s']])}",
+                               source=where, field="duration_s", value=row[idx["duration_s"]])
         if duration <= 0:
             raise InvalidInput(f"must be above 0, got {row[idx['duration_s']]!r}", source=where,
                                field="duration_s", value=row[idx["duration_s"]])

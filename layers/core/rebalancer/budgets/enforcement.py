@@ -70,6 +70,7 @@ def enforce(policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage]
             notes[name] = describe(budget, used)
         if fraction < 1:
             continue
+        notes.setdefault(name, describe(budget, used))  # past 100 % it is said even with `notify_at: []`
         if budget.on_exhausted == "guarantee_only":
             teams[name] = _guarantee_only(team, budget, snapshot)
             notes[name] += ": quota held at its guarantee"

@@ -33,7 +33,7 @@ EXPECTED_GAP = timedelta(minutes=35)  # two schedule periods (15 min) and some s
 
 
 class Reading(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     at: datetime
     rates: Rates
@@ -42,7 +42,7 @@ class Reading(BaseModel):
 class Fact(BaseModel):
     """Use between two consecutive readings (start < end)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     start: datetime
     end: datetime

@@ -8,6 +8,11 @@ team's ceiling or its sharing and says why.
 `on_exhausted` at 100 %: `guarantee_only` caps the team's quota at its guarantee in the budget's scope,
 `no_borrowing` sets its sharing to `Lend` (it still lends idle capacity, it borrows none), `notify` changes nothing.
 Each threshold of `notify_at` is announced once per period.
+
+Limits (so that every figure derived from a budget stays finite and prints as a number): `accelerator_hours` from
+0.01 to 10^9, `money` from 0.01 to 10^12, use in `BudgetUsage` from 0 to 10^15 (the loader's limit); periods exist
+for the years 2 to 9998, so that a period and its neighbours are dates in every time zone; a time zone is a name of
+the tz database, not one of its folders (`America`).
 """
 
 from __future__ import annotations
@@ -16,24 +21,28 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import ConfigDict, Field, PositiveFloat, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
 from rebalancer.errors import UnknownInstanceType
 
+MAX_HOURS = 1e9  # a million accelerators for a thousand hours
+MAX_MONEY = 1e12
+MAX_USE = 1e15  # the loader's MAX_NUMBER
+FIRST_YEAR, LAST_YEAR = 2, 9998  # datetime holds years 1 to 9999; a zone's offset may step over either end
+Hours = Annotated[float, Field(ge=0.01, le=MAX_HOURS, allow_inf_nan=False)]
+Money = Annotated[float, Field(ge=0.01, le=MAX_MONEY, allow_inf_nan=False)]
+Use = Annotated[float, Field(ge=0, le=MAX_USE, allow_inf_nan=False)]
 Period = Literal["month", "week"]
 OnExhausted = Literal["guarantee_only", "no_borrowing", "notify"]
 ALL = "all"
 
 
 class Budget(Frozen):
-    # Infinity allowed, unlike Frozen: `rebalancer usage` measures a team without a budget against an unbounded one
-    # (rebalancer_tools.usage_report), and a policy could always say `.inf` here.
-    model_config = ConfigDict(allow_inf_nan=True)
 
-    accelerator_hours: PositiveFloat | None = None
-    money: PositiveFloat | None = None  # in the currency of `prices` (per instance-hour)
+    accelerator_hours: Hours | None = None
+    money: Money | None = None  # in the currency of `prices` (per instance-hour)
     period: Period = "month"
     timezone: str = "UTC"
     scope: str = ALL  # "all", an instance family (ml.p5) or an instance type (ml.p5.48xlarge)
@@ -45,7 +54,7 @@ class Budget(Frozen):
     def _zone(cls, name: str) -> str:
         try:
             ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of the tz database, e.g. America
             raise ValueError(f"{name!r} is not a time zone name (e.g. UTC, Europe/Berlin, America/New_York)") from None
         return name
 
@@ -102,6 +111,7 @@ def period_window(at: datetime, period: Period, timezone: str = "UTC") -> Period
     midnight, so a DST change inside a period makes it an hour longer or shorter, as a wall calendar does."""
     if at.tzinfo is None:
         raise ValueError(f"instant {at.isoformat()} has no time zone")
+    check_year(at)
     zone = ZoneInfo(timezone)
     local = at.astimezone(zone)
     if period == "month":
@@ -117,6 +127,15 @@ def period_window(at: datetime, period: Period, timezone: str = "UTC") -> Period
     start = start.replace(tzinfo=None).replace(tzinfo=zone)
     end = end.replace(tzinfo=None).replace(tzinfo=zone)
     return PeriodWindow(label=label, start=start.astimezone(UTC), end=end.astimezone(UTC))
+
+
+def check_year(at: datetime) -> datetime:
+    """`at` when its year (in UTC) is one a period can be computed for in every time zone; ValueError otherwise."""
+    year = at.astimezone(UTC).year if at.year not in (1, 9999) else at.year
+    if not FIRST_YEAR <= year <= LAST_YEAR:
+        raise ValueError(f"{at.isoformat()} is outside the years {FIRST_YEAR} to {LAST_YEAR} that budget periods "
+                         "cover")
+    return at
 
 
 def parse_period_label(label: str, period: Period, timezone: str = "UTC") -> PeriodWindow:
@@ -135,12 +154,13 @@ def parse_period_label(label: str, period: Period, timezone: str = "UTC") -> Per
 class BudgetUsage(Frozen):
     """A team's period-to-date use against its budget, as the plan step computed it from the metered facts."""
 
-    period: str
-    accelerator_hours: float = 0.0
-    borrowed_hours: float = 0.0  # part of accelerator_hours that ran on borrowed capacity
-    cost: float = 0.0
+    period: str = Field(max_length=16)
+    accelerator_hours: Use = 0.0
+    borrowed_hours: Use = 0.0  # part of accelerator_hours that ran on borrowed capacity
+    cost: Use = 0.0
     estimated: bool = False  # some of it was filled in across a gap between readings
-    unpriced: tuple[str, ...] = ()  # instance types used in scope with no price (money budgets)
+    unpriced: tuple[Annotated[str, Field(max_length=64)], ...] = Field(default=(), max_length=1000)  # types used
+    # in scope with no price (money budgets)
 
     def fraction(self, budget: Budget) -> float:
         """Used ÷ budget, the larger of the hours and the money fraction."""

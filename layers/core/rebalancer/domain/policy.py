@@ -32,6 +32,9 @@ from rebalancer.domain.pools import PoolKey
 
 TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 TEAM_NAME_MAX = 40
+# A weight is 0 (the floor only) or within six orders of magnitude either side of 1: the water level is capacity ÷
+# weight, and a subnormal weight makes it infinite.
+MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
 PERCENT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
 
 
@@ -145,7 +148,7 @@ def _primary_entry(instance_type: str, amount: int) -> dict[str, Any]:
 
 
 class TeamPolicy(Frozen):
-    weight: NonNegativeFloat = 1.0
+    weight: Annotated[float, Field(ge=0, le=MAX_WEIGHT)] = 1.0
     guarantee: dict[str, Amount] = Field(default_factory=dict)
     cap: dict[str, Amount] = Field(default_factory=dict)
     protected_in_use: bool = False
@@ -158,6 +161,13 @@ class TeamPolicy(Frozen):
     preempt_team_tasks: Literal["Never", "LowerPriority"] | None = None
     remove: bool = False  # deactivate the team's quota (ActivationState Disabled); it is never deleted
     budget: Budget | None = None  # accelerator-hours or money per period; see rebalancer.domain.budget
+
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, weight: float) -> float:
+        if 0 < weight < MIN_WEIGHT:
+            raise ValueError(f"a weight is 0 or at least {MIN_WEIGHT:g} (got {weight:g})")
+        return weight
 
     @field_validator("guarantee", "cap")
     @classmethod

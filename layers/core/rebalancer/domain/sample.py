@@ -3,21 +3,33 @@ backtested on the cluster's own recent history (`rebalancer backtest`, in the to
 
 Per pool (an instance type, or `type:profile` for MIG partitions) and in the pool's primary unit (accelerators,
 vCPUs or partitions): each team's in use, pending and quota; per instance type the healthy and unhealthy nodes.
-A few kilobytes for fifty teams, against the hundreds a full snapshot takes.
+A few kilobytes for fifty teams, against the hundreds a full snapshot takes. A sample read from a file names only
+instance types and MIG profiles of the catalog, carries a time zone, and stays within the counts below.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+import functools
+from typing import Annotated, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt
+from pydantic import AwareDatetime, Field, NonNegativeFloat, field_validator
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.pools import PoolKey, holdings
 from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, Snapshot
 from rebalancer.errors import InvalidInput
+
+MAX_NODES = 100_000  # of one instance type; HyperPod clusters hold thousands
+MAX_TEAMS = 10_000
+MAX_POOLS = 200  # pools a team uses: instance types and their MIG profiles
+Count = Annotated[int, Field(ge=0, le=MAX_NODES * 8)]  # nodes, or MIG partitions (at most 7 per GPU)
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_pool(pool: str) -> None:
+    """ValueError naming the type or the MIG profile (cached: every sample of a history names the same pools)."""
+    PoolKey.parse(pool)
 
 
 class PoolUse(Frozen):
@@ -27,18 +39,36 @@ class PoolUse(Frozen):
 
 
 class Nodes(Frozen):
-    healthy: NonNegativeInt = 0
-    unhealthy: NonNegativeInt = 0
+    healthy: Annotated[int, Field(ge=0, le=MAX_NODES)] = 0
+    unhealthy: Annotated[int, Field(ge=0, le=MAX_NODES)] = 0
 
 
 class DemandSample(Frozen):
     format: Literal[1] = 1
-    cluster: str
-    cluster_arn: str
-    at: datetime
-    nodes: dict[str, Nodes] = Field(default_factory=dict)  # per instance type
-    mig: dict[str, dict[str, NonNegativeInt]] = Field(default_factory=dict)  # healthy partitions, as in Snapshot
-    teams: dict[str, dict[str, PoolUse]] = Field(default_factory=dict)  # team → pool → use
+    cluster: str = Field(max_length=256)
+    cluster_arn: str = Field(max_length=2048)
+    at: AwareDatetime
+    nodes: dict[str, Nodes] = Field(default_factory=dict, max_length=MAX_POOLS)  # per instance type
+    mig: dict[str, dict[str, Count]] = Field(default_factory=dict, max_length=MAX_POOLS)  # healthy partitions
+    teams: dict[str, dict[str, PoolUse]] = Field(default_factory=dict, max_length=MAX_TEAMS)  # team → pool → use
+
+    @field_validator("nodes", "mig")
+    @classmethod
+    def _instance_types(cls, per_type: dict[str, object]) -> dict[str, object]:
+        for itype in per_type:
+            if itype not in catalog.known_types():
+                raise ValueError(f"{itype[:80]!r} is not an instance type this tool knows (e.g. ml.p5.48xlarge)")
+        return per_type
+
+    @field_validator("teams")
+    @classmethod
+    def _pools(cls, teams: dict[str, dict[str, PoolUse]]) -> dict[str, dict[str, PoolUse]]:
+        for team, pools in teams.items():
+            if len(pools) > MAX_POOLS:
+                raise ValueError(f"team {team[:40]!r} uses {len(pools)} pools, more than {MAX_POOLS}")
+            for pool in pools:
+                _check_pool(pool)
+        return teams
 
 
 def _resource(pool: str) -> str | None:

@@ -8,7 +8,10 @@ source, the field (or line and column) and the value, cut short.
 - YAML: the safe loader, duplicate keys refused, aliases refused (so no anchor-expansion bomb: `&a`/`*a` is refused
   at the first `*`), custom tags refused by the safe loader;
 - every document: nested at most MAX_DEPTH deep, numbers finite and within ±MAX_NUMBER, times (YAML timestamps)
-  carrying a time zone. Times in JSON are strings the models read; a model's time without a zone is refused there.
+  carrying a time zone. Times in JSON are strings the models read; a model's time without a zone is refused there;
+- JSON lines (history files): read as a stream, one line at a time, each at most `max_line_bytes` (memory is bounded
+  by the largest allowed line, whatever the file's size or its compression ratio), each line a JSON document under
+  the same limits, errors naming the line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import math
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel
@@ -34,6 +37,9 @@ POLICY_MAX_BYTES = 2 * 1024 * 1024  # SSM's advanced tier holds 8 KB; a policy f
 MAX_DEPTH = 64  # the deepest model (snapshot → quota → config → sharing → limits → resource) is 8 levels
 MAX_NUMBER = 1e15  # beyond any count of accelerators, vCPUs, GiB, versions or epoch milliseconds
 VALUE_SHOWN = 60  # characters of an offending value an error message shows
+LINE_MAX_BYTES = 16 * 1024 * 1024  # a JSON line holding a snapshot of 1,000 teams x 15 types is ~3 MB
+READ_CHUNK = 1024 * 1024
+MAX_LINES = 10_000_000  # a year of samples every five minutes for ninety clusters
 
 
 def short(value: Any, limit: int = VALUE_SHOWN) -> str:
@@ -42,17 +48,38 @@ def short(value: Any, limit: int = VALUE_SHOWN) -> str:
     return text if len(text) <= limit else f"{text[:limit - 1]}…"
 
 
+class LineReader(Protocol):
+    """A binary stream (a file, a gzip stream)."""
+
+    def read(self, size: int | None = -1, /) -> bytes: ...
+    def readline(self, size: int | None = -1, /) -> bytes: ...
+
+
 # --- bytes and text -------------------------------------------------------------------------------------------------
 def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_BYTES) -> bytes:
     p = Path(path)
     try:
         with p.open("rb") as f:
-            data = f.read(max_bytes + 1)
+            data = _read_at_most(f, max_bytes + 1)
     except OSError as e:
         raise InvalidInput(f"cannot read {what}: {e.strerror or e}", source=str(p)) from None
     if len(data) > max_bytes:
         raise InvalidInput(f"{what} is larger than the limit of {max_bytes:,} bytes", source=str(p))
     return data
+
+
+def _read_at_most(f: LineReader, limit: int) -> bytes:
+    """Up to `limit` bytes, read a chunk at a time: `f.read(limit)` would allocate `limit` bytes up front (512 MB for
+    a trace's limit, whatever the file's size)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit:
+        chunk = f.read(min(READ_CHUNK, limit - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def decode(data: bytes, source: str) -> str:
@@ -197,6 +224,45 @@ def check_values(data: Any, source: str) -> Any:
             raise InvalidInput(f"a date alone is not a time; write {value.isoformat()}T00:00:00Z (got "
                                f"{value.isoformat()})", source=source, field=field, value=value)
     return data
+
+
+
+
+def json_lines(stream: LineReader, source: str, *, max_line_bytes: int = LINE_MAX_BYTES,
+               max_lines: int = MAX_LINES) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a byte stream, UTF-8 decoded, reading at most `max_line_bytes` + 1 bytes
+    at a time: a longer line is refused before the rest of it is read."""
+    number = 0
+    while True:
+        raw = stream.readline(max_line_bytes + 1)
+        if not raw:
+            return
+        number += 1
+        where = f"{source} line {number}"
+        if len(raw) > max_line_bytes:
+            raise InvalidInput(f"longer than the limit of {max_line_bytes:,} bytes per line", source=where)
+        if number > max_lines:
+            raise InvalidInput(f"more than {max_lines:,} lines", source=source)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidInput(f"column {e.start + 1}: not UTF-8 text (byte {raw[e.start]:#04x})",
+                               source=where) from None
+        yield number, text.removeprefix("\ufeff") if number == 1 else text
+
+
+def parse_line(text: str, source: str) -> Any:
+    """One JSON line into checked data: strict JSON (no NaN, no duplicate keys), then the limits of every document.
+    A line that is not JSON says so with its column (a file cut mid-line ends in one)."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_pairs(source), parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise InvalidInput(f"not valid JSON ({e.msg} at column {e.colno})", source=source) from None
+    except ValueError as e:
+        raise InvalidInput(f"not valid JSON: {short(str(e), 120)}", source=source) from None
+    except RecursionError:
+        raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
+    return check_values(data, source)
 
 
 def parse(text: str, source: str, fmt: Format = "auto") -> Any:

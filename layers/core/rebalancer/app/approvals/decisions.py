@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from rebalancer.adapters.stepfunctions import TaskTokens
+from rebalancer.app.approvals.review_page import COMMENT_MAX
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
 from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url
@@ -19,6 +20,9 @@ from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan
 from rebalancer.domain.clock import Clock
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, RunContext
 from rebalancer.errors import ApprovalRejected, DecisionNotDelivered, RebalancerError, RunNotWaiting
+from rebalancer.parsing.text import clean_text
+
+WHO_MAX = 512  # a role-session ARN from STS, "slack:" + a name, or "approval page from <address>"
 
 
 class ApprovalRecords(Protocol):
@@ -87,6 +91,10 @@ class Approvals:
         token's issuer and subject, the Slack user id), if any, go into the audit record. Raises ApprovalNotPending
         for a replayed or late decision, RunNotWaiting when the run has moved on (both change nothing)."""
         status: ApprovalStatus = "approved" if decision == "approve" else "rejected"
+        # Every caller (the page, Slack, the CLI) cleans at its entry; this holds for one that forgets.
+        who = clean_text(who, WHO_MAX) or "unknown"
+        comment = clean_text(comment, COMMENT_MAX) or None
+        identity = {clean_text(k, 64): clean_text(v, WHO_MAX) for k, v in (identity or {}).items()} or None
         rec = self.store.approvals.decide(approval_id, status, who)
         try:
             if decision == "approve":

@@ -60,6 +60,7 @@ from rebalancer.errors import (
     SignInRequired,
     UnknownApproval,
 )
+from rebalancer.parsing.text import clean_text
 
 APPROVAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 IDENTITY_CLAIMS = ("email", "preferred_username", "sub")  # the first one the token has names the approver
@@ -100,13 +101,13 @@ class ApprovalApi:
         """The verified caller when the authorizer is on; None when the link is the credential."""
         if not self.oidc_issuer:
             return None
-        claims = app.current_event.request_context.authorizer.jwt_claim
-        name = next((str(claims[c]).strip() for c in IDENTITY_CLAIMS if str(claims.get(c) or "").strip()), "")
+        claims = _claims()
+        name = next((n for n in (clean_text(claims.get(c), NAME_MAX) for c in IDENTITY_CLAIMS) if n), "")
         if claims.get("iss") != self.oidc_issuer or not name:
             raise SignInRequired("This approval page needs you signed in with your organisation's account; nothing "
                                  "was changed.")
-        return Approver(name[:NAME_MAX], {"via": "oidc", "issuer": self.oidc_issuer,
-                                          "subject": str(claims.get("sub") or "")})
+        return Approver(name, {"via": "oidc", "issuer": self.oidc_issuer,
+                               "subject": clean_text(claims.get("sub"), NAME_MAX)})
 
     # --- GET: the review page --------------------------------------------------------------------------------------
     def review(self, approval_id: str, params: dict[str, str]) -> Response[str]:
@@ -141,11 +142,13 @@ class ApprovalApi:
         nonce_id = self.nonces.check(approval_id, expires, form.get("nonce", ""), now)
         chosen = form.get("decision", "")
         comment = form.get("comment", "").strip()
-        name = "" if approver else form.get("name", "").strip()  # with a verified identity a typed name is ignored
+        # With a verified identity a typed name is ignored; a typed one is recorded as one safe line.
+        name = "" if approver else form.get("name", "").strip()
         if chosen not in DECISIONS:
             raise InvalidInput("The form named no decision (approve or reject).", value=chosen)
         if len(comment) > COMMENT_MAX or len(name) > NAME_MAX:
             raise InvalidInput(f"The comment is limited to {COMMENT_MAX} characters and the name to {NAME_MAX}.")
+        comment, name = clean_text(comment, COMMENT_MAX), clean_text(name, NAME_MAX)
         rec = _approval(self.approvals, approval_id)
         url = execution_url(rec.execution_arn)
         app.append_context(execution_url=url)  # type: ignore[no-untyped-call]  # what a refusal's page links to
@@ -177,11 +180,21 @@ class ApprovalApi:
             return _text(200, "")
         if not APPROVAL_ID.fullmatch(approval_id):
             raise UnknownApproval("There is no such approval.")
-        who = f"slack:{user.get('username') or user.get('name') or user.get('id') or 'unknown'}"
-        identity = {k: v for k, v in (("via", "slack"), ("user_id", user.get("id", "")),
-                                      ("team_id", team.get("id", ""))) if v}
+        shown = (clean_text(user.get(k), NAME_MAX) for k in ("username", "name", "id"))
+        who = f"slack:{next((n for n in shown if n), 'unknown')}"
+        identity = {k: v for k, v in (("via", "slack"), ("user_id", clean_text(user.get("id"), NAME_MAX)),
+                                      ("team_id", clean_text(team.get("id"), NAME_MAX))) if v}
         return _slack_reply(self.approvals.decide(approval_id, "approve" if decision == "approve" else "reject", who,
                                                   identity=identity))
+
+
+def _claims() -> Mapping[str, Any]:
+    """The verified token's claims, or {} when the authorizer passed none or something that is not an object."""
+    try:
+        claims = app.current_event.request_context.authorizer.jwt_claim
+    except (AttributeError, KeyError, TypeError):
+        return {}
+    return claims if isinstance(claims, Mapping) else {}
 
 
 # --- routes ------------------------------------------------------------------------------------------------------

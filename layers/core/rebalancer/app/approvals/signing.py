@@ -56,7 +56,8 @@ def slack_request_is_valid(signing_secret: str, body: str, headers: dict[str, st
     requests more than five minutes from now either way (replays)."""
     lower = {k.lower(): v for k, v in headers.items()}
     timestamp, signature = lower.get("x-slack-request-timestamp"), lower.get("x-slack-signature")
-    if not timestamp or not signature or not timestamp.isdigit() or not signing_secret.strip():
+    if not timestamp or not signature or not signing_secret.strip() or not (timestamp.isascii()
+                                                                             and timestamp.isdigit()):
         return False
     if abs(now.timestamp() - int(timestamp)) > SLACK_MAX_AGE_SECONDS:
         return False

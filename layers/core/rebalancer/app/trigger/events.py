@@ -9,7 +9,9 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from rebalancer.parsing.text import clean_text, cut_utf8
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
 NODE_HEALTH = "SageMaker HyperPod Cluster Node Health Event"
@@ -195,23 +197,45 @@ TriggerEvent = Annotated[StateChangeEvent | NodeHealthEvent | HyperPodEvent | Al
                          | RunFinishedEvent, Field(discriminator="detail_type")]
 
 
+# A run's input must stay within Step Functions' 256 KB (UTF-8) whatever the event carries: EventBridge delivers
+# events of up to 256 KB, and a HealthStatusReason or a Description may be most of that. The summary is free text
+# for people (cleaned, then cut in bytes); names and ids are compared with ours, so one too long is malformed.
+SUMMARY_MAX_BYTES = 2048
+ID_MAX_BYTES = 256  # event ids, cluster and execution names (HyperPod: 63, Step Functions: 80), ARNs of them
+
+
+def _summary(text: str) -> str:
+    return cut_utf8(clean_text(text, SUMMARY_MAX_BYTES), SUMMARY_MAX_BYTES)
+
+
+def _identifier(text: str) -> str:
+    if len(text.encode("utf-8", "replace")) > ID_MAX_BYTES:
+        raise ValueError(f"longer than {ID_MAX_BYTES} bytes: {cut_utf8(text, 60)!r}")
+    return text
+
+
+Summary = Annotated[str, AfterValidator(_summary)]
+Identifier = Annotated[str, AfterValidator(_identifier)]
+
+
 class Trigger(BaseModel):
     """Why a run starts. `clusters` is empty when the event concerns every managed cluster (schedule, alarm without
     a ClusterName dimension). `relevant` is False for events that do not call for a run (an alarm leaving ALARM)."""
 
     model_config = ConfigDict(frozen=True)
 
-    event_id: str
+    event_id: Identifier
     kind: str
-    clusters: tuple[str, ...] = ()
-    summary: str
+    clusters: tuple[Identifier, ...] = Field(default=(), max_length=100)
+    summary: Summary
     relevant: bool = True
-    finished: str | None = None  # a run-finished event: the name of the execution that ended
-    state_machine_arn: str | None = None
+    finished: Identifier | None = None  # a run-finished event: the name of the execution that ended
+    state_machine_arn: Identifier | None = None
 
 
 def event_id_of(event: Any) -> str:
-    return str(event.get("id", "(no id)")) if isinstance(event, dict) else "(not an object)"
+    return cut_utf8(clean_text(str(event.get("id", "(no id)")), ID_MAX_BYTES), ID_MAX_BYTES) \
+        if isinstance(event, dict) else "(not an object)"
 
 
 def parse_trigger(event: Any) -> Trigger:

@@ -22,9 +22,11 @@ from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
 from rebalancer.app.workflow.audit import AuditLog, trigger_started
 from rebalancer.domain.clock import Clock
 from rebalancer.domain.records import LockResult
+from rebalancer.parsing.text import cut_utf8
 
 # A lock whose holder has not shown up in Step Functions yet is still being started by another invocation.
 STARTING_GRACE = timedelta(seconds=60)
+REASON_MAX_BYTES = 512  # of why an event was refused, in the outcome and the log
 NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -174,5 +176,5 @@ class Starter:
 def _first_error(e: Exception) -> str:
     if isinstance(e, ValidationError):
         err = e.errors(include_url=False)[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
+        return cut_utf8(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}", REASON_MAX_BYTES)
+    return cut_utf8(str(e).splitlines()[0], REASON_MAX_BYTES) if str(e) else type(e).__name__

@@ -1,0 +1,47 @@
+"""Free text from people and from outside systems (approver names, login claims, Slack usernames, comments, event
+reasons), made safe where it enters and again where it is printed.
+
+`clean_text` is for recording: any value that is not a string becomes "" (a claim may be a list or a number), the
+characters that can forge lines or reorder what a terminal or a log viewer shows are dropped (controls and ANSI
+escapes, bidi overrides and isolates, zero-width and other format characters, line and paragraph separators,
+surrogates, private-use and unassigned code points), runs of white space become one space, and the result is cut to
+`limit` characters. `printable` is for showing text already recorded (by an older version, or by another writer):
+the same characters are shown as escapes (`\\x1b`, `\\u202e`) instead of being acted on.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+BREAKS = frozenset("\t\n\r\v\f\x85\u2028\u2029")  # white space that ends a line: kept as one space
+_SPACES = re.compile(r"\s+")
+
+
+def _unsafe(ch: str) -> bool:
+    return unicodedata.category(ch) in UNSAFE_CATEGORIES
+
+
+def clean_text(value: Any, limit: int) -> str:
+    """`value` as one line of at most `limit` safe characters ("" for a value that is not a string)."""
+    if not isinstance(value, str):
+        return ""
+    text = value[:limit * 4]  # enough to fill `limit` after dropping, without scanning megabytes
+    text = "".join(" " if ch in BREAKS else ch for ch in text if ch in BREAKS or not _unsafe(ch))
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()[:limit].rstrip()
+
+
+def cut_utf8(text: str, max_bytes: int) -> str:
+    """`text` whole when its UTF-8 encoding fits in `max_bytes`, else its longest prefix that fits with "…"."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes - len("…".encode())].decode("utf-8", "ignore") + "…"
+
+
+def printable(value: Any) -> str:
+    """str(value) with every unsafe character shown as its escape; line breaks too."""
+    text = value if isinstance(value, str) else str(value)
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _unsafe(ch) else ch for ch in text)
