@@ -1,8 +1,8 @@
 """Clients and adapters, made lazily on first use and reused for the life of the process (a warm Lambda).
 
-Every handler imports this module, so it imports nothing at module level beyond config: each factory imports what it
-builds, and a handler's cold start pays only for what that handler uses (the trigger never loads the approvals,
-Slack or the planning engine; kubernetes loads when collect first reads Kueue).
+Every handler imports this module, so it imports nothing at module level beyond config and the clock: each factory
+imports what it builds, and a handler's cold start pays only for what that handler uses (the trigger never loads the
+approvals, Slack or the planning engine; kubernetes loads when collect first reads Kueue).
 """
 
 from __future__ import annotations
