@@ -1,7 +1,8 @@
 """The process's AWS clients and store, made on first use and reused for the life of the process (a warm Lambda).
 
-Every handler imports this module, so it holds only the clients, the store and the clock, which all of them use but two: Verify
-loads the store without using it, the trigger the SageMaker clients (a few modules each, the price of one plain module).
+Every handler imports this module, so it holds only the clients, the store and the clock, which all of them use but
+two: Verify loads the store without using it, the trigger the SageMaker clients (a few modules each, the price of one
+plain module).
 What some handlers run and others never do lives beside its concept, imported at module level by the handlers that run
 it: `workflow/snapshots.py` (how Collect and Observe read a cluster), `workflow/writers.py` (the quota and
 scheduler-config writers), `workflow/idempotency.py` (Apply and Rollback run once per execution),
