@@ -74,3 +74,19 @@ def test_a_stack_without_the_output_and_a_missing_table_are_one_line(store: Stor
     code, out = run("history", "--cluster", "c1", "--table", "no-such-table")
     assert code == 1
     assert out.startswith("error: reading the audit table no-such-table: ResourceNotFoundException")
+
+
+def test_the_id_history_shows_is_the_one_snapshot_of_takes(store: Store, tmp_path: Path) -> None:
+    for execution in ("c-1-20261130T120000", "c-1-cli20261130T130000", "c-1-cli20261130T140000"):
+        store.audit("c-1", execution, "apply", outcome="applied")
+        store.put_artifact(execution, "SNAPSHOT", {"quotas": [], "taken_at": execution[-15:]})
+    code, table = run("history", "--cluster", "c-1", "--table", "audit-table")
+    assert code == 0
+    assert "cli20261130T130000" in table
+    assert "c-1-cli" not in table
+    code, out = run("history", "--cluster", "c-1", "--table", "audit-table", "--snapshot-of", "cli20261130T13")
+    assert code == 0, out
+    assert json.loads(out)["taken_at"] == "20261130T130000"
+    code, out = run("history", "--cluster", "c-1", "--table", "audit-table", "--snapshot-of", "cli")
+    assert code == 2
+    assert out.startswith("error: --snapshot-of: 'cli' names 2 runs of c-1")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer_tools.cli.run_ids import resolve_run, short_run
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
@@ -34,11 +35,6 @@ def _changes(before: Any, after: Any) -> str:
     return "\n".join(parts)
 
 
-def short_run(execution: str) -> str:
-    """Execution names are <cluster>-<window start>; the window start tells runs of one cluster apart."""
-    return execution.rsplit("-", 1)[-1]
-
-
 def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns."""
     table = Table(title=f"history of {cluster} (times UTC)", title_justify="left", show_lines=False)
@@ -51,7 +47,7 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     for r in records:
         run = str(r.get("execution", ""))
         what = "\n".join(x for x in (r.get("who") or "", _changes(r.get("before"), r.get("after"))) if x)
-        table.add_row(short_run(run) if run != previous else "", str(r.get("at", ""))[11:19],
+        table.add_row(short_run(run, cluster) if run != previous else "", str(r.get("at", ""))[11:19],
                       str(r.get("kind", "")), str(r.get("outcome", "")), what)
         previous = run
     return table
@@ -161,6 +157,8 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     store = open_store(table, stack, region, profile)
     try:
         if snapshot_of:
+            snapshot_of = resolve_run(snapshot_of, (str(r.get("execution", "")) for r in runs.history(store, cluster)),
+                                      cluster, option="--snapshot-of")
             doc = runs.started_from(store, snapshot_of)
             if doc is None:
                 raise InvalidInput(f"no snapshot stored for run {snapshot_of} (see `rebalancer history`)",

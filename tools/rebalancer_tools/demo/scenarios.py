@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
 from rebalancer.domain.plan import Plan
-from rebalancer_tools.cli.history_cmd import short_run
+from rebalancer_tools.cli.run_ids import short_run
 from rebalancer_tools.demo import cast
 from rebalancer_tools.demo.world import World
 from rebalancer_tools.emulator.demo import P5, TRN1
@@ -355,11 +355,13 @@ def history_and_rollback(world: World, story: Story, first_run: str, workdir: Pa
     story.terminal(f"rebalancer history --cluster {world.cluster} --table {TABLE}", out)
     result.outputs["history"] = out
     runs = {a["execution"] for a in world.stack.audit(world.cluster)}
-    result.check("history lists every run", code == 0 and all(short_run(r) in out for r in runs), f"exit {code}")
+    result.check("history lists every run", code == 0 and all(short_run(r, world.cluster) in out for r in runs),
+                 f"exit {code}")
     snapshot = workdir / f"{first_run}.snapshot.json"
-    code, out = cli(["history", "--cluster", world.cluster, "--table", TABLE, "--snapshot-of", first_run,
+    typed = short_run(first_run, world.cluster)  # the id as `history` shows it
+    code, out = cli(["history", "--cluster", world.cluster, "--table", TABLE, "--snapshot-of", typed,
                      "-o", str(snapshot)])
-    story.terminal(f"rebalancer history ... --snapshot-of {first_run} -o {snapshot.name}", out)
+    story.terminal(f"rebalancer history ... --snapshot-of {typed} -o {snapshot.name}", out)
     if not result.check("the first run's snapshot was written", code == 0 and snapshot.exists(), out.strip()):
         return result
     original = {q["ComputeQuotaTarget"]["TeamName"]: {
