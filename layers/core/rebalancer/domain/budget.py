@@ -28,7 +28,7 @@ ALL = "all"
 
 
 class Budget(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)  # as the policy's models
 
     accelerator_hours: PositiveFloat | None = None
     money: PositiveFloat | None = None  # in the currency of `prices` (per instance-hour)
@@ -36,7 +36,8 @@ class Budget(BaseModel):
     timezone: str = "UTC"
     scope: str = ALL  # "all", an instance family (ml.p5) or an instance type (ml.p5.48xlarge)
     on_exhausted: OnExhausted = "notify"
-    notify_at: tuple[Annotated[int, Field(ge=1, le=1000)], ...] = (50, 80, 100)
+    notify_at: Annotated[tuple[Annotated[int, Field(ge=1, le=1000, strict=True)], ...], Field(strict=False)] = \
+        (50, 80, 100)
 
     @field_validator("timezone")
     @classmethod

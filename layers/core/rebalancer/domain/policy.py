@@ -20,12 +20,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     NonNegativeFloat,
     NonNegativeInt,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget
@@ -34,10 +36,13 @@ from rebalancer.domain.pools import PoolKey
 TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 TEAM_NAME_MAX = 40
 PERCENT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
+PERCENT_SCHEMA_PATTERN = r"^\s*0*(\d{1,2}(\.\d+)?|100(\.0+)?)\s*%\s*$"  # PERCENT, at most 100
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # strict: `min_step: false` or `weight: "2"` is refused as the published JSON schema refuses it, instead of
+    # being read as 0 and 2 (tests/unit/policy/test_policy_schema.py holds the two together).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class Amount(Frozen):
@@ -67,6 +72,13 @@ class Amount(Frozen):
     @model_serializer
     def _dump(self) -> float | str:
         return f"{self.value:g}%" if self.percent else self.value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # As written in a policy file (what `_parse` takes), not the model's internal fields.
+        return {"anyOf": [{"type": "number", "minimum": 0},
+                          {"type": "string", "pattern": PERCENT_SCHEMA_PATTERN}, handler(core_schema)],
+                "description": "an absolute amount (8) or a percent of the pool's healthy capacity ('25%')"}
 
     def resolve(self, capacity: float) -> float:
         return capacity * self.value / 100 if self.percent else self.value
@@ -270,7 +282,7 @@ OnOff = Literal["Enabled", "Disabled"]
 class ClusterPolicy(Frozen):
     """The cluster's scheduler config (Create/UpdateClusterSchedulerConfig). A field left out is not managed."""
 
-    priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10)] | None = None
+    priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10, strict=False)] | None = None
     fair_share: OnOff | None = None
     idle_resource_sharing: OnOff | None = None
 
