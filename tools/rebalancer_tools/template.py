@@ -16,9 +16,12 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The checkout holding template.yaml: from `start` (default: this file) upwards."""
+    """The folder holding template.yaml and statemachines/: by default the package's own copy (`_assets`, shipped
+    in the wheel), else from `start` (default: this file) upwards, a checkout."""
     here = (start or Path(__file__)).resolve()
-    for folder in (here, *here.parents):
+    shipped = Path(__file__).parent / "_assets"
+    candidates: tuple[Path, ...] = (shipped,) if start is None else ()
+    for folder in (*candidates, here, *here.parents):
         if (folder / "template.yaml").is_file() and (folder / "statemachines").is_dir():
             return folder
     raise FileNotFoundError(f"no template.yaml above {here}: run from a checkout of hyperpod-rebalancer")
