@@ -35,7 +35,7 @@ from rebalancer_tools.emulator.server import EmulatorServer
 TABLE = "rebalancer-sandbox"
 PREFIX = "/_sandbox/"
 KUBE_PREFIXES = ("/api/", "/apis/", "/api?", "/apis?")
-CALLER = f"arn:aws:iam::{DEFAULT_ACCOUNT}:user/moto"  # moto's GetCallerIdentity without credentials of a role
+CALLER = f"arn:aws:sts::{DEFAULT_ACCOUNT}:user/moto"  # what moto's GetCallerIdentity answers with test keys
 KUEUE_READER_GROUP = "hyperpod-rebalancer-kueue-reader"
 ENVIRONMENT_KEYS = ("AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                     "REBALANCER_TABLE")
@@ -138,6 +138,8 @@ def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = No
         server = EmulatorServer("127.0.0.1", port, quiet=quiet,
                                 wrap=lambda app: _sandbox_app(app, kube_url, lambda: box[0]))
         stack.enter_context(server)
+        _reset(server.endpoint)  # moto's backends are per process: start from nothing, leave nothing behind
+        stack.callback(_reset, server.endpoint)
         emulator = Emulator()
         seeded = provision(emulator, kube, kube_endpoint=server.endpoint)
         sandbox = Sandbox(server.endpoint, emulator, seeded, kube)
@@ -146,6 +148,12 @@ def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = No
         _create_table(server.endpoint, TABLE)
         cast.publish_metrics(_client("cloudwatch", server.endpoint), now or datetime.now(UTC))
         yield sandbox
+
+
+def _reset(endpoint: str) -> None:
+    request = urllib.request.Request(f"{endpoint}/moto-api/reset", data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
 
 
 def _client(service: str, endpoint: str) -> Any:
@@ -174,6 +182,11 @@ def _sandbox_app(app: WsgiApp, kube_url: str, sandbox: Callable[[], Sandbox]) ->
             return _control(sandbox(), environ, start_response)
         if path.startswith(KUBE_PREFIXES) or path in ("/api", "/apis"):
             return _proxy(kube_url, environ, start_response)
+        if "/access-entries/" in path:
+            # A principal ARN holds a '/', sent as %2F: werkzeug decodes it in PATH_INFO and moto's route (one
+            # path segment) then misses; the raw path keeps it one segment (the emulator unquotes it).
+            raw = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or path).split("?", 1)[0]
+            environ = {**environ, "PATH_INFO": raw}
         return app(environ, start_response)
 
     return serve
@@ -207,9 +220,11 @@ def _control(box: Sandbox, environ: dict[str, Any], start_response: Callable[...
             box.resize(str(body["group"]), int(body["count"]))
             return _json(start_response, 200, {})
         return _json(start_response, 404, {"error": f"no route {method} {environ['PATH_INFO']}"})
+    except KeyError as e:
+        return _json(start_response, 400, {"error": f"bad request: {e} missing"})
     except LookupError as e:
-        return _json(start_response, 404, {"error": str(e).strip("'\"")})
-    except (KeyError, ValueError, TypeError) as e:
+        return _json(start_response, 404, {"error": str(e.args[0]) if e.args else str(e)})
+    except (ValueError, TypeError) as e:
         return _json(start_response, 400, {"error": f"bad request: {e}"})
     except Exception as e:  # the emulator's own refusals (an unknown node, a bad count)
         return _json(start_response, 400, {"error": str(e)})
