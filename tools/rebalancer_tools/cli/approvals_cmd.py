@@ -11,11 +11,11 @@ from datetime import datetime
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer_tools.cli.history_cmd import open_store
+from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.run_ids import short_run
 
 APPROVAL_REQUESTED = "approval-requested"  # the audit record RequestApproval writes, with the approval's id
@@ -105,7 +105,7 @@ def list_(cluster: str, table: str | None, stack: str | None, region: str | None
     for p in found:
         out.add_row(p.approval_id[:12], short_run(p.execution, cluster), f"{p.decide_by:%Y-%m-%d %H:%M}", p.moves,
                     "\n".join(p.reasons))
-    Console(width=max(Console().width, 120)).print(out)
+    console(120).print(out)
 
 
 def _decide(decision: str, given: str, cluster: str, table: str | None, stack: str | None, region: str | None,

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.run_ids import resolve_run, short_run
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
@@ -32,7 +32,7 @@ def _changes(before: Any, after: Any) -> str:
         b, a = before.get(team) or {}, after.get(team) or {}
         for pool in sorted(set(b) | set(a)):
             parts.append(f"{team} {pool.removeprefix('ml.')} {b.get(pool, 0):g}→{a.get(pool, 0):g}")
-    return "\n".join(parts)
+    return "; ".join(parts)
 
 
 def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
@@ -46,7 +46,7 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     previous = None
     for r in records:
         run = str(r.get("execution", ""))
-        what = "\n".join(x for x in (r.get("who") or "", _changes(r.get("before"), r.get("after"))) if x)
+        what = "; ".join(x for x in (r.get("who") or "", _changes(r.get("before"), r.get("after"))) if x)
         table.add_row(short_run(run, cluster) if run != previous else "", str(r.get("at", ""))[11:19],
                       str(r.get("kind", "")), str(r.get("outcome", "")), what)
         previous = run
@@ -184,7 +184,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     if not records:
         click.echo(f"no history for {cluster} in {store.table_name}")
         return
-    Console(width=max(Console().width, 80)).print(history_table(records, cluster))
+    console().print(history_table(records, cluster))
 
 
 @history.command("export")

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from rebalancer_tools.backtest import recommend as rec
 from rebalancer_tools.backtest.advice import advise, policy_text
@@ -18,6 +17,7 @@ from rebalancer_tools.backtest.replay import prepare, replay
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy_document
 from rebalancer_tools.cli.extras import require
+from rebalancer_tools.cli.output import console
 
 
 def _show(value: object) -> str:
@@ -73,12 +73,11 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
         evidence.append(("search", "", best["params"], f"best of {best['trials']} trials (#{best['number']})"))
     advice = advise(raw, states, samples[0], reference, like, current, candidates)
 
-    console = Console(width=max(Console().width, 100))
     click.echo(f"evidence ({len(states)} states of {history.cluster}):")
     for field, before, after, why in evidence:
         mark = "=" if before == after else "→"
         click.echo(f"  {field}: {_show(before)} {mark} {_show(after)}\n      {why}")
-    console.print(side_by_side([current, advice.best.replay], f"backtest: current vs {advice.best.name}"))
+    console(100).print(side_by_side([current, advice.best.replay], f"backtest: current vs {advice.best.name}"))
     click.echo(advice.verdict())
     if report_dir:
         write_report(Path(report_dir), f"{history.cluster}: current vs recommended", states,
