@@ -46,6 +46,18 @@ def test_the_printed_environment_names_the_sandbox(sandbox: Sandbox) -> None:
     assert env["REBALANCER_TABLE"] == sandbox.table
 
 
+def test_policy_init_writes_the_policy_the_cluster_is_in_sync_with(sandbox: Sandbox, tmp_path: Path) -> None:
+    written = tmp_path / "policy.yaml"
+    code, out = rebalancer("policy", "init", "--cluster", CLUSTER, "-o", str(written))
+    assert code == 0, out
+    code, out = rebalancer("diff", "--cluster", CLUSTER, "--policy", str(written))
+    assert code == 0, out
+    assert out.strip() == f"{CLUSTER}: in sync with {written}"
+    code, out = rebalancer("policy", "init", "--cluster", CLUSTER, "-o", str(written))
+    assert code == 2
+    assert "exists already" in out
+
+
 def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
     code, out = rebalancer("snapshot", "--cluster", CLUSTER, "-o", str(tmp_path / "snap.json"))
     assert code == 0, out
