@@ -89,4 +89,4 @@ def test_without_the_tools_extra_the_command_says_so_in_one_line(wheel: Path, tm
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         "error: the rebalancer command line needs click, rich, which the [tools] extra installs: pipx install "
-        "'hyperpod-rebalancer[tools]' (see README \"Install\")"]
+        "'hyperpod-rebalancer[tools]' (see README \"Install on a laptop\")"]

@@ -39,5 +39,5 @@ def test_a_missing_optional_package_is_one_line() -> None:
         require("no_such_package_for_this_test", "recommend --search")
     assert str(e.value) == ("`rebalancer recommend --search` needs the Python package 'no_such_package_for_this_test', "
                             "which the [tools] extra installs: pipx install 'hyperpod-rebalancer[tools]' (see README "
-                            "\"Install\")")
+                            "\"Install on a laptop\")")
     require("json", "anything")  # present: nothing said

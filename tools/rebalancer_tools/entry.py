@@ -7,7 +7,7 @@ import importlib.util
 import sys
 
 NEEDED = ("click", "rich")  # what every command imports; each command checks its own extras (cli/extras.py)
-INSTALL = "pipx install 'hyperpod-rebalancer[tools]' (see README \"Install\")"
+INSTALL = "pipx install 'hyperpod-rebalancer[tools]' (see README \"Install on a laptop\")"
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import importlib.util
 
 from rebalancer.errors import PermanentError
 
-INSTALL = "pipx install 'hyperpod-rebalancer[tools]' (see README \"Install\")"
+INSTALL = "pipx install 'hyperpod-rebalancer[tools]' (see README \"Install on a laptop\")"
 
 
 def require(module: str, command: str) -> None:
