@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-ASSETS = Path(__file__).resolve().parent / "_assets"
-
 
 def root() -> Path:
     """The folder holding template.yaml, statemachines/, functions/, events/ and examples/."""

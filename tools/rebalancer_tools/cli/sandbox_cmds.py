@@ -4,6 +4,7 @@ $AWS_ENDPOINT_URL, as every other command finds it)."""
 
 from __future__ import annotations
 
+import signal
 import time
 from typing import Any
 
@@ -12,9 +13,14 @@ import click
 from rebalancer.errors import InvalidInput, PermanentError
 
 
+def _stop(*_: object) -> None:
+    raise KeyboardInterrupt  # `kill PID` stops the sandbox as Ctrl-C does: servers closed, moto reset
+
+
 def serve_sandbox(port: int, transition_reads: int) -> None:
     from rebalancer_tools.sandbox import open_sandbox
 
+    signal.signal(signal.SIGTERM, _stop)
     try:
         with open_sandbox(port) as sandbox:
             sandbox.emulator.set_transition_reads(transition_reads)
