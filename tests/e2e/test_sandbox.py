@@ -123,3 +123,13 @@ def test_the_drive_commands_refuse_in_one_line(sandbox: Sandbox) -> None:
     code, out = rebalancer("emulator", "fail-node", "--group", "no-such-group")
     assert code == 2
     assert out.strip() == "error: fail-node: no running node in instance group 'no-such-group'"
+
+
+def test_the_banner_prints_every_variable_to_export(sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
+    from rebalancer_tools.cli.sandbox_cmds import _announce
+
+    _announce(sandbox)
+    out = capsys.readouterr().out
+    for name, value in sandbox.environment().items():
+        assert f"  export {name}={value}\n" in out
+    assert f"rebalancer snapshot --cluster {CLUSTER}" in out
