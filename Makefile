@@ -63,7 +63,7 @@ bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less);
 	$(PY) benchmarks/backtest_bench.py
 	$(PY) benchmarks/burst_bench.py
 
-bench-sim: $(STAMP) ## every simulator scenario (Philly 512/1024/1024+failures, synthetic) × four strategies; tables and goals into docs/simulation.md
+bench-sim: $(STAMP) ## the five simulator scenarios (Philly 512, 1024, 1024 + failures; synthetic overloaded, GPU + Trainium) × four strategies; tables and goals into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md --workers 2
 
 lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the network)

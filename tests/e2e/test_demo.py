@@ -44,8 +44,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, dict[
             yield world, {r.key: r for r in results}
 
 
-@pytest.mark.parametrize("key", ["node-failure", "approved-alarm", "rejected-alarm", "rollback", "budget",
-                                 "backtest"])
+def test_the_demo_runs_the_scenarios_its_help_counts(run: tuple[World, dict[str, ScenarioResult]]) -> None:
+    assert tuple(run[1]) == scenarios.SCENARIOS
+
+
+@pytest.mark.parametrize("key", scenarios.SCENARIOS)
 def test_scenario_ends_as_expected(run: tuple[World, dict[str, ScenarioResult]], key: str) -> None:
     result = run[1][key]
     assert result.ok, [c for c in result.checks if not c.ok]

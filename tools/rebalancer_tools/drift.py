@@ -46,7 +46,12 @@ class Drift:
 
 
 def _show(value: Any) -> str:
-    return "(absent)" if value is None else str(value)
+    """A whole float as an integer (32, not 32.0): the API returns vCPU and memory as floats."""
+    if value is None:
+        return "(absent)"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def find_drift(snapshot: Snapshot, policy: Policy, *,

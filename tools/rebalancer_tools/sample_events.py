@@ -9,7 +9,7 @@ from typing import Any
 
 from rebalancer_tools.template import find_root
 
-EVENTS: Path = find_root(Path(__file__)) / "events"
+EVENTS: Path = find_root() / "events"
 
 
 def load_event(name: str) -> dict[str, Any]:

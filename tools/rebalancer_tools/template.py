@@ -16,9 +16,11 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The checkout holding template.yaml: from `start` (default: this file) upwards."""
+    """The folder holding template.yaml and statemachines/: the checkout, from `start` (default: this file)
+    upwards; installed from a wheel (no checkout above), the package's own copy, `_assets`."""
     here = (start or Path(__file__)).resolve()
-    for folder in (here, *here.parents):
+    shipped: tuple[Path, ...] = (Path(__file__).parent / "_assets",) if start is None else ()
+    for folder in (here, *here.parents, *shipped):
         if (folder / "template.yaml").is_file() and (folder / "statemachines").is_dir():
             return folder
     raise FileNotFoundError(f"no template.yaml above {here}: run from a checkout of hyperpod-rebalancer")

@@ -345,7 +345,8 @@ def test_rollback_of_a_cli_apply_run_restores_it(emu: Emulator, aws: AwsClients,
     store = Store(table, resource=aws.session.resource("dynamodb"))
     [execution] = {r["execution"] for r in store.audit.records("c1")}
 
-    result = cli_run("rollback", "--cluster", "c1", "--run", execution, "--table", table, "--yes")
+    typed = execution.removeprefix("c1-")[:6]  # a prefix of the id `history` shows (cli2026…)
+    result = cli_run("rollback", "--cluster", "c1", "--run", typed, "--table", table, "--yes")
     assert result.exit_code == 0, result.output
     assert result.stdout.strip().endswith("restored")
     emu.settle()

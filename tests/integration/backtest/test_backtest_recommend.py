@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from click.testing import CliRunner
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import recommend as rec
 from rebalancer_tools.backtest import synthetic as syn
-from rebalancer_tools.backtest.replay import prepare, replay
+from rebalancer_tools.backtest.replay import Replay, prepare, replay
 from rebalancer_tools.cli import cli
 
 P5 = syn.P5
@@ -152,3 +154,81 @@ def test_search_trials_run_in_parallel_processes_sharing_one_journal(files: tupl
     assert best["trials"] == 4
     assert set(best["params"]) == {"guarantee_percentile", "cooldown_minutes", "min_step"}
     assert journal.stat().st_size > 0
+
+
+def test_a_policy_its_backtest_scores_worse_is_never_recommended(files: tuple[Path, Path], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The morning bursts churn without a cooldown: a suggestion of cooldown 0 over the current 60 scores worse
+    (more reversals), so nothing is written and the output says why."""
+    history, _ = files
+    current = tmp_path / "calm.yaml"
+    current.write_text("stability:\n  cooldown_minutes: 60\nteams:\n  a: {}\n  b: {}\n")
+    monkeypatch.setattr(rec, "suggest", lambda *_: [rec.Suggestion("stability.cooldown_minutes", 60, 0, "try")])
+    out = tmp_path / "worse.yaml"
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o", str(out)])
+    assert got.exit_code == 0, got.output
+    verdict = next(line for line in got.output.splitlines() if line.startswith("objective ("))
+    scores = re.search(r"current policy ([\d,.]+), the suggestions ([\d,.]+):", verdict)
+    assert scores, verdict
+    current_score, suggested_score = (float(x.replace(",", "")) for x in scores.groups())
+    assert suggested_score > current_score
+    assert verdict.endswith("worse than the current policy, so no policy is recommended")
+    assert f"{out} not written" in got.output
+    assert not out.exists()
+
+
+def test_the_recommended_file_keeps_the_policys_comments_and_key_order(files: tuple[Path, Path],
+                                                                       tmp_path: Path) -> None:
+    history, _ = files
+    current = tmp_path / "commented.yaml"
+    current.write_text("# our cluster's policy\nteams:  # two teams\n  b: {}   # serving\n  a: {}\n"
+                       "stability:\n  cooldown_minutes: 0  # we like it fast\n")
+    out = tmp_path / "recommended.yaml"
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o", str(out)])
+    assert got.exit_code == 0, got.output
+    text = out.read_text()
+    assert text.startswith("# our cluster's policy\nteams:  # two teams\n  b: ")
+    assert "  cooldown_minutes: 60  # we like it fast\n" in text
+    assert "-  cooldown_minutes: 0  # we like it fast\n+  cooldown_minutes: 60  # we like it fast" in got.output
+
+
+def replay_with(moves: list[float], decreases: list[float]) -> Replay:
+    return Replay(name="current", plan_moves=moves, decrease_percents=decreases)
+
+
+def test_a_raised_approval_threshold_says_what_it_lets_through() -> None:
+    policy = Policy.model_validate({"approval": {"moved_accelerators": 8, "max_decrease_percent": 25},
+                                    "teams": {"a": {}}})
+    found = by_field(rec.suggest_approval(replay_with([4] * 10 + [12] * 10, [10] * 10 + [40] * 10), policy))
+    moved = found["approval.moved_accelerators"]
+    assert (moved.before, moved.after) == (8, 12)
+    assert moved.evidence.endswith("LOOSENS the gate: 10 of the 10 plans that asked for approval would apply "
+                                   "without an admin (moving up to 12)")
+    decrease = found["approval.max_decrease_percent"]
+    assert (decrease.before, decrease.after) == (25, 40)
+    assert "LOOSENS the gate: 10 of the 10 plans" in decrease.evidence
+    assert "(taking up to 40 %)" in decrease.evidence
+
+
+def test_an_approval_gate_is_never_turned_off() -> None:
+    policy = Policy.model_validate({"approval": {"max_decrease_percent": 50}, "teams": {"a": {}}})
+    found = by_field(rec.suggest_approval(replay_with([16], [100] * 5), policy))
+    decrease = found["approval.max_decrease_percent"]
+    assert decrease.after == 50
+    assert "a limit of 100 % would turn the gate off" in decrease.evidence
+    assert not decrease.changes
+
+
+def test_the_search_journal_leaves_nothing_behind(files: tuple[Path, Path], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    history, current = files
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o",
+                                   str(tmp_path / "out.yaml"), "--search", "2", "--seed", "1"])
+    assert got.exit_code == 0, got.output
+    assert "best of 2 trials" in got.output
+    assert list(scratch.iterdir()) == []
+    result = CliRunner().invoke(cli, ["recommend", "--help"], terminal_width=200)
+    assert "a journal in a temporary folder, removed afterwards" in " ".join(result.output.split())

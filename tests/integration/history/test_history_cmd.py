@@ -74,3 +74,36 @@ def test_a_stack_without_the_output_and_a_missing_table_are_one_line(store: Stor
     code, out = run("history", "--cluster", "c1", "--table", "no-such-table")
     assert code == 1
     assert out.startswith("error: reading the audit table no-such-table: ResourceNotFoundException")
+
+
+def test_the_id_history_shows_is_the_one_snapshot_of_takes(store: Store, tmp_path: Path) -> None:
+    for execution in ("c-1-20261130T120000", "c-1-cli20261130T130000", "c-1-cli20261130T140000"):
+        store.audit("c-1", execution, "apply", outcome="applied")
+        store.artifacts.put(execution, "SNAPSHOT", {"quotas": [], "taken_at": execution[-15:]})
+    code, table = run("history", "--cluster", "c-1", "--table", "audit-table")
+    assert code == 0
+    assert "cli20261130T130000" in table
+    assert "c-1-cli" not in table
+    code, out = run("history", "--cluster", "c-1", "--table", "audit-table", "--snapshot-of", "cli20261130T13")
+    assert code == 0, out
+    assert json.loads(out)["taken_at"] == "20261130T130000"
+    code, out = run("history", "--cluster", "c-1", "--table", "audit-table", "--snapshot-of", "cli")
+    assert code == 2
+    assert out.startswith("error: --snapshot-of: 'cli' names 2 runs of c-1")
+
+
+def test_piped_history_is_one_line_per_record_and_usage_says_when_nothing_is_metered(store: Store,
+                                                                                       tmp_path: Path) -> None:
+    store.audit("c1", "c1-20261130T120000", "apply", outcome="applied", who="alice",
+                before={"research": {"ml.p5.48xlarge": 12}, "inference": {"ml.p5.48xlarge": 4}},
+                after={"research": {"ml.p5.48xlarge": 8}, "inference": {"ml.p5.48xlarge": 8}})
+    code, out = run("history", "--cluster", "c1", "--table", "audit-table")
+    assert code == 0
+    [row] = [line for line in out.splitlines() if "alice" in line]  # CliRunner's stdout is a pipe
+    assert "alice; inference p5.48xlarge 4→8; research p5.48xlarge 12→8" in row
+    policy = tmp_path / "p.yaml"
+    policy.write_text("teams:\n  research: {budget: {accelerator_hours: 100}}\n")
+    got = CliRunner().invoke(cli, ["usage", "--cluster", "c1", "--table", "audit-table", "--policy", str(policy),
+                                   "--at", "2026-11-30T13:00:00Z"], env={"REBALANCER_TABLE": None})
+    assert got.exit_code == 0, got.output
+    assert got.stderr.startswith("warning: nothing metered for c1 in audit-table from 2026-11-01 00:00 UTC")

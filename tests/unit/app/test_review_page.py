@@ -115,7 +115,7 @@ def test_the_form_is_there_only_while_pending() -> None:
 def test_expiry_and_what_moves_are_shown() -> None:
     page = review_page(_review())
     assert "2026-11-30 13:30 UTC (in 1 h 30 min)" in page
-    assert "Moves</dt><dd>8 accelerators, partitions" in page
+    assert "Moves</dt><dd>8 accelerators taken from teams, 8 given</dd>" in page  # the partitions did not move
 
 
 def test_trigger_text() -> None:

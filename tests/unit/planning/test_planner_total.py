@@ -140,7 +140,7 @@ def test_the_plan_step_never_raises_for_a_policy_the_loader_accepts(case: tuple[
     store = MeteredLog(facts)
     run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name="test-20261130T120000",
                        execution_arn="", source="cli")
-    store.put_artifact(run.execution_name, "SNAPSHOT", snap.model_dump(mode="json"))
+    store.artifacts.put(run.execution_name, "SNAPSHOT", snap.model_dump(mode="json"))
     out = plan_step(run, store=store, load_policy=lambda _: pol, now=T0, budget_outlet=Outlet())
     _finite(out)
-    _finite(store.get_artifact(run.execution_name, "PLAN"))
+    _finite(store.artifacts.get(run.execution_name, "PLAN"))

@@ -11,12 +11,12 @@
   for the hour; a shorter cooldown delays the reversal, it does not remove it. So reversals → cooldown of an hour.
 - min_step from churn: when most reversals are of less than one node's accelerators (jitter, not a burst that
   needs the capacity), min_step just above them.
-Each suggestion changes the policy only where it differs; everything else in the file is kept.
+Each suggestion changes the policy only where it differs; everything else in the file is kept, its comments and
+key order too (backtest.policy_text).
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
 import math
 from collections import Counter
@@ -28,6 +28,7 @@ import yaml
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy, family_types
+from rebalancer_tools.backtest.policy_text import Edit, apply_edits
 from rebalancer_tools.backtest.replay import CHURN_WINDOW, Replay, State
 from rebalancer_tools.simulator.metrics import percentile
 
@@ -97,6 +98,9 @@ def _rounded_up(value: float, step: int) -> int:
 
 
 def suggest_approval(current: Replay, policy: Policy, pct: float = APPROVAL_PERCENTILE) -> list[Suggestion]:
+    """Thresholds at the percentile of the moves. A threshold raised (fewer plans asked) says in its evidence how
+    many plans that asked would no longer, and the largest of them; one that would turn a gate off (a decrease
+    limit of 100 %: no decrease is above it) is never suggested."""
     out = []
     moves = sorted(current.plan_moves)
     a = policy.approval
@@ -110,17 +114,33 @@ def suggest_approval(current: Replay, policy: Policy, pct: float = APPROVAL_PERC
         "approval.moved_accelerators", a.moved_accelerators, threshold,
         f"{len(moves)} plans moved accelerators: p50 {percentile(moves, 50):g}, p90 {percentile(moves, 90):g}, "
         f"max {moves[-1]:g}; above {a.moved_accelerators}: {asked} ({asked / len(moves):.0%}); "
-        f"above {threshold} (p{pct:g}): {would} ({would / len(moves):.0%})"))
+        f"above {threshold} (p{pct:g}): {would} ({would / len(moves):.0%})"
+        + _loosening_cost([m for m in moves if a.moved_accelerators < m <= threshold], asked, "moving", "")))
     decreases = sorted(current.decrease_percents)
     if decreases:
         limit = min(100, max(5, _rounded_up(percentile(decreases, pct), 5)))
         over = sum(1 for d in decreases if d > a.max_decrease_percent)
-        out.append(Suggestion(
-            "approval.max_decrease_percent", a.max_decrease_percent, limit,
-            f"{len(decreases)} decreases took p50 {percentile(decreases, 50):.0f} %, p90 "
-            f"{percentile(decreases, 90):.0f} % of what the team held; above {a.max_decrease_percent:g} %: "
-            f"{over}; limit at p{pct:g}, rounded up to 5: {limit} %"))
+        why = (f"{len(decreases)} decreases took p50 {percentile(decreases, 50):.0f} %, p90 "
+               f"{percentile(decreases, 90):.0f} % of what the team held; above {a.max_decrease_percent:g} %: "
+               f"{over}; limit at p{pct:g}, rounded up to 5: {limit} %")
+        if limit >= 100 > a.max_decrease_percent:
+            out.append(Suggestion("approval.max_decrease_percent", a.max_decrease_percent, a.max_decrease_percent,
+                                  f"{why}; kept at {a.max_decrease_percent:g} %: a limit of 100 % would turn "
+                                  "the gate off (no decrease is above it)"))
+        else:
+            out.append(Suggestion(
+                "approval.max_decrease_percent", a.max_decrease_percent, limit,
+                why + _loosening_cost([d for d in decreases if a.max_decrease_percent < d <= limit], over,
+                                      "taking", " %")))
     return out
+
+
+def _loosening_cost(no_longer_asked: Sequence[float], asked: int, verb: str, unit: str) -> str:
+    """What a raised threshold costs: the plans that asked an admin and would apply without one."""
+    if not no_longer_asked:
+        return ""
+    return (f"; LOOSENS the gate: {len(no_longer_asked)} of the {asked} plans that asked for approval would apply "
+            f"without an admin ({verb} up to {max(no_longer_asked):g}{unit})")
 
 
 def _per_node(pool: str) -> int:
@@ -168,30 +188,24 @@ def suggest(states: Sequence[State], current: Replay, policy: Policy,
             *suggest_stability(current, policy)]
 
 
-def apply_suggestions(raw: dict[str, Any], suggestions: Sequence[Suggestion]) -> dict[str, Any]:
-    """The policy document with the suggestions written in (a guarantee of 0 is removed); the rest kept."""
-    out = copy.deepcopy(raw)
+def edits(suggestions: Sequence[Suggestion]) -> list[Edit]:
+    """Each suggestion that changes something, as (keys, value); a pool name keeps its dots."""
+    out: list[Edit] = []
     for s in suggestions:
         if not s.changes:
             continue
         if s.field.startswith("teams."):
-            _, team, _, pool = s.field.split(".", 3)
-            tp = out.setdefault("teams", {}).setdefault(team, {}) or {}
-            out["teams"][team] = tp
-            guarantee = dict(tp.get("guarantee") or {})
-            if s.after:
-                guarantee[pool] = s.after
-            else:
-                guarantee.pop(pool, None)
-            if guarantee:
-                tp["guarantee"] = guarantee
-            else:
-                tp.pop("guarantee", None)
+            _, team, field, pool = s.field.split(".", 3)
+            out.append((("teams", team, field, pool), s.after or None))  # a guarantee of 0 is removed
         else:
             section, name = s.field.split(".", 1)
-            out.setdefault(section, {})
-            out[section] = {**(out[section] or {}), name: s.after}
+            out.append(((section, name), s.after))
     return out
+
+
+def apply_suggestions(raw: dict[str, Any], suggestions: Sequence[Suggestion]) -> dict[str, Any]:
+    """The policy document with the suggestions written in; the rest kept."""
+    return apply_edits(raw, edits(suggestions))
 
 
 def dump(raw: dict[str, Any]) -> str:

@@ -10,7 +10,8 @@ Approval thresholds are not searched: the backtest takes every approval it asks 
 often an admin is asked, never the outcome, and a search would only raise them; they come from the distribution of
 moves instead (recommend.suggest_approval).
 
-Trials share one optuna study: by default a journal file (safe for several processes on one machine); with
+Trials share one optuna study: by default a journal file in a temporary folder, removed after the run (safe for
+several processes on one machine); with
 `--storage URL` (an RDB URL: sqlite:///study.db, postgresql://…, mysql://…) several machines join the same study by
 running the same command with the same `--study-name`.
 """
@@ -27,7 +28,8 @@ from typing import Any
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer_tools.backtest.history import load_history
-from rebalancer_tools.backtest.recommend import apply_suggestions, suggest_guarantees
+from rebalancer_tools.backtest.policy_text import Edit, apply_edits
+from rebalancer_tools.backtest.recommend import edits, suggest_guarantees
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
 from rebalancer_tools.backtest.run import load_policy_document
 
@@ -42,14 +44,16 @@ def objective_value(r: Replay) -> float:
                  + REVERSAL_WEIGHT * s["reversals_within_hour"])
 
 
+def search_edits(policy: Policy, states: list[State], params: dict[str, Any]) -> list[Edit]:
+    """The edits a trial's parameters make to the current policy."""
+    return [*edits(suggest_guarantees(states, policy, float(params["guarantee_percentile"]))),
+            (("stability", "cooldown_minutes"), int(params["cooldown_minutes"])),
+            (("stability", "min_step"), int(params["min_step"]))]
+
+
 def policy_for(raw: dict[str, Any], policy: Policy, states: list[State], params: dict[str, Any]) -> dict[str, Any]:
     """The policy document a trial's parameters describe."""
-    doc = apply_suggestions(raw, suggest_guarantees(states, policy, float(params["guarantee_percentile"])))
-    stability = dict(doc.get("stability") or {})
-    stability["cooldown_minutes"] = int(params["cooldown_minutes"])
-    stability["min_step"] = int(params["min_step"])
-    doc["stability"] = stability
-    return doc
+    return apply_edits(raw, search_edits(policy, states, params))
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ class SearchSpec:
     policy_path: str
     trials: int
     jobs: int
-    storage: str | None  # an RDB URL, or None for a journal file at journal_path
+    storage: str | None  # an RDB URL, or None for a journal file at journal_path (the caller's to remove)
     journal_path: str
     study_name: str
     seed: int

@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "recommend": "rebalancer_tools.cli.recommend_cmd:recommend",
     "usage": "rebalancer_tools.cli.usage_cmd:usage",
     "trace": "rebalancer_tools.cli.trace_cmd:trace",
+    "approvals": "rebalancer_tools.cli.approvals_cmd:approvals",
+    "policy": "rebalancer_tools.cli.policy_cmd:policy",
 }
 
 

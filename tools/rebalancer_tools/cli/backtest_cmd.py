@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import NOT_REPLAYED
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy, policy_names, run_backtest
+from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.params import InputFile, OutputDir
 
 
@@ -30,7 +30,7 @@ def backtest(history_path: str, policy_paths: tuple[str, ...], report_dir: str |
     title = (f"backtest of {history.cluster}: {len(result.states)} states, {first:%Y-%m-%d %H:%M} to "
              f"{last:%Y-%m-%d %H:%M} UTC")
     click.echo(title)
-    Console(width=max(Console().width, 100)).print(side_by_side(result.replays, ""))
+    console(100).print(side_by_side(result.replays, ""))
     if any(r.budgets for r in result.replays):
         click.echo("budgets replayed from the recorded use; not replayed: " + "; ".join(NOT_REPLAYED))
     gaps = result.replays[0].gaps

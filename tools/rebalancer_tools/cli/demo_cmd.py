@@ -24,7 +24,7 @@ DEFAULT_POLICY = "examples/demo-policy.yaml"
 @click.option("--out", "out_dir", type=OutputDir(), default="demo-out", show_default=True,
               help="Folder for the report (Markdown + PNG) and the rollback snapshot.")
 def demo(policy_file: str | None, out_dir: str) -> None:
-    """Run the four demo scenarios end to end against the emulator; exit 0 only if every one ended as expected."""
+    """Run the six demo scenarios end to end against the emulator; exit 0 only if every one ended as expected."""
     from rich.console import Console
 
     started = time.monotonic()

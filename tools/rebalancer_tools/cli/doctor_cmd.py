@@ -28,8 +28,13 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
     from rebalancer.adapters.collect import KubeAccess
     from rebalancer.adapters.kubernetes.eks_auth import eks_cluster_name_of
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+    from rebalancer_tools.sandbox import sandbox_info
 
     clients = live.clients()
+    sandbox = sandbox_info()
+    if sandbox is not None and collect_role_arn is None:  # the sandbox's access entry is the caller's
+        with aws_call("sts:GetCallerIdentity", "the caller"):
+            collect_role_arn = pre.role_arn_of(clients.client("sts").get_caller_identity()["Arn"])
     described = SageMakerReader(clients.client("sagemaker")).describe_cluster(live.cluster)
     try:
         eks_cluster: str | None = eks_cluster_name_of(described)
@@ -61,7 +66,11 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
         lines.append(pre.Check("EKS access entry", "warn", "not checked",
                                "pass --stack or --collect-role-arn to name the collect role"))
 
-    if stack:
+    if sandbox is not None:
+        lines.append(pre.Check("function permissions", "sandbox", "the sandbox deploys no stack (IAM's policy "
+                               "simulator has no function role to check); `rebalancer demo` runs the functions "
+                               "under their template policies"))
+    elif stack:
         with aws_call("sts:GetCallerIdentity", "the caller"):
             account = clients.client("sts").get_caller_identity()["Account"]
         iam = clients.client("iam")

@@ -1,23 +1,35 @@
-"""`rebalancer emulator`: the HyperPod task-governance emulator as a server on 127.0.0.1."""
+"""`rebalancer emulator`: the HyperPod task-governance emulator as a server on 127.0.0.1. With --seed-demo it is the
+sandbox (rebalancer_tools.sandbox): the demo cluster, its Kubernetes API, EKS side, metrics and audit table, so that
+every command works on it; `rebalancer emulator fail-node / heal-node / add-demand / resize` drive it."""
 
 from __future__ import annotations
 
 import click
 
 from rebalancer_tools.cli.params import Whole
-from rebalancer_tools.emulator import DEFAULT_REGION, DEMO, Emulator, seed_demo
+from rebalancer_tools.cli.sandbox_cmds import DRIVE_COMMANDS
+from rebalancer_tools.emulator import DEFAULT_REGION, DEMO, Emulator
 from rebalancer_tools.emulator.server import EmulatorServer
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--port", type=Whole(0, 65535), default=5000, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")
 @click.option("--seed-demo", "seed", is_flag=True,
-              help=f"Create the demo cluster {DEMO.cluster_name!r} with team quotas.")
+              help=f"The sandbox: the demo cluster {DEMO.cluster_name!r} with team quotas, its Kubernetes API "
+                   "(Kueue, Nodes), EKS side, metrics and audit table.")
 @click.option("--transition-reads", type=Whole(0, 1000), default=0, show_default=True,
               help="Describe calls that still see Creating / Updating after each write.")
-def emulator(port: int, seed: bool, transition_reads: int) -> None:
+@click.pass_context
+def emulator(ctx: click.Context, port: int, seed: bool, transition_reads: int) -> None:
     """Serve SageMaker (moto) with compute quotas and scheduler configs; point the AWS CLI or boto3 at it."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if seed:
+        from rebalancer_tools.cli.sandbox_cmds import serve_sandbox
+
+        serve_sandbox(port, transition_reads)
+        return
     server = EmulatorServer("127.0.0.1", port)
     try:
         server.start()
@@ -27,9 +39,6 @@ def emulator(port: int, seed: bool, transition_reads: int) -> None:
     emu.set_transition_reads(transition_reads)
     endpoint = server.endpoint
     click.echo(f"HyperPod emulator listening on {endpoint} (region {DEFAULT_REGION}, account {emu.account_id})")
-    if seed:
-        demo = seed_demo(emu)
-        click.echo(f"seeded cluster {DEMO.cluster_name} ({demo.cluster_arn}) with {len(demo.quota_ids)} team quotas")
     click.echo("point clients at it:")
     click.echo(f"  export AWS_ENDPOINT_URL={endpoint}")
     click.echo(f"  export AWS_DEFAULT_REGION={DEFAULT_REGION} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing")
@@ -41,3 +50,7 @@ def emulator(port: int, seed: bool, transition_reads: int) -> None:
         click.echo("stopping")
     finally:
         server.stop()
+
+
+for _command in DRIVE_COMMANDS:
+    emulator.add_command(_command)

@@ -13,13 +13,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.text import printable
+from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
+from rebalancer_tools.cli.run_ids import resolve_run, short_run
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
@@ -34,16 +35,11 @@ def _changes(before: Any, after: Any) -> str:
         for pool in sorted(set(b) | set(a)):
             parts.append(printable(f"{team} {pool.removeprefix('ml.')} {_number(b.get(pool, 0))}→"
                                    f"{_number(a.get(pool, 0))}"))
-    return "\n".join(parts)
+    return "; ".join(parts)
 
 
 def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
-
-
-def short_run(execution: str) -> str:
-    """Execution names are <cluster>-<window start>; the window start tells runs of one cluster apart."""
-    return execution.rsplit("-", 1)[-1]
 
 
 def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
@@ -58,9 +54,9 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     previous = None
     for r in records:
         run = str(r.get("execution", ""))
-        what = "\n".join(x for x in (printable(r.get("who") or ""), _changes(r.get("before"), r.get("after"))) if x)
-        cells = (short_run(run) if run != previous else "", str(r.get("at", ""))[11:19], str(r.get("kind", "")),
-                 str(r.get("outcome", "")))
+        what = "; ".join(x for x in (printable(r.get("who") or ""), _changes(r.get("before"), r.get("after"))) if x)
+        cells = (short_run(run, cluster) if run != previous else "", str(r.get("at", ""))[11:19],
+                 str(r.get("kind", "")), str(r.get("outcome", "")))
         table.add_row(*(Text(printable(c)) for c in cells), Text(what))
         previous = run
     return table
@@ -175,6 +171,8 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     store = open_store(table, stack, region, profile)
     try:
         if snapshot_of:
+            snapshot_of = resolve_run(snapshot_of, (str(r.get("execution", "")) for r in runs.history(store, cluster)),
+                                      cluster, option="--snapshot-of")
             doc = runs.started_from(store, snapshot_of)
             if doc is None:
                 raise InvalidInput(f"no snapshot stored for run {snapshot_of} (see `rebalancer history`)",
@@ -200,7 +198,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     if not records:
         click.echo(f"no history for {printable(cluster)} in {store.table_name}")
         return
-    Console(width=max(Console().width, 80)).print(history_table(records, cluster))
+    console().print(history_table(records, cluster))
 
 
 @history.command("export")

@@ -23,6 +23,7 @@ from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, write_atomically
+from rebalancer_tools.cli.run_ids import resolve_run
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
 from rebalancer_tools.render import render_plan
 
@@ -360,6 +361,8 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_
     if not log.recorded:
         raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
                            value=run_name)
+    run_name = resolve_run(run_name, (str(r.get("execution", "")) for r in log.store.audit.records(live.cluster)),
+                           live.cluster, option="--run")
     run = state.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
     if log.store.artifacts.get(run_name, "PLAN") is None:
         raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",

@@ -3,19 +3,21 @@ the backtest of the suggested policy next to the current one. Writes a policy fi
 
 from __future__ import annotations
 
+import difflib
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
-from rich.console import Console
 
-from rebalancer.domain.policy import Policy
-from rebalancer.parsing.validation import load_model
 from rebalancer_tools.backtest import recommend as rec
+from rebalancer_tools.backtest.advice import advise, policy_text
 from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.replay import prepare, replay
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy_document
+from rebalancer_tools.cli.extras import require
+from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.params import (
     SEED,
     InputFile,
@@ -55,14 +57,15 @@ def _show(value: object) -> str:
               help="With --search: trials in this many processes.")
 @click.option("--storage", type=StorageUrl(),
               help="With --search: optuna RDB URL (sqlite:///study.db, postgresql://…) shared by several machines; "
-                   "default a journal file next to the output.")
+                   "default a journal in a temporary folder, removed afterwards.")
 @click.option("--study-name", default="rebalancer-recommend", show_default=True,
               help="With --search: the study to create or join.")
 @click.option("--seed", type=SEED, default=13, show_default=True, help="With --search: the sampler's seed.")
 def recommend(history_path: str, policy_path: str, output: str, report_dir: str | None,
               guarantee_percentile: float, approval_percentile: float, trials: int | None, jobs: int,
               storage: str | None, study_name: str, seed: int) -> None:
-    """Suggest guarantees, approval thresholds, cooldown and min_step from the history, with the evidence."""
+    """Suggest guarantees, approval thresholds, cooldown and min_step from the history, with the evidence. A policy
+    its own backtest scores worse than the current one is never recommended (nothing is written then)."""
     history = load_history(history_path)
     raw, policy = load_policy_document(policy_path)
     samples = history.states()
@@ -71,33 +74,50 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
     like = history.quota_settings()
     current = replay("current", states, policy, samples[0], reference, like=like)
     suggestions = rec.suggest(states, current, policy, guarantee_percentile, approval_percentile)
-    doc = rec.apply_suggestions(raw, suggestions)
+    candidates = [("the suggestions", rec.edits(suggestions))]
     evidence = [(s.field, s.before, s.after, s.evidence) for s in suggestions]
     if trials:
-        from rebalancer_tools.backtest.search import SearchSpec, objective_value, policy_for, run_search
+        best = _search(history_path, policy_path, trials, jobs, storage, study_name, seed)
+        from rebalancer_tools.backtest.search import search_edits
 
-        journal = Path(tempfile.mkdtemp(prefix="rebalancer-search-")) / "study.journal"
-        best = run_search(SearchSpec(history_path, policy_path, trials, jobs, storage, str(journal), study_name,
-                                     seed))
         approval = [s for s in suggestions if s.field.startswith("approval.")]
-        doc = rec.apply_suggestions(policy_for(raw, policy, states, best["params"]), approval)
-        evidence.append(("search", "", best["params"],
-                         f"best of {best['trials']} trials (#{best['number']}): objective {best['value']:,.1f} "
-                         f"against {objective_value(current):,.1f} for the current policy"))
-    suggested = load_model(Policy, doc, "recommended policy")
-    recommended = replay("recommended", states, suggested, samples[0], reference, like=like)
+        candidates.append((f"search trial #{best['number']}",
+                           search_edits(policy, states, best["params"]) + rec.edits(approval)))
+        evidence.append(("search", "", best["params"], f"best of {best['trials']} trials (#{best['number']})"))
+    advice = advise(raw, states, samples[0], reference, like, current, candidates)
 
-    console = Console(width=max(Console().width, 100))
     click.echo(f"evidence ({len(states)} states of {history.cluster}):")
     for field, before, after, why in evidence:
         mark = "=" if before == after else "→"
         click.echo(f"  {field}: {_show(before)} {mark} {_show(after)}\n      {why}")
-    console.print(side_by_side([current, recommended], "backtest: current vs recommended"))
-    text = rec.diff(raw, doc, Path(policy_path).name)
-    click.echo(text or "the recommended policy is the current one")
-    write_atomically(output, rec.dump(doc))
-    click.echo(f"recommended policy written to {output} (nothing was written to the cluster)")
+    console(100).print(side_by_side([current, advice.best.replay], f"backtest: current vs {advice.best.name}"))
+    click.echo(advice.verdict())
     if report_dir:
         write_report(Path(report_dir), f"{history.cluster}: current vs recommended", states,
-                     [current, recommended], {"evidence": [dict(zip(("field", "before", "after", "evidence"), e,
-                                                                     strict=True)) for e in evidence]})
+                     [current, advice.best.replay], {"evidence": [dict(zip(("field", "before", "after", "evidence"),
+                                                                           e, strict=True)) for e in evidence]})
+    if not advice.recommended:
+        click.echo(f"{output} not written; the current policy stays as it is")
+        return
+    original = Path(policy_path).read_text()
+    text, kept = policy_text(original, raw, advice.best.edits, json_style=Path(policy_path).suffix == ".json")
+    if not kept:
+        click.echo("warning: the policy's layout could not be patched in place: the recommended file is rewritten "
+                   "(its comments are not kept)", err=True)
+    name = Path(policy_path).name
+    diff = "".join(difflib.unified_diff(original.splitlines(keepends=True), text.splitlines(keepends=True),
+                                        f"{name} (current)", f"{name} (recommended)"))
+    click.echo(diff or "the recommended policy is the current one")
+    write_atomically(output, text)
+    click.echo(f"recommended policy written to {output} (nothing was written to the cluster)")
+
+
+def _search(history_path: str, policy_path: str, trials: int, jobs: int, storage: str | None, study_name: str,
+            seed: int) -> dict[str, Any]:
+    """The best trial; without --storage the study's journal lives in a temporary folder removed afterwards."""
+    require("optuna", "recommend --search")
+    from rebalancer_tools.backtest.search import SearchSpec, run_search
+
+    with tempfile.TemporaryDirectory(prefix="rebalancer-search-") as folder:
+        journal = str(Path(folder) / "study.journal")
+        return run_search(SearchSpec(history_path, policy_path, trials, jobs, storage, journal, study_name, seed))

@@ -18,6 +18,7 @@ from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams, load_teams
 from rebalancer_tools.simulator.trace import read_trace
+from rebalancer_tools.simulator.warnings import scenario_warnings
 
 
 def _strategies(raw: str) -> list[str]:
@@ -147,6 +148,8 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
     scenario = dataclasses.replace(scenario, teams=teams, failures=Failures(
         mtbf_hours=node_mtbf_hours, repair_hours=node_repair_hours, explicit=explicit))
     scenario.check()
+    for warning in scenario_warnings(scenario, policy):
+        click.echo(f"warning: {warning}", err=True)
     results = _run(scenario, names, progress=not no_progress and len(jobs) > 2000)
     if fmt == "json":
         click.echo(json.dumps({"capacity_gpus": scenario.capacity,

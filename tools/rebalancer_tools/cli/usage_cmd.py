@@ -53,6 +53,9 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     except (ClientError, BotoCoreError) as e:
         raise PermanentError(f"reading the table {store.table_name}: {e}") from None
     report = usage_report.rows(facts, policy, until, period)
+    if not facts:
+        click.echo(f"warning: nothing metered for {cluster} in {store.table_name} from {since:%Y-%m-%d %H:%M} UTC: "
+                   "the controller's collect and observe steps meter each run; none has run since", err=True)
     click.echo(usage_report.render(report, fmt))
     if plot_file:
         with atomic_output(plot_file, binary=True) as f:

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
+import yaml
+
 from rebalancer.domain.plan import Plan
-from rebalancer_tools.cli.history_cmd import short_run
+from rebalancer_tools.cli.run_ids import short_run
 from rebalancer_tools.demo import cast
 from rebalancer_tools.demo.world import World
 from rebalancer_tools.emulator.demo import P5, TRN1
@@ -355,11 +357,13 @@ def history_and_rollback(world: World, story: Story, first_run: str, workdir: Pa
     story.terminal(f"rebalancer history --cluster {world.cluster} --table {TABLE}", out)
     result.outputs["history"] = out
     runs = {a["execution"] for a in world.stack.audit(world.cluster)}
-    result.check("history lists every run", code == 0 and all(short_run(r) in out for r in runs), f"exit {code}")
+    result.check("history lists every run", code == 0 and all(short_run(r, world.cluster) in out for r in runs),
+                 f"exit {code}")
     snapshot = workdir / f"{first_run}.snapshot.json"
-    code, out = cli(["history", "--cluster", world.cluster, "--table", TABLE, "--snapshot-of", first_run,
+    typed = short_run(first_run, world.cluster)  # the id as `history` shows it
+    code, out = cli(["history", "--cluster", world.cluster, "--table", TABLE, "--snapshot-of", typed,
                      "-o", str(snapshot)])
-    story.terminal(f"rebalancer history ... --snapshot-of {first_run} -o {snapshot.name}", out)
+    story.terminal(f"rebalancer history ... --snapshot-of {typed} -o {snapshot.name}", out)
     if not result.check("the first run's snapshot was written", code == 0 and snapshot.exists(), out.strip()):
         return result
     original = {q["ComputeQuotaTarget"]["TeamName"]: {
@@ -399,6 +403,13 @@ def budget_policy(policy_text: str, accelerator_hours: float) -> str:
     return str(yaml.safe_dump(doc, sort_keys=False))
 
 
+def _approval(policy_text: str, name: str) -> object:
+    """The policy's approval setting (its default when it does not say)."""
+    from rebalancer.domain.policy import Approval
+
+    return (yaml.safe_load(policy_text).get("approval") or {}).get(name, getattr(Approval(), name))
+
+
 def _training_used(world: World, policy_text: str) -> tuple[float, str]:
     """What the controller has metered for training this month so far (the same figures the plan uses)."""
     import yaml
@@ -412,7 +423,9 @@ def _training_used(world: World, policy_text: str) -> tuple[float, str]:
     return used.accelerator_hours, used.period
 
 
-def _scheduled_run(world: World, result: ScenarioResult, what: str) -> str | None:
+def _scheduled_run(world: World, result: ScenarioResult, what: str, story: Story | None = None) -> str | None:
+    """One periodic reconcile; with `story`, the plan it made is shown when it changes something (nothing a run
+    applies goes unseen)."""
     event = load_event("scheduled")
     event["time"] = world.clock.t.strftime("%Y-%m-%dT%H:%M:%SZ")
     event["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"demo-schedule/{world.clock.t.isoformat()}"))
@@ -421,6 +434,10 @@ def _scheduled_run(world: World, result: ScenarioResult, what: str) -> str | Non
         return None
     done = world.stack.wait(arn, timeout=60)
     result.check(f"{what}: the run succeeded", done["status"] == "SUCCEEDED", done["status"])
+    plan = stored_plan(arn) if story is not None else None
+    if story is not None and plan is not None and plan.changes:
+        story.say(f"The reconcile {what} plans:")
+        story.plan(plan)
     return arn
 
 
@@ -431,11 +448,17 @@ def budget_enforced(world: World, story: Story, workdir: Path,
                   "own quota and borrowed.")
     rate = 8.0  # training's fine-tune keeps 8 H100s busy (demo cast)
     world.stack.put_policy(world.cluster, budget_policy(world.policy_text, 1e6))
+    loosened = yaml.safe_load(budget_policy(world.policy_text, 1e6))["approval"]
+    story.say("The budget policy also lets budget cuts through without an admin: approval.moved_accelerators "
+              f"{_approval(world.policy_text, 'moved_accelerators')} → {loosened['moved_accelerators']}, "
+              f"max_decrease_percent {_approval(world.policy_text, 'max_decrease_percent')} → "
+              f"{loosened['max_decrease_percent']}. So a change the admin rejected before (chapter 3) can now apply "
+              "on its own: each run's plan is shown below.")
     world.clock.advance(1)
     before = world.quotas()
     result = ScenarioResult("budget", f"A budget: {BUDGET_TEAM} warned at 80 %, held at its guarantee past 100 %",
                             before, before, world.healthy_capacity())
-    if _scheduled_run(world, result, "the reconcile that starts the meter") is None:
+    if _scheduled_run(world, result, "that starts the meter", story) is None:
         return result
     used, period = _training_used(world, budget_policy(world.policy_text, 1.0))
     # A budget that the next hour of use takes past 80 %, so the viewer sees both thresholds in two runs.
@@ -446,7 +469,7 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     story.say(f"{BUDGET_TEAM} has used {used:,.0f} H100-hours of {period} so far; its budget: {budget:,.0f}.")
     world.clock.advance(1)
     world.stack.sns_messages()
-    if _scheduled_run(world, result, "an hour later") is None:
+    if _scheduled_run(world, result, "an hour later", story) is None:
         return result
     warned = [m for m in world.stack.sns_messages() if m["kind"] == "budget"]
     result.check("the 80 % threshold was announced on SNS", len(warned) == 1
@@ -569,6 +592,10 @@ def _guarded(key: str, title: str, story: Story, scenario: Callable[[], Scenario
         result.check("the scenario ran to its end", False, f"{type(e).__name__}: {e}")
         story.verdict(result)
         return result
+
+
+# The scenarios run_all runs, in order (help texts and the README count them: tests/unit/test_docs_agree.py).
+SCENARIOS = ("node-failure", "approved-alarm", "rejected-alarm", "rollback", "budget", "backtest")
 
 
 def run_all(world: World, story: Story, workdir: Path,

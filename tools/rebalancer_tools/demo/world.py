@@ -20,10 +20,11 @@ from unittest import mock
 
 from rebalancer_tools import kube_fake
 from rebalancer_tools.demo import cast
-from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo, seed_demo
+from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo
 from rebalancer_tools.emulator.server import EmulatorServer
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
 from rebalancer_tools.loopback import LoopbackServer, QuietHandler
+from rebalancer_tools.sandbox import provision
 from rebalancer_tools.ticking_clock import TickingClock
 
 REGION = "us-east-1"
@@ -114,11 +115,9 @@ def open_world(policy_text: str, *, clock: TickingClock | None = None) -> Iterat
         # The cluster and its quotas were set up a day before the story starts (so no cooldown is running).
         the_clock = clock or TickingClock(datetime.now(UTC) - timedelta(days=1))
         emulator = Emulator(ACCOUNT, REGION, clock=the_clock)
-        seeded = seed_demo(emulator)
-        emulator.set_eks_cluster(DEMO.cluster_name, cast.EKS_CLUSTER)  # Container Insights names the EKS cluster
-        the_clock.advance(24)
         kube_url, kube = stack.enter_context(kube_fake.serve())
-        cast.steady_demand(kube)
+        seeded = provision(emulator, kube)  # as the sandbox: quotas, the EKS side with its add-on, steady demand
+        the_clock.advance(24)
         slack = stack.enter_context(SlackReceiver())
         gateway = stack.enter_context(ApprovalGateway())
         local = stack.enter_context(LocalStack(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -24,11 +25,13 @@ class _QuietHandler(MotoRequestHandler):
 class EmulatorServer:
     """`quiet` drops the per-request access log (tests); the CLI keeps it."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, quiet: bool = False) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, quiet: bool = False,
+                 wrap: Callable[[Any], Any] | None = None) -> None:
         install()
         self.host = host
         self.port = port
         self.quiet = quiet
+        self.wrap = wrap  # more routes in front of the emulator's (the sandbox's Kubernetes API)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -39,6 +42,8 @@ class EmulatorServer:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 probe.bind((self.host, self.port))
         app: Any = control_middleware(DomainDispatcherApplication(create_backend_app))
+        if self.wrap is not None:
+            app = self.wrap(app)
         return make_server(self.host, self.port, app, threaded=True,
                            request_handler=_QuietHandler if self.quiet else MotoRequestHandler)
 

@@ -25,7 +25,7 @@ CONTAINER_INSIGHTS = "ContainerInsights"
 CONTAINER_INSIGHTS_METRICS = ("pod_gpu_utilization", "pod_neuroncore_utilization")
 RBAC_FIX = "apply the Kueue reader ClusterRole and binding (README, Deploying: Kueue access)"
 
-Status = Literal["ok", "warn", "fail"]
+Status = Literal["ok", "warn", "fail", "sandbox"]  # sandbox: a check that cannot apply to the local sandbox
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, field_validator, model_validator
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.frozen import Frozen
+from rebalancer.domain.frozen import Frozen, Written
 from rebalancer.errors import UnknownInstanceType
 
 MAX_HOURS = 1e9  # a million accelerators for a thousand hours
@@ -39,7 +39,7 @@ OnExhausted = Literal["guarantee_only", "no_borrowing", "notify"]
 ALL = "all"
 
 
-class Budget(Frozen):
+class Budget(Written):
 
     accelerator_hours: Hours | None = None
     money: Money | None = None  # in the currency of `prices` (per instance-hour)
@@ -47,7 +47,8 @@ class Budget(Frozen):
     timezone: str = "UTC"
     scope: str = ALL  # "all", an instance family (ml.p5) or an instance type (ml.p5.48xlarge)
     on_exhausted: OnExhausted = "notify"
-    notify_at: tuple[Annotated[int, Field(ge=1, le=1000)], ...] = (50, 80, 100)
+    notify_at: Annotated[tuple[Annotated[int, Field(ge=1, le=1000, strict=True)], ...], Field(strict=False)] = \
+        (50, 80, 100)
 
     @field_validator("timezone")
     @classmethod

@@ -12,3 +12,11 @@ class Frozen(BaseModel):
     the edge. A model that needs another config says why beside it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Written(Frozen):
+    """A document an admin writes (the policy, its budgets): strict as well, so `min_step: false` or `weight: "2"`
+    is refused as the published JSON schema refuses it, instead of being read as 0 and 2
+    (tests/unit/policy/test_policy_schema.py holds the two together)."""
+
+    model_config = ConfigDict(strict=True)

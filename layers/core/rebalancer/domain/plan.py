@@ -4,10 +4,10 @@ order they must be applied. Shared by the CLI, the Lambdas, the simulator and th
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
@@ -21,6 +21,42 @@ CLUSTER = "(cluster)"  # FieldChange.team of a scheduler-config field
 
 
 # Not Frozen (a dataclass, see its docstring): the decorator freezes it; its amounts come from the engine, not a file.
+
+
+class Amounts(Protocol):
+    """A change of one amount: a plan's Change, a row of the review page."""
+
+    @property
+    def resource(self) -> str: ...
+    @property
+    def before(self) -> float: ...
+    @property
+    def after(self) -> float: ...
+
+
+RESOURCE_ORDER = ("accelerators", "partitions", "vcpu", "memory_gib")
+UNITS = {"accelerators": "accelerators", "partitions": "MIG partitions", "vcpu": "vCPUs", "memory_gib": "GiB"}
+
+
+def taken(changes: Iterable[Amounts], resource: str = "accelerators") -> float:
+    """What the changes take from teams in `resource`: the figure approval.moved_accelerators is compared with."""
+    return sum(c.before - c.after for c in changes if c.resource == resource and c.after < c.before)
+
+
+def movement(changes: Iterable[Amounts]) -> str:
+    """Both directions per resource, the threshold's figure first: `56 accelerators taken from teams, 12 given`;
+    the approval page, Slack and the email all show this line."""
+    changes = list(changes)
+    parts = []
+    for resource in sorted({c.resource for c in changes}, key=lambda r: (RESOURCE_ORDER.index(r)
+                                                                          if r in RESOURCE_ORDER else 99, r)):
+        down = taken(changes, resource)
+        up = sum(c.after - c.before for c in changes if c.resource == resource and c.after > c.before)
+        if down or up:
+            parts.append(f"{down:g} {UNITS.get(resource, resource)} taken from teams, {up:g} given")
+    return "; ".join(parts) or "nothing"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
 class Change:
     """One team's allocation of one pool moving from `before` to `after`, and why.
@@ -120,7 +156,7 @@ class Plan(Frozen):
 
     def moved(self, resource: str = "accelerators") -> float:
         """Total amount of `resource` taken from teams in this plan (each unit moved counted once)."""
-        return sum(-c.delta for c in self.changes if c.resource == resource and c.delta < 0)
+        return taken(self.changes, resource)
 
     def output(self) -> dict[str, Any]:
         """The documented JSON output of `rebalancer plan --format json`."""

@@ -18,16 +18,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
+    GetJsonSchemaHandler,
     NonNegativeFloat,
     NonNegativeInt,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget
-from rebalancer.domain.frozen import Frozen
+from rebalancer.domain.frozen import Written
 from rebalancer.domain.pools import PoolKey
 
 TEAM_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -36,9 +38,10 @@ TEAM_NAME_MAX = 40
 # weight, and a subnormal weight makes it infinite.
 MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
 PERCENT = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
+PERCENT_SCHEMA_PATTERN = r"^\s*0*(\d{1,2}(\.\d+)?|100(\.0+)?)\s*%\s*$"  # PERCENT, at most 100
 
 
-class Amount(Frozen):
+class Amount(Written):
     """An absolute amount, or a percent of the pool's healthy capacity. Written as `8` or `"25%"`."""
 
     value: NonNegativeFloat
@@ -65,6 +68,13 @@ class Amount(Frozen):
     @model_serializer
     def _dump(self) -> float | str:
         return f"{self.value:g}%" if self.percent else self.value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # As written in a policy file (what `_parse` takes), not the model's internal fields.
+        return {"anyOf": [{"type": "number", "minimum": 0},
+                          {"type": "string", "pattern": PERCENT_SCHEMA_PATTERN}, handler(core_schema)],
+                "description": "an absolute amount (8) or a percent of the pool's healthy capacity ('25%')"}
 
     def resolve(self, capacity: float) -> float:
         return capacity * self.value / 100 if self.percent else self.value
@@ -95,7 +105,7 @@ def _check_pool_or_family(key: str) -> None:
 BORROW_LIMIT_MIN, BORROW_LIMIT_MAX = 1, 500
 
 
-class Sharing(Frozen):
+class Sharing(Written):
     """How the team lends and borrows idle compute: ComputeQuotaConfig.ResourceSharingConfig as the API takes it.
     `absolute_borrow_limits` are per instance type, in the type's primary unit (accelerators or vCPUs)."""
 
@@ -147,7 +157,7 @@ def _primary_entry(instance_type: str, amount: int) -> dict[str, Any]:
     return {"InstanceType": instance_type, "VCpu": float(amount)}
 
 
-class TeamPolicy(Frozen):
+class TeamPolicy(Written):
     weight: Annotated[float, Field(ge=0, le=MAX_WEIGHT)] = 1.0
     guarantee: dict[str, Amount] = Field(default_factory=dict)
     cap: dict[str, Amount] = Field(default_factory=dict)
@@ -229,13 +239,13 @@ class TeamPolicy(Frozen):
         return a.resolve(capacity) if a else float("inf")
 
 
-class Stability(Frozen):
+class Stability(Written):
     min_step: NonNegativeInt = 1
     cooldown_minutes: NonNegativeFloat = 30
     max_move: NonNegativeInt | None = 64
 
 
-class Fairness(Frozen):
+class Fairness(Written):
     """Time-aware fairness. `age_doubling_hours`: a team's weight in a pool is multiplied by 1 + a / H, where a is
     how long its oldest pending work there has waited and H this setting (the weight doubles once that work has
     waited H hours), so teams whose work waited longest are served first; None (the default): weights as written.
@@ -245,7 +255,7 @@ class Fairness(Frozen):
     age_doubling_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
 
-class Approval(Frozen):
+class Approval(Written):
     moved_accelerators: NonNegativeInt = 16
     max_decrease_percent: Annotated[float, Field(ge=0, le=100)] = 50
     timeout_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
@@ -256,7 +266,7 @@ class Approval(Frozen):
 PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
-class PriorityClass(Frozen):
+class PriorityClass(Written):
     name: str
     weight: Annotated[int, Field(ge=0, le=100)]
 
@@ -272,10 +282,10 @@ class PriorityClass(Frozen):
 OnOff = Literal["Enabled", "Disabled"]
 
 
-class ClusterPolicy(Frozen):
+class ClusterPolicy(Written):
     """The cluster's scheduler config (Create/UpdateClusterSchedulerConfig). A field left out is not managed."""
 
-    priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10)] | None = None
+    priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10, strict=False)] | None = None
     fair_share: OnOff | None = None
     idle_resource_sharing: OnOff | None = None
 
@@ -300,7 +310,7 @@ class ClusterPolicy(Frozen):
         return out
 
 
-class Policy(Frozen):
+class Policy(Written):
     mode: Literal["auto", "approve", "dry-run"] = "auto"
     surplus: Literal["idle", "spread"] = "idle"
     stability: Stability = Field(default_factory=Stability)

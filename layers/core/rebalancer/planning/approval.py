@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rebalancer.domain.plan import Change, FieldChange
+from rebalancer.domain.plan import Change, FieldChange, taken
 from rebalancer.domain.policy import Policy
 from rebalancer.engine.allocation import EPS
 
@@ -18,7 +18,7 @@ def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence
     rules = policy.approval
     reasons = []
     downs = [c for c in changes if c.after < c.before]
-    moved = sum([c.before - c.after for c in downs if c.resource == "accelerators"])
+    moved = taken(downs)
     if moved > rules.moved_accelerators:
         reasons.append(f"moves {moved:g} accelerators, above approval.moved_accelerators {rules.moved_accelerators}")
     limit = rules.max_decrease_percent

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalancer.app.notifications.messages import field_line
-from rebalancer.domain.plan import FieldChange, Plan
+from rebalancer.domain.plan import FieldChange, Plan, movement
 
 if TYPE_CHECKING:
     import jinja2
@@ -72,12 +72,8 @@ class Review:
     signed_in_as: str | None = None  # the verified approver (JWT authorizer); None: the form asks for a name
 
     @property
-    def units(self) -> list[str]:
-        return sorted({x.resource for x in self.rows})
-
-    @property
-    def moved(self) -> float:
-        return sum(x.delta for x in self.rows if x.delta > 0)
+    def moved(self) -> str:
+        return movement(self.rows)
 
     @property
     def remaining(self) -> str:

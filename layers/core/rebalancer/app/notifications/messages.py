@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.aws import one_line
 from rebalancer.app.workflow.state import Kind
-from rebalancer.domain.plan import Change, FieldChange
+from rebalancer.domain.plan import Change, FieldChange, movement
 
 TITLES: dict[str, str] = {
     "approval_request": "Approval needed: quota changes on {cluster}",
@@ -78,6 +78,7 @@ def render_text(m: Message) -> tuple[str, str]:
         lines += [f"Error: {m.error}", ""]
     lines += [f"  - {n}" for n in m.notes]
     if m.changes:
+        lines.append(f"Moves: {movement(m.changes)}")
         lines.append("Changes (before -> after):")
         lines += [f"  - {change_line(c)}" for c in m.changes]
         lines.append("")
@@ -110,6 +111,7 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
         listed = "\n".join(f"• {n}" for n in m.notes[:MAX_ROWS])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
     if m.changes:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
         rows = [f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
                 f"*{_amount(c.before)} → {_amount(c.after)}*\n_{c.reason}_" for c in m.changes[:MAX_ROWS]]
         for row in rows:

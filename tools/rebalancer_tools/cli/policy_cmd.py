@@ -1,0 +1,48 @@
+"""`rebalancer policy init --cluster C [-o policy.yaml]`: a policy matching the cluster's quotas today, to start from
+(rebalancer_tools.policy_init). Reads only; `--snapshot FILE` works offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.errors import InvalidInput
+from rebalancer.parsing.loading import load_model_file, parse_document
+from rebalancer.parsing.validation import load_model
+from rebalancer_tools.cli.live_cmds import LiveSource, live_options
+
+
+@click.group()
+def policy() -> None:
+    """Write a policy to start from."""
+
+
+@policy.command()
+@live_options(required=False)
+@click.option("--snapshot", "snapshot_file", type=click.Path(dir_okay=False),
+              help="Or a saved snapshot (`rebalancer snapshot`) instead of the live cluster.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True),
+              help="Write the policy here (default: stdout); an existing file is not overwritten.")
+def init(live: LiveSource | None, snapshot_file: str | None, output: str | None) -> None:
+    """The policy of a cluster as it is today: weights from its quotas, their settings, mode dry-run."""
+    from datetime import UTC, datetime
+
+    from rebalancer_tools.policy_init import policy_text
+
+    if (live is None) == (snapshot_file is None):
+        raise InvalidInput("give exactly one of --cluster or --snapshot", field="--cluster")
+    if output and Path(output).exists():
+        raise InvalidInput("exists already: choose another file or remove it", field="--output", value=output)
+    snapshot = live.collect(datetime.now(UTC)).snapshot if live is not None else \
+        load_model_file(Snapshot, str(snapshot_file))
+    text = policy_text(snapshot)
+    load_model(Policy, parse_document(text, "the written policy"), "the written policy")  # it loads, or we say so
+    if output:
+        Path(output).write_text(text)
+        click.echo(f"policy of {snapshot.cluster.ClusterName} written to {output} (mode dry-run); next: "
+                   f"rebalancer diff --cluster {snapshot.cluster.ClusterName} --policy {output}", err=True)
+    else:
+        click.echo(text, nl=False)

@@ -1,0 +1,272 @@
+"""A sandbox where every command works as on AWS: the HyperPod emulator (moto + compute quotas) seeded with the demo
+cluster, and on the same loopback server the Kubernetes API of its EKS cluster (the fake the tests use: Kueue
+ClusterQueues and Workloads, the Nodes), the EKS side (the cluster as HyperPod's orchestrator, its endpoint that
+server, the task-governance add-on ACTIVE, an access entry for the caller), Container Insights metrics and the
+controller's audit table. `rebalancer emulator --seed-demo` serves it; the demo provisions its cluster the same way.
+
+Routes besides moto's and the emulator's /_emulator/ controls:
+  /api/…, /apis/…                    the Kubernetes API (served by kube_fake, proxied here)
+  GET  /_sandbox/info                → {"cluster", "eks_cluster", "table", "region", "nodes": [...]}
+  POST /_sandbox/fail-node           {"node_id"} or {"group"}: the node fails (HyperPod and Kubernetes agree)
+  POST /_sandbox/heal-node           {"node_id"}
+  POST /_sandbox/add-demand          {"team", "instance_type", "accelerators", "pods"?, "name"?}: a pending workload
+  POST /_sandbox/resize              {"group", "count"}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from rebalancer.catalog import specs as catalog
+from rebalancer_tools import kube_fake
+from rebalancer_tools.demo import cast
+from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo, seed_demo
+from rebalancer_tools.emulator.control import DEFAULT_ACCOUNT, DEFAULT_REGION
+from rebalancer_tools.emulator.server import EmulatorServer
+
+TABLE = "rebalancer-sandbox"
+PREFIX = "/_sandbox/"
+KUBE_PREFIXES = ("/api/", "/apis/", "/api?", "/apis?")
+CALLER = f"arn:aws:sts::{DEFAULT_ACCOUNT}:user/moto"  # what moto's GetCallerIdentity answers with test keys
+KUEUE_READER_GROUP = "hyperpod-rebalancer-kueue-reader"
+ENVIRONMENT_KEYS = ("AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                    "REBALANCER_TABLE")
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+@dataclass
+class Sandbox:
+    endpoint: str
+    emulator: Emulator
+    seeded: SeededDemo
+    kube: kube_fake.KubeState
+    table: str = TABLE
+    jobs: dict[str, list[cast.Job]] = field(default_factory=lambda: {t: list(j) for t, j in cast.STEADY.items()})
+
+    @property
+    def cluster(self) -> str:
+        return DEMO.cluster_name
+
+    def environment(self) -> dict[str, str]:
+        """What to export so that boto3, the AWS CLI and every `rebalancer` command use the sandbox."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_DEFAULT_REGION": DEFAULT_REGION,
+                "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "REBALANCER_TABLE": self.table}
+
+    def info(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "eks_cluster": cast.EKS_CLUSTER, "table": self.table,
+                "region": DEFAULT_REGION, "nodes": self.emulator.nodes(self.cluster)}
+
+    # --- what the drive commands do ------------------------------------------------------------------------------
+    def fail_node(self, node_id: str | None = None, group: str | None = None) -> str:
+        if node_id is None:
+            running = [n for n in self.emulator.nodes(self.cluster, group=group)
+                       if n["InstanceStatus"]["Status"] == "Running"]
+            if not running:
+                raise LookupError(f"no running node in instance group {group!r}")
+            node_id = str(running[0]["InstanceId"])
+        self.emulator.fail_node(self.cluster, node_id)
+        self.sync_nodes()
+        return node_id
+
+    def heal_node(self, node_id: str) -> None:
+        self.emulator.heal_node(self.cluster, node_id)
+        self.sync_nodes()
+
+    def resize(self, group: str, count: int) -> None:
+        self.emulator.resize_instance_group(self.cluster, group, count)
+        self.emulator.settle()
+        self.sync_nodes()
+
+    def add_demand(self, team: str, instance_type: str, accelerators: int, pods: int = 1,
+                   name: str | None = None) -> str:
+        """A pending Kueue workload of `pods` pods asking `accelerators` each on `instance_type`."""
+        if team not in self.jobs:
+            raise LookupError(f"no team {team!r} in the sandbox (teams: {', '.join(sorted(self.jobs))})")
+        resource = cast.NEURON if catalog.spec(instance_type).neuron_cores_per_device else cast.GPU
+        name = name or f"{team}-job-{len(self.jobs[team]) + 1}"
+        self.jobs[team].append((name, pods, {resource: accelerators}, instance_type, False))
+        cast.set_demand(self.kube, self.jobs)
+        return name
+
+    def sync_nodes(self) -> None:
+        """The Kubernetes Nodes as HyperPod's nodes are: one per node, Ready while it is Running."""
+        objects = []
+        for n in self.emulator.nodes(self.cluster):
+            instance_type = str(n["InstanceType"])
+            spec = catalog.spec(instance_type)
+            resource = cast.NEURON if spec.neuron_cores_per_device else cast.GPU
+            allocatable: dict[str, int | str] = {"cpu": spec.vcpu, "memory": f"{spec.memory_gib}Gi"}
+            if spec.accelerators:
+                allocatable[resource] = spec.accelerators
+            objects.append(kube_fake.node(str(n["InstanceId"]), instance_type, allocatable,
+                                          ready=n["InstanceStatus"]["Status"] == "Running"))
+        with self.kube.lock:
+            self.kube.objects["nodes"] = objects
+
+
+def provision(emulator: Emulator, kube: kube_fake.KubeState, *, kube_endpoint: str | None = None,
+              callers: Iterable[str] = (CALLER,)) -> SeededDemo:
+    """The demo cluster as on AWS: quotas, scheduler config, its EKS cluster with the task-governance add-on and an
+    access entry per caller (its Kubernetes group reads Kueue), the EKS endpoint (when served), steady demand."""
+    from moto.eks.models import eks_backends
+
+    seeded = seed_demo(emulator)
+    emulator.provision_eks(DEMO.cluster_name, cast.EKS_CLUSTER,
+                           access_entries={arn: [KUEUE_READER_GROUP] for arn in callers})
+    if kube_endpoint is not None:
+        eks = eks_backends[emulator.account_id][emulator.region].clusters[cast.EKS_CLUSTER]
+        eks.endpoint = kube_endpoint
+    cast.steady_demand(kube)
+    return seeded
+
+
+@contextmanager
+def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = None) -> Iterator[Sandbox]:
+    """Everything served on 127.0.0.1:`port` (0: a free port) until the block ends."""
+    with ExitStack() as stack:
+        kube_url, kube = stack.enter_context(kube_fake.serve())
+        box: list[Sandbox] = []
+        server = EmulatorServer("127.0.0.1", port, quiet=quiet,
+                                wrap=lambda app: _sandbox_app(app, kube_url, lambda: box[0]))
+        stack.enter_context(server)
+        _reset(server.endpoint)  # moto's backends are per process: start from nothing, leave nothing behind
+        stack.callback(_reset, server.endpoint)
+        emulator = Emulator()
+        seeded = provision(emulator, kube, kube_endpoint=server.endpoint)
+        sandbox = Sandbox(server.endpoint, emulator, seeded, kube)
+        box.append(sandbox)
+        sandbox.sync_nodes()
+        _create_table(server.endpoint, TABLE)
+        cast.publish_metrics(_client("cloudwatch", server.endpoint), now or datetime.now(UTC))
+        yield sandbox
+
+
+def _reset(endpoint: str) -> None:
+    request = urllib.request.Request(f"{endpoint}/moto-api/reset", data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def _client(service: str, endpoint: str) -> Any:
+    import boto3
+
+    session = boto3.Session(region_name=DEFAULT_REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
+    return session.client(service, endpoint_url=endpoint)  # type: ignore[call-overload]
+
+
+def _create_table(endpoint: str, name: str) -> None:
+    """The controller's table as template.yaml declares it (keys, billing, TTL)."""
+    from rebalancer_tools import assets
+
+    props = assets.template()["Resources"]["Table"]["Properties"]
+    ddb = _client("dynamodb", endpoint)
+    ddb.create_table(TableName=name, KeySchema=props["KeySchema"], AttributeDefinitions=props["AttributeDefinitions"],
+                     BillingMode=props["BillingMode"])
+    ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
+
+
+# --- the HTTP side -----------------------------------------------------------------------------------------------
+def _sandbox_app(app: WsgiApp, kube_url: str, sandbox: Callable[[], Sandbox]) -> WsgiApp:
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if path.startswith(PREFIX):
+            return _control(sandbox(), environ, start_response)
+        if path.startswith(KUBE_PREFIXES) or path in ("/api", "/apis"):
+            return _proxy(kube_url, environ, start_response)
+        if "/access-entries/" in path:
+            # A principal ARN holds a '/', sent as %2F: werkzeug decodes it in PATH_INFO and moto's route (one
+            # path segment) then misses; the raw path keeps it one segment (the emulator unquotes it).
+            raw = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or path).split("?", 1)[0]
+            environ = {**environ, "PATH_INFO": raw}
+        return app(environ, start_response)
+
+    return serve
+
+
+def _json(start_response: Callable[..., Any], status: int, body: Any) -> list[bytes]:
+    payload = json.dumps(body, default=str).encode()
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
+    start_response(f"{status} {reason}", [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    return [payload]
+
+
+def _control(box: Sandbox, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    route = str(environ["PATH_INFO"]).removeprefix(PREFIX).rstrip("/")
+    method = environ.get("REQUEST_METHOD", "GET")
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body: dict[str, Any] = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
+        if method == "GET" and route == "info":
+            return _json(start_response, 200, box.info())
+        if method == "POST" and route == "fail-node":
+            return _json(start_response, 200, {"node_id": box.fail_node(body.get("node_id"), body.get("group"))})
+        if method == "POST" and route == "heal-node":
+            box.heal_node(str(body["node_id"]))
+            return _json(start_response, 200, {})
+        if method == "POST" and route == "add-demand":
+            name = box.add_demand(str(body["team"]), str(body["instance_type"]), int(body["accelerators"]),
+                                  int(body.get("pods", 1)), body.get("name"))
+            return _json(start_response, 200, {"workload": name})
+        if method == "POST" and route == "resize":
+            box.resize(str(body["group"]), int(body["count"]))
+            return _json(start_response, 200, {})
+        return _json(start_response, 404, {"error": f"no route {method} {environ['PATH_INFO']}"})
+    except KeyError as e:
+        return _json(start_response, 400, {"error": f"bad request: {e} missing"})
+    except LookupError as e:
+        return _json(start_response, 404, {"error": str(e.args[0]) if e.args else str(e)})
+    except (ValueError, TypeError) as e:
+        return _json(start_response, 400, {"error": f"bad request: {e}"})
+    except Exception as e:  # the emulator's own refusals (an unknown node, a bad count)
+        return _json(start_response, 400, {"error": str(e)})
+
+
+def _proxy(kube_url: str, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    query = environ.get("QUERY_STRING")
+    url = f"{kube_url}{environ['PATH_INFO']}" + (f"?{query}" if query else "")
+    headers = {"Authorization": environ["HTTP_AUTHORIZATION"]} if "HTTP_AUTHORIZATION" in environ else {}
+    request = urllib.request.Request(url, headers=headers, method=environ.get("REQUEST_METHOD", "GET"))
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            status, payload, kind = answer.status, answer.read(), answer.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as e:
+        status, payload, kind = e.code, e.read(), e.headers.get("Content-Type", "")
+    start_response(f"{status} {'OK' if status == 200 else 'Error'}",
+                   [("Content-Type", kind or "application/json"), ("Content-Length", str(len(payload)))])
+    return [payload]
+
+
+# --- the drive commands' side: a sandbox served by another process ------------------------------------------------
+def call(endpoint: str, route: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One control call; the sandbox's refusal becomes a LookupError / ValueError carrying its message."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{endpoint.rstrip('/')}{PREFIX}{route}", data=data,
+                                     method="GET" if body is None else "POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            out: dict[str, Any] = json.loads(answer.read() or b"{}")
+            return out
+    except urllib.error.HTTPError as e:
+        message = json.loads(e.read() or b"{}").get("error", str(e))
+        raise (LookupError if e.code == 404 else ValueError)(message) from None
+
+
+def sandbox_info(endpoint: str | None = None) -> dict[str, Any] | None:
+    """The sandbox behind $AWS_ENDPOINT_URL (or `endpoint`), or None when it is not one (real AWS, plain moto)."""
+    endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL")
+    if not endpoint or not endpoint.startswith(("http://127.0.0.1", "http://localhost")):
+        return None
+    try:
+        return call(endpoint, "info")
+    except (OSError, LookupError, ValueError):
+        return None
