@@ -260,3 +260,11 @@ def check_cluster(eks: Any, cloudwatch: Any, eks_cluster: str | None, *,
         checks.append(kueue.check)
     checks.append(check_container_insights(cloudwatch, eks_cluster))
     return ClusterReport(tuple(checks), addon, kueue)
+
+
+def governance_for_collect(eks: Any, cloudwatch: Any, eks_cluster: str | None, kueue: Kueue | None) -> Governance:
+    """The checks collect runs (the add-on, Container Insights), with what reading Kueue found when it was read."""
+    report = check_cluster(eks, cloudwatch, eks_cluster)
+    if kueue is not None and report.addon is not None:  # an EKS cluster: add what reading Kueue found
+        report = ClusterReport((*report.checks, kueue.check), report.addon, kueue)
+    return report.governance()

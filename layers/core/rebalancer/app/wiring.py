@@ -66,6 +66,7 @@ def reset() -> None:
     store.cache_clear()
     aws_clients.cache_clear()
     config.load.cache_clear()
+    quota_tags_seen.clear()
 
 
 # --- adapters ----------------------------------------------------------------------------------------------------
@@ -73,6 +74,8 @@ def reset() -> None:
 # from presigned STS). The local stack and tests replace it with a client of a loopback Kueue API server.
 KubeClientFactory = Callable[[dict[str, Any]], Any]
 kube_client_factory: KubeClientFactory | None = None
+# Quota tags by ARN, read once per warm Lambda (rebalancer.adapters.sagemaker.cluster.SageMakerReader.quota_tags).
+quota_tags_seen: dict[str, dict[str, str]] = {}
 
 
 @cache
@@ -89,7 +92,7 @@ def snapshot_reader() -> Callable[[str], Snapshot]:
 
     def read(cluster_name: str) -> Snapshot:
         collected = collect_snapshot(cluster_name, aws_clients(), now=store().now(), kube=kube_client_factory,
-                                     check_prerequisites=True)
+                                     check_prerequisites=True, known_tags=quota_tags_seen)
         for warning in collected.warnings:
             logger.warning("collect", extra={"cluster": cluster_name, "warning": warning})
         return collected.snapshot
