@@ -62,7 +62,7 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
     allocations, changes = outcome.planned(result, written.blocked)
     fields = written.fields
     scheduler: list[SchedulerRequest] = []
-    if policy.cluster is not None:
+    if policy.cluster is not None and policy.cluster.manages_scheduler_config:
         request, cluster_fields = plan_scheduler_config(
             snapshot.cluster.ClusterName, snapshot.cluster.ClusterArn, snapshot.scheduler_config, policy.cluster,
             known_version=None if known_versions is None else known_versions.get(CLUSTER))

@@ -30,6 +30,7 @@ from rebalancer.domain.snapshot import ComputeQuota, Demand, Snapshot
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.aging import aged_weights
+from rebalancer.planning.capacity import of_snapshot as capacity_of
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
@@ -252,7 +253,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
     policy_pools = {k for k in policy.pools() if not family_types(k)}
     parsed = {name: PoolKey.parse(name) for name in _pool_names(snapshot, policy_pools, held_by)}
 
-    healthy, unhealthy = snapshot.healthy_nodes(), snapshot.unhealthy_nodes()
+    caps = capacity_of(snapshot, policy)
     carved: Counter[str] = Counter()  # whole GPUs of a type that its MIG partitions occupy
     for t, profiles in snapshot.mig.items():
         for profile, n in profiles.items():
@@ -263,7 +264,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
         if key.mig_profile:
             raw[name] = float(snapshot.mig.get(t, {}).get(key.mig_profile, 0))
         else:
-            raw[name] = float(max(0, healthy[t] * catalog.spec(t).primary_per_instance - carved[t]))
+            raw[name] = caps.amount_now(t, carved[t])
 
     no_demand: dict[str, Demand] = {}
     no_holdings: dict[str, float] = {}
@@ -290,11 +291,10 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             if raw[name] == 0 and name in policy_pools:
                 warnings.append(f"{name}: the snapshot reports no healthy partitions of this profile")
         else:
-            if unhealthy[t]:
-                notes.append(f"{_plural(unhealthy[t], 'node')} of {t} unhealthy")
+            notes.extend(caps.of(t).notes)
             if carved[t]:
                 notes.append(f"{carved[t]} GPUs of {t} carved into MIG partitions")
-            if not healthy[t] and not unhealthy[t] and name in policy_pools:
+            if not caps.of(t).now and not caps.of(t).unhealthy and name in policy_pools:
                 warnings.append(f"{name}: named in the policy but the cluster has no such nodes")
         others = sum(held_by[o].get(name, 0.0) for o in outsiders)
         if others:
@@ -305,6 +305,7 @@ def build_pools(snapshot: Snapshot, policy: Policy, now: datetime) -> tuple[list
             capacity = 0.0
         resource = key.resource
         claims = teams.claims(name, resource)
+        capacity, claims = caps.pool(key, capacity, claims)
         if policy.fairness.age_doubling_hours is not None:
             claims = _aged(claims, teams, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
         pools.append(PoolInput(name, resource, capacity, claims, tuple(notes), tuple(bounds.get(name, ()))))
