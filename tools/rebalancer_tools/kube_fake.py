@@ -170,12 +170,16 @@ def cluster_queue(team: str, nominal: Mapping[str, Mapping[str, int | str]],
 
 
 def node(name: str, instance_type: str, allocatable: Mapping[str, int | str], *, ready: bool = True,
-         unschedulable: bool = False) -> dict[str, Any]:
-    """A Node as the core v1 API returns it (labels as HyperPod sets them)."""
+         unschedulable: bool = False, health: str | None = None) -> dict[str, Any]:
+    """A Node as the core v1 API returns it (labels as HyperPod sets them). `health`: HyperPod's
+    `sagemaker.amazonaws.com/node-health-status` label (Schedulable, Unschedulable, UnschedulablePendingReplacement,
+    UnschedulablePendingReboot); HyperPod names a node `hyperpod-<instance id>`."""
+    labels = {"node.kubernetes.io/instance-type": instance_type, "sagemaker.amazonaws.com/compute-type": "hyperpod"}
+    if health is not None:
+        labels["sagemaker.amazonaws.com/node-health-status"] = health
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance_type,
-                                              "sagemaker.amazonaws.com/compute-type": "hyperpod"}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {"unschedulable": True} if unschedulable else {},
         "status": {"allocatable": {k: str(v) for k, v in allocatable.items()},
                    "conditions": [{"type": "Ready", "status": "True" if ready else "False",

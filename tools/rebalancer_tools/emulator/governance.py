@@ -72,6 +72,7 @@ class Governance:
         self.resources: dict[str, Resource] = {}
         self.events: list[dict[str, Any]] = []
         self._serial = 0
+        self.training_plans: dict[str, dict[str, Any]] = {}  # by name (rebalancer_tools.emulator.cluster_state)
         # What each quota's config asks for, by quota id, with the config it was read from: a body is replaced on
         # every change, never edited in place, so the same config object means the same amounts.
         self._asks: dict[str, tuple[dict[str, Any], dict[capacity.Key, float]]] = {}

@@ -24,6 +24,7 @@ from rebalancer.domain.snapshot import (
     ComputeQuota,
     Demand,
     Snapshot,
+    TrainingPlan,
     Utilization,
 )
 from rebalancer.errors import PermanentError, RebalancerError
@@ -92,7 +93,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
         warnings += governance.problems
     snapshot = Snapshot(taken_at=now, cluster=sm.cluster, nodes=sm.nodes, quotas=sm.quotas, demand=kueue.demand,
                         mig=kueue.mig, utilization=utilization, scheduler_config=sm.scheduler_config,
-                        governance=governance, quota_tags=sm.quota_tags)
+                        governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
+                        training_plans=sm.training_plans)
     return Collected(snapshot, tuple(warnings))
 
 
@@ -107,6 +109,8 @@ class SageMakerSide:
     quota_tags: dict[str, dict[str, str]]
     scheduler_config: ClusterSchedulerConfig | None
 
+    training_plans: dict[str, TrainingPlan] = field(default_factory=dict)
+
     @classmethod
     def read(cls, cluster_name: str, clients: AwsClients, page_size: int,
              known_tags: MutableMapping[str, dict[str, str]] | None, warnings: list[str]) -> SageMakerSide:
@@ -114,6 +118,11 @@ class SageMakerSide:
         described = sm.describe_cluster(cluster_name)
         cluster = sm.cluster_of(described, cluster_name)
         nodes = sm.nodes(cluster.ClusterName)
+        try:  # capacity that will go: without them a plan's capacity is taken as lasting
+            plans = sm.training_plans(cluster)
+        except RebalancerError as e:
+            plans = {}
+            warnings.append(f"training plans not read, so capacity they take away is not foreseen: {e}")
         quotas = sm.quotas(cluster.ClusterArn)
         try:
             quota_tags = sm.quota_tags(quotas, known_tags)
@@ -125,7 +134,7 @@ class SageMakerSide:
         except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
             scheduler_config = None
             warnings.append(f"scheduler config not read: {e}")
-        return cls(described, cluster, nodes, quotas, quota_tags, scheduler_config)
+        return cls(described, cluster, nodes, quotas, quota_tags, scheduler_config, plans)
 
 
 @dataclass(frozen=True)
@@ -136,6 +145,7 @@ class KubeSide:
     demand: dict[str, dict[str, Demand]] = field(default_factory=dict)
     mig: dict[str, dict[str, int]] = field(default_factory=dict)
     access: prerequisites.Kueue | None = None
+    node_health: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str]) -> KubeSide:
@@ -149,12 +159,13 @@ class KubeSide:
             kueue = KueueReader(api).read()
             warnings += kueue.warnings
             mig: dict[str, dict[str, int]] = {}
+            health: dict[str, str] = {}
             try:
-                mig, mig_warnings = NodeReader(api).mig_capacity()
-                warnings += mig_warnings
-            except RebalancerError as e:  # only MIG pools need it; say so rather than fail the snapshot
-                warnings.append(f"MIG capacity not read: {e}")
-        return cls(kueue.demand, mig, access)
+                mig, health, node_warnings = NodeReader(api).read()
+                warnings += node_warnings
+            except RebalancerError as e:  # MIG pools and HyperPod's health labels need it; say so, do not fail
+                warnings.append(f"nodes not read (MIG capacity, HyperPod health labels): {e}")
+        return cls(kueue.demand, mig, access, health)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

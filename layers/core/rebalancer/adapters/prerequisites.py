@@ -160,6 +160,7 @@ _READ_CLUSTER = (
     ("sagemaker:DescribeCluster", _CLUSTER), ("sagemaker:ListClusterNodes", _CLUSTER),
     ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeComputeQuota", _QUOTA), ("sagemaker:ListTags", _QUOTA),
     ("sagemaker:ListClusterSchedulerConfigs", "*"), ("sagemaker:DescribeClusterSchedulerConfig", _CONFIG),
+    ("sagemaker:DescribeTrainingPlan", "arn:{partition}:sagemaker:{region}:{account}:training-plan/x"),
     ("eks:DescribeCluster", "arn:{partition}:eks:{region}:{account}:cluster/x"),
     ("eks:DescribeAddon", f"arn:{{partition}}:eks:{{region}}:{{account}}:addon/x/{ADDON}/x"),
     ("cloudwatch:GetMetricData", "*"), ("cloudwatch:ListMetrics", "*"),

@@ -249,6 +249,7 @@ class Governance(BaseModel):
 
 
 HEALTHY_NODE_STATUS = "Running"
+NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
 
 
 class Snapshot(BaseModel):
@@ -281,8 +282,10 @@ class Snapshot(BaseModel):
     # HyperPod's `sagemaker.amazonaws.com/node-health-status` label by InstanceId, from the Kubernetes nodes; a node
     # without an entry: not read (or not labelled). See rebalancer.planning.capacity.
     node_health: dict[str, str] = Field(default_factory=dict)
-    # The training plans the instance groups run on, by ARN (DescribeTrainingPlan), and the cluster operations in
-    # progress (ListClusterOperations, DescribeClusterOperation).
+    # The training plans the instance groups run on, by ARN (DescribeTrainingPlan). Cluster operations in progress
+    # (ListClusterOperations / DescribeClusterOperation shapes): collect does not read them yet (IAM's authorization
+    # data lists neither action, so no grant could be checked); a snapshot from elsewhere may carry them, and the
+    # groups' ActiveOperations (DescribeCluster) say what scales.
     training_plans: dict[str, TrainingPlan] = Field(default_factory=dict)
     operations: tuple[ClusterOperation, ...] = ()
     # Autoscaler ceilings read from the cluster (Karpenter NodePool limits), nodes per instance type.

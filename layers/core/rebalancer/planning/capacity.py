@@ -38,7 +38,6 @@ from rebalancer.engine.allocation import EPS, Claims
 
 SCHEDULABLE_STATUS = "Running"
 FOR_NOW_STATUSES = frozenset({"SystemUpdating", "DeepHealthCheckInProgress", "AttachInProgress", "DetachInProgress"})
-HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 FOR_NOW_LABELS = frozenset({"Unschedulable"})  # "The node is running deep health checks"
 HOLDING_OPERATIONS = frozenset({"Scaling", "DeepHealthCheck"})
 

@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.snapshot import Demand, Resources
+from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 
 GROUP = "kueue.x-k8s.io"
@@ -289,10 +289,20 @@ class NodeReader:
                 return
 
     def mig_capacity(self) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
+        mig, _, warnings = self.read()
+        return mig, warnings
+
+    def read(self) -> tuple[dict[str, dict[str, int]], dict[str, str], tuple[str, ...]]:
+        """One pass over the nodes: MIG partitions, and HyperPod's node-health-status label by instance id (a
+        HyperPod node is named `hyperpod-<instance id>`)."""
         out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        health: dict[str, str] = {}
         warnings: list[str] = []
         for node in self._nodes():
             labels = node.get("metadata", {}).get("labels", {}) or {}
+            status = labels.get(NODE_HEALTH_LABEL)
+            if status:
+                health[str(node.get("metadata", {}).get("name", "")).removeprefix("hyperpod-")] = status
             instance_type = next((labels[k] for k in INSTANCE_TYPE_LABELS if k in labels), None)
             if instance_type is None or node.get("spec", {}).get("unschedulable") or not _condition(node, "Ready"):
                 continue
@@ -309,7 +319,7 @@ class NodeReader:
                                     "MIG profile this tool knows; ignored")
                     continue
                 out[instance_type][profile] += int(parse_quantity(quantity))
-        return {t: dict(p) for t, p in sorted(out.items())}, tuple(warnings)
+        return {t: dict(p) for t, p in sorted(out.items())}, health, tuple(warnings)
 
 
 def _api_error(plural: str, e: ApiException, group: str = GROUP) -> Exception:

@@ -6,7 +6,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.domain.snapshot import Cluster, ClusterNode, ComputeQuota
+from rebalancer.domain.snapshot import Cluster, ClusterNode, ComputeQuota, TrainingPlan
 from rebalancer.parsing.validation import load_model
 
 # Quotas on their way out hold no capacity and cannot be updated.
@@ -67,6 +67,16 @@ class SageMakerReader:
                 out += [load_model(ClusterNode, n, f"ListClusterNodes {cluster_name} ClusterNodeSummaries")
                         for n in page.get("ClusterNodeSummaries", [])]
         return tuple(sorted(out, key=lambda n: (n.InstanceGroupName, n.InstanceId)))
+
+    def training_plans(self, cluster: Cluster) -> dict[str, TrainingPlan]:
+        """DescribeTrainingPlan for each plan an instance group runs on (a cluster has few)."""
+        out: dict[str, TrainingPlan] = {}
+        for arn in sorted({g.TrainingPlanArn for g in cluster.InstanceGroups if g.TrainingPlanArn}):
+            with aws_call("DescribeTrainingPlan", f"training plan {arn}"):
+                got = dict(self.sm.describe_training_plan(TrainingPlanName=arn.rsplit("/", 1)[-1]))
+            got.pop("ResponseMetadata", None)
+            out[arn] = load_model(TrainingPlan, {"TrainingPlanArn": arn, **got}, f"DescribeTrainingPlan {arn}")
+        return out
 
     def quota_summaries(self, cluster_arn: str) -> list[dict[str, Any]]:
         """ListComputeQuotas, every page (at most 100 quotas a page): one call per hundred quotas."""

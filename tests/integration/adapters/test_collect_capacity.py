@@ -1,0 +1,65 @@
+"""Collect reads what today's HyperPod says about capacity, from the emulator and the Kubernetes fake: HyperPod's
+node-health labels, nodes it is working on, spot groups, training plans and autoscaling; the plan reads them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from botocore.exceptions import ClientError
+from support.emulator import in_process_emulator
+from support.kube_api import KubeState, node, serve
+
+from rebalancer.adapters.aws import AwsClients
+from rebalancer.adapters.collect import KubeAccess, collect_snapshot
+from rebalancer.domain.policy import Policy
+from rebalancer.planning.pools import build_pools
+
+NOW = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
+P5 = "ml.p5.48xlarge"
+
+
+def _policy(**rest: object) -> Policy:
+    return Policy.model_validate({"teams": {"a": {"guarantee": {P5: 16}}, "b": {}},
+                                  "stability": {"cooldown_minutes": 0, "max_move": None}, **rest})
+
+
+def test_collect_carries_health_labels_plans_spot_and_autoscaling_and_the_plan_reads_them() -> None:
+    with in_process_emulator(clock=lambda: NOW) as handle:
+        emu = handle.emulator
+        emu.create_cluster("c1", [("p5", P5, 4), ("p5-spot", P5, 2)])
+        emu.set_node_status("c1", "p5-1", "DeepHealthCheckInProgress")
+        plan_arn = emu.add_training_plan("p5-reserved", end_time=NOW + timedelta(minutes=10), instances=4)
+        emu.set_group_fields("c1", "p5", TrainingPlanArn=plan_arn, TrainingPlanStatus="Active")
+        emu.set_group_fields("c1", "p5-spot", CapacityRequirements={"Spot": {}})
+        emu.set_autoscaling("c1")
+        state = KubeState()
+        state.add(node("hyperpod-p5-0", P5, {"nvidia.com/gpu": 8}, health="Schedulable"),
+                  node("hyperpod-p5-spot-0", P5, {"nvidia.com/gpu": 8}, health="UnschedulablePendingReboot"))
+        with serve(state) as (url, _):
+            got = collect_snapshot("c1", AwsClients(region="us-east-1"), now=NOW,
+                                   kube=KubeAccess(mode="url", url=url), metrics_window=None)
+    snap = got.snapshot
+    assert snap.node_health == {"p5-0": "Schedulable", "p5-spot-0": "UnschedulablePendingReboot"}
+    assert snap.training_plans[plan_arn].EndTime == NOW + timedelta(minutes=10)
+    assert snap.cluster.autoscaled
+    assert [g.spot for g in snap.cluster.InstanceGroups] == [False, True]
+    pools, _ = build_pools(snap, _policy(cluster={"autoscaling": {"max_nodes": {P5: 10}}}), NOW)
+    [pool] = pools
+    notes = " | ".join(pool.notes)
+    # The plan's 4 nodes go in 10 minutes; of the 2 spot nodes one waits for a reboot; the autoscaler may add 9.
+    assert "4 nodes of ml.p5.48xlarge taken away ahead: training plan p5-reserved ends 2026-11-30T05:10:00+00:00" \
+        in notes
+    assert "1 node of ml.p5.48xlarge labelled UnschedulablePendingReboot" in notes
+    assert "autoscaler may add 9 nodes of ml.p5.48xlarge" in notes
+    assert pool.capacity == 80
+    assert pool.claims.guarantee == (0.0, 0.0)  # the one node there now is spot: no guarantee stands on it
+
+
+def test_set_group_fields_takes_only_fields_of_the_sdk_shape() -> None:
+    with in_process_emulator() as handle:
+        handle.emulator.create_cluster("c1", [("p5", P5, 1)])
+        with pytest.raises(Exception, match="not a field of ClusterInstanceGroupDetails"):
+            handle.emulator.set_group_fields("c1", "p5", SpotPrice=3)
+        with pytest.raises(ClientError, match="not found"):
+            handle.sagemaker.describe_training_plan(TrainingPlanName="nope")
