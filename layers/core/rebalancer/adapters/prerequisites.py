@@ -170,6 +170,14 @@ _WRITE_QUOTAS = (
     ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeClusterSchedulerConfig", _CONFIG),
     ("sagemaker:UpdateClusterSchedulerConfig", _CONFIG),
 )
+# What SageMaker calls with the function's permissions while it updates or deletes a quota: CloudFormation's handler
+# permissions for AWS::SageMaker::ComputeQuota update and delete (AWS's authorization data lists such actions as
+# dependent actions of CreateComputeQuota only). Granted in template.yaml, never called by the function itself.
+ON_OUR_BEHALF: dict[str, tuple[str, ...]] = {
+    "apply": ("eks:DescribeAccessEntry",),
+    "rollback": ("sagemaker:DescribeCluster", "eks:DescribeCluster", "eks:DisassociateAccessPolicy",
+                 "eks:DescribeAccessEntry", "eks:ListAssociatedAccessPolicies"),
+}
 FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
     "trigger": (*_STORE, ("states:StartExecution", "{STATE_MACHINE_ARN}"),
                 ("states:DescribeExecution", "{EXECUTIONS}")),
