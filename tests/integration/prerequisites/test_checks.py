@@ -89,7 +89,8 @@ def _lister(answers: dict[tuple[str, str], int]) -> Any:
 
 @pytest.mark.parametrize(("answers", "status", "version", "found"), [
     ({}, "ok", "v1beta2", "clusterqueues and workloads readable (kueue.x-k8s.io/v1beta2)"),
-    ({("v1beta2", "*"): 404}, "ok", "v1beta1", "clusterqueues and workloads readable (kueue.x-k8s.io/v1beta1)"),
+    # Kueue 0.20 serves v1beta2 only: a cluster that still answers only v1beta1 is readable, and warned.
+    ({("v1beta2", "*"): 404}, "warn", "v1beta1", "clusterqueues and workloads readable only as kueue.x-k8s.io/v1beta1"),
     ({("v1beta2", "workloads"): 403}, "fail", "v1beta2", "the role may not list workloads.kueue.x-k8s.io (403)"),
     ({("v1beta2", "*"): 401}, "fail", None, "the API server rejected the role's token (401)"),
     ({("v1beta2", "*"): 404, ("v1beta1", "*"): 404}, "fail", None,

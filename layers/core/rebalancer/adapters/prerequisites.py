@@ -121,6 +121,11 @@ def check_kueue_access(list_objects: Callable[[str, str], Any]) -> Kueue:
                                    f"{RBAC_FIX}, with the access entry mapped to its group"), version)
             return Kueue(Check(name, "fail", f"listing {plural}.{KUEUE_GROUP}/{version}: {one_line(e)}",
                                "check that the API server is reachable from the function (VPC settings)"))
+        if version != KUEUE_VERSIONS[0]:
+            # Kueue 0.20 stops serving v1beta1 (the task-governance add-on 1.6 ships 0.19, which serves both).
+            return Kueue(Check(name, "warn", f"clusterqueues and workloads readable only as {KUEUE_GROUP}/{version}",
+                               f"Kueue 0.20 serves {KUEUE_VERSIONS[0]} only: update the {ADDON} add-on to a "
+                               f"version whose Kueue serves {KUEUE_VERSIONS[0]} before Kueue 0.20"), version)
         return Kueue(Check(name, "ok", f"clusterqueues and workloads readable ({KUEUE_GROUP}/{version})"), version)
     return Kueue(Check(name, "fail", f"no {KUEUE_GROUP} API on the cluster (404 for {', '.join(KUEUE_VERSIONS)})",
                        f"install the {ADDON} add-on, which installs Kueue"))
