@@ -268,8 +268,8 @@ OnOff = Literal["Enabled", "Disabled"]
 
 
 class Autoscaling(Frozen):
-    """What the cluster's autoscaler can reach, for when the cluster's own limits (Karpenter NodePool limits) cannot
-    be read: at most `max_nodes` nodes per instance type. Read only when DescribeCluster says AutoScaling is on."""
+    """What the cluster's autoscaler can reach: at most `max_nodes` nodes per instance type. Read only when
+    DescribeCluster says AutoScaling is on, and only where the snapshot carries no limits of the cluster's own."""
 
     max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
 

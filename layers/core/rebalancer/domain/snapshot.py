@@ -288,7 +288,8 @@ class Snapshot(BaseModel):
     # groups' ActiveOperations (DescribeCluster) say what scales.
     training_plans: dict[str, TrainingPlan] = Field(default_factory=dict)
     operations: tuple[ClusterOperation, ...] = ()
-    # Autoscaler ceilings read from the cluster (Karpenter NodePool limits), nodes per instance type.
+    # Autoscaler ceilings of the cluster's own, nodes per instance type (meant for Karpenter NodePool limits, which
+    # collect does not read yet); when present they win over the policy's cluster.autoscaling.max_nodes.
     autoscaling_max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:
