@@ -14,6 +14,7 @@ from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import KubeAccess, collect_snapshot
 from rebalancer.domain.policy import Policy
 from rebalancer.planning.pools import build_pools
+from rebalancer_tools.kube_fake import node_pool
 
 NOW = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 P5 = "ml.p5.48xlarge"
@@ -54,6 +55,28 @@ def test_collect_carries_health_labels_plans_spot_and_autoscaling_and_the_plan_r
     assert "autoscaler may add 9 nodes of ml.p5.48xlarge" in notes
     assert pool.capacity == 80
     assert pool.claims.guarantee == (0.0, 0.0)  # the one node there now is spot: no guarantee stands on it
+
+
+def test_karpenter_node_pool_limits_are_the_ceiling_and_win_over_the_policy() -> None:
+    with in_process_emulator(clock=lambda: NOW) as handle:
+        handle.emulator.create_cluster("c1", [("p5", P5, 2)])
+        handle.emulator.set_autoscaling("c1")
+        state = KubeState()
+        # 96 GPUs or 1,000 vCPUs: the tighter is 5 nodes (192 vCPUs each); a NodePool without limits says nothing.
+        state.add(node_pool("gpu", [P5], {"nvidia.com/gpu": 96, "cpu": 1000}), node_pool("any", [P5], {}))
+        with serve(state) as (url, _):
+            got = collect_snapshot("c1", AwsClients(region="us-east-1"), now=NOW,
+                                   kube=KubeAccess(mode="url", url=url), metrics_window=None)
+            state.errors["nodepools"] = 403
+            denied = collect_snapshot("c1", AwsClients(region="us-east-1"), now=NOW,
+                                      kube=KubeAccess(mode="url", url=url), metrics_window=None)
+    assert got.snapshot.autoscaling_max_nodes == {P5: 5}
+    [pool], _ = build_pools(got.snapshot, _policy(cluster={"autoscaling": {"max_nodes": {P5: 16}}}), NOW)
+    assert pool.capacity == 40
+    assert "autoscaler may add 3 nodes of ml.p5.48xlarge (up to 5, Karpenter NodePool limits)" in pool.notes[0]
+    assert denied.snapshot.autoscaling_max_nodes == {}
+    assert any(w.startswith("Karpenter NodePool limits not read: Kubernetes list nodepools.karpenter.sh: 403")
+               for w in denied.warnings)
 
 
 def test_set_group_fields_takes_only_fields_of_the_sdk_shape() -> None:

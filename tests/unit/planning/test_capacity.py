@@ -135,7 +135,7 @@ def test_limits_read_from_the_cluster_win_over_the_policy() -> None:
     snap = _with(snapshot({P5: 8}), cluster=AUTOSCALED, autoscaling_max_nodes={P5: 10})
     pol = policy({"a": {}}, cluster={"autoscaling": {"max_nodes": {P5: 16}}})
     assert _pool(snap, pol).capacity == 80
-    assert "the cluster's autoscaling limits" in " ".join(_pool(snap, pol).notes)
+    assert "Karpenter NodePool limits" in " ".join(_pool(snap, pol).notes)
 
 
 def test_without_autoscaling_on_the_ceiling_is_ignored() -> None:

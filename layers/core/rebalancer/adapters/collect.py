@@ -80,7 +80,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     warnings: list[str] = []
     sm = SageMakerSide.read(cluster_name, clients, page_size, known_tags, warnings)
     api = kube.api_client(clients, sm.described) if isinstance(kube, KubeAccess) else kube(sm.described)
-    kueue = KubeSide.read(api, check_prerequisites, warnings)
+    kueue = KubeSide.read(api, check_prerequisites, warnings, autoscaled=sm.cluster.autoscaled)
     eks_name = _eks_name(sm.described)
     utilization = {}
     if metrics_window is not None:
@@ -94,7 +94,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     snapshot = Snapshot(taken_at=now, cluster=sm.cluster, nodes=sm.nodes, quotas=sm.quotas, demand=kueue.demand,
                         mig=kueue.mig, utilization=utilization, scheduler_config=sm.scheduler_config,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
-                        training_plans=sm.training_plans)
+                        training_plans=sm.training_plans, autoscaling_max_nodes=kueue.autoscaling_max_nodes)
     return Collected(snapshot, tuple(warnings))
 
 
@@ -146,9 +146,11 @@ class KubeSide:
     mig: dict[str, dict[str, int]] = field(default_factory=dict)
     access: prerequisites.Kueue | None = None
     node_health: dict[str, str] = field(default_factory=dict)
+    autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str]) -> KubeSide:
+    def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
+             autoscaled: bool = False) -> KubeSide:
         if api is None:
             warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
             return cls()
@@ -165,7 +167,15 @@ class KubeSide:
                 warnings += node_warnings
             except RebalancerError as e:  # MIG pools and HyperPod's health labels need it; say so, do not fail
                 warnings.append(f"nodes not read (MIG capacity, HyperPod health labels): {e}")
-        return cls(kueue.demand, mig, access, health)
+            ceilings: dict[str, int] = {}
+            if autoscaled:  # the autoscaler's ceiling; without it the policy's cluster.autoscaling.max_nodes
+                from rebalancer.adapters.kubernetes.karpenter import max_nodes
+
+                try:
+                    ceilings = max_nodes(api)
+                except RebalancerError as e:
+                    warnings.append(f"Karpenter NodePool limits not read: {e}")
+        return cls(kueue.demand, mig, access, health, ceilings)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

@@ -269,7 +269,7 @@ OnOff = Literal["Enabled", "Disabled"]
 
 class Autoscaling(Frozen):
     """What the cluster's autoscaler can reach: at most `max_nodes` nodes per instance type. Read only when
-    DescribeCluster says AutoScaling is on, and only where the snapshot carries no limits of the cluster's own."""
+    DescribeCluster says AutoScaling is on, and only where Karpenter NodePool limits could not be read."""
 
     max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
 

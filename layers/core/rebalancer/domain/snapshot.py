@@ -288,8 +288,8 @@ class Snapshot(BaseModel):
     # groups' ActiveOperations (DescribeCluster) say what scales.
     training_plans: dict[str, TrainingPlan] = Field(default_factory=dict)
     operations: tuple[ClusterOperation, ...] = ()
-    # Autoscaler ceilings of the cluster's own, nodes per instance type (meant for Karpenter NodePool limits, which
-    # collect does not read yet); when present they win over the policy's cluster.autoscaling.max_nodes.
+    # The autoscaler's ceiling read from the cluster (Karpenter NodePool limits: adapters/kubernetes/karpenter),
+    # nodes per instance type; when present it wins over the policy's cluster.autoscaling.max_nodes.
     autoscaling_max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:

@@ -12,8 +12,8 @@ Three amounts, in nodes, per instance type:
   quotas hold (up to the group's target): the operation, not a loss, explains the missing nodes.
 - **lasting**: of now, what guarantees may stand on: not spot capacity (unless `capacity.guarantees_on_spot`).
 - **reachable**: what quotas may sum to. On a cluster whose DescribeCluster says AutoScaling Mode Enable, up to
-  the autoscaler's ceiling (limits of the cluster's own in the snapshot, meant for Karpenter NodePool limits,
-  else the policy's `cluster.autoscaling.max_nodes`): Kueue admits nothing beyond nominal quota, so a quota held
+  the autoscaler's ceiling (Karpenter NodePool limits as collect read them, else the policy's
+  `cluster.autoscaling.max_nodes`): Kueue admits nothing beyond nominal quota, so a quota held
   to today's nodes would never let the pods exist that make the autoscaler add nodes. Otherwise reachable = now.
 
 Why the grace: one reading of a node in a deep health check must not shrink quotas and grow them back a run later
@@ -239,7 +239,7 @@ def _ceilings(snapshot: Snapshot, policy: Policy) -> tuple[dict[str, int], str]:
     if not snapshot.cluster.autoscaled:
         return {}, ""
     if snapshot.autoscaling_max_nodes:
-        return dict(snapshot.autoscaling_max_nodes), "the cluster's autoscaling limits"
+        return dict(snapshot.autoscaling_max_nodes), "Karpenter NodePool limits"
     wanted = policy.cluster.autoscaling if policy.cluster is not None else None
     if wanted is not None and wanted.max_nodes:
         return dict(wanted.max_nodes), "the policy's cluster.autoscaling.max_nodes"
