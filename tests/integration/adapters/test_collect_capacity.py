@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from botocore.exceptions import ClientError
 from support.emulator import in_process_emulator
-from support.kube_api import KubeState, node, serve
+from support.kube_api import KubeState, node, pod_set, serve, workload
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import KubeAccess, collect_snapshot
 from rebalancer.domain.policy import Policy
+from rebalancer.planning.planner import make_plan
 from rebalancer.planning.pools import build_pools
 from rebalancer_tools.kube_fake import node_pool
 
@@ -86,3 +87,22 @@ def test_set_group_fields_takes_only_fields_of_the_sdk_shape() -> None:
             handle.emulator.set_group_fields("c1", "p5", SpotPrice=3)
         with pytest.raises(ClientError, match="not found"):
             handle.sagemaker.describe_training_plan(TrainingPlanName="nope")
+
+
+def test_pending_work_asking_for_a_topology_level_is_warned_about_when_its_quota_is_raised() -> None:
+    gang = pod_set(4, {"nvidia.com/gpu": 8}, P5)
+    gang["topologyRequest"] = {"required": "topology.k8s.aws/network-node-layer-3"}
+    with in_process_emulator(clock=lambda: NOW) as handle:
+        handle.emulator.create_cluster("c1", [("p5", P5, 4)])
+        state = KubeState()
+        state.add(workload("a", "gang", [gang]), workload("b", "plain", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]))
+        with serve(state) as (url, _):
+            got = collect_snapshot("c1", AwsClients(region="us-east-1"), now=NOW,
+                                   kube=KubeAccess(mode="url", url=url), metrics_window=None)
+    snap = got.snapshot
+    assert snap.topology_pending == {"a": ("gang (required topology.k8s.aws/network-node-layer-3)",)}
+    plan = make_plan(snap, _policy(), NOW)
+    assert {c.team for c in plan.changes if c.after > c.before} == {"a", "b"}
+    assert [w for w in plan.warnings if "topology" in w] == [
+        "a: the raise may not let 1 pending workload start: gang (required topology.k8s.aws/network-node-layer-3), "
+        "asking for one topology domain, which more quota alone does not give"]

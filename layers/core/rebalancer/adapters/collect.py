@@ -94,7 +94,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     snapshot = Snapshot(taken_at=now, cluster=sm.cluster, nodes=sm.nodes, quotas=sm.quotas, demand=kueue.demand,
                         mig=kueue.mig, utilization=utilization, scheduler_config=sm.scheduler_config,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
-                        training_plans=sm.training_plans, autoscaling_max_nodes=kueue.autoscaling_max_nodes)
+                        training_plans=sm.training_plans, autoscaling_max_nodes=kueue.autoscaling_max_nodes,
+                        topology_pending=kueue.topology)
     return Collected(snapshot, tuple(warnings))
 
 
@@ -147,6 +148,7 @@ class KubeSide:
     access: prerequisites.Kueue | None = None
     node_health: dict[str, str] = field(default_factory=dict)
     autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
@@ -175,7 +177,7 @@ class KubeSide:
                     ceilings = max_nodes(api)
                 except RebalancerError as e:
                     warnings.append(f"Karpenter NodePool limits not read: {e}")
-        return cls(kueue.demand, mig, access, health, ceilings)
+        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

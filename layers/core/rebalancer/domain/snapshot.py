@@ -291,6 +291,9 @@ class Snapshot(BaseModel):
     # The autoscaler's ceiling read from the cluster (Karpenter NodePool limits: adapters/kubernetes/karpenter),
     # nodes per instance type; when present it wins over the policy's cluster.autoscaling.max_nodes.
     autoscaling_max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
+    # Per team, its pending workloads that ask for a topology level (Kueue topology-aware scheduling): a raise of
+    # quota need not let a gang that needs one block or rack start, and the plan says so.
+    topology_pending: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     def healthy_nodes(self) -> Counter[str]:
         """Healthy (Running) nodes per instance type."""

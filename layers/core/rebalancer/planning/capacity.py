@@ -244,3 +244,16 @@ def _ceilings(snapshot: Snapshot, policy: Policy) -> tuple[dict[str, int], str]:
     if wanted is not None and wanted.max_nodes:
         return dict(wanted.max_nodes), "the policy's cluster.autoscaling.max_nodes"
     return {}, ""
+
+
+def topology_warnings(snapshot: Snapshot, raised: set[str]) -> list[str]:
+    """A line per team whose quota the plan raises while it has pending work asking for a topology level: Kueue's
+    topology-aware scheduling admits such a gang only where one domain (block, rack) has room, which more quota
+    alone does not give."""
+    out = []
+    for team in sorted(raised & set(snapshot.topology_pending)):
+        asked = snapshot.topology_pending[team]
+        shown = ", ".join(asked[:3]) + (f" and {len(asked) - 3} more" if len(asked) > 3 else "")
+        out.append(f"{team}: the raise may not let {_plural(len(asked), 'pending workload')} start: "
+                   f"{shown}, asking for one topology domain, which more quota alone does not give")
+    return out

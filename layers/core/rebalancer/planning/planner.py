@@ -23,6 +23,7 @@ from rebalancer.domain.pools import PoolKey, held, holdings
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine.allocation import EPS, Allocation, Settings, allocate
 from rebalancer.planning.approval import approval_reasons
+from rebalancer.planning.capacity import topology_warnings
 from rebalancer.planning.cluster_policy import plan_scheduler_config
 from rebalancer.planning.pools import build_pools, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
@@ -68,6 +69,8 @@ def _make_plan(snapshot: Snapshot, policy: Policy, now: datetime,
             known_version=None if known_versions is None else known_versions.get(CLUSTER))
         scheduler += [request] if request else []
         fields = cluster_fields + fields
+    if snapshot.topology_pending:
+        warnings.extend(topology_warnings(snapshot, {c.team for c in changes if c.after > c.before}))
     approval = approval_reasons(policy, changes, fields)
     # Every field is a validated model (changes, requests, field changes from their constructors; the snapshot's
     # and policy's own fields) or built here with the declared types (allocations: floats from the engine), so
