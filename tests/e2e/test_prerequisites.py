@@ -61,7 +61,9 @@ class Deployed:
 
 @pytest.fixture
 def deployed() -> Iterator[Deployed]:
-    with in_process_emulator(seed_demo=True) as emu, serve() as (url, kube):
+    # Kueue 0.19, as the task-governance add-on 1.6 ships it: v1beta2 and v1beta1 (v1beta1 alone is warned about).
+    kueue_019 = KubeState(kueue_versions=("v1beta2", "v1beta1"))
+    with in_process_emulator(seed_demo=True) as emu, serve(kueue_019) as (url, kube):
         kube.add(workload("research", "pretrain", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]))
         clock = TickingClock()
         with LocalStack(clusters={CLUSTER: POLICY}, kube_url=url, now=clock) as stack:
@@ -169,7 +171,7 @@ def test_collect_keeps_the_addon_and_kueue_versions_and_the_plan_warns_of_what_i
 
     snapshot, plan = run()
     assert snapshot["governance"] == {"addon_version": VERSION, "addon_status": "ACTIVE",
-                                      "kueue_api_version": "v1beta1", "problems": []}
+                                      "kueue_api_version": "v1beta2", "problems": []}
     assert not [w for w in plan["warnings"] if w.startswith(("FAIL", "WARN"))]
 
     emu_pre.remove_addon(d.emu.emulator.account_id, d.emu.emulator.region, EKS, ADDON)

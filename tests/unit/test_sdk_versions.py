@@ -125,6 +125,9 @@ SHAPES = [
     (models.SharingConfig, "ResourceSharingConfig"), (models.QuotaTarget, "ComputeQuotaTarget"),
     (models.AcceleratorPartitionConfig, "AcceleratorPartitionConfig"),
     (models.ClusterSchedulerConfig, "DescribeClusterSchedulerConfigResponse"),
+    (models.ClusterAutoScaling, "ClusterAutoScalingConfigOutput"),
+    (models.ClusterCapacityRequirements, "ClusterCapacityRequirements"),
+    (models.TrainingPlan, "DescribeTrainingPlanResponse"),
 ]
 
 

@@ -57,7 +57,7 @@ def _show(value: Any) -> str:
 def find_drift(snapshot: Snapshot, policy: Policy, *,
                known_versions: Mapping[str, int] | None = None) -> list[Drift]:
     out: list[Drift] = []
-    if policy.cluster is not None:
+    if policy.cluster is not None and policy.cluster.manages_scheduler_config:
         _, fields = plan_scheduler_config(
             snapshot.cluster.ClusterName, snapshot.cluster.ClusterArn, snapshot.scheduler_config, policy.cluster,
             known_version=None if known_versions is None else known_versions.get(CLUSTER))

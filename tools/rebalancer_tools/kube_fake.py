@@ -23,8 +23,9 @@ GROUP = "kueue.x-k8s.io"
 GROUP_VERSION = f"{GROUP}/v1beta1"
 PREFIX = f"/apis/{GROUP}/v1beta1"
 KINDS = {"clusterqueues": "ClusterQueue", "workloads": "Workload", "resourceflavors": "ResourceFlavor",
-         "localqueues": "LocalQueue", "nodes": "Node"}
+         "localqueues": "LocalQueue", "nodes": "Node", "nodepools": "NodePool"}
 CORE_PREFIX = "/api/v1"
+KARPENTER_PREFIX = "/apis/karpenter.sh/v1"
 REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
@@ -82,14 +83,15 @@ class _Handler(QuietHandler):
             self._send(401, _status(401, "Unauthorized"))
             return
         core = url.path.startswith(CORE_PREFIX + "/")
+        karpenter = url.path.startswith(KARPENTER_PREFIX + "/")
         version = next((v for v in state.kueue_versions if url.path.startswith(f"/apis/{GROUP}/{v}/")), None)
-        prefix = CORE_PREFIX if core else f"/apis/{GROUP}/{version}"
+        prefix = CORE_PREFIX if core else KARPENTER_PREFIX if karpenter else f"/apis/{GROUP}/{version}"
         parts = url.path.removeprefix(prefix).strip("/").split("/")
         namespace = None
         if len(parts) >= 3 and parts[0] == "namespaces":
             namespace, parts = parts[1], parts[2:]
-        known = (core and parts[:1] == ["nodes"]) or (version is not None and parts and parts[0] in KINDS
-                                                       and parts[0] != "nodes")
+        known = ((core and parts[:1] == ["nodes"]) or (karpenter and parts[:1] == ["nodepools"])
+                 or (version is not None and parts and parts[0] in KINDS and parts[0] not in ("nodes", "nodepools")))
         if not known:
             self._send(404, _status(404, f"the server could not find the requested resource ({url.path})"))
             return
@@ -118,7 +120,8 @@ class _Handler(QuietHandler):
         meta: dict[str, Any] = {"resourceVersion": "1000"}
         if end < len(items):
             meta["continue"] = str(end)
-        self._send(200, {"apiVersion": "v1" if core else f"{GROUP}/{version}", "kind": KINDS[plural] + "List",
+        api_version = "v1" if core else "karpenter.sh/v1" if karpenter else f"{GROUP}/{version}"
+        self._send(200, {"apiVersion": api_version, "kind": KINDS[plural] + "List",
                          "metadata": meta, "items": items[start:end]})
 
 
@@ -170,18 +173,30 @@ def cluster_queue(team: str, nominal: Mapping[str, Mapping[str, int | str]],
 
 
 def node(name: str, instance_type: str, allocatable: Mapping[str, int | str], *, ready: bool = True,
-         unschedulable: bool = False) -> dict[str, Any]:
-    """A Node as the core v1 API returns it (labels as HyperPod sets them)."""
+         unschedulable: bool = False, health: str | None = None) -> dict[str, Any]:
+    """A Node as the core v1 API returns it (labels as HyperPod sets them). `health`: HyperPod's
+    `sagemaker.amazonaws.com/node-health-status` label (Schedulable, Unschedulable, UnschedulablePendingReplacement,
+    UnschedulablePendingReboot); HyperPod names a node `hyperpod-<instance id>`."""
+    labels = {"node.kubernetes.io/instance-type": instance_type, "sagemaker.amazonaws.com/compute-type": "hyperpod"}
+    if health is not None:
+        labels["sagemaker.amazonaws.com/node-health-status"] = health
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance_type,
-                                              "sagemaker.amazonaws.com/compute-type": "hyperpod"}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {"unschedulable": True} if unschedulable else {},
         "status": {"allocatable": {k: str(v) for k, v in allocatable.items()},
                    "conditions": [{"type": "Ready", "status": "True" if ready else "False",
                                    "reason": "KubeletReady" if ready else "KubeletNotReady",
                                    "lastTransitionTime": "2026-11-30T00:00:00Z"}]},
     }
+
+
+def node_pool(name: str, instance_types: list[str], limits: Mapping[str, int | str]) -> dict[str, Any]:
+    """A Karpenter NodePool (karpenter.sh/v1) whose nodes are of `instance_types`, with `spec.limits`."""
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+            "spec": {"limits": {k: str(v) for k, v in limits.items()},
+                     "template": {"spec": {"requirements": [
+                         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": instance_types}]}}}}
 
 
 def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | None = None,

@@ -11,6 +11,7 @@ import yaml
 from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, workload
 from support.template import ROOT, resources
 
+from rebalancer.adapters.kubernetes import karpenter
 from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
 from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
@@ -40,7 +41,8 @@ def test_the_cluster_role_grants_get_and_list_and_nothing_else() -> None:
     granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]
                for v in rule["verbs"]}
     assert granted == {(g, r, v) for g, r in (("kueue.x-k8s.io", "clusterqueues"), ("kueue.x-k8s.io", "workloads"),
-                                              ("", "nodes")) for v in ("get", "list")}
+                                              ("", "nodes"), ("karpenter.sh", "nodepools"))
+                       for v in ("get", "list")}
 
 
 @pytest.mark.parametrize("versions", [("v1beta2",), ("v1beta1",)])
@@ -52,6 +54,7 @@ def test_every_call_collect_makes_is_granted(versions: tuple[str, ...]) -> None:
         api = api_client_with_token(url, lambda: "t")
         KueueReader(api).read()
         NodeReader(api).mig_capacity()
+        karpenter.max_nodes(api)
         calls = list(state.requests)
     served = {path for path in calls if not any(f"/kueue.x-k8s.io/{v}/" in path for v in ("v1beta1", "v1beta2")
                                                    if v not in versions)}

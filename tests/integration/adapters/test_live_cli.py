@@ -221,7 +221,8 @@ def test_snapshot_reads_mig_capacity_and_survives_a_forbidden_node_list(emu: Emu
     assert Snapshot.model_validate_json(ok.stdout).mig == {P5: {"mig-1g.10gb": 7}}
     assert forbidden.exit_code == 0
     assert Snapshot.model_validate_json(forbidden.stdout).mig == {}
-    assert "warning: MIG capacity not read: Kubernetes list nodes: 403 Forbidden" in forbidden.stderr
+    assert "warning: nodes not read (MIG capacity, HyperPod health labels): Kubernetes list nodes: 403 Forbidden" \
+        in forbidden.stderr
 
 
 def test_rollback_leaves_an_edit_made_while_it_asked(emu: Emulator, aws: AwsClients, tmp_path: Path,

@@ -288,3 +288,54 @@ def test_emulator_control_reads_without_counting_as_describe(emu: EmulatorHandle
     assert emulator.quota("research-quota")["Status"] == "Updating"
     emulator.settle()
     assert emulator.quota("research-quota")["Status"] == "Updated"
+
+
+@pytest.mark.parametrize("limit", [0, 501])
+def test_borrow_limit_outside_the_documented_1_to_500_is_refused_on_create_and_update(
+        emu: EmulatorHandle, limit: int) -> None:
+    sm = emu.sagemaker
+    assert emu.demo is not None
+    sharing = {"Strategy": "LendAndBorrow", "BorrowLimit": limit}
+    with pytest.raises(ClientError) as created:
+        sm.create_compute_quota(
+            Name="newteam-q", ClusterArn=emu.demo.cluster_arn, ComputeQuotaTarget={"TeamName": "newteam"},
+            ComputeQuotaConfig={"ComputeQuotaResources": [{"InstanceType": G5, "Count": 1}],
+                                "ResourceSharingConfig": sharing})
+    with pytest.raises(ClientError) as updated:
+        sm.update_compute_quota(ComputeQuotaId=emu.demo.quota_ids["inference"], TargetVersion=1,
+                                ComputeQuotaConfig={"ResourceSharingConfig": sharing})
+    for exc in (created, updated):
+        code, message = _error(exc)
+        assert code == "ValidationException"
+        assert f"BorrowLimit: {limit} is outside 1-500" in message
+
+
+def test_team_name_is_create_only(emu: EmulatorHandle) -> None:
+    sm = emu.sagemaker
+    assert emu.demo is not None
+    qid = emu.demo.quota_ids["inference"]
+    with pytest.raises(ClientError) as exc:
+        sm.update_compute_quota(ComputeQuotaId=qid, TargetVersion=1,
+                                ComputeQuotaTarget={"TeamName": "renamed", "FairShareWeight": 5})
+    code, message = _error(exc)
+    assert code == "ValidationException"
+    assert "TeamName cannot be changed" in message
+    sm.update_compute_quota(ComputeQuotaId=qid, TargetVersion=1,
+                            ComputeQuotaTarget={"TeamName": "inference", "FairShareWeight": 5})
+    assert sm.describe_compute_quota(ComputeQuotaId=qid)["ComputeQuotaTarget"]["FairShareWeight"] == 5
+
+
+def test_whole_gpus_and_a_mig_profile_of_one_type_are_entries_of_their_own() -> None:
+    with in_process_emulator() as handle:
+        arn = handle.emulator.create_cluster("mig", [("p5", P5, 2)])
+        sm = handle.sagemaker
+        mixed = [{"InstanceType": P5, "Accelerators": 4},
+                 {"InstanceType": P5, "AcceleratorPartition": {"Type": "mig-1g.10gb", "Count": 7}}]
+        qid = _create(sm, arn, "mixed", mixed)
+        assert sm.describe_compute_quota(ComputeQuotaId=qid)["ComputeQuotaConfig"]["ComputeQuotaResources"] == mixed
+        with pytest.raises(ClientError) as exc:
+            _create(sm, arn, "twice", [mixed[1], {**mixed[1], "AcceleratorPartition": {"Type": "mig-1g.10gb",
+                                                                                         "Count": 1}}])
+    code, message = _error(exc)
+    assert code == "ValidationException"
+    assert "instance type ml.p5.48xlarge with partition mig-1g.10gb appears more than once" in message

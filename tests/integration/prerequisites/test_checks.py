@@ -68,7 +68,18 @@ def test_container_insights_metrics_present_or_a_warning(emu: EmulatorHandle) ->
     cw.put_metric_data(Namespace="ContainerInsights", MetricData=[{
         "MetricName": "pod_neuroncore_utilization", "Value": 1.0, "Timestamp": datetime.now(UTC),
         "Dimensions": [{"Name": "ClusterName", "Value": EKS}]}])
-    assert pre.check_container_insights(cw, EKS).line() == "OK   Container Insights metrics: pod_neuroncore_utilization"
+    assert pre.check_container_insights(cw, EKS).line() == \
+        "OK   Container Insights metrics: classic pipeline: pod_neuroncore_utilization"
+
+
+@pytest.mark.parametrize(("version", "otel"), [("v6.0.1-eksbuild.1", True), ("v4.1.0-eksbuild.1", False)])
+def test_doctor_names_the_opentelemetry_pipeline_when_the_classic_names_are_absent(
+        emu: EmulatorHandle, version: str, otel: bool) -> None:
+    eks = emu.client("eks")
+    eks.create_addon(clusterName=EKS, addonName=pre.OBSERVABILITY_ADDON, addonVersion=version)
+    check = pre.check_container_insights(emu.client("cloudwatch"), EKS, eks)
+    assert check.status == "warn"
+    assert ("OpenTelemetry pipeline (amazon-cloudwatch-observability " + version in check.found) is otel
 
 
 class _Denied(Exception):
@@ -89,7 +100,8 @@ def _lister(answers: dict[tuple[str, str], int]) -> Any:
 
 @pytest.mark.parametrize(("answers", "status", "version", "found"), [
     ({}, "ok", "v1beta2", "clusterqueues and workloads readable (kueue.x-k8s.io/v1beta2)"),
-    ({("v1beta2", "*"): 404}, "ok", "v1beta1", "clusterqueues and workloads readable (kueue.x-k8s.io/v1beta1)"),
+    # Kueue 0.20 serves v1beta2 only: a cluster that still answers only v1beta1 is readable, and warned.
+    ({("v1beta2", "*"): 404}, "warn", "v1beta1", "clusterqueues and workloads readable only as kueue.x-k8s.io/v1beta1"),
     ({("v1beta2", "workloads"): 403}, "fail", "v1beta2", "the role may not list workloads.kueue.x-k8s.io (403)"),
     ({("v1beta2", "*"): 401}, "fail", None, "the API server rejected the role's token (401)"),
     ({("v1beta2", "*"): 404, ("v1beta1", "*"): 404}, "fail", None,

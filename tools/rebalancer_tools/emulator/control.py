@@ -10,12 +10,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from moto.sagemaker.models import sagemaker_backends
 
 from rebalancer.domain.clock import Clock
-from rebalancer_tools.emulator import cluster_ops
+from rebalancer_tools.emulator import cluster_ops, cluster_state
 from rebalancer_tools.emulator.faults import FaultInjector, FaultKind, FaultRule
 from rebalancer_tools.emulator.governance import Governance, Settings, governance
 from rebalancer_tools.emulator.install import install
@@ -132,6 +133,16 @@ class Emulator:
 
     def resize_instance_group(self, cluster: str, group: str, count: int) -> None:
         cluster_ops.resize_instance_group(self.gov, cluster, group, count)
+
+    # ---- today's HyperPod (rebalancer_tools.emulator.cluster_state) ----
+    def set_autoscaling(self, cluster: str, mode: str = "Enable") -> None:
+        cluster_state.set_autoscaling(self.gov, cluster, mode)
+
+    def set_group_fields(self, cluster: str, group: str, **fields: Any) -> None:
+        cluster_state.set_group_fields(self.gov, cluster, group, **fields)
+
+    def add_training_plan(self, name: str, *, end_time: datetime, instances: int = 0) -> str:
+        return cluster_state.add_training_plan(self.gov, name, end_time=end_time, instances=instances)
 
     def add_instance_group(self, cluster: str, group: GroupSpec | tuple[str, str, int]) -> None:
         s = group if isinstance(group, GroupSpec) else GroupSpec(*group)

@@ -27,6 +27,10 @@ from rebalancer_tools.emulator.faults import FAILING, FaultInjector, FaultKind
 from rebalancer_tools.emulator.invariant import InvariantMonitor, InvariantRecord
 from rebalancer_tools.emulator.resources import SETTLES_TO, Kind, Pending, Resource
 
+# The model admits 0-10000 (what the shape check enforces); the API reference (ResourceSharingConfig.BorrowLimit)
+# says "The values can be 1 - 500 percent", and CloudFormation's schema calls 1-500 the operational range.
+DOCUMENTED_BORROW_LIMIT = (1, 500)
+
 _ATTR = "_rebalancer_governance"
 _CREATE_LOCK = threading.Lock()
 
@@ -63,6 +67,7 @@ class Governance:
         self.resources: dict[str, Resource] = {}
         self.events: list[dict[str, Any]] = []
         self._serial = 0
+        self.training_plans: dict[str, dict[str, Any]] = {}  # by name (rebalancer_tools.emulator.cluster_state)
         # What each quota's config asks for, by quota id, with the config it was read from: a body is replaced on
         # every change, never edited in place, so the same config object means the same amounts.
         self._asks: dict[str, tuple[dict[str, Any], dict[capacity.Key, float]]] = {}
@@ -166,16 +171,21 @@ class Governance:
 
     def _check_quota_config(self, config: dict[str, Any], cluster: Any) -> None:
         types = {g["InstanceType"] for g in cluster.instance_groups}
-        seen: set[str] = set()
+        seen: set[tuple[str, str | None]] = set()
         for i, entry in enumerate(config.get("ComputeQuotaResources") or (), start=1):
             where = f"ComputeQuotaResources[{i}]"
             t = entry["InstanceType"]
             if t not in types:
                 raise ValidationError(f"{where}: instance type {t} is not in cluster {cluster.cluster_name} "
                                       f"(its types: {', '.join(sorted(types))}).")
-            if t in seen:
-                raise ValidationError(f"{where}: instance type {t} appears more than once.")
-            seen.add(t)
+            # An entry holds one AcceleratorPartition (a structure, not a list): whole GPUs and each MIG profile of
+            # a type can only be given as entries of their own. What cannot mean anything is the same type and
+            # profile twice.
+            profile = (entry.get("AcceleratorPartition") or {}).get("Type")
+            if (t, profile) in seen:
+                what = f"instance type {t} with partition {profile}" if profile else f"instance type {t}"
+                raise ValidationError(f"{where}: {what} appears more than once.")
+            seen.add((t, profile))
             granular = [k for k in ("Accelerators", "VCpu", "MemoryInGiB", "AcceleratorPartition")
                         if entry.get(k) is not None]
             if entry.get("Count") is not None and granular:
@@ -193,6 +203,11 @@ class Governance:
                 raise ValidationError(f"{where}: accelerator partition {partition['Type']} is not available on "
                                       f"{t} (available: {', '.join(s.mig_profiles) or 'none'}).")
         sharing = config.get("ResourceSharingConfig") or {}
+        limit = sharing.get("BorrowLimit")
+        lo, hi = DOCUMENTED_BORROW_LIMIT
+        if limit is not None and not lo <= limit <= hi:
+            raise ValidationError(f"ResourceSharingConfig.BorrowLimit: {limit} is outside {lo}-{hi} (percent of idle "
+                                  "compute the team may borrow).")
         for i, entry in enumerate(sharing.get("AbsoluteBorrowLimits") or (), start=1):
             if entry["InstanceType"] not in types:
                 raise ValidationError(f"ResourceSharingConfig.AbsoluteBorrowLimits[{i}]: instance type "
@@ -303,6 +318,8 @@ class Governance:
                 raise ConflictException(f"{_LABEL[kind]} {rid} is at version {r.version}, not TargetVersion "
                                         f"{params['TargetVersion']}: it changed since it was read.")
             cluster = self._require_cluster(r.cluster_arn)
+            if kind is Kind.COMPUTE_QUOTA:
+                _check_create_only(r, params)
             body = copy.deepcopy(r.body)
             body.update({k: copy.deepcopy(params[k]) for k in _BODY_KEYS[kind] if params.get(k) is not None})
             self._check_body(kind, body, cluster)
@@ -373,6 +390,15 @@ class Governance:
             if r.kind is Kind.COMPUTE_QUOTA:
                 self.check_invariant("control:external-edit", r.cluster_arn, r.name)
             return r
+
+
+def _check_create_only(r: Resource, params: dict[str, Any]) -> None:
+    """CloudFormation's AWS::SageMaker::ComputeQuota schema: ComputeQuotaTarget.TeamName is create-only (the team's
+    namespace, hyperpod-ns-<team>, is made from it); an update may change the weight, not the team."""
+    team = (params.get("ComputeQuotaTarget") or {}).get("TeamName")
+    if team is not None and team != r.team:
+        raise ValidationError(f"ComputeQuotaTarget.TeamName cannot be changed (compute quota {r.resource_id} is "
+                              f"for team {r.team}, not {team}): create a quota for the other team.")
 
 
 def governance(backend: Any) -> Governance:

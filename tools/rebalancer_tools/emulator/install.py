@@ -15,7 +15,7 @@ from moto.core.responses import ActionResult, EmptyResult
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 
-from rebalancer_tools.emulator import cluster_ops, prerequisites
+from rebalancer_tools.emulator import cluster_ops, cluster_state, prerequisites
 from rebalancer_tools.emulator.errors import ResourceNotFound
 from rebalancer_tools.emulator.faults import WIRE_FAULTS, FaultKind
 from rebalancer_tools.emulator.governance import governance
@@ -89,6 +89,9 @@ def _operations() -> dict[str, Handler]:
     def update_cluster(resp: Any) -> Any:
         return ActionResult({"ClusterArn": cluster_ops.update_cluster(g(resp), resp.params)})
 
+    def describe_training_plan(resp: Any) -> Any:
+        return ActionResult(cluster_state.describe_training_plan(g(resp), resp.params["TrainingPlanName"]))
+
     return {
         "CreateComputeQuota": create_quota,
         "DescribeComputeQuota": describe_quota,
@@ -101,6 +104,7 @@ def _operations() -> dict[str, Handler]:
         "UpdateClusterSchedulerConfig": update_config,
         "DeleteClusterSchedulerConfig": delete_config,
         "UpdateCluster": update_cluster,
+        "DescribeTrainingPlan": describe_training_plan,
     }
 
 
@@ -203,6 +207,9 @@ def _with_orchestrator(original: Callable[[Any], dict[str, Any]]) -> Callable[[A
         eks = getattr(self, "eks_cluster_arn", None)
         if eks:
             out["Orchestrator"] = {"Eks": {"ClusterArn": eks}}
+        auto = getattr(self, "auto_scaling", None)  # cluster_state.set_autoscaling
+        if auto:
+            out["AutoScaling"] = dict(auto)
         return out
 
     return describe

@@ -7,8 +7,8 @@ first read, not when a handler that may read it is imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,7 +17,16 @@ from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
-from rebalancer.domain.snapshot import Snapshot
+from rebalancer.domain.snapshot import (
+    Cluster,
+    ClusterNode,
+    ClusterSchedulerConfig,
+    ComputeQuota,
+    Demand,
+    Snapshot,
+    TrainingPlan,
+    Utilization,
+)
 from rebalancer.errors import PermanentError, RebalancerError
 
 if TYPE_CHECKING:
@@ -60,73 +69,129 @@ class Collected:
 def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                      kube: KubeAccess | Callable[[dict[str, Any]], k8s.ApiClient | None] | None = None,
                      metrics_window: timedelta | None = timedelta(hours=1), page_size: int = 100,
-                     check_prerequisites: bool = False) -> Collected:
+                     check_prerequisites: bool = False,
+                     known_tags: MutableMapping[str, dict[str, str]] | None = None) -> Collected:
     """Read everything a plan needs. `now` stamps the snapshot and ends the metrics window. `kube` is how to reach
     Kueue: a KubeAccess, or a factory taking the DescribeCluster output (what the Lambdas inject).
     `check_prerequisites`: check the task-governance add-on, Kueue access and Container Insights
-    (rebalancer.adapters.prerequisites) into `snapshot.governance` and the warnings."""
+    (rebalancer.adapters.prerequisites) into `snapshot.governance` and the warnings. `known_tags`: quota tags read
+    by an earlier collect of this process, by ARN (see SageMakerSide.read)."""
     kube = kube or KubeAccess()
     warnings: list[str] = []
-    sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
-    described = sm.describe_cluster(cluster_name)
-    cluster = sm.cluster_of(described, cluster_name)
-    nodes = sm.nodes(cluster.ClusterName)
-    quotas = sm.quotas(cluster.ClusterArn)
-    try:
-        quota_tags = sm.quota_tags(quotas)
-    except RebalancerError as e:  # without them a quota CloudFormation created cannot be told apart
-        quota_tags = {}
-        warnings.append(f"quota tags not read, so quotas created by CloudFormation are not recognised: {e}")
-    try:
-        scheduler_config = SchedulerConfigClient(clients.client("sagemaker")).read(cluster.ClusterArn)
-    except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
-        scheduler_config = None
-        warnings.append(f"scheduler config not read: {e}")
+    sm = SageMakerSide.read(cluster_name, clients, page_size, known_tags, warnings)
+    api = kube.api_client(clients, sm.described) if isinstance(kube, KubeAccess) else kube(sm.described)
+    kueue = KubeSide.read(api, check_prerequisites, warnings, autoscaled=sm.cluster.autoscaled)
+    eks_name = _eks_name(sm.described)
+    utilization = {}
+    if metrics_window is not None:
+        teams = sorted({q.team for q in sm.quotas} | set(kueue.demand))
+        utilization = _utilization(clients, eks_name, teams, now - metrics_window, now, warnings)
+    governance = None
+    if check_prerequisites:
+        governance = prerequisites.governance_for_collect(clients.client("eks"), clients.client("cloudwatch"),
+                                                          eks_name, kueue.access)
+        warnings += governance.problems
+    snapshot = Snapshot(taken_at=now, cluster=sm.cluster, nodes=sm.nodes, quotas=sm.quotas, demand=kueue.demand,
+                        mig=kueue.mig, utilization=utilization, scheduler_config=sm.scheduler_config,
+                        governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
+                        training_plans=sm.training_plans, autoscaling_max_nodes=kueue.autoscaling_max_nodes,
+                        topology_pending=kueue.topology)
+    return Collected(snapshot, tuple(warnings))
 
-    demand = {}
-    mig: dict[str, dict[str, int]] = {}
-    api = kube.api_client(clients, described) if isinstance(kube, KubeAccess) else kube(described)
-    if api is None:
-        warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
-    else:
+
+@dataclass(frozen=True)
+class SageMakerSide:
+    """What SageMaker says: the cluster, its nodes, its quotas (with their tags) and its scheduler config."""
+
+    described: dict[str, Any]
+    cluster: Cluster
+    nodes: tuple[ClusterNode, ...]
+    quotas: tuple[ComputeQuota, ...]
+    quota_tags: dict[str, dict[str, str]]
+    scheduler_config: ClusterSchedulerConfig | None
+
+    training_plans: dict[str, TrainingPlan] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, cluster_name: str, clients: AwsClients, page_size: int,
+             known_tags: MutableMapping[str, dict[str, str]] | None, warnings: list[str]) -> SageMakerSide:
+        sm = SageMakerReader(clients.client("sagemaker"), page_size=page_size)
+        described = sm.describe_cluster(cluster_name)
+        cluster = sm.cluster_of(described, cluster_name)
+        nodes = sm.nodes(cluster.ClusterName)
+        try:  # capacity that will go: without them a plan's capacity is taken as lasting
+            plans = sm.training_plans(cluster)
+        except RebalancerError as e:
+            plans = {}
+            warnings.append(f"training plans not read, so capacity they take away is not foreseen: {e}")
+        quotas = sm.quotas(cluster.ClusterArn)
+        try:
+            quota_tags = sm.quota_tags(quotas, known_tags)
+        except RebalancerError as e:  # without them a quota CloudFormation created cannot be told apart
+            quota_tags = {}
+            warnings.append(f"quota tags not read, so quotas created by CloudFormation are not recognised: {e}")
+        try:
+            scheduler_config = SchedulerConfigClient(clients.client("sagemaker")).read(cluster.ClusterArn)
+        except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
+            scheduler_config = None
+            warnings.append(f"scheduler config not read: {e}")
+        return cls(described, cluster, nodes, quotas, quota_tags, scheduler_config, plans)
+
+
+@dataclass(frozen=True)
+class KubeSide:
+    """What the cluster's Kubernetes API says: demand per team (Kueue), MIG partitions (node allocatable), and,
+    when prerequisites are checked, whether Kueue could be listed."""
+
+    demand: dict[str, dict[str, Demand]] = field(default_factory=dict)
+    mig: dict[str, dict[str, int]] = field(default_factory=dict)
+    access: prerequisites.Kueue | None = None
+    node_health: dict[str, str] = field(default_factory=dict)
+    autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
+             autoscaled: bool = False) -> KubeSide:
+        if api is None:
+            warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
+            return cls()
         from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
         with api:
-            if check_prerequisites:
-                kueue_access = prerequisites.check_kueue_access(prerequisites.kueue_lister(api))
+            access = prerequisites.check_kueue_access(prerequisites.kueue_lister(api)) if check_access else None
             kueue = KueueReader(api).read()
-            demand = kueue.demand
             warnings += kueue.warnings
+            mig: dict[str, dict[str, int]] = {}
+            health: dict[str, str] = {}
             try:
-                mig, mig_warnings = NodeReader(api).mig_capacity()
-                warnings += mig_warnings
-            except RebalancerError as e:  # only MIG pools need it; say so rather than fail the snapshot
-                warnings.append(f"MIG capacity not read: {e}")
+                mig, health, node_warnings = NodeReader(api).read()
+                warnings += node_warnings
+            except RebalancerError as e:  # MIG pools and HyperPod's health labels need it; say so, do not fail
+                warnings.append(f"nodes not read (MIG capacity, HyperPod health labels): {e}")
+            ceilings: dict[str, int] = {}
+            if autoscaled:  # the autoscaler's ceiling; without it the policy's cluster.autoscaling.max_nodes
+                from rebalancer.adapters.kubernetes.karpenter import max_nodes
 
-    utilization = {}
-    if metrics_window is not None:
-        eks_name = _eks_name(described)
-        teams = sorted({q.team for q in quotas} | set(demand))
-        if eks_name is None:
-            warnings.append("utilization not read: the cluster has no EKS orchestrator to name in Container Insights")
-        elif teams:
-            try:
-                utilization = CloudWatchReader(clients.client("cloudwatch")).utilization(
-                    eks_name, teams, now - metrics_window, now)
-            except RebalancerError as e:  # metrics are informational: a snapshot without them is still useful
-                warnings.append(f"utilization not read: {e}")
+                try:
+                    ceilings = max_nodes(api)
+                except RebalancerError as e:
+                    warnings.append(f"Karpenter NodePool limits not read: {e}")
+        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology)
 
-    governance = None
-    if check_prerequisites:
-        report = prerequisites.check_cluster(clients.client("eks"), clients.client("cloudwatch"), _eks_name(described))
-        if api is not None and report.addon is not None:  # an EKS cluster: add what reading Kueue found
-            report = prerequisites.ClusterReport((*report.checks, kueue_access.check), report.addon, kueue_access)
-        governance = report.governance()
-        warnings += governance.problems
-    snapshot = Snapshot(taken_at=now, cluster=cluster, nodes=nodes, quotas=quotas, demand=demand, mig=mig,
-                        utilization=utilization, scheduler_config=scheduler_config, governance=governance,
-                        quota_tags=quota_tags)
-    return Collected(snapshot, tuple(warnings))
+
+def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,
+                 warnings: list[str]) -> dict[str, Utilization]:
+    if eks_name is None:
+        warnings.append("utilization not read: the cluster has no EKS orchestrator to name in Container Insights")
+        return {}
+    if not teams:
+        return {}
+    try:
+        return CloudWatchReader(clients.client("cloudwatch")).utilization(eks_name, teams, start, end)
+    except RebalancerError as e:  # metrics are informational: a snapshot without them is still useful
+        warnings.append(f"utilization not read: {e}")
+        return {}
 
 
 def _eks_name(described: dict[str, Any]) -> str | None:

@@ -121,13 +121,30 @@ def check_kueue_access(list_objects: Callable[[str, str], Any]) -> Kueue:
                                    f"{RBAC_FIX}, with the access entry mapped to its group"), version)
             return Kueue(Check(name, "fail", f"listing {plural}.{KUEUE_GROUP}/{version}: {one_line(e)}",
                                "check that the API server is reachable from the function (VPC settings)"))
+        if version != KUEUE_VERSIONS[0]:
+            # Kueue 0.20 stops serving v1beta1 (the task-governance add-on 1.6 ships 0.19, which serves both).
+            return Kueue(Check(name, "warn", f"clusterqueues and workloads readable only as {KUEUE_GROUP}/{version}",
+                               f"Kueue 0.20 serves {KUEUE_VERSIONS[0]} only: update the {ADDON} add-on to a "
+                               f"version whose Kueue serves {KUEUE_VERSIONS[0]} before Kueue 0.20"), version)
         return Kueue(Check(name, "ok", f"clusterqueues and workloads readable ({KUEUE_GROUP}/{version})"), version)
     return Kueue(Check(name, "fail", f"no {KUEUE_GROUP} API on the cluster (404 for {', '.join(KUEUE_VERSIONS)})",
                        f"install the {ADDON} add-on, which installs Kueue"))
 
 
 # --- Container Insights --------------------------------------------------------------------------------------------
-def check_container_insights(cloudwatch: Any, eks_cluster: str) -> Check:
+OBSERVABILITY_ADDON = "amazon-cloudwatch-observability"
+OTEL_FIRST_VERSION = (6, 0, 1)  # "Container Insights with OpenTelemetry metrics": add-on v6.0.1-eksbuild.1 or newer
+
+
+def _version(text: str) -> tuple[int, ...]:
+    head = text.removeprefix("v").split("-", 1)[0]
+    return tuple(int(p) for p in head.split(".") if p.isdigit())
+
+
+def check_container_insights(cloudwatch: Any, eks_cluster: str, eks: Any = None) -> Check:
+    """Which pipeline publishes the cluster's metrics: the classic Container Insights names this reads, or (with no
+    classic name and `eks` given) the OpenTelemetry pipeline of the observability add-on >= 6.0.1, whose DCGM and
+    Neuron Monitor names are queried with PromQL and not read here."""
     name = "Container Insights metrics"
     found = []
     try:
@@ -139,10 +156,29 @@ def check_container_insights(cloudwatch: Any, eks_cluster: str) -> Check:
     except ClientError as e:
         return denied_or_error(name, "cloudwatch:ListMetrics", e)
     if not found:
+        version = _observability_addon(eks, eks_cluster)
+        if version is not None and _version(version) >= OTEL_FIRST_VERSION:
+            return Check(name, "warn", f"OpenTelemetry pipeline ({OBSERVABILITY_ADDON} {version}): DCGM and Neuron "
+                                       "Monitor metric names, queried with PromQL, which this tool does not read; "
+                                       f"none of {', '.join(CONTAINER_INSIGHTS_METRICS)}",
+                         "utilization is not read on this cluster (plans do not use it); enable Container Insights "
+                         "with enhanced observability alongside to have it in reports")
         return Check(name, "warn", f"none of {', '.join(CONTAINER_INSIGHTS_METRICS)} for ClusterName={eks_cluster}",
                      "install the amazon-cloudwatch-observability add-on (Container Insights with enhanced "
                      "observability); without it utilization is not read")
-    return Check(name, "ok", ", ".join(found))
+    return Check(name, "ok", f"classic pipeline: {', '.join(found)}")
+
+
+def _observability_addon(eks: Any, eks_cluster: str) -> str | None:
+    """The observability add-on's version, or None (not installed, not readable, or no EKS client given)."""
+    if eks is None:
+        return None
+    try:
+        version = eks.describe_addon(clusterName=eks_cluster, addonName=OBSERVABILITY_ADDON)["addon"].get(
+            "addonVersion")
+    except ClientError:
+        return None
+    return str(version) if version else None
 
 
 # --- function permissions ------------------------------------------------------------------------------------------
@@ -160,8 +196,10 @@ _READ_CLUSTER = (
     ("sagemaker:DescribeCluster", _CLUSTER), ("sagemaker:ListClusterNodes", _CLUSTER),
     ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeComputeQuota", _QUOTA), ("sagemaker:ListTags", _QUOTA),
     ("sagemaker:ListClusterSchedulerConfigs", "*"), ("sagemaker:DescribeClusterSchedulerConfig", _CONFIG),
+    ("sagemaker:DescribeTrainingPlan", "arn:{partition}:sagemaker:{region}:{account}:training-plan/x"),
     ("eks:DescribeCluster", "arn:{partition}:eks:{region}:{account}:cluster/x"),
     ("eks:DescribeAddon", f"arn:{{partition}}:eks:{{region}}:{{account}}:addon/x/{ADDON}/x"),
+    ("eks:DescribeAddon", "arn:{partition}:eks:{region}:{account}:addon/x/amazon-cloudwatch-observability/x"),
     ("cloudwatch:GetMetricData", "*"), ("cloudwatch:ListMetrics", "*"),
 )
 _WRITE_QUOTAS = (
@@ -169,6 +207,14 @@ _WRITE_QUOTAS = (
     ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeClusterSchedulerConfig", _CONFIG),
     ("sagemaker:UpdateClusterSchedulerConfig", _CONFIG),
 )
+# What SageMaker calls with the function's permissions while it updates or deletes a quota: CloudFormation's handler
+# permissions for AWS::SageMaker::ComputeQuota update and delete (AWS's authorization data lists such actions as
+# dependent actions of CreateComputeQuota only). Granted in template.yaml, never called by the function itself.
+ON_OUR_BEHALF: dict[str, tuple[str, ...]] = {
+    "apply": ("eks:DescribeAccessEntry",),
+    "rollback": ("sagemaker:DescribeCluster", "eks:DescribeCluster", "eks:DisassociateAccessPolicy",
+                 "eks:DescribeAccessEntry", "eks:ListAssociatedAccessPolicies"),
+}
 FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
     "trigger": (*_STORE, ("states:StartExecution", "{STATE_MACHINE_ARN}"),
                 ("states:DescribeExecution", "{EXECUTIONS}")),
@@ -258,5 +304,13 @@ def check_cluster(eks: Any, cloudwatch: Any, eks_cluster: str | None, *,
     kueue = check_kueue_access(kube) if kube is not None else None
     if kueue is not None:
         checks.append(kueue.check)
-    checks.append(check_container_insights(cloudwatch, eks_cluster))
+    checks.append(check_container_insights(cloudwatch, eks_cluster, eks))
     return ClusterReport(tuple(checks), addon, kueue)
+
+
+def governance_for_collect(eks: Any, cloudwatch: Any, eks_cluster: str | None, kueue: Kueue | None) -> Governance:
+    """The checks collect runs (the add-on, Container Insights), with what reading Kueue found when it was read."""
+    report = check_cluster(eks, cloudwatch, eks_cluster)
+    if kueue is not None and report.addon is not None:  # an EKS cluster: add what reading Kueue found
+        report = ClusterReport((*report.checks, kueue.check), report.addon, kueue)
+    return report.governance()

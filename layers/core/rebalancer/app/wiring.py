@@ -50,9 +50,12 @@ def reset() -> None:
     store.cache_clear()
     aws_clients.cache_clear()
     config.load.cache_clear()
+    quota_tags_seen.clear()
 
 
 # How collect reaches Kueue: by default the cluster's EKS API (endpoint from eks:DescribeCluster, a bearer token
 # from presigned STS). The local stack and tests replace it with a client of a loopback Kueue API server.
 KubeClientFactory = Callable[[dict[str, Any]], Any]
 kube_client_factory: KubeClientFactory | None = None
+# Quota tags by ARN, read once per warm Lambda (rebalancer.adapters.sagemaker.cluster.SageMakerReader.quota_tags).
+quota_tags_seen: dict[str, dict[str, str]] = {}

@@ -282,12 +282,34 @@ class PriorityClass(Written):
 OnOff = Literal["Enabled", "Disabled"]
 
 
+class Autoscaling(Written):
+    """What the cluster's autoscaler can reach: at most `max_nodes` nodes per instance type. Read only when
+    DescribeCluster says AutoScaling is on, and only where Karpenter NodePool limits could not be read."""
+
+    max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
+
+    @field_validator("max_nodes")
+    @classmethod
+    def _types(cls, max_nodes: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(k for k in max_nodes if k not in catalog.known_types())
+        if unknown:
+            raise ValueError(f"autoscaling.max_nodes is per instance type; {unknown[0]!r} is not one")
+        return max_nodes
+
+
 class ClusterPolicy(Written):
-    """The cluster's scheduler config (Create/UpdateClusterSchedulerConfig). A field left out is not managed."""
+    """The cluster's scheduler config (Create/UpdateClusterSchedulerConfig). A field left out is not managed.
+    `autoscaling` is no scheduler-config field: a policy stating only it manages no scheduler config."""
 
     priority_classes: Annotated[tuple[PriorityClass, ...], Field(max_length=10, strict=False)] | None = None
     fair_share: OnOff | None = None
     idle_resource_sharing: OnOff | None = None
+    autoscaling: Autoscaling | None = None
+
+    @property
+    def manages_scheduler_config(self) -> bool:
+        stated = (self.priority_classes, self.fair_share, self.idle_resource_sharing)
+        return self.autoscaling is None or any(v is not None for v in stated)
 
     @field_validator("priority_classes")
     @classmethod
@@ -310,6 +332,19 @@ class ClusterPolicy(Written):
         return out
 
 
+class CapacityPolicy(Written):
+    """What counts as capacity (rebalancer.planning.capacity). `guarantees_on_spot`: spot capacity may carry
+    guarantees (default no: it can be reclaimed at any time; it is still shared by weight).
+    `unavailable_grace_minutes`: how long a node HyperPod is working on (SystemUpdating, DeepHealthCheckInProgress,
+    attach / detach, labelled Unschedulable) keeps counting before quotas shrink for it.
+    `run_interval_minutes`: how far ahead capacity that will go (a training plan's end) is taken away: the
+    stack's ScheduleRate, the longest a plan stands before the next one."""
+
+    guarantees_on_spot: bool = False
+    unavailable_grace_minutes: Annotated[float, Field(ge=0, le=24 * 60, allow_inf_nan=False)] = 60
+    run_interval_minutes: Annotated[float, Field(gt=0, le=24 * 60, allow_inf_nan=False)] = 15
+
+
 class Policy(Written):
     mode: Literal["auto", "approve", "dry-run"] = "auto"
     surplus: Literal["idle", "spread"] = "idle"
@@ -318,6 +353,7 @@ class Policy(Written):
     approval: Approval = Field(default_factory=Approval)
     teams: dict[str, TeamPolicy]
     cluster: ClusterPolicy | None = None  # the cluster's scheduler config; None: not managed by the policy
+    capacity: CapacityPolicy = Field(default_factory=CapacityPolicy)
     # Price per instance-hour by instance type, for money budgets (in the budgets' currency). No defaults are shipped:
     # prices differ by region, contract and date; a type used in a money budget's scope without a price is reported.
     prices: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default_factory=dict)

@@ -39,22 +39,47 @@ class InstanceTypeDetail(AwsShape):
     CurrentCount: NonNegativeInt | None = None
 
 
+class ClusterCapacityRequirements(AwsShape):
+    """ClusterCapacityRequirements: which of Spot / OnDemand the group runs on (each an empty options object)."""
+
+    Spot: dict[str, Any] | None = None
+    OnDemand: dict[str, Any] | None = None
+
+
 class InstanceGroup(AwsShape):
     """ClusterInstanceGroupDetails: in the model no field is required. A flexible instance group has no
     InstanceType but InstanceRequirements (the types allowed) and InstanceTypeDetails (the types it runs, with
-    counts); its capacity per type comes from the nodes (ListClusterNodes), like every group's."""
+    counts); its capacity per type comes from the nodes (ListClusterNodes), like every group's.
+    `ActiveOperations`: operations in progress on the group by name (`Scaling`) and count."""
 
     InstanceGroupName: str | None = None
     InstanceType: str | None = None
     InstanceTypeDetails: tuple[InstanceTypeDetail, ...] | None = None
     CurrentCount: NonNegativeInt = 0
     TargetCount: NonNegativeInt | None = None
+    MinCount: NonNegativeInt | None = None
     Status: str | None = None
+    CapacityRequirements: ClusterCapacityRequirements | None = None
+    TrainingPlanArn: str | None = None
+    TrainingPlanStatus: str | None = None
+    ActiveOperations: dict[str, NonNegativeInt] | None = None
+
+    @property
+    def spot(self) -> bool:
+        return self.CapacityRequirements is not None and self.CapacityRequirements.Spot is not None
 
     def instance_types(self) -> tuple[str, ...]:
         types = [self.InstanceType] if self.InstanceType else []
         types += [d.InstanceType for d in self.InstanceTypeDetails or () if d.InstanceType]
         return tuple(dict.fromkeys(types))
+
+
+class ClusterAutoScaling(AwsShape):
+    """ClusterAutoScalingConfigOutput: Mode Enable | Disable, AutoScalerType Karpenter, Status."""
+
+    Mode: str
+    Status: str | None = None
+    AutoScalerType: str | None = None
 
 
 class Cluster(AwsShape):
@@ -65,6 +90,14 @@ class Cluster(AwsShape):
     ClusterArn: str
     ClusterStatus: str | None = None
     InstanceGroups: tuple[InstanceGroup, ...] = ()
+    AutoScaling: ClusterAutoScaling | None = None
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.AutoScaling is not None and self.AutoScaling.Mode == "Enable"
+
+    def group(self, name: str) -> InstanceGroup | None:
+        return next((g for g in self.InstanceGroups if g.InstanceGroupName == name), None)
 
 
 class NodeStatus(AwsShape):
@@ -73,10 +106,36 @@ class NodeStatus(AwsShape):
 
 
 class ClusterNode(AwsShape):
+    """ClusterNodeSummary. Spot or on-demand is the group's (CapacityRequirements): the per-node CapacityType is
+    DescribeClusterNode's, one call per node."""
+
     InstanceGroupName: str
     InstanceId: str
     InstanceType: str
     InstanceStatus: NodeStatus
+
+
+class TrainingPlan(AwsShape):
+    """What DescribeTrainingPlan says of a plan an instance group runs on: when its capacity goes."""
+
+    TrainingPlanArn: str
+    TrainingPlanName: str | None = None
+    Status: str | None = None
+    EndTime: AwareDatetime | None = None
+
+
+class ClusterOperation(BaseModel):
+    """An InProgress ListClusterOperations entry (OperationId, Type, Status, CreationTime as the API spells them)
+    with the groups and nodes its DescribeClusterOperation names (ScalingDetails, DeepHealthCheckDetails)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    OperationId: str
+    Type: str
+    Status: str
+    CreationTime: AwareDatetime | None = None
+    InstanceGroupNames: tuple[str, ...] = ()
+    InstanceIds: tuple[str, ...] = ()
 
 
 class AcceleratorPartitionConfig(AwsShape):
@@ -191,6 +250,7 @@ class Governance(Frozen):
 
 
 HEALTHY_NODE_STATUS = "Running"
+NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
 
 
 class Snapshot(Frozen):
@@ -214,6 +274,21 @@ class Snapshot(Frozen):
     scheduler_config: ClusterSchedulerConfig | None = None
     # None when not checked (snapshots from files, `--no-kube`); its problems become warnings of the plan.
     governance: Governance | None = None
+    # HyperPod's `sagemaker.amazonaws.com/node-health-status` label by InstanceId, from the Kubernetes nodes; a node
+    # without an entry: not read (or not labelled). See rebalancer.planning.capacity.
+    node_health: dict[str, str] = Field(default_factory=dict)
+    # The training plans the instance groups run on, by ARN (DescribeTrainingPlan). Cluster operations in progress
+    # (ListClusterOperations / DescribeClusterOperation shapes): collect does not read them yet (IAM's authorization
+    # data lists neither action, so no grant could be checked); a snapshot from elsewhere may carry them, and the
+    # groups' ActiveOperations (DescribeCluster) say what scales.
+    training_plans: dict[str, TrainingPlan] = Field(default_factory=dict)
+    operations: tuple[ClusterOperation, ...] = ()
+    # The autoscaler's ceiling read from the cluster (Karpenter NodePool limits: adapters/kubernetes/karpenter),
+    # nodes per instance type; when present it wins over the policy's cluster.autoscaling.max_nodes.
+    autoscaling_max_nodes: dict[str, NonNegativeInt] = Field(default_factory=dict)
+    # Per team, its pending workloads that ask for a topology level (Kueue topology-aware scheduling): a raise of
+    # quota need not let a gang that needs one block or rack start, and the plan says so.
+    topology_pending: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -26,6 +26,7 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, Allocation, allocate
 from rebalancer.planning.approval import approval_reasons
+from rebalancer.planning.capacity import topology_warnings
 from rebalancer.planning.cluster_policy import plan_scheduler_config
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.pools import build_pools, pool_inputs, split_family
@@ -69,12 +70,14 @@ def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime
     allocations, changes = outcome.planned(result, written.blocked)
     fields = written.fields
     scheduler: list[SchedulerRequest] = []
-    if policy.cluster is not None:
+    if policy.cluster is not None and policy.cluster.manages_scheduler_config:
         request, cluster_fields = plan_scheduler_config(
             snapshot.cluster.ClusterName, snapshot.cluster.ClusterArn, snapshot.scheduler_config, policy.cluster,
             known_version=None if known_versions is None else known_versions.get(CLUSTER))
         scheduler += [request] if request else []
         fields = cluster_fields + fields
+    if snapshot.topology_pending:
+        warnings.extend(topology_warnings(snapshot, {c.team for c in changes if c.after > c.before}))
     approval = approval_reasons(policy, changes, fields)
     # Every field is a validated model (changes, requests, field changes from their constructors; the snapshot's
     # and policy's own fields) or built here with the declared types (allocations: floats from the engine), so

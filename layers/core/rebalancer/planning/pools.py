@@ -31,6 +31,7 @@ from rebalancer.domain.snapshot import Demand, Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
 from rebalancer.errors import InvalidInput
+from rebalancer.planning import capacity
 from rebalancer.planning.aging import aged_weights
 from rebalancer.planning.context import planning_context
 
@@ -266,23 +267,23 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """Every pool a plan looks at (by name) and its healthy capacity (`raw`, before what teams outside the policy
-    hold), with the node counts per instance type that the pools' notes quote."""
+    """Every pool a plan looks at (by name) and its capacity now (`raw`, before what teams outside the policy
+    hold), with what the capacity model of rebalancer.planning.capacity says of each type (its notes, what it
+    lets a pool reach)."""
 
     parsed: Mapping[str, PoolKey]
     raw: Mapping[str, float]
-    healthy: Mapping[str, int]  # nodes per instance type
-    unhealthy: Mapping[str, int]
+    model: capacity.Capacity
     carved: Mapping[str, int]  # whole GPUs of a type that its MIG partitions occupy
     policy_pools: frozenset[str]  # the pools the policy names (not its families)
 
 
 def capacity_of(snapshot: Snapshot, policy: Policy, held_by: Mapping[str, Mapping[str, float]]) -> Capacity:
-    """The pools and their healthy capacity: a type's nodes times its primary resource, less the GPUs its MIG
-    partitions occupy; a MIG pool's partitions."""
+    """The pools and their capacity now: a type's nodes that count (rebalancer.planning.capacity) times its primary
+    resource, less the GPUs its MIG partitions occupy; a MIG pool's partitions."""
     policy_pools = frozenset(k for k in policy.pools() if not family_types(k))
     parsed = {name: PoolKey.parse(name) for name in _pool_names(snapshot, set(policy_pools), held_by)}
-    healthy, unhealthy = snapshot.healthy_nodes(), snapshot.unhealthy_nodes()
+    caps = capacity.of_snapshot(snapshot, policy)
     carved: Counter[str] = Counter()
     for t, profiles in snapshot.mig.items():
         for profile, n in profiles.items():
@@ -293,8 +294,8 @@ def capacity_of(snapshot: Snapshot, policy: Policy, held_by: Mapping[str, Mappin
         if key.mig_profile:
             raw[name] = float(snapshot.mig.get(t, {}).get(key.mig_profile, 0))
         else:
-            raw[name] = float(max(0, healthy[t] * catalog.spec(t).primary_per_instance - carved[t]))
-    return Capacity(parsed, raw, healthy, unhealthy, carved, policy_pools)
+            raw[name] = caps.amount_now(t, carved[t])
+    return Capacity(parsed, raw, caps, carved, policy_pools)
 
 
 def teams_of(snapshot: Snapshot, policy: Policy, context: PlanningContext,
@@ -326,32 +327,31 @@ def _pool_input(name: str, healthy: Capacity, teams: Teams, bounds: Sequence[Fam
                 held_by: Mapping[str, Mapping[str, float]], outsiders: Sequence[str], snapshot: Snapshot,
                 context: PlanningContext, policy: Policy, warnings: list[str]) -> PoolInput:
     """One pool's input: its capacity less what teams outside the policy hold, the facts its reasons quote, the
-    claims (weights aged when the policy says so)."""
+    claims (weights aged when the policy says so), and what the capacity model lets it reach."""
     key = healthy.parsed[name]
     t = key.instance_type
-    raw, unhealthy, carved = healthy.raw[name], healthy.unhealthy[t], healthy.carved[t]
+    raw, carved, of_type = healthy.raw[name], healthy.carved[t], healthy.model.of(t)
     notes: list[str] = []
     if key.mig_profile:
         if raw == 0 and name in healthy.policy_pools:
             warnings.append(f"{name}: the snapshot reports no healthy partitions of this profile")
     else:
-        if unhealthy:
-            notes.append(f"{_plural(unhealthy, 'node')} of {t} unhealthy")
+        notes.extend(of_type.notes)
         if carved:
             notes.append(f"{carved} GPUs of {t} carved into MIG partitions")
-        if not healthy.healthy[t] and not unhealthy and name in healthy.policy_pools:
+        if not of_type.now and not of_type.unhealthy and name in healthy.policy_pools:
             warnings.append(f"{name}: named in the policy but the cluster has no such nodes")
     others = sum(held_by[o].get(name, 0.0) for o in outsiders)
     if others:
         notes.append(f"{others:g} held by teams outside the policy")
-    capacity = raw - others
-    if capacity < 0:
+    shared = raw - others
+    if shared < 0:
         warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw:g}")
-        capacity = 0.0
-    claims = teams.claims(name, key.resource)
+        shared = 0.0
+    shared, claims = healthy.model.pool(key, shared, teams.claims(name, key.resource))
     if policy.fairness.age_doubling_hours is not None:
         claims = _aged(claims, context, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
-    return PoolInput(name, key.resource, capacity, claims, tuple(notes), tuple(bounds))
+    return PoolInput(name, key.resource, shared, claims, tuple(notes), tuple(bounds))
 
 
 def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetime, doubling_hours: float) -> Claims:

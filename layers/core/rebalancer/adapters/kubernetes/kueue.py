@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.snapshot import Demand, Resources
+from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 
 GROUP = "kueue.x-k8s.io"
@@ -61,12 +61,33 @@ class KueueDemand:
     teams: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # team → its pending topology requests
+
+
+# Topology-aware scheduling (task-governance add-on >= 1.2.2): a pod set asks for one topology domain (a block, a
+# rack) in its Workload's topologyRequest, or through the pod template's annotations.
+TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology",
+                        "kueue.x-k8s.io/podset-slice-required-topology")
+
+
+def topology_asked(pod_set: dict[str, Any]) -> str | None:
+    """The topology level a pod set asks for (required, else preferred), or None."""
+    request = pod_set.get("topologyRequest") or {}
+    annotations = ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    for key in ("required", "podSetSliceRequiredTopology", "preferred"):
+        if request.get(key):
+            return f"{key} {request[key]}"
+    for key in TOPOLOGY_ANNOTATIONS:
+        if annotations.get(key):
+            return f"{key.rsplit('/', 1)[-1]} {annotations[key]}"
+    return None
 
 
 class _Accumulator:
     def __init__(self) -> None:
         self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
         self.pending: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
+        self.topology: dict[str, list[str]] = defaultdict(list)
         self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
         self.warnings: list[str] = []
 
@@ -244,6 +265,9 @@ class KueueReader:
             since = _created(meta)
             offered = flavors_offered(queues.get(team, {}))
             for pod_set in wl.get("spec", {}).get("podSets", []) or []:
+                level = topology_asked(pod_set)
+                if level is not None:
+                    acc.topology[team].append(f"{meta.get('name')} ({level})")
                 chosen = pod_set_instance_type(pod_set)
                 for resource, quantity in pod_set_requests(pod_set).items():
                     flavor = chosen
@@ -257,7 +281,8 @@ class KueueReader:
                     acc.add(acc.pending, team, flavor, resource, quantity, where, since)
         return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                            warnings=tuple(dict.fromkeys(acc.warnings)),
-                           api_version=f"{GROUP}/{self.version}" if self.version else None)
+                           api_version=f"{GROUP}/{self.version}" if self.version else None,
+                           topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())})
 
 
 class NodeReader:
@@ -289,10 +314,20 @@ class NodeReader:
                 return
 
     def mig_capacity(self) -> tuple[dict[str, dict[str, int]], tuple[str, ...]]:
+        mig, _, warnings = self.read()
+        return mig, warnings
+
+    def read(self) -> tuple[dict[str, dict[str, int]], dict[str, str], tuple[str, ...]]:
+        """One pass over the nodes: MIG partitions, and HyperPod's node-health-status label by instance id (a
+        HyperPod node is named `hyperpod-<instance id>`)."""
         out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        health: dict[str, str] = {}
         warnings: list[str] = []
         for node in self._nodes():
             labels = node.get("metadata", {}).get("labels", {}) or {}
+            status = labels.get(NODE_HEALTH_LABEL)
+            if status:
+                health[str(node.get("metadata", {}).get("name", "")).removeprefix("hyperpod-")] = status
             instance_type = next((labels[k] for k in INSTANCE_TYPE_LABELS if k in labels), None)
             if instance_type is None or node.get("spec", {}).get("unschedulable") or not _condition(node, "Ready"):
                 continue
@@ -309,7 +344,7 @@ class NodeReader:
                                     "MIG profile this tool knows; ignored")
                     continue
                 out[instance_type][profile] += int(parse_quantity(quantity))
-        return {t: dict(p) for t, p in sorted(out.items())}, tuple(warnings)
+        return {t: dict(p) for t, p in sorted(out.items())}, health, tuple(warnings)
 
 
 def _api_error(plural: str, e: ApiException, group: str = GROUP) -> Exception:

@@ -16,7 +16,8 @@ def snapshot_reader() -> Callable[[str], Snapshot]:
 
     def read(cluster_name: str) -> Snapshot:
         collected = collect_snapshot(cluster_name, wiring.aws_clients(), now=wiring.clock(),
-                                     kube=wiring.kube_client_factory, check_prerequisites=True)
+                                     kube=wiring.kube_client_factory, check_prerequisites=True,
+                                     known_tags=wiring.quota_tags_seen)
         for warning in collected.warnings:
             logger.warning("collect", extra={"cluster": cluster_name, "warning": warning})
         return collected.snapshot

@@ -1,0 +1,259 @@
+"""What counts as capacity, per instance type, in one place. Pure.
+
+Three amounts, in nodes, per instance type:
+- **now**: nodes a quota may stand on in this run. Schedulable nodes (InstanceStatus Running and not labelled
+  `sagemaker.amazonaws.com/node-health-status` = Unschedulable*), plus nodes HyperPod is working on and will give
+  back ("unavailable for now": SystemUpdating, DeepHealthCheckInProgress, AttachInProgress, DetachInProgress, or
+  Running but labelled Unschedulable, which HyperPod's resiliency labels define as "running deep health checks")
+  for `capacity.unavailable_grace_minutes` from the start the snapshot knows of (the operation's CreationTime; a
+  start it does not know is taken as recent: HyperPod ends these states itself, in Running or in a replacement).
+  Nodes of a training plan that ends before the next run (`capacity.run_interval_minutes`) are taken away ahead.
+  While a Scaling or DeepHealthCheck operation is in progress on a group, its type is not shrunk below what the
+  quotas hold (up to the group's target): the operation, not a loss, explains the missing nodes.
+- **lasting**: of now, what guarantees may stand on: not spot capacity (unless `capacity.guarantees_on_spot`).
+- **reachable**: what quotas may sum to. On a cluster whose DescribeCluster says AutoScaling Mode Enable, up to
+  the autoscaler's ceiling (Karpenter NodePool limits as collect read them, else the policy's
+  `cluster.autoscaling.max_nodes`): Kueue admits nothing beyond nominal quota, so a quota held
+  to today's nodes would never let the pods exist that make the autoscaler add nodes. Otherwise reachable = now.
+
+Why the grace: one reading of a node in a deep health check must not shrink quotas and grow them back a run later
+(two writes, and a reclaim of borrowed work in between); an hour is four runs at the stack's default rate (15 min),
+long enough for a health check or an update, short enough that a node that does not come back is dealt with
+within the hour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.pools import PoolKey, holdings
+from rebalancer.domain.snapshot import ClusterNode, InstanceGroup, Snapshot
+from rebalancer.engine.allocation import EPS, Claims
+
+SCHEDULABLE_STATUS = "Running"
+FOR_NOW_STATUSES = frozenset({"SystemUpdating", "DeepHealthCheckInProgress", "AttachInProgress", "DetachInProgress"})
+FOR_NOW_LABELS = frozenset({"Unschedulable"})  # "The node is running deep health checks"
+HOLDING_OPERATIONS = frozenset({"Scaling", "DeepHealthCheck"})
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+@dataclass(frozen=True, slots=True)
+class TypeCapacity:
+    now: int = 0  # nodes counted in this run
+    lasting: int = 0  # of those, what guarantees may stand on
+    reachable: int = 0  # what quotas may sum to, in nodes (≥ now)
+    unhealthy: int = 0  # nodes not counted
+    held_amount: float = 0.0  # a floor on the type's amount while an operation is in progress (0: none)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    by_type: Mapping[str, TypeCapacity]
+
+    def of(self, instance_type: str) -> TypeCapacity:
+        return self.by_type.get(instance_type, _NONE)
+
+    def amount_now(self, instance_type: str, carved: float) -> float:
+        """The type's amount now, in its primary unit, less what MIG partitions occupy; at least what an operation
+        in progress holds."""
+        c = self.of(instance_type)
+        amount = float(max(0, c.now * catalog.spec(instance_type).primary_per_instance - carved))
+        return max(amount, c.held_amount)
+
+    def pool(self, key: PoolKey, capacity: float, claims: Claims) -> tuple[float, Claims]:
+        """A whole-unit pool's capacity (`capacity`: its amount now less what teams outside the policy hold) raised
+        to what the autoscaler can reach, and its claims with guarantees scaled to fit what lasts."""
+        if key.mig_profile:
+            return capacity, claims
+        c = self.of(key.instance_type)
+        per = catalog.spec(key.instance_type).primary_per_instance
+        lasting = max(0.0, capacity - (c.now - c.lasting) * per)
+        reach = capacity + (c.reachable - c.now) * per
+        if lasting >= reach:  # every unit lasts: the engine scales guarantees above it itself
+            return reach, claims
+        return reach, bound_guarantees(claims, lasting)
+
+
+_NONE = TypeCapacity()
+
+
+def bound_guarantees(claims: Claims, limit: float) -> Claims:
+    """Guarantees scaled down proportionally to fit `limit` (the capacity that lasts), each team told why."""
+    total = sum(claims.guarantee)
+    if total <= max(limit, 0.0) + EPS:
+        return claims
+    factor = max(limit, 0.0) / total
+    note = f"guarantees scaled to {factor:.0%}: only {max(limit, 0.0):g} of the capacity lasts (not spot)"
+    return dataclasses.replace(
+        claims, guarantee=tuple([g * factor for g in claims.guarantee]),
+        notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
+
+
+def of_snapshot(snapshot: Snapshot, policy: Policy) -> Capacity:
+    """Every instance type's capacity in the snapshot, with the notes that explain it."""
+    rules = policy.capacity
+    grace = timedelta(minutes=rules.unavailable_grace_minutes)
+    horizon = snapshot.taken_at + timedelta(minutes=rules.run_interval_minutes)
+    groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
+    busy = _busy_groups(snapshot)
+    started = _operation_starts(snapshot)
+    counted: Counter[str] = Counter()
+    spot: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    why: dict[str, Counter[str]] = {}
+    for n in snapshot.nodes:
+        t = n.InstanceType
+        group = groups.get(n.InstanceGroupName)
+        state = _state(n, snapshot.node_health.get(n.InstanceId))
+        ending = _plan_end(snapshot, group, horizon)
+        if ending is not None:
+            lost[t] += 1
+            why.setdefault(t, Counter())[ending] += 1
+            continue
+        if state == "schedulable":
+            counted[t] += 1
+        elif state.startswith("for now"):
+            since = started.get(n.InstanceId) or started.get(n.InstanceGroupName)
+            if since is not None and snapshot.taken_at - since > grace:
+                lost[t] += 1
+                why.setdefault(t, Counter())[f"{state.removeprefix('for now: ')} beyond the "
+                                             f"{rules.unavailable_grace_minutes:g} min grace"] += 1
+                continue
+            counted[t] += 1
+            why.setdefault(t, Counter())[f"unavailable for now ({state.removeprefix('for now: ')}), counted for "
+                                         f"up to {rules.unavailable_grace_minutes:g} min"] += 1
+        else:
+            lost[t] += 1
+            if state != "unhealthy":
+                why.setdefault(t, Counter())[state] += 1
+            continue
+        if not rules.guarantees_on_spot and _spot(group):
+            spot[t] += 1
+    held = _held_by_operations(snapshot, busy)
+    ceilings, source = _ceilings(snapshot, policy)
+    out: dict[str, TypeCapacity] = {}
+    for t in sorted({n.InstanceType for n in snapshot.nodes} | set(held) | set(ceilings)):
+        notes = [f"{_plural(lost[t], 'node')} of {t} unhealthy"] if lost[t] else []
+        notes += [f"{_plural(k, 'node')} of {t} {what}" for what, k in sorted(why.get(t, Counter()).items())]
+        if spot[t]:
+            notes.append(f"{_plural(spot[t], 'node')} of {t} on spot: shared by weight, no guarantee stands on them")
+        if t in held:
+            notes.append(f"{held[t][1]} in progress: quotas of {t} are not shrunk for it")
+        reachable = counted[t]
+        if t in ceilings and ceilings[t] > counted[t]:
+            reachable = ceilings[t]
+            notes.append(f"autoscaler may add {_plural(ceilings[t] - counted[t], 'node')} of {t} "
+                         f"(up to {ceilings[t]}, {source}): quotas may reach them, guarantees stay within the "
+                         f"{counted[t]} there now")
+        out[t] = TypeCapacity(now=counted[t], lasting=counted[t] - spot[t], reachable=reachable, unhealthy=lost[t],
+                              held_amount=held[t][0] if t in held else 0.0, notes=tuple(notes))
+    return Capacity(out)
+
+
+def _state(node: ClusterNode, label: str | None) -> str:
+    """"schedulable", "for now: <what>", "unhealthy" (a status we count as lost), or what makes it lost."""
+    status = node.InstanceStatus.Status
+    if label is not None and label.startswith("Unschedulable") and label not in FOR_NOW_LABELS:
+        return f"labelled {label}"
+    if status == SCHEDULABLE_STATUS:
+        return f"for now: labelled {label}" if label in FOR_NOW_LABELS else "schedulable"
+    if status in FOR_NOW_STATUSES:
+        return f"for now: {status}"
+    return "unhealthy"
+
+
+def _spot(group: InstanceGroup | None) -> bool:
+    return group is not None and group.spot
+
+
+def _plan_end(snapshot: Snapshot, group: InstanceGroup | None, horizon: datetime) -> str | None:
+    """Why the node's capacity goes before the next run (its training plan ends), or None."""
+    if group is None or not group.TrainingPlanArn:
+        return None
+    plan = snapshot.training_plans.get(group.TrainingPlanArn)
+    if plan is None or plan.EndTime is None or plan.EndTime > horizon:
+        return None
+    name = plan.TrainingPlanName or group.TrainingPlanArn.rsplit("/", 1)[-1]
+    return f"taken away ahead: training plan {name} ends {plan.EndTime.isoformat()}"
+
+
+def _busy_groups(snapshot: Snapshot) -> dict[str, str]:
+    """Group → the operation in progress on it (ActiveOperations, or an InProgress operation naming it)."""
+    out: dict[str, str] = {}
+    for g in snapshot.cluster.InstanceGroups:
+        active = sorted(k for k, v in (g.ActiveOperations or {}).items() if v and k in HOLDING_OPERATIONS)
+        if active and g.InstanceGroupName:
+            out[g.InstanceGroupName] = active[0]
+    for op in snapshot.operations:
+        if op.Status == "InProgress" and op.Type in HOLDING_OPERATIONS:
+            for name in op.InstanceGroupNames:
+                out.setdefault(name, op.Type)
+    return out
+
+
+def _operation_starts(snapshot: Snapshot) -> dict[str, datetime]:
+    """When the operation a node (by InstanceId) or a group (by name) is in started, where the snapshot says."""
+    out: dict[str, datetime] = {}
+    for op in snapshot.operations:
+        if op.Status != "InProgress" or op.CreationTime is None:
+            continue
+        for key in (*op.InstanceIds, *op.InstanceGroupNames):
+            out[key] = min(out.get(key, op.CreationTime), op.CreationTime)
+    return out
+
+
+def _held_by_operations(snapshot: Snapshot, busy: Mapping[str, str]) -> dict[str, tuple[float, str]]:
+    """Per instance type with an operation in progress on one of its groups: the amount its quotas hold (enabled
+    ones), at most the busy groups' target, and which operation."""
+    targets: Counter[str] = Counter()
+    what: dict[str, str] = {}
+    for g in snapshot.cluster.InstanceGroups:
+        operation = busy.get(g.InstanceGroupName or "")
+        if operation and g.InstanceType:
+            targets[g.InstanceType] += max(g.TargetCount or 0, g.CurrentCount)
+            what[g.InstanceType] = f"{operation} on group {g.InstanceGroupName}"
+    if not targets:
+        return {}
+    quoted: dict[str, float] = {}
+    for q in snapshot.quotas:
+        if q.ActivationState != "Disabled":
+            for pool, amount in holdings(q).items():
+                if pool in targets:
+                    quoted[pool] = quoted.get(pool, 0.0) + amount
+    return {t: (min(quoted.get(t, 0.0), targets[t] * catalog.spec(t).primary_per_instance), what[t])
+            for t in targets}
+
+
+def _ceilings(snapshot: Snapshot, policy: Policy) -> tuple[dict[str, int], str]:
+    """Nodes per type the autoscaler can reach, and where that came from; none on a cluster without autoscaling."""
+    if not snapshot.cluster.autoscaled:
+        return {}, ""
+    if snapshot.autoscaling_max_nodes:
+        return dict(snapshot.autoscaling_max_nodes), "Karpenter NodePool limits"
+    wanted = policy.cluster.autoscaling if policy.cluster is not None else None
+    if wanted is not None and wanted.max_nodes:
+        return dict(wanted.max_nodes), "the policy's cluster.autoscaling.max_nodes"
+    return {}, ""
+
+
+def topology_warnings(snapshot: Snapshot, raised: set[str]) -> list[str]:
+    """A line per team whose quota the plan raises while it has pending work asking for a topology level: Kueue's
+    topology-aware scheduling admits such a gang only where one domain (block, rack) has room, which more quota
+    alone does not give."""
+    out = []
+    for team in sorted(raised & set(snapshot.topology_pending)):
+        asked = snapshot.topology_pending[team]
+        shown = ", ".join(asked[:3]) + (f" and {len(asked) - 3} more" if len(asked) > 3 else "")
+        out.append(f"{team}: the raise may not let {_plural(len(asked), 'pending workload')} start: "
+                   f"{shown}, asking for one topology domain, which more quota alone does not give")
+    return out
