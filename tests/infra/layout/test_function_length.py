@@ -9,12 +9,6 @@ import textwrap
 from support.layer import RUNTIME
 
 LIMIT = 50
-# Split on other branches, in flight as this test lands; the lead empties this list at merge.
-ALLOWED = {
-    "adapters/collect.py::collect_snapshot",  # hyperpod22: the prerequisite checks beside the prerequisites
-}
-
-
 def too_long(source: str, where: str) -> list[str]:
     """`where::name (n lines)` for every function of source longer than LIMIT; methods are `Class.name`."""
     found = []
@@ -53,12 +47,5 @@ def test_no_runtime_function_is_over_the_limit() -> None:
     found = []
     for path in sorted(RUNTIME.rglob("*.py")):
         where = path.relative_to(RUNTIME).as_posix()
-        found += [f for f in too_long(path.read_text(), where) if f.split(" (")[0] not in ALLOWED]
+        found += too_long(path.read_text(), where)
     assert found == []
-
-
-def test_every_allowed_function_exists_and_is_still_long() -> None:
-    """The allow-list shrinks as those splits land: an entry whose function is gone or short must go too."""
-    still = {f.split(" (")[0] for path in RUNTIME.rglob("*.py")
-             for f in too_long(path.read_text(), path.relative_to(RUNTIME).as_posix())}
-    assert sorted(ALLOWED - still) == []

@@ -142,11 +142,13 @@ def test_a_failed_history_export_leaves_no_file(tmp_path: Path, monkeypatch: pyt
 
     from rebalancer_tools.cli import history_cmd
 
+    class FailingAudit:
+        def records(self, cluster: str) -> list[dict[str, object]]:
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "no table"}}, "Query")
+
     class FailingStore:
         table_name = "t"
-
-        def audit_log(self, cluster: str) -> list[dict[str, object]]:
-            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "no table"}}, "Query")
+        audit = FailingAudit()
 
     monkeypatch.setattr(history_cmd, "open_store", lambda *_args: FailingStore())
     out = tmp_path / "history.jsonl.gz"

@@ -26,7 +26,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import MAX_NUMBER
 from rebalancer.parsing.validation import load_model
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.cli.run_log import MemoryLog
+from rebalancer_tools.memory_store import MemoryMeter, MemoryStore
 
 TYPES = ["ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.c5.4xlarge"]
 TEAMS = ["ana", "bob", "cyd"]
@@ -111,15 +111,15 @@ def test_make_plan_never_raises_for_a_policy_the_loader_accepts(case: tuple[Snap
     assert all(math.isfinite(c.after) for c in plan.changes)
 
 
-class MeteredLog(MemoryLog):
-    """The CLI's in-memory store with metered facts, so the plan step computes period-to-date use itself."""
+class MeteredFacts(MemoryMeter):
+    """The in-memory meter holding given facts, so the plan step computes period-to-date use itself."""
 
-    def __init__(self, facts: list[Fact]) -> None:
+    def __init__(self, given: list[Fact]) -> None:
         super().__init__()
-        self.facts = facts
+        self.given = given
 
-    def meter_facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
-        return [f for f in self.facts if f.end > since and f.start < until]
+    def facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]:
+        return [f for f in self.given if f.end > since and f.start < until]
 
 
 class Outlet:
@@ -137,7 +137,8 @@ class Outlet:
 @given(cases())
 def test_the_plan_step_never_raises_for_a_policy_the_loader_accepts(case: tuple[Snapshot, Policy, list[Fact]]) -> None:
     snap, pol, facts = case
-    store = MeteredLog(facts)
+    store = MemoryStore()
+    store.meter = MeteredFacts(facts)
     run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name="test-20261130T120000",
                        execution_arn="", source="cli")
     store.artifacts.put(run.execution_name, "SNAPSHOT", snap.model_dump(mode="json"))

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer_tools.cli.params import Whole
 
 
 def _stop(*_: object) -> None:
@@ -103,8 +104,8 @@ def heal_node(node_id: str, endpoint: str | None) -> None:
 @click.command("add-demand")
 @click.option("--team", required=True, help="The team whose queue gets the work.")
 @click.option("--instance-type", required=True, help="Where it must run, e.g. ml.p5.48xlarge.")
-@click.option("--accelerators", type=click.IntRange(1, 1024), required=True, help="Accelerators per pod.")
-@click.option("--pods", type=click.IntRange(1, 1024), default=1, show_default=True, help="Pods of the workload.")
+@click.option("--accelerators", type=Whole(1, 1024), required=True, help="Accelerators per pod.")
+@click.option("--pods", type=Whole(1, 1024), default=1, show_default=True, help="Pods of the workload.")
 @click.option("--name", help="The workload's name (default: <team>-job-N).")
 @ENDPOINT
 def add_demand(team: str, instance_type: str, accelerators: int, pods: int, name: str | None,
@@ -117,7 +118,7 @@ def add_demand(team: str, instance_type: str, accelerators: int, pods: int, name
 
 @click.command("resize")
 @click.option("--group", required=True, help="The instance group.")
-@click.option("--count", type=click.IntRange(0, 1000), required=True, help="Its new instance count.")
+@click.option("--count", type=Whole(0, 1000), required=True, help="Its new instance count.")
 @ENDPOINT
 def resize(group: str, count: int, endpoint: str | None) -> None:
     """Resize an instance group (nodes added or removed, as UpdateCluster would)."""

@@ -124,11 +124,9 @@ class TrainingPlan(AwsShape):
     EndTime: AwareDatetime | None = None
 
 
-class ClusterOperation(BaseModel):
+class ClusterOperation(Frozen):
     """An InProgress ListClusterOperations entry (OperationId, Type, Status, CreationTime as the API spells them)
     with the groups and nodes its DescribeClusterOperation names (ScalingDetails, DeepHealthCheckDetails)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     OperationId: str
     Type: str

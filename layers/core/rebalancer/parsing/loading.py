@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -168,6 +169,14 @@ class _SafeLoader(yaml.SafeLoader):
                 raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: duplicate key {short(key)} "
                                    "(each key may appear once)", source=self.source, value=key)
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 (PyYAML) reads `1e9` and `1.5e3` as strings: its floats need a dot and a signed exponent. The policy's
+# models are strict (a string is no number), so numbers in exponent form are read as YAML 1.2 reads them.
+_SafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def parse_yaml(text: str, source: str) -> Any:

@@ -27,11 +27,11 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.policy import Policy
+from rebalancer.domain.policy import CapacityPolicy, Policy
 from rebalancer.domain.pools import PoolKey, holdings
 from rebalancer.domain.snapshot import ClusterNode, InstanceGroup, Snapshot
 from rebalancer.engine.allocation import EPS, Claims
@@ -100,64 +100,79 @@ def bound_guarantees(claims: Claims, limit: float) -> Claims:
 
 
 def of_snapshot(snapshot: Snapshot, policy: Policy) -> Capacity:
-    """Every instance type's capacity in the snapshot, with the notes that explain it."""
-    rules = policy.capacity
+    """Every instance type's capacity in the snapshot, with the notes that explain it: the nodes counted, then per
+    type what counts now, what lasts, what the autoscaler can reach and what an operation holds."""
+    tally = _count_nodes(snapshot, policy.capacity)
+    held = _held_by_operations(snapshot, _busy_groups(snapshot))
+    ceilings, source = _ceilings(snapshot, policy)
+    types = sorted({n.InstanceType for n in snapshot.nodes} | set(held) | set(ceilings))
+    return Capacity({t: _of_type(t, tally, held.get(t), ceilings.get(t), source) for t in types})
+
+
+@dataclass
+class _Tally:
+    """Per instance type: nodes counted now, of those on spot (when spot carries no guarantee), nodes lost, and
+    why nodes were lost or counted for now."""
+
+    counted: Counter[str] = field(default_factory=Counter)
+    spot: Counter[str] = field(default_factory=Counter)
+    lost: Counter[str] = field(default_factory=Counter)
+    why: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def note(self, instance_type: str, what: str) -> None:
+        self.why.setdefault(instance_type, Counter())[what] += 1
+
+
+def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy) -> _Tally:
     grace = timedelta(minutes=rules.unavailable_grace_minutes)
     horizon = snapshot.taken_at + timedelta(minutes=rules.run_interval_minutes)
     groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
-    busy = _busy_groups(snapshot)
     started = _operation_starts(snapshot)
-    counted: Counter[str] = Counter()
-    spot: Counter[str] = Counter()
-    lost: Counter[str] = Counter()
-    why: dict[str, Counter[str]] = {}
+    tally = _Tally()
     for n in snapshot.nodes:
         t = n.InstanceType
         group = groups.get(n.InstanceGroupName)
         state = _state(n, snapshot.node_health.get(n.InstanceId))
         ending = _plan_end(snapshot, group, horizon)
         if ending is not None:
-            lost[t] += 1
-            why.setdefault(t, Counter())[ending] += 1
+            tally.lost[t] += 1
+            tally.note(t, ending)
             continue
-        if state == "schedulable":
-            counted[t] += 1
-        elif state.startswith("for now"):
+        if state.startswith("for now"):
             since = started.get(n.InstanceId) or started.get(n.InstanceGroupName)
+            what = state.removeprefix("for now: ")
             if since is not None and snapshot.taken_at - since > grace:
-                lost[t] += 1
-                why.setdefault(t, Counter())[f"{state.removeprefix('for now: ')} beyond the "
-                                             f"{rules.unavailable_grace_minutes:g} min grace"] += 1
+                tally.lost[t] += 1
+                tally.note(t, f"{what} beyond the {rules.unavailable_grace_minutes:g} min grace")
                 continue
-            counted[t] += 1
-            why.setdefault(t, Counter())[f"unavailable for now ({state.removeprefix('for now: ')}), counted for "
-                                         f"up to {rules.unavailable_grace_minutes:g} min"] += 1
-        else:
-            lost[t] += 1
+            tally.note(t, f"unavailable for now ({what}), counted for up to {rules.unavailable_grace_minutes:g} min")
+        elif state != "schedulable":
+            tally.lost[t] += 1
             if state != "unhealthy":
-                why.setdefault(t, Counter())[state] += 1
+                tally.note(t, state)
             continue
+        tally.counted[t] += 1
         if not rules.guarantees_on_spot and _spot(group):
-            spot[t] += 1
-    held = _held_by_operations(snapshot, busy)
-    ceilings, source = _ceilings(snapshot, policy)
-    out: dict[str, TypeCapacity] = {}
-    for t in sorted({n.InstanceType for n in snapshot.nodes} | set(held) | set(ceilings)):
-        notes = [f"{_plural(lost[t], 'node')} of {t} unhealthy"] if lost[t] else []
-        notes += [f"{_plural(k, 'node')} of {t} {what}" for what, k in sorted(why.get(t, Counter()).items())]
-        if spot[t]:
-            notes.append(f"{_plural(spot[t], 'node')} of {t} on spot: shared by weight, no guarantee stands on them")
-        if t in held:
-            notes.append(f"{held[t][1]} in progress: quotas of {t} are not shrunk for it")
-        reachable = counted[t]
-        if t in ceilings and ceilings[t] > counted[t]:
-            reachable = ceilings[t]
-            notes.append(f"autoscaler may add {_plural(ceilings[t] - counted[t], 'node')} of {t} "
-                         f"(up to {ceilings[t]}, {source}): quotas may reach them, guarantees stay within the "
-                         f"{counted[t]} there now")
-        out[t] = TypeCapacity(now=counted[t], lasting=counted[t] - spot[t], reachable=reachable, unhealthy=lost[t],
-                              held_amount=held[t][0] if t in held else 0.0, notes=tuple(notes))
-    return Capacity(out)
+            tally.spot[t] += 1
+    return tally
+
+
+def _of_type(t: str, tally: _Tally, held: tuple[float, str] | None, ceiling: int | None,
+             source: str) -> TypeCapacity:
+    counted, lost, spot = tally.counted[t], tally.lost[t], tally.spot[t]
+    notes = [f"{_plural(lost, 'node')} of {t} unhealthy"] if lost else []
+    notes += [f"{_plural(k, 'node')} of {t} {what}" for what, k in sorted(tally.why.get(t, Counter()).items())]
+    if spot:
+        notes.append(f"{_plural(spot, 'node')} of {t} on spot: shared by weight, no guarantee stands on them")
+    if held is not None:
+        notes.append(f"{held[1]} in progress: quotas of {t} are not shrunk for it")
+    reachable = counted
+    if ceiling is not None and ceiling > counted:
+        reachable = ceiling
+        notes.append(f"autoscaler may add {_plural(ceiling - counted, 'node')} of {t} (up to {ceiling}, {source}): "
+                     f"quotas may reach them, guarantees stay within the {counted} there now")
+    return TypeCapacity(now=counted, lasting=counted - spot, reachable=reachable, unhealthy=lost,
+                        held_amount=held[0] if held is not None else 0.0, notes=tuple(notes))
 
 
 def _state(node: ClusterNode, label: str | None) -> str:
