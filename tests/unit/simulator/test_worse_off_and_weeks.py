@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from support.props import properties
 
 from rebalancer_tools.simulator import worse_off
-from rebalancer_tools.simulator.engine import WEEK_S, SimConfig, Simulation
+from rebalancer_tools.simulator.engine import SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
-from rebalancer_tools.simulator.metrics import StrategyResult, TeamResult, summarize, weekly
+from rebalancer_tools.simulator.metrics import WEEK_S, StrategyResult, TeamResult, summarize, weekly
 from rebalancer_tools.simulator.run import Scenario
 from rebalancer_tools.simulator.teams import TeamSpec
 from rebalancer_tools.simulator.trace import TraceJob

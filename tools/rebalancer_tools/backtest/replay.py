@@ -47,7 +47,13 @@ from rebalancer.domain.snapshot import (
     Snapshot,
 )
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.simulator.metrics import entitlements
+from rebalancer_tools.simulator.metrics import (
+    MIN_WINDOW_ENTITLED_H,
+    WEEK_S,
+    FairnessWindows,
+    entitlements,
+    fairness_windows,
+)
 
 CHURN_WINDOW = timedelta(hours=1)
 GAP_FACTOR = 3
@@ -102,9 +108,20 @@ class Replay:
     hours: float = 0.0
     gaps: int = 0
     warnings: set[str] = field(default_factory=set)
+    start: datetime | None = None
+    # team → week since the first state → [met, entitled] accelerator-hours
+    weeks: dict[str, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(dict))
 
     def total(self, name: str) -> float:
         return float(sum(getattr(t, name) for t in self.teams.values()))
+
+    def team_weeks(self) -> dict[str, list[float]]:
+        """Per team, met ÷ entitled of each week in which it was entitled to a share worth counting."""
+        return {t: [m / e for _, (m, e) in sorted(w.items()) if e >= MIN_WINDOW_ENTITLED_H]
+                for t, w in self.weeks.items()}
+
+    def fairness(self) -> FairnessWindows:
+        return fairness_windows(list(self.team_weeks().values()))
 
     def summary(self) -> dict[str, Any]:
         demand, met = self.total("demand_hours"), self.total("met_hours")
@@ -121,6 +138,7 @@ class Replay:
             "idle_guaranteed_accelerator_hours": round(self.total("idle_guaranteed_hours"), 2),
             "reversals_within_hour": len(self.reversals),
             "planner_calls": self.planned,
+            "fairness_windows": self.fairness().output(),
         }
 
 
@@ -356,6 +374,8 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
            teams: Sequence[str]) -> None:
     h = state.hours
     out.hours += h
+    out.start = out.start or state.at
+    week = int((state.at - out.start).total_seconds() // WEEK_S)
     out.gaps += state.gap
     for pool, capacity in state.capacity.items():
         names = [t for t in teams if pool in state.use.get(t, {})]
@@ -369,6 +389,9 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
             totals.met_hours += met * h
             totals.entitled_hours += e * h
             totals.deficit_hours += max(0.0, e - met) * h
+            this = out.weeks[t].setdefault(week, [0.0, 0.0])
+            this[0] += met * h
+            this[1] += e * h
         for t in teams:
             q = allocations.get(t, {}).get(pool, 0.0)
             if q:

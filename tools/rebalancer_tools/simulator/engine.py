@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
-from rebalancer_tools.simulator.metrics import entitlements
+from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
 from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 # event kinds, in the order they are handled at one instant
 COMPLETE, NODE, APPLY, ARRIVE, TICK, SAMPLE = range(6)
 DEFAULT_POOL = "gpu"
-WEEK_S = 7 * 86400.0  # the window of `fairness_windows`: KAI's and Run:ai's default time-based fair share
 
 
 @dataclass(frozen=True, slots=True)

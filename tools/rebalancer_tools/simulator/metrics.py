@@ -40,6 +40,7 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
 
 
 WINDOW_HOURS = 168  # one week: KAI's and Run:ai's default window for time-based fair share
+WEEK_S = WINDOW_HOURS * 3600.0
 MIN_WINDOW_ENTITLED_H = 1.0  # a week whose entitlement is under one accelerator-hour is noise, not a share
 
 
