@@ -11,6 +11,7 @@ from support.replays import morning_bursts, policy, run
 
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
+from rebalancer_tools.backtest.replay import Replay, prepare, replay
 
 
 def test_the_quota_follows_the_burst_and_the_metrics_add_up() -> None:
@@ -67,3 +68,35 @@ def test_a_recorded_runs_quota_settings_are_kept_and_its_amounts_come_from_the_f
     assert entry.Accelerators == 24
     assert b.ComputeQuotaConfig.ResourceSharingConfig is not None
     assert b.ComputeQuotaConfig.ResourceSharingConfig.Strategy == "LendAndBorrow"
+
+
+def test_weeks_split_the_run_and_add_up_to_its_totals() -> None:
+    h = syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=9)
+    r = run(h, policy(cooldown_minutes=0))
+    assert {t: sorted(w) for t, w in r.weeks.items()} == {"a": [0, 1], "b": [0, 1]}
+    for t, weeks in r.weeks.items():
+        assert sum(m for m, _ in weeks.values()) == pytest.approx(r.teams[t].met_hours)
+        assert sum(e for _, e in weeks.values()) == pytest.approx(r.teams[t].entitled_hours)
+    fw = r.summary()["fairness_windows"]
+    assert fw["windows"] == 4
+    assert 0 <= fw["worst_ratio"] <= fw["p10_ratio"] <= 1
+
+
+def test_a_team_met_less_than_under_the_first_policy_is_named_worse_off() -> None:
+    from rebalancer_tools.backtest.report import markdown, worse_off
+
+    h = syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=1)
+    first = run(h, policy(cooldown_minutes=0))
+    # b guaranteed nothing and weighted 0: it keeps only what its weight-0 floor gives, a keeps the rest
+    starved = Policy.model_validate({"stability": {"cooldown_minutes": 0},
+                                     "teams": {"a": {"weight": 1}, "b": {"weight": 0}}})
+    second = replay_named("starved", h, starved)
+    found = worse_off([first, second])
+    assert [t for t, *_ in found["starved"]] == ["b"]
+    assert found["starved"][0][1] < 0.9 * found["starved"][0][2]
+    assert "## Teams worse off than under p" in markdown([first, second], "t")
+
+
+def replay_named(name: str, h: syn.History, p: Policy) -> Replay:
+    states = h.states()
+    return replay(name, prepare(states), p, states[0])

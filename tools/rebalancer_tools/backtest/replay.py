@@ -50,7 +50,13 @@ from rebalancer.domain.snapshot import (
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.budget_meter import BudgetMeter
-from rebalancer_tools.simulator.metrics import entitlements
+from rebalancer_tools.simulator.metrics import (
+    MIN_WINDOW_ENTITLED_H,
+    WEEK_S,
+    FairnessWindows,
+    entitlements,
+    fairness_windows,
+)
 
 CHURN_WINDOW = timedelta(hours=1)
 # Budgets are metered from the recorded states as collect meters them and planned with as the plan step does; what
@@ -112,9 +118,20 @@ class Replay:
     gaps: int = 0
     warnings: set[str] = field(default_factory=set)
     budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # team → period → hours, %
+    start: datetime | None = None
+    # team → week since the first state → [met, entitled] accelerator-hours
+    weeks: dict[str, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(dict))
 
     def total(self, name: str) -> float:
         return float(sum(getattr(t, name) for t in self.teams.values()))
+
+    def team_weeks(self) -> dict[str, list[float]]:
+        """Per team, met ÷ entitled of each week in which it was entitled to a share worth counting."""
+        return {t: [m / e for _, (m, e) in sorted(w.items()) if e >= MIN_WINDOW_ENTITLED_H]
+                for t, w in self.weeks.items()}
+
+    def fairness(self) -> FairnessWindows:
+        return fairness_windows(list(self.team_weeks().values()))
 
     def summary(self) -> dict[str, Any]:
         demand, met = self.total("demand_hours"), self.total("met_hours")
@@ -131,6 +148,7 @@ class Replay:
             "idle_guaranteed_accelerator_hours": round(self.total("idle_guaranteed_hours"), 2),
             "reversals_within_hour": len(self.reversals),
             "planner_calls": self.planned,
+            "fairness_windows": self.fairness().output(),
             **({"budgets": self.budgets, "budgets_not_replayed": NOT_REPLAYED} if self.budgets else {}),
         }
 
@@ -384,6 +402,8 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
            teams: Sequence[str]) -> None:
     h = state.hours
     out.hours += h
+    out.start = out.start or state.at
+    week = int((state.at - out.start).total_seconds() // WEEK_S)
     out.gaps += state.gap
     for pool, capacity in state.capacity.items():
         names = [t for t in teams if pool in state.use.get(t, {})]
@@ -397,6 +417,9 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
             totals.met_hours += met * h
             totals.entitled_hours += e * h
             totals.deficit_hours += max(0.0, e - met) * h
+            this = out.weeks[t].setdefault(week, [0.0, 0.0])
+            this[0] += met * h
+            this[1] += e * h
         for t in teams:
             q = allocations.get(t, {}).get(pool, 0.0)
             if q:

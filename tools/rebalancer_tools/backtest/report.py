@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from rebalancer_tools.backtest.replay import NOT_REPLAYED, Replay, State
+from rebalancer_tools.simulator.metrics import WINDOW_HOURS
 
 # summary key → column title, in the order shown
 ROWS: tuple[tuple[str, str], ...] = (
@@ -22,6 +23,42 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("idle_guaranteed_accelerator_hours", "guaranteed but idle (accelerator-h)"),
     ("reversals_within_hour", "quota reversals within an hour"),
 )
+
+
+WORSE_RATIO = 0.9  # a team is worse off under a policy that meets less than 90 % of what the first one met
+WORSE_FLOOR_H = 1.0  # ... and at least one accelerator-hour less
+
+
+def worse_off(replays: Sequence[Replay]) -> dict[str, list[tuple[str, float, float]]]:
+    """Per policy after the first: (team, met accelerator-hours, the first policy's), for each team met less."""
+    if len(replays) < 2:
+        return {}
+    first = replays[0]
+    out = {}
+    for r in replays[1:]:
+        out[r.name] = [(t, r.teams[t].met_hours, first.teams[t].met_hours) for t in sorted(r.teams)
+                       if t in first.teams and r.teams[t].met_hours < WORSE_RATIO * first.teams[t].met_hours
+                       and first.teams[t].met_hours - r.teams[t].met_hours >= WORSE_FLOOR_H]
+    return out
+
+
+def _week_rows(replays: Sequence[Replay]) -> list[str]:
+    lines = ["", f"## Demand met ÷ entitled over {WINDOW_HOURS} h windows", "",
+             "Over every team and every week in which the team was entitled to at least one accelerator-hour.", "",
+             "| policy | team-weeks | worst | 10th percentile |", "|---|---:|---:|---:|"]
+    for r in replays:
+        f = r.fairness()
+        lines.append(f"| {r.name} | {f.windows} | {f.worst_ratio:.2f} | {f.p10_ratio:.2f} |")
+    found = worse_off(replays)
+    if found:
+        first = replays[0].name
+        lines += ["", f"## Teams worse off than under {first}", "",
+                  f"Demand met inside quota below {WORSE_RATIO:.0%} of what {first} met (and by at least "
+                  f"{WORSE_FLOOR_H:g} accelerator-hour).", ""]
+        for name, teams in found.items():
+            lines.append(f"- {name}: " + (", ".join(f"{t} {m:,.1f} vs {b:,.1f} accelerator-h" for t, m, b in teams)
+                                           or "none"))
+    return lines
 
 
 def _fmt(value: Any) -> str:
@@ -38,6 +75,12 @@ def side_by_side(replays: Sequence[Replay], title: str) -> Table:
     summaries = [r.summary() for r in replays]
     for key, label in ROWS:
         table.add_row(label, *(_fmt(s[key]) for s in summaries))
+    table.add_row(f"worst team-week met ÷ entitled ({WINDOW_HOURS} h)",
+                  *(f"{s['fairness_windows']['worst_ratio']:.2f}" for s in summaries))
+    losers = worse_off(replays)
+    if losers:
+        table.add_row(f"teams worse off than {replays[0].name}",
+                      "-", *(str(len(losers[r.name])) for r in replays[1:]))
     return table
 
 
@@ -54,7 +97,7 @@ def markdown(replays: Sequence[Replay], title: str) -> str:
         cells = [f"{r.teams[t].deficit_hours:,.1f} / {r.teams[t].idle_guaranteed_hours:,.1f}"
                  if t in r.teams else "-" for r in replays]
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
-    return "\n".join([*lines, *_budget_lines(replays)]) + "\n"
+    return "\n".join([*lines, *_week_rows(replays), *_budget_lines(replays)]) + "\n"
 
 
 def _budget_lines(replays: Sequence[Replay]) -> list[str]:

@@ -13,7 +13,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file, short
 from rebalancer_tools.cli.params import SEED, InputFile, Number, OutputDir, Whole, whole
-from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy
+from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy, worse_off
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams, load_teams
@@ -116,13 +116,16 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--report", "report_dir", type=OutputDir(), help="Write report.md and PNG plots here.")
+@click.option("--remedies", type=Whole(0, 10), default=3, show_default=True,
+              help="For this many of the teams the rebalancer leaves worse off than the first strategy, search the "
+                   "smallest policy change that keeps each whole (each try is one more simulation; 0: list only).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[str, ...], teams_path: str | None,
              strategies: str,
              policy_path: str | None, controller_interval_minutes: float, apply_delay_minutes: float,
              approval_minutes: float, checkpoint_minutes: float, node_mtbf_hours: float | None,
              node_repair_hours: float, node_events_path: str | None, seed: int, fmt: str, report_dir: str | None,
-             no_progress: bool) -> None:
+             remedies: int, no_progress: bool) -> None:
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
     pools = _pools(pool_values)
@@ -151,12 +154,16 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
     for warning in scenario_warnings(scenario, policy):
         click.echo(f"warning: {warning}", err=True)
     results = _run(scenario, names, progress=not no_progress and len(jobs) > 2000)
+    losers = _losers(scenario, results, remedies)
     if fmt == "json":
         click.echo(json.dumps({"capacity_gpus": scenario.capacity,
                                "pools": {p.name: {"nodes": p.nodes, "accelerators": p.nodes * p.per_node}
                                          for p in scenario.pool_specs},
                                "team_labels": trace.labels,
-                               "strategies": {n: r.output() for n, r in results.items()}}, indent=2))
+                               "strategies": {n: r.output() for n, r in results.items()},
+                               "worse_off": {"baseline": names[0],
+                                             "strategies": {n: [t.output() for t in ts] for n, ts in losers.items()}}},
+                              indent=2))
     else:
         if renamed(trace.labels):
             _labels_table(trace.labels)
@@ -165,6 +172,8 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
             for p in scenario.pool_specs:
                 _table(f"pool {p.name}: {p.nodes * p.per_node} accelerators",
                        {n: r.pools[p.name] for n, r in results.items()})
+        for line in worse_off.markdown(names[0], losers):
+            click.echo(line)
     if report_dir:
         from rebalancer_tools.simulator.report import write_report
 
@@ -172,8 +181,19 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
                  f"accelerators ({scenario.describe_pools()}); controller every {controller_interval_minutes:g} "
                  f"min, apply delay {apply_delay_minutes:g} min, approval {approval_minutes:g} min; checkpoint "
                  f"{checkpoint_minutes:g} min; node MTBF {node_mtbf_hours or 'none'} h; seed {seed}.")
-        path = write_report(results, report_dir, title="Simulation report", setup=setup, labels=trace.labels)
+        path = write_report(results, report_dir, title="Simulation report", setup=setup, labels=trace.labels,
+                            extra=worse_off.markdown(names[0], losers))
         click.echo(f"report: {path}", err=True)
+
+
+def _losers(scenario: Scenario, results: dict[str, StrategyResult],
+            remedies: int) -> dict[str, list[worse_off.Loser]]:
+    """Per strategy after the first, the teams it leaves worse off; for the rebalancer, what keeps them whole."""
+    names = list(results)
+    searched: list[worse_off.Loser] = []
+    if remedies and "rebalancer" in names[1:]:
+        searched = worse_off.search(scenario, results["rebalancer"], results[names[0]], max_teams=remedies)
+    return worse_off.report(results, searched)
 
 
 def _run(scenario: Scenario, names: list[str], *, progress: bool) -> dict[str, StrategyResult]:

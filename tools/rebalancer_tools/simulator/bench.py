@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
-from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy, synthetic
+from rebalancer_tools.simulator import (
+    STRATEGIES,
+    Failures,
+    Scenario,
+    StrategyResult,
+    run_strategy,
+    synthetic,
+    worse_off,
+)
 from rebalancer_tools.simulator.report import markdown_table, pool_tables
 from rebalancer_tools.simulator.teams import default_pool_teams, default_teams
 from rebalancer_tools.simulator.trace import load_trace
@@ -145,6 +153,17 @@ def _jain(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     return f"{a:.3f} vs {b:.3f}", a >= b
 
 
+def _worse_off(r: dict[str, StrategyResult]) -> tuple[str, bool]:
+    found = worse_off.losers(r["rebalancer"], r["builtin"])
+    return (", ".join(found[:3]) + (f" +{len(found) - 3}" if len(found) > 3 else "")) or "none", not found
+
+
+def _worst_week(r: dict[str, StrategyResult]) -> tuple[str, bool]:
+    fw = r["rebalancer"].fairness
+    x = fw.worst_ratio if fw else 1.0
+    return _shown(x, 0.8), x >= 0.8
+
+
 GOALS = (
     Goal("util ÷ pooled ≥ 0.99", _util),
     Goal("p95 wait ÷ pooled ≤ 1", _p95_pooled),
@@ -152,6 +171,8 @@ GOALS = (
     Goal("deficit ÷ builtin ≤ 0.2", _deficit),
     Goal("lost GPU-h ≤ builtin", _lost),
     Goal("Jain ≥ builtin", _jain),
+    Goal("teams (20+ jobs) with p95 > 1.1 × builtin's + 10 min: none", _worse_off),
+    Goal("worst team-week received ÷ entitled ≥ 0.8", _worst_week),
 )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
-from rebalancer_tools.simulator.metrics import entitlements
+from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
 from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
@@ -182,6 +182,9 @@ class Simulation:
                                  pool_busy={p: [] for p in self.pool_names},
                                  pool_capacity={p: [] for p in self.pool_names})
         self.end = 0.0
+        # Cumulative received and entitled accelerator-seconds per team (over the pools) at each week's end since
+        # the start: the per-week figures of `fairness_windows` are their differences.
+        self.week_marks: list[tuple[list[float], list[float]]] = []
 
     # --- events -------------------------------------------------------------------------------------------------
     def _push(self, t: float, kind: int, a: int = 0, b: int = 0) -> None:
@@ -260,7 +263,7 @@ class Simulation:
         totals = {f: total([getattr(pr, f) for pr in pools]) for f in POOL_FIELDS}
         return RawResult(teams=self.teams, end_s=self.end, window_s=self.window_s, **totals, job_team=self.jteam,
                          job_wait_s=self.waited, job_done=self.done, timeline=self.timeline, pools=pools,
-                         job_pool=self.jpool)
+                         job_pool=self.jpool, week_marks=self.week_marks)
 
     def _handle(self, kind: int, a: int, b: int) -> None:
         if kind == COMPLETE:
@@ -282,6 +285,8 @@ class Simulation:
 
     def _advance(self, t: float) -> None:
         dt = t - self.last
+        while (len(self.week_marks) + 1) * WEEK_S <= t:
+            self._mark_week((len(self.week_marks) + 1) * WEEK_S)
         if dt > 0:
             w = self.window_s
             wdt = min(t, w) - min(self.last, w)
@@ -289,11 +294,8 @@ class Simulation:
                 if wdt > 0:
                     self.busy_window[p] += self.used[p] * wdt
                     self.cap_window[p] += self.capacity[p] * wdt
-                if self.ent_dirty[p]:
-                    demand = [r + q for r, q in zip(team_run, self.team_pending[p], strict=True)]
-                    self.ent[p] = entitlements(float(self.capacity[p]), self.weights, demand)
-                    self.ent_dirty[p] = False
-                ent, received, entitled, deficit = self.ent[p], self.received[p], self.entitled[p], self.deficit[p]
+                ent = self._entitlements(p)
+                received, entitled, deficit = self.received[p], self.entitled[p], self.deficit[p]
                 for i, r in enumerate(team_run):
                     e = ent[i]
                     if r:
@@ -304,6 +306,27 @@ class Simulation:
                             deficit[i] += (e - r) * dt
         self.last = t
         self.now = t
+
+    def _entitlements(self, p: int) -> list[float]:
+        """Each team's entitlement in pool p for the state since the last event (recomputed when it changed)."""
+        if self.ent_dirty[p]:
+            demand = [r + q for r, q in zip(self.team_run[p], self.team_pending[p], strict=True)]
+            self.ent[p] = entitlements(float(self.capacity[p]), self.weights, demand)
+            self.ent_dirty[p] = False
+        return self.ent[p]
+
+    def _mark_week(self, boundary: float) -> None:
+        """The cumulative totals at `boundary` (inside the interval being advanced, at constant rates since
+        `self.last`), before the interval's own accumulation."""
+        part = boundary - self.last
+        nt = len(self.teams)
+        received, entitled = [0.0] * nt, [0.0] * nt
+        for p, team_run in enumerate(self.team_run):
+            ent = self._entitlements(p)
+            for i in range(nt):
+                received[i] += self.received[p][i] + team_run[i] * part
+                entitled[i] += self.entitled[p][i] + ent[i] * part
+        self.week_marks.append((received, entitled))
 
     # --- jobs ---------------------------------------------------------------------------------------------------
     def _enqueue(self, j: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rebalancer_tools.simulator.labels import renamed
@@ -98,22 +98,37 @@ def pool_tables(results: Mapping[str, StrategyResult]) -> list[str]:
     return lines
 
 
+def fairness_table(results: Mapping[str, StrategyResult]) -> list[str]:
+    """Per strategy, received ÷ entitled accelerator-hours over every team-week with a share: worst and 10th pct."""
+    rows = [(n, r.fairness) for n, r in results.items() if r.fairness is not None]
+    if not rows:
+        return []
+    hours = rows[0][1].hours if rows[0][1] else 168
+    lines = [f"## Fairness over {hours} h windows", "",
+             "Received ÷ entitled accelerator-hours, over every team and every window in which the team was "
+             "entitled to at least one accelerator-hour.", "",
+             "| strategy | team-windows | worst | 10th percentile |", "|---|---|---|---|"]
+    lines += [f"| {n} | {f.windows} | {f.worst_ratio:.2f} | {f.p10_ratio:.2f} |" for n, f in rows if f]
+    return [*lines, ""]
+
+
 def write_report(results: Mapping[str, StrategyResult], out_dir: str | Path, *, title: str, setup: str,
-                 labels: Mapping[str, str] | None = None) -> Path:
+                 labels: Mapping[str, str] | None = None, extra: Sequence[str] = ()) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = _plots(results, out)
     lines = [f"# {title}", "", setup, "", markdown_table(results), "", *pool_tables(results),
-             *labels_table(labels or {})]
+             *fairness_table(results), *extra, *labels_table(labels or {})]
     for name, r in results.items():
         lines += [f"## {name}: per team", "",
-                  "| team | jobs | done | wait p50 h | wait p95 h | preempt | lost GPU-h | received GPU-h | "
-                  "entitled GPU-h | deficit GPU-h | quota chg |", "|" + "---|" * 11]
+                  "| team | jobs | done | wait p50 h | wait p95 h | wait mean h | preempt | lost GPU-h | "
+                  "received GPU-h | entitled GPU-h | deficit GPU-h | worst week | quota chg |", "|" + "---|" * 13]
         for team, t in r.teams.items():
+            worst = "" if t.worst_week_ratio is None else f"{t.worst_week_ratio:.2f}"
             lines.append(f"| {team} | {t.jobs} | {t.jobs_completed} | {t.wait_p50_s / HOUR:.2f} | "
-                         f"{t.wait_p95_s / HOUR:.1f} | {t.preemptions} | {t.lost_gpu_hours:,.0f} | "
-                         f"{t.received_gpu_hours:,.0f} | {t.entitled_gpu_hours:,.0f} | "
-                         f"{t.entitlement_deficit_gpu_hours:,.0f} | {t.quota_changes} |")
+                         f"{t.wait_p95_s / HOUR:.1f} | {t.wait_mean_s / HOUR:.1f} | {t.preemptions} | "
+                         f"{t.lost_gpu_hours:,.0f} | {t.received_gpu_hours:,.0f} | {t.entitled_gpu_hours:,.0f} | "
+                         f"{t.entitlement_deficit_gpu_hours:,.0f} | {worst} | {t.quota_changes} |")
         lines.append("")
         if r.budgets:
             lines += [f"## {name}: budgets (accelerator-hours per period, % of the budget)", "",

@@ -63,3 +63,5 @@ class RawResult:
     timeline: Timeline
     pools: list[PoolRaw] = field(default_factory=list)
     job_pool: list[int] = field(default_factory=list)
+    # (received, entitled) accelerator-seconds per team, cumulative at the end of each whole week since the start
+    week_marks: list[tuple[list[float], list[float]]] = field(default_factory=list)

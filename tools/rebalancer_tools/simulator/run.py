@@ -138,14 +138,20 @@ def _queues(sc: Scenario, strategy: str) -> tuple[list[QueueSpec], list[int]]:
     return queues, [0] * len(teams) if strategy == "pooled" else list(range(len(teams)))
 
 
-def controller_for(sc: Scenario) -> Controller:
-    from rebalancer_tools.simulator.controller import PlannerController, default_policy
+def effective_policy(sc: Scenario) -> Policy:
+    """The rebalancer's policy: the scenario's, or the teams' weights with part of their hand-set quota guaranteed."""
+    from rebalancer_tools.simulator.controller import default_policy
 
     types = sc.instance_types
-    policy = sc.policy or default_policy(list(sc.teams), types[0] if len(types) == 1 else types,
-                                         sc.guarantee_fraction)
+    return sc.policy or default_policy(list(sc.teams), types[0] if len(types) == 1 else types, sc.guarantee_fraction)
+
+
+def controller_for(sc: Scenario) -> Controller:
+    from rebalancer_tools.simulator.controller import PlannerController
+
     pools = {p.name: p.nodes for p in sc.pool_specs}
-    return PlannerController(policy, list(sc.teams), pools, borrow_limit_percent=sc.borrow_limit_percent)
+    return PlannerController(effective_policy(sc), list(sc.teams), pools,
+                             borrow_limit_percent=sc.borrow_limit_percent)
 
 
 def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] | None = None,
