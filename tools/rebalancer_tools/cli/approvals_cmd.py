@@ -14,7 +14,7 @@ import click
 from rich.table import Table
 
 from rebalancer.errors import InvalidInput
-from rebalancer_tools.cli.history_cmd import open_store
+from rebalancer_tools.cli.history_cmd import open_store, table_options
 from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.run_ids import short_run
 
@@ -66,24 +66,13 @@ def resolve(given: str, pending: list[Pending], cluster: str) -> Pending:
                        field="APPROVAL", value=text)
 
 
-def _options(f: Any) -> Any:
-    for option in reversed((
-            click.option("--cluster", required=True, help="HyperPod cluster name."),
-            click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE)."),
-            click.option("--stack", help="Or the SAM stack name: its TableName output is the table."),
-            click.option("--region", help="AWS region (default: your AWS configuration)."),
-            click.option("--profile", help="AWS profile."))):
-        f = option(f)
-    return f
-
-
 @click.group()
 def approvals() -> None:
     """Pending approvals: list them, approve or reject one (as the review page and Slack do)."""
 
 
 @approvals.command("list")
-@_options
+@table_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def list_(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
           fmt: str) -> None:
@@ -136,7 +125,7 @@ def _decide(decision: str, given: str, cluster: str, table: str | None, stack: s
 
 
 def _decision_command(decision: str) -> click.Command:
-    @_options
+    @table_options
     @click.argument("approval")
     @click.option("--comment", help="Why: kept in the audit record.")
     @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")

@@ -132,7 +132,8 @@ def export_history(store: Any, cluster: str, since: datetime, now: datetime) -> 
     return export_lines(cluster, runs, store.samples.since(cluster, since), since=since, exported_at=now)
 
 
-def _table_options(f: Any) -> Any:
+def table_options(f: Any) -> Any:
+    """The options every command reading the controller's table takes (history, export, approvals)."""
     for option in reversed((
             click.option("--cluster", required=True, help="HyperPod cluster name."),
             click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE)."),
@@ -202,7 +203,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
 
 
 @history.command("export")
-@_table_options
+@table_options
 @click.option("--since", default="30d", show_default=True,
               help="How far back: 30d, 12h, 90m, 2w, or an ISO-8601 date.")
 @click.option("--output", "-o", required=True, type=OutputFile(),
