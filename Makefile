@@ -10,7 +10,7 @@ SAM_STAMP := .venv-sam/.installed
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
 
-.PHONY: help demo venv lint typecheck test test-fast bench lock clean sam-venv build browser
+.PHONY: help demo venv lint typecheck test test-fast test-install bench lock clean sam-venv build browser
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,6 +37,11 @@ demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 onl
 # +30% CPU: each worker starts its own emulator and stack). Try it elsewhere with `make test PYTEST_ARGS="-n 2"`.
 test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of the
+# oldest and newest supported Python; `make test` checks the same wheel offline against .venv. About 90 s per Python.
+test-install: $(STAMP) ## the laptop install on Python 3.12 and 3.13: the wheel, its [tools] extra, dev.lock's pins
+	$(PY) scripts/test_install.py 12 13
 
 # The approval page's browser tests drive Debian's chromium through Playwright (no browser download of its own).
 # About 70 s the first time (apt-get update + install, measured on the dev machine); nothing after that.

@@ -1,0 +1,71 @@
+"""`make test-install`: the laptop install as a user makes it, on the oldest and the newest supported Python.
+
+Builds the wheel from the sources (as tests/infra/test_wheel_install.py does, the package's _assets links followed),
+installs it with the `[tools]` extra into a fresh virtualenv of each Python named on the command line, with
+requirements/dev.lock as constraints (the versions the tests ran), from the package index, and runs the installed
+`rebalancer` outside the checkout: `--version`, then a plan of the shipped example policy and snapshot. Needs the
+package index; `make test` stays offline and checks the same wheel against the shared virtualenv.
+
+    python scripts/test_install.py 12 13
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+def run(*args: str | Path, cwd: Path) -> str:
+    done = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"test-install: {' '.join(map(str, args))} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def build_wheel(work: Path) -> Path:
+    src = work / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "layers/core/rebalancer", src / "layers/core/rebalancer", ignore=SKIP)
+    shutil.copytree(ROOT / "tools/rebalancer_tools", src / "tools/rebalancer_tools", ignore=SKIP, symlinks=False)
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w",
+        work / "dist", src, cwd=src)
+    [wheel] = (work / "dist").glob("hyperpod_rebalancer-*.whl")
+    return wheel
+
+
+def check(minor: str, wheel: Path, work: Path) -> None:
+    interp = run(ROOT / "scripts/find-python", minor, cwd=ROOT).strip()
+    run(interp, "-c", f"import sys; assert sys.version_info[:2] == (3, {minor}), sys.version", cwd=work)
+    venv = work / f"py3{minor}"
+    run(interp, "-m", "venv", venv, cwd=work)
+    run(venv / "bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[tools]",
+        "-c", ROOT / "requirements/dev.lock", cwd=work)
+    rebalancer = venv / "bin/rebalancer"
+    version = run(rebalancer, "--version", cwd=work).strip()
+    examples = Path(run(venv / "bin/python", "-c", "import pathlib, rebalancer_tools; "
+                        "print(pathlib.Path(rebalancer_tools.__file__).parent / '_assets' / 'examples')",
+                        cwd=work).strip())
+    plan = run(rebalancer, "plan", "--policy", examples / "policy.yaml", "--snapshot", examples / "snapshot.json",
+               "--format", "json", cwd=work)
+    print(f"python 3.{minor}: {version}; plan of the shipped example: {len(plan)} bytes of JSON")
+
+
+def main() -> None:
+    minors = sys.argv[1:] or ["12", "13"]
+    with tempfile.TemporaryDirectory(prefix="rebalancer-install-") as tmp:
+        work = Path(tmp)
+        wheel = build_wheel(work)
+        for minor in minors:
+            check(minor, wheel, work)
+
+
+if __name__ == "__main__":
+    main()
