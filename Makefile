@@ -39,7 +39,8 @@ test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of the
-# oldest and newest supported Python; `make test` checks the same wheel offline against .venv. About 90 s per Python.
+# oldest and newest supported Python, each running a plan and the demo; `make test` checks the same wheel offline
+# against .venv. About two minutes per Python.
 test-install: $(STAMP) ## the laptop install on Python 3.12 and 3.13: the wheel, its [tools] extra, dev.lock's pins
 	$(PY) scripts/test_install.py 12 13
 

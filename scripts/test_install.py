@@ -3,8 +3,9 @@
 Builds the wheel from the sources (as tests/infra/test_wheel_install.py does, the package's _assets links followed),
 installs it with the `[tools]` extra into a fresh virtualenv of each Python named on the command line, with
 requirements/dev.lock as constraints (the versions the tests ran), from the package index, and runs the installed
-`rebalancer` outside the checkout: `--version`, then a plan of the shipped example policy and snapshot. Needs the
-package index; `make test` stays offline and checks the same wheel against the shared virtualenv.
+`rebalancer` outside the checkout: `--version`, a plan of the shipped example policy and snapshot, and the demo
+(every scenario as expected). Needs the package index; `make test` stays offline and checks the same wheel against
+the shared virtualenv.
 
     python scripts/test_install.py 12 13
 """
@@ -55,7 +56,12 @@ def check(minor: str, wheel: Path, work: Path) -> None:
                         cwd=work).strip())
     plan = run(rebalancer, "plan", "--policy", examples / "policy.yaml", "--snapshot", examples / "snapshot.json",
                "--format", "json", cwd=work)
-    print(f"python 3.{minor}: {version}; plan of the shipped example: {len(plan)} bytes of JSON")
+    demo = work / f"demo-3{minor}"
+    run(rebalancer, "demo", "--out", demo, cwd=work)
+    verdict = (demo / "demo-report.md").read_text().splitlines()[2]
+    if not verdict.startswith("**Every scenario ended as expected**"):
+        sys.exit(f"test-install: the installed demo on Python 3.{minor}: {verdict}")
+    print(f"python 3.{minor}: {version}; plan of the shipped example: {len(plan)} bytes of JSON; demo: {verdict}")
 
 
 def main() -> None:

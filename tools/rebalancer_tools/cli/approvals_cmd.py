@@ -46,7 +46,8 @@ def pending_approvals(store: Any, cluster: str, now: datetime) -> list[Pending]:
         if rec is None or rec.status != "pending" or rec.decide_by <= now:
             continue
         execution = str(record["execution"])
-        plan = load_plan(store, RunRef(cluster_name=cluster, execution_name=execution, execution_arn=rec.execution_arn))
+        plan = load_plan(store.artifacts, RunRef(cluster_name=cluster, execution_name=execution,
+                                                 execution_arn=rec.execution_arn))
         out.append(Pending(approval_id, execution, rec.decide_by, movement(plan.changes), plan.approval_reasons))
     return out
 
