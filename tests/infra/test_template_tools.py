@@ -86,7 +86,7 @@ def _run(path: list[Path], code: str, env: dict[str, str] | None = None) -> subp
 def test_sam_build_and_the_built_handlers_import(build: Path, importable: Path) -> None:
     python = build / "CoreLayer" / "python"
     assert (python / "rebalancer" / "app" / "__init__.py").is_file()
-    assert (python / "rebalancer" / "app" / "templates" / "review.html.j2").is_file()  # package data ships too
+    assert (python / "rebalancer" / "app" / "approvals" / "templates" / "review.html.j2").is_file()  # package data too
     assert (python / "aws_lambda_powertools").is_dir()
     assert not (python / "rebalancer_tools").exists()
     for function in (ROOT / "functions").iterdir():

@@ -78,7 +78,7 @@ def test_a_stack_without_the_output_and_a_missing_table_are_one_line(store: Stor
 
 def test_the_id_history_shows_is_the_one_snapshot_of_takes(store: Store, tmp_path: Path) -> None:
     for execution in ("c-1-20261130T120000", "c-1-cli20261130T130000", "c-1-cli20261130T140000"):
-        store.audit("c-1", execution, "apply", outcome="applied")
+        store.audit.append("c-1", execution, "apply", outcome="applied")
         store.artifacts.put(execution, "SNAPSHOT", {"quotas": [], "taken_at": execution[-15:]})
     code, table = run("history", "--cluster", "c-1", "--table", "audit-table")
     assert code == 0
@@ -94,7 +94,7 @@ def test_the_id_history_shows_is_the_one_snapshot_of_takes(store: Store, tmp_pat
 
 def test_piped_history_is_one_line_per_record_and_usage_says_when_nothing_is_metered(store: Store,
                                                                                        tmp_path: Path) -> None:
-    store.audit("c1", "c1-20261130T120000", "apply", outcome="applied", who="alice",
+    store.audit.append("c1", "c1-20261130T120000", "apply", outcome="applied", who="alice",
                 before={"research": {"ml.p5.48xlarge": 12}, "inference": {"ml.p5.48xlarge": 4}},
                 after={"research": {"ml.p5.48xlarge": 8}, "inference": {"ml.p5.48xlarge": 8}})
     code, out = run("history", "--cluster", "c1", "--table", "audit-table")
