@@ -42,8 +42,6 @@ from rebalancer.domain.snapshot import (
     Demand,
     InstanceGroup,
     NodeStatus,
-    QuotaConfig,
-    QuotaTarget,
     Resources,
     Snapshot,
 )
@@ -289,14 +287,7 @@ def _apply(plan: Plan, quotas: dict[str, ComputeQuota], now: datetime) -> None:
                 **p, "ComputeQuotaId": f"bt-new-{r.team}", "ComputeQuotaVersion": 1, "Status": "Created",
                 "CreationTime": now, "LastModifiedTime": now})
             continue
-        update: dict[str, Any] = {"ComputeQuotaVersion": q.ComputeQuotaVersion + 1, "LastModifiedTime": now}
-        if "ComputeQuotaConfig" in p:
-            update["ComputeQuotaConfig"] = QuotaConfig.model_validate(p["ComputeQuotaConfig"])
-        if "ComputeQuotaTarget" in p:
-            update["ComputeQuotaTarget"] = QuotaTarget.model_validate(p["ComputeQuotaTarget"])
-        if "ActivationState" in p:
-            update["ActivationState"] = p["ActivationState"]
-        quotas[r.team] = q.model_copy(update=update)
+        quotas[r.team] = q.updated(p, ComputeQuotaVersion=q.ComputeQuotaVersion + 1, LastModifiedTime=now)
 
 
 def replay_policy(policy: Policy) -> Policy:

@@ -8,6 +8,7 @@ ListClusterNodes and DescribeComputeQuota output plus the demand read from Kueue
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -189,6 +190,18 @@ class ComputeQuota(AwsShape):
     def resource(self, instance_type: str) -> ComputeQuotaResource | None:
         return next((r for r in self.ComputeQuotaConfig.ComputeQuotaResources if r.InstanceType == instance_type),
                     None)
+
+    def updated(self, parameters: Mapping[str, Any], **fields: Any) -> ComputeQuota:
+        """The quota as it is once an UpdateComputeQuota with `parameters` is applied (`fields`: what the service
+        sets besides, such as the version)."""
+        update: dict[str, Any] = dict(fields)
+        if "ComputeQuotaConfig" in parameters:
+            update["ComputeQuotaConfig"] = QuotaConfig.model_validate(parameters["ComputeQuotaConfig"])
+        if "ComputeQuotaTarget" in parameters:
+            update["ComputeQuotaTarget"] = QuotaTarget.model_validate(parameters["ComputeQuotaTarget"])
+        if "ActivationState" in parameters:
+            update["ActivationState"] = parameters["ActivationState"]
+        return self.model_copy(update=update)
 
 
 class ClusterSchedulerConfig(AwsShape):

@@ -27,7 +27,7 @@ from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport, ChangeOutcome, WriteOperation
 from rebalancer.domain.plan import QuotaRequest
 from rebalancer.domain.pools import PoolKey, held
-from rebalancer.domain.snapshot import ComputeQuota, QuotaConfig, QuotaTarget
+from rebalancer.domain.snapshot import ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
 
 SETTLED = frozenset({"Created", "Updated"})
@@ -97,18 +97,6 @@ def raises_any(before: ComputeQuota | None, after: ComputeQuota | None) -> bool:
     return any(v > a.get(k, 0.0) + 1e-9 for k, v in b.items())
 
 
-def _with(quota: ComputeQuota, parameters: dict[str, Any]) -> ComputeQuota:
-    """`quota` as it will be once `parameters` (an Update request) are applied."""
-    update: dict[str, Any] = {}
-    if "ComputeQuotaConfig" in parameters:
-        update["ComputeQuotaConfig"] = QuotaConfig.model_validate(parameters["ComputeQuotaConfig"])
-    if "ComputeQuotaTarget" in parameters:
-        update["ComputeQuotaTarget"] = QuotaTarget.model_validate(parameters["ComputeQuotaTarget"])
-    if "ActivationState" in parameters:
-        update["ActivationState"] = parameters["ActivationState"]
-    return quota.model_copy(update=update)
-
-
 def _created(parameters: dict[str, Any]) -> ComputeQuota:
     return ComputeQuota.model_validate({
         "ComputeQuotaId": "(new)", "Name": parameters.get("Name", "(new)"), "ComputeQuotaVersion": 0,
@@ -173,7 +161,7 @@ class QuotaWriter:
             if was is None:
                 raise ApplyFailed(f"UpdateComputeQuota for team {r.team}: quota {qid} is not among the quotas read "
                                   "for this plan; re-read the cluster and plan again")
-            after = _with(was, r.parameters)
+            after = was.updated(r.parameters)
             steps.append(Step(r.team, r.operation, dict(r.parameters), was.ComputeQuotaId, raises_any(was, after)))
             current[was.ComputeQuotaId] = after
         run = self._execute(steps)

@@ -243,55 +243,30 @@ def _refusal(status: int, title: str, e: Exception, *, allow: str | None = None,
     return _html(status, message_page(title, str(e), execution_url=app.context.get("execution_url")), allow=allow)
 
 
-@app.exception_handler(InvalidInput)  # type: ignore[untyped-decorator]
-def invalid_input(e: InvalidInput) -> Response[str]:
-    return _refusal(400, "Nothing changed", e)
+# kind → status, page title, and whether a Slack button's request gets Slack's reply instead (its decision's outcome).
+REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
+    (InvalidInput, 400, "Nothing changed", False),
+    (BadLink, 403, "Link not valid", False),
+    (LinkExpired, 410, "Link expired", False),
+    (SignInRequired, 401, "Sign-in required", False),
+    (MethodNotAllowed, 405, "Use the review page", False),
+    (NotFound, 404, "Not found", False),
+    (UnknownApproval, 404, "No such approval", True),
+    (ConflictError, 409, "Nothing changed", True),  # ApprovalNotPending (decided, expired), FormAlreadySubmitted
+    (RunNotWaiting, 410, "Nothing changed", True),
+    (DecisionNotDelivered, 502, "Not delivered", True),
+)
 
 
-@app.exception_handler(BadLink)  # type: ignore[untyped-decorator]
-def bad_link(e: BadLink) -> Response[str]:
-    return _refusal(403, "Link not valid", e)
+def _register(kind: type[Exception], status: int, title: str, to_slack: bool) -> None:
+    def refuse(e: Exception) -> Response[str]:
+        return _refusal(status, title, e, allow=getattr(e, "allow", None), to_slack=to_slack)
+
+    app.exception_handler(kind)(refuse)
 
 
-@app.exception_handler(LinkExpired)  # type: ignore[untyped-decorator]
-def link_expired(e: LinkExpired) -> Response[str]:
-    return _refusal(410, "Link expired", e)
-
-
-@app.exception_handler(SignInRequired)  # type: ignore[untyped-decorator]
-def sign_in_required(e: SignInRequired) -> Response[str]:
-    return _refusal(401, "Sign-in required", e)
-
-
-@app.exception_handler(MethodNotAllowed)  # type: ignore[untyped-decorator]
-def method_not_allowed(e: MethodNotAllowed) -> Response[str]:
-    return _refusal(405, "Use the review page", e, allow=e.allow)
-
-
-@app.exception_handler(NotFound)  # type: ignore[untyped-decorator]
-def not_found_kind(e: NotFound) -> Response[str]:
-    return _refusal(404, "Not found", e)
-
-
-@app.exception_handler(UnknownApproval)  # type: ignore[untyped-decorator]
-def unknown_approval(e: UnknownApproval) -> Response[str]:
-    return _refusal(404, "No such approval", e, to_slack=True)
-
-
-@app.exception_handler(ConflictError)  # type: ignore[untyped-decorator]
-def conflict(e: ConflictError) -> Response[str]:
-    """ApprovalNotPending (decided already, expired, unknown) and FormAlreadySubmitted."""
-    return _refusal(409, "Nothing changed", e, to_slack=True)
-
-
-@app.exception_handler(RunNotWaiting)  # type: ignore[untyped-decorator]
-def run_not_waiting(e: RunNotWaiting) -> Response[str]:
-    return _refusal(410, "Nothing changed", e, to_slack=True)
-
-
-@app.exception_handler(DecisionNotDelivered)  # type: ignore[untyped-decorator]
-def not_delivered(e: DecisionNotDelivered) -> Response[str]:
-    return _refusal(502, "Not delivered", e, to_slack=True)
+for _kind, _status, _title, _to_slack in REFUSALS:
+    _register(_kind, _status, _title, _to_slack)
 
 
 @app.not_found
