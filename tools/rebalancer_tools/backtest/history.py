@@ -24,7 +24,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from rebalancer.domain.sample import DemandSample, sample_of
 from rebalancer.domain.snapshot import ComputeQuota, Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import MAX_LINES, json_lines, parse_line, short
+from rebalancer.parsing.loading import MAX_LINES, json_lines, parse_line
+from rebalancer.parsing.text import short
 from rebalancer.parsing.validation import load_model
 
 GZIP_MAGIC = b"\x1f\x8b"

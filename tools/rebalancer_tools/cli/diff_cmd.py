@@ -12,7 +12,8 @@ import click
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import load_document, load_model_file, short
+from rebalancer.parsing.loading import load_document, load_model_file
+from rebalancer.parsing.text import short
 from rebalancer_tools.cli.params import InputFile
 from rebalancer_tools.drift import find_drift
 

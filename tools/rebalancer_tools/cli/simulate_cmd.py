@@ -11,7 +11,8 @@ import click
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import load_model_file, short
+from rebalancer.parsing.loading import load_model_file
+from rebalancer.parsing.text import short
 from rebalancer_tools.cli.params import SEED, InputFile, Number, OutputDir, Whole, whole
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy, worse_off
 from rebalancer_tools.simulator.labels import renamed

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import read_text, short
+from rebalancer.parsing.loading import read_text
+from rebalancer.parsing.text import short
 
 CSV_MAX_BYTES = 16 * 1024 * 1024  # teams and node events are hand-written; traces have their own limit
 TRACE_MAX_BYTES = 512 * 1024 * 1024  # the whole Philly trace is ~10 MB

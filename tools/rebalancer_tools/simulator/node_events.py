@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import MAX_NUMBER, short
+from rebalancer.parsing.loading import MAX_NUMBER
+from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.csv_rows import csv_rows
 from rebalancer_tools.simulator.engine import NodeEvent
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import short
+from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.engine import Controller, Failures, PoolSpec, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
 from rebalancer_tools.simulator.metrics import StrategyResult, summarize

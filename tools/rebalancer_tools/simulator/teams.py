@@ -10,7 +10,8 @@ from pathlib import Path
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import MAX_WEIGHT, MIN_WEIGHT, TEAM_NAME
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import MAX_NUMBER, short
+from rebalancer.parsing.loading import MAX_NUMBER
+from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.csv_rows import csv_rows
 from rebalancer_tools.simulator.trace import TraceJob
 

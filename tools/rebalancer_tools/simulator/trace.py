@@ -15,7 +15,8 @@ from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import MAX_NUMBER, read_text, short
+from rebalancer.parsing.loading import MAX_NUMBER, read_text
+from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.csv_rows import TRACE_MAX_BYTES, csv_reader_rows
 from rebalancer_tools.simulator.labels import fold, is_team_name, team_names
 

@@ -19,7 +19,8 @@ NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)
 
 
 class EnvConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    # Built when loaded: a handler reads one of these six and never builds the other five.
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
 
     table_name: NonEmpty = Field(alias="TABLE_NAME")
     managed_clusters: tuple[str, ...] = Field(alias="MANAGED_CLUSTERS")

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-import yaml
 from pydantic import BaseModel
 
 from rebalancer.errors import InvalidInput
+from rebalancer.parsing.text import VALUE_SHOWN, short
 from rebalancer.parsing.validation import load_model
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,16 +36,9 @@ MAX_BYTES = 64 * 1024 * 1024  # a snapshot of 1,000 teams x 15 types is ~3 MB
 POLICY_MAX_BYTES = 2 * 1024 * 1024  # SSM's advanced tier holds 8 KB; a policy file 250 times that is not a policy
 MAX_DEPTH = 64  # the deepest model (snapshot → quota → config → sharing → limits → resource) is 8 levels
 MAX_NUMBER = 1e15  # beyond any count of accelerators, vCPUs, GiB, versions or epoch milliseconds
-VALUE_SHOWN = 60  # characters of an offending value an error message shows
 LINE_MAX_BYTES = 16 * 1024 * 1024  # a JSON line holding a snapshot of 1,000 teams x 15 types is ~3 MB
 READ_CHUNK = 1024 * 1024
 MAX_LINES = 10_000_000  # a year of samples every five minutes for ninety clusters
-
-
-def short(value: Any, limit: int = VALUE_SHOWN) -> str:
-    """repr(value) cut to `limit` characters, for one-line error messages."""
-    text = repr(value) if not isinstance(value, str | bytes) or len(value) <= limit * 4 else repr(value[:limit * 4])
-    return text if len(text) <= limit else f"{text[:limit - 1]}…"
 
 
 class LineReader(Protocol):
@@ -131,76 +123,6 @@ def parse_json(text: str, source: str) -> Any:
         raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
 
 
-class _SafeLoader(yaml.SafeLoader):
-    """The safe loader without aliases (no expansion bombs, no shared mutable nodes) and without duplicate keys."""
-
-    source = "(yaml)"
-    depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            mark = event.start_mark
-            raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: YAML aliases (*{event.anchor}) "
-                               "are not accepted; write the value out", source=self.source)
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: nested more than {MAX_DEPTH} "
-                               "levels deep", source=self.source)
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                mark = key_node.start_mark
-                raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: a mapping key must be a plain "
-                                   "value", source=self.source) from None
-            if duplicate:
-                mark = key_node.start_mark
-                raise InvalidInput(f"line {mark.line + 1}, column {mark.column + 1}: duplicate key {short(key)} "
-                                   "(each key may appear once)", source=self.source, value=key)
-        return super().construct_mapping(node, deep=deep)
-
-
-# YAML 1.1 (PyYAML) reads `1e9` and `1.5e3` as strings: its floats need a dot and a signed exponent. The policy's
-# models are strict (a string is no number), so numbers in exponent form are read as YAML 1.2 reads them.
-_SafeLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."))
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    loader: _SafeLoader | None = None
-    try:
-        loader = _SafeLoader(text)  # the reader refuses control characters here already
-        loader.source = source
-        return loader.get_single_data()
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InvalidInput(f"{where}not valid YAML/JSON: {short(problem, 120)}", source=source) from None
-    except InvalidInput:  # an alias or a duplicate key, said by the loader (an InvalidInput is a ValueError too)
-        raise
-    except ValueError as e:  # an integer of more digits than Python converts, a bad date
-        raise InvalidInput(f"not a valid YAML value: {short(str(e), 120)}", source=source) from None
-    except RecursionError:
-        raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-
-
 def _walk(data: Any) -> Iterator[tuple[str, Any, int]]:
     """(path, value, depth) of every value, without recursion."""
     stack: list[tuple[str, Any, int]] = [("", data, 1)]
@@ -277,7 +199,13 @@ def parse_line(text: str, source: str) -> Any:
 def parse(text: str, source: str, fmt: Format = "auto") -> Any:
     """Text into checked data. `auto`: JSON when it looks like JSON (an object or array), YAML otherwise."""
     as_json = fmt == "json" or (fmt == "auto" and text.lstrip()[:1] in ("{", "["))
-    data = parse_json(text, source) if as_json else parse_yaml(text, source)
+    if as_json:
+        data = parse_json(text, source)
+    else:
+        # Here, not at the top: a JSON document (an AppConfig policy, a snapshot, any state) never loads the YAML
+        # parser, about a tenth of a cold start's import on top of the floor.
+        from rebalancer.parsing import yaml_text
+        data = yaml_text.parse_yaml(text, source, max_depth=MAX_DEPTH)
     return check_values(data, source)
 
 

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from typing import Any
 
+VALUE_SHOWN = 60  # characters of an offending value an error message shows
 UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 BREAKS = frozenset("\t\n\r\v\f\x85\u2028\u2029")  # white space that ends a line: kept as one space
 _SPACES = re.compile(r"\s+")
@@ -45,3 +46,9 @@ def printable(value: Any) -> str:
     """str(value) with every unsafe character shown as its escape; line breaks too."""
     text = value if isinstance(value, str) else str(value)
     return "".join(ch.encode("unicode_escape").decode("ascii") if _unsafe(ch) else ch for ch in text)
+
+
+def short(value: Any, limit: int = VALUE_SHOWN) -> str:
+    """repr(value) cut to `limit` characters, for one-line error messages."""
+    text = repr(value) if not isinstance(value, str | bytes) or len(value) <= limit * 4 else repr(value[:limit * 4])
+    return text if len(text) <= limit else f"{text[:limit - 1]}…"

@@ -14,7 +14,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.snapshot import ComputeQuota
 from rebalancer.errors import InvalidInput, UnknownInstanceType
-from rebalancer.parsing.loading import short
+from rebalancer.parsing.text import short
 
 SHOWN_IDS = 3
 
