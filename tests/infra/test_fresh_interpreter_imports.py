@@ -30,7 +30,8 @@ def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
 # (and the CLI), the budget use cases where nothing is metered, the approvals and Slack only where a person is asked,
 # Kueue's client only where it is read, the collect adapters only where a cluster is read, Powertools idempotency
 # only in the steps that write (Apply, Rollback), Powertools parameters only where a secret or the policy is read;
-# asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt).
+# asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt);
+# the YAML parser nowhere at init (Plan loads it when a policy is YAML, not JSON).
 PLANNING = ("rebalancer.planning", "rebalancer.domain.policy")
 COLLECT = "rebalancer.adapters.collect"
 IDEMPOTENCY = "aws_lambda_powertools.utilities.idempotency"
@@ -47,7 +48,7 @@ NEVER_LOADED = {
     "notify": (*PLANNING, "rebalancer.app.budgets", "rebalancer.app.approvals", "kubernetes", COLLECT, IDEMPOTENCY),
     "approval": (*PLANNING, "rebalancer.app.budgets", "kubernetes", COLLECT, IDEMPOTENCY),
 }
-NOWHERE = ("asyncio",)
+NOWHERE = ("asyncio", "yaml")
 
 
 @pytest.mark.parametrize("function", sorted(p.name for p in FUNCTIONS.iterdir() if (p / "app.py").is_file()))
