@@ -29,6 +29,8 @@ VALUES = {
     "TriggerDeadLetterQueue": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{STACK}-dlq",
     "TriggerDeadLetterQueue.Arn": ARN.format("sqs", f"{STACK}-dlq"),
     "PolicyParameterPrefix": "/hyperpod-rebalancer/policy", "EksClusterName": "hyperpod-eks",
+    "PolicyApplication": "abc1234", "PolicyEnvironment": "def5678", "PolicyConfigurationProfile": "0a1b2c3",
+    "PolicyPlanErrorsAlarm.Arn": ARN.format("cloudwatch", f"alarm:{STACK}-policy-plan-errors"),
     **{f"{fn}Function": f"{STACK}-{fn}Function-1A2B3C" for fn in
        ("Trigger", "Collect", "Plan", "Apply", "Verify", "Rollback", "Notify", "Approval", "Observe")},
 }
@@ -41,7 +43,7 @@ PRINCIPALS = policies.principals(TEMPLATE)
 def test_every_principal_with_a_policy_is_checked() -> None:
     assert set(PRINCIPALS) == {
         "ClusterReaderRole", "TriggerFunction", "PlanFunction", "ApplyFunction", "VerifyFunction",
-        "RollbackFunction", "NotifyFunction", "ApprovalFunction", "RebalanceStateMachine"}
+        "RollbackFunction", "NotifyFunction", "ApprovalFunction", "RebalanceStateMachine", "PolicyMonitorRole"}
     assert policies.role_of(TEMPLATE, "CollectFunction") == policies.role_of(TEMPLATE, "ObserveFunction") == \
         "ClusterReaderRole"
 
@@ -102,7 +104,9 @@ ENV = {"TABLE_NAME": VALUES["Table"], "TOPIC_ARN": VALUES["Topic"],
        "POLICY_PARAMETER_PREFIX": VALUES["PolicyParameterPrefix"],
        "APPROVAL_SIGNING_SECRET_ARN": VALUES["ApprovalSigningSecret"],
        "SLACK_WEBHOOK_SECRET_ARN": VALUES["SlackWebhookSecretArn"],
-       "SLACK_SIGNING_SECRET_ARN": VALUES["SlackSigningSecretArn"]}
+       "SLACK_SIGNING_SECRET_ARN": VALUES["SlackSigningSecretArn"],
+       "APPCONFIG_APPLICATION": VALUES["PolicyApplication"], "APPCONFIG_ENVIRONMENT": VALUES["PolicyEnvironment"],
+       "APPCONFIG_PROFILE": VALUES["PolicyConfigurationProfile"]}
 FUNCTIONS = {Path(r["Properties"]["CodeUri"]).name: logical for logical, r in TEMPLATE["Resources"].items()
              if r["Type"] == "AWS::Serverless::Function"}
 
