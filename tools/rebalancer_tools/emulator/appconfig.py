@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs; the emulator uses two calls
 from moto.appconfig import urls as appconfig_urls
 from moto.appconfig.models import AppConfigBackend, Application, appconfig_backends
 from moto.appconfig.responses import AppConfigResponse
@@ -162,11 +162,11 @@ def validate(config_profile: Any, content: bytes) -> None:
         errors = sorted(jsonschema.Draft4Validator(json.loads(validator["Content"])).iter_errors(doc),
                         key=lambda e: list(map(str, e.absolute_path)))
         if errors:
-            e = _deepest(errors[0])
-            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path) or "."
-            details = {"InvalidConfiguration": [{"Constraint": str(e.validator), "Location": f"${where}",
-                                                 "Reason": e.message, "Type": "Schema"}]}
-            raise BadRequest(f"Configuration failed validation: ${where}: {e.message}", details)
+            first = _deepest(errors[0])
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path) or "."
+            details = {"InvalidConfiguration": [{"Constraint": str(first.validator), "Location": f"${where}",
+                                                 "Reason": first.message, "Type": "Schema"}]}
+            raise BadRequest(f"Configuration failed validation: ${where}: {first.message}", details)
 
 
 def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
