@@ -82,9 +82,10 @@ def test_a_bad_policy_is_refused_by_the_validator_naming_the_field_and_the_deplo
         stack: tuple[LocalStack, EmulatorHandle, TickingClock]) -> None:
     s, emu, clock = stack
     ac = emu.client("appconfig")
-    bad = json.loads(json.dumps({"mode": "dry-run", "teams": {"team-0000": {"weight": -3}}}))
+    bad = {"mode": "dry-run", "teams": {"team-0000": {"weight": -3}}}
     version = ac.create_hosted_configuration_version(
-        ApplicationId=s.appconfig["PolicyApplication"], ConfigurationProfileId=s.appconfig["PolicyConfigurationProfile"],
+        ApplicationId=s.appconfig["PolicyApplication"],
+        ConfigurationProfileId=s.appconfig["PolicyConfigurationProfile"],
         Content=json.dumps(bad).encode(), ContentType="application/json")["VersionNumber"]
     with pytest.raises(ClientError) as refused:
         ac.start_deployment(ApplicationId=s.appconfig["PolicyApplication"],
@@ -94,7 +95,8 @@ def test_a_bad_policy_is_refused_by_the_validator_naming_the_field_and_the_deplo
                             ConfigurationVersion=str(version))
     message = refused.value.response["Error"]["Message"]
     assert refused.value.response["Error"]["Code"] == "BadRequestException"
-    assert "\n" not in message and "$.teams.team-0000.weight" in message, message
+    assert "\n" not in message
+    assert "$.teams.team-0000.weight" in message, message
 
     plan = planned(s, clock)  # the 1,000-team policy is still the deployed one
     assert len(created(plan)) == TEAMS
