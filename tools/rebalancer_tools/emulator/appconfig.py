@@ -1,9 +1,9 @@
 """What moto lacks of AWS AppConfig, added to moto's AppConfig backend the way install.py extends SageMaker:
-environments (with their monitors), deployment strategies (AWS's predefined ones and created ones), deployments
-(StartDeployment, GetDeployment, ListDeployments) that run each JSON_SCHEMA validator of the profile (draft 4, as
-AppConfig does) before anything is deployed, and the AppConfig Data API (StartConfigurationSession,
-GetLatestConfiguration) serving the latest deployed hosted configuration version — so real boto3 clients and
-Powertools' AppConfigProvider work against the emulator in process and over HTTP.
+ListHostedConfigurationVersions, environments (with their monitors), deployment strategies (AWS's predefined ones
+and created ones), deployments (StartDeployment, GetDeployment, ListDeployments) that run each JSON_SCHEMA validator
+of the profile (draft 4, as AppConfig does) before anything is deployed, and the AppConfig Data API
+(StartConfigurationSession, GetLatestConfiguration) serving the latest deployed hosted configuration version — so
+real boto3 clients and Powertools' AppConfigProvider work against the emulator in process and over HTTP.
 
 A deployment completes at once (no growth steps or bake time are simulated); `roll_back` undoes the latest one as
 a CloudWatch alarm on the environment would.
@@ -305,6 +305,15 @@ def list_deployments(self: Any) -> str:
     return json.dumps({"Items": [_public(d) for d in reversed(env.deployments)]})
 
 
+def list_hosted_configuration_versions(self: Any) -> str:
+    parts = _path_ids(self)
+    config_profile = _backend(self).get_configuration_profile(parts[1], parts[3])
+    items = [{"ApplicationId": v.app_id, "ConfigurationProfileId": v.config_id, "VersionNumber": v.version,
+              "Description": v.description, "ContentType": v.content_type, "VersionLabel": v.version_label}
+             for _, v in sorted(config_profile.config_versions.items(), reverse=True)]
+    return json.dumps({"Items": items})
+
+
 class AppConfigDataResponse(BaseResponse):
     """The AppConfig Data API, served on the AppConfig backend (its requests are signed for `appconfig`)."""
 
@@ -353,6 +362,7 @@ _APPCONFIG_METHODS = {
     "list_environments": list_environments, "create_deployment_strategy": create_deployment_strategy,
     "get_deployment_strategy": get_deployment_strategy, "start_deployment": start_deployment_method,
     "get_deployment": get_deployment, "list_deployments": list_deployments,
+    "list_hosted_configuration_versions": list_hosted_configuration_versions,
 }
 
 
