@@ -139,3 +139,17 @@ def test_every_action_granted_is_called_or_a_dependent_of_one(principal: str) ->
     behalf = {a for f in functions for a in prerequisites.ON_OUR_BEHALF.get(f, ())}
     granted = {a for s in policies.statements(TEMPLATE, principal, RESOLVE) for a in s.actions}
     assert granted - called - dependent - behalf - GRANTED_NOT_CALLED == set()
+
+
+@pytest.mark.parametrize("function", ["apply", "rollback"])
+def test_the_template_grants_the_update_and_delete_grants_doctor_simulates(function: str) -> None:
+    """On the stack's EKS cluster (EksClusterName set) they are allowed; on another EKS cluster they are not."""
+    doc = json.dumps(policies.documents(policies.statements(TEMPLATE, FUNCTIONS[function], RESOLVE)))
+    calls = prerequisites.update_delete_calls(function, partition="aws", region=REGION, account=ACCOUNT,
+                                              eks_cluster=VALUES["EksClusterName"])
+    denied = [c for c in calls if IAMPolicy(doc).is_action_permitted(*c) is not PermissionResult.PERMITTED]
+    assert denied == []
+    elsewhere = prerequisites.update_delete_calls(function, partition="aws", region=REGION, account=ACCOUNT,
+                                                  eks_cluster="another-eks")
+    assert {a for a, r in elsewhere if IAMPolicy(doc).is_action_permitted(a, r) is not PermissionResult.PERMITTED} \
+        == {a for a, _ in elsewhere if a.startswith("eks:")}
