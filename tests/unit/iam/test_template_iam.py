@@ -30,7 +30,6 @@ VALUES = {
     "TriggerDeadLetterQueue.Arn": ARN.format("sqs", f"{STACK}-dlq"),
     "PolicyParameterPrefix": "/hyperpod-rebalancer/policy", "EksClusterName": "hyperpod-eks",
     "PolicyApplication": "abc1234", "PolicyEnvironment": "def5678", "PolicyConfigurationProfile": "0a1b2c3",
-    "PolicyPlanErrorsAlarm.Arn": ARN.format("cloudwatch", f"alarm:{STACK}-policy-plan-errors"),
     **{f"{fn}Function": f"{STACK}-{fn}Function-1A2B3C" for fn in
        ("Trigger", "Collect", "Plan", "Apply", "Verify", "Rollback", "Notify", "Approval", "Observe")},
 }
