@@ -221,29 +221,28 @@ ON_OUR_BEHALF: dict[str, tuple[str, ...]] = {
                  "eks:DescribeAccessEntry", "eks:ListAssociatedAccessPolicies"),
 }
 # What `rebalancer doctor` simulates for the quota writers' update and delete grants ("update/delete grants of
-# apply|rollback"): the quota actions the function calls, what SageMaker does on its behalf (ON_OUR_BEHALF, and for
-# apply the EKS dependents of CreateComputeQuota that its updates rely on too), each on the resource IAM checks —
-# the EKS cluster and any access entry of it ({eks}: the HyperPod cluster's orchestrator). eks:AssociateAccessPolicy
-# for rollback and eks:DisassociateAccessPolicy for apply are not granted (template.yaml says why): not simulated.
+# apply|rollback"): what SageMaker does with the function's permissions while it updates or deletes a quota
+# (ON_OUR_BEHALF, and for apply the EKS dependents of CreateComputeQuota that its updates rely on too), each on the
+# resource IAM checks — the EKS cluster and any access entry of it ({eks}: the HyperPod cluster's orchestrator). The
+# Update/DeleteComputeQuota calls themselves are the function's own (FUNCTION_CALLS, "permissions of …").
+# eks:AssociateAccessPolicy for rollback and eks:DisassociateAccessPolicy for apply are not granted (template.yaml
+# says why): not simulated.
 _EKS_CLUSTER = "arn:{partition}:eks:{region}:{account}:cluster/{eks}"
 _ACCESS_ENTRY = "arn:{partition}:eks:{region}:{account}:access-entry/{eks}/role/{account}/x/x"
 _BEHALF_RESOURCE = {"sagemaker:DescribeCluster": _CLUSTER, "eks:DescribeCluster": _EKS_CLUSTER,
                     "eks:AssociateAccessPolicy": _ACCESS_ENTRY, "eks:DisassociateAccessPolicy": _ACCESS_ENTRY,
                     "eks:DescribeAccessEntry": _ACCESS_ENTRY, "eks:ListAssociatedAccessPolicies": _ACCESS_ENTRY}
-_WRITES_QUOTAS_WITH = {
-    "apply": ("sagemaker:UpdateComputeQuota", "sagemaker:DescribeCluster", "eks:DescribeCluster",
-              "eks:AssociateAccessPolicy", "eks:ListAssociatedAccessPolicies"),
-    "rollback": ("sagemaker:UpdateComputeQuota", "sagemaker:DeleteComputeQuota"),
-}
+_CREATE_DEPENDENTS_KEPT = {"apply": ("sagemaker:DescribeCluster", "eks:DescribeCluster", "eks:AssociateAccessPolicy",
+                                     "eks:ListAssociatedAccessPolicies")}
 
 
 def update_delete_calls(function: str, *, partition: str, region: str, account: str,
                         eks_cluster: str | None) -> list[tuple[str, str]]:
     """The (action, resource) pairs of `function`'s update and delete grants; empty for a function that writes no
     quota. `eks_cluster` None (not known): any EKS cluster's name."""
-    actions = dict.fromkeys((*_WRITES_QUOTAS_WITH.get(function, ()), *ON_OUR_BEHALF.get(function, ())))
+    actions = dict.fromkeys((*_CREATE_DEPENDENTS_KEPT.get(function, ()), *ON_OUR_BEHALF.get(function, ())))
     values = {"partition": partition, "region": region, "account": account, "eks": eks_cluster or "x"}
-    return [(a, _BEHALF_RESOURCE.get(a, _QUOTA).format(**values)) for a in actions]
+    return [(a, _BEHALF_RESOURCE[a].format(**values)) for a in actions]
 
 
 FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
