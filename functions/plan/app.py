@@ -1,5 +1,5 @@
-"""Plan: policy (SSM) + snapshot + period-to-date budget use → plan with reasons, and the decision: no change, dry
-run, approve, or apply. Budget thresholds and period summaries are announced from here (once each)."""
+"""Plan: policy (SSM or AppConfig) + snapshot + period-to-date budget use → plan with reasons, and the decision: no
+change, dry run, approve, or apply. Budget thresholds and period summaries are announced from here (once each)."""
 
 from typing import Any
 
@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from rebalancer.app import config, wiring
 from rebalancer.app.notifications.outlets import BudgetOutlet
 from rebalancer.app.observability import logger, tracer
-from rebalancer.app.policy_source import load_policy
+from rebalancer.app.policy_source import policy_loader
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.plan import plan
 
@@ -16,8 +16,8 @@ from rebalancer.app.workflow.steps.plan import plan
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    cfg = config.load(config.NotifyConfig)
+    cfg = config.load(config.PlanConfig)
     run = state.run_of(event, "plan")
-    return plan(run, store=wiring.store(), load_policy=lambda c: load_policy(cfg.policy_parameter(c)),
+    return plan(run, store=wiring.store(), load_policy=policy_loader(cfg),
                 now=wiring.clock(), mode_override=cfg.mode_override,
                 budget_outlet=BudgetOutlet(cfg, run.cluster_name))

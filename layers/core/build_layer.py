@@ -30,10 +30,11 @@ HERE = Path(__file__).resolve().parent
 
 # Every AWS service the runtime creates a client or resource for: the adapters and steps (sagemaker, cloudwatch, eks,
 # sts, sns, stepfunctions), the store (dynamodb), and Powertools' utilities: Parameters (ssm; secretsmanager for
-# get_secret) and Idempotency (dynamodb); and the X-Ray SDK, whose recorder makes an xray client for its sampling
-# rules when Powertools' Tracer starts. tests/infra checks the list against the code and the built layer.
+# get_secret; appconfigdata for get_app_config, the policy of PolicySource=appconfig) and Idempotency (dynamodb); and
+# the X-Ray SDK, whose recorder makes an xray client for its sampling rules when Powertools' Tracer starts.
+# tests/infra checks the list against the code and the built layer.
 SERVICES = frozenset({"sagemaker", "cloudwatch", "eks", "sts", "sns", "stepfunctions", "dynamodb", "ssm",
-                      "secretsmanager", "xray"})
+                      "secretsmanager", "appconfigdata", "xray"})
 # boto3 resource definitions the runtime uses (boto3.resource("dynamodb") in the store).
 RESOURCES = frozenset({"dynamodb"})
 # Requirements of the pinned packages that requirements.txt leaves out, and why.

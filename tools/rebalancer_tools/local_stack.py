@@ -113,6 +113,9 @@ class LocalStack:
     # signs is authorized on the emulator (rebalancer_tools.iam.enforce) — AccessDenied as AWS would answer.
     enforce_iam: bool = True
     revoke: dict[str, set[str]] = field(default_factory=dict)  # function name → actions taken out of its policy
+    # "appconfig": the stack deployed with PolicySource=appconfig — the first cluster's policy is pushed to the
+    # template's AppConfig profile (its validator included) and read by the plan step through Powertools.
+    policy_source: str = "ssm"
 
     def __post_init__(self) -> None:
         self.template = tpl.load_template(self.root)
@@ -128,6 +131,7 @@ class LocalStack:
         self.role_arns: dict[str, str] = {}  # function name → the role it runs with (enforce_iam)
         self.queue_url = ""
         self._ended: set[str] = set()
+        self.appconfig: dict[str, str] = {}  # PolicyApplication, PolicyEnvironment, ... → its id (appconfig)
 
     # --- lifecycle -------------------------------------------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -165,6 +169,8 @@ class LocalStack:
             slack_signing = secrets.create_secret(Name=f"{STACK}-slack-signing",
                                                   SecretString=self.slack_signing_secret)["ARN"]
         prefix = "/hyperpod-rebalancer/policy"
+        if self.policy_source == "appconfig":
+            self._appconfig_resources(resources)
         for cluster, policy in self.clusters.items():
             self.put_policy(cluster, policy, prefix=prefix)
         self.state_machine_arn = (f"arn:aws:states:{self.region}:{self.account}:stateMachine:"
@@ -179,6 +185,10 @@ class LocalStack:
                     "SLACK_SIGNING_SECRET_ARN": slack_signing, "APPROVAL_SIGNING_SECRET_ARN": signing,
                     "AWS_DEFAULT_REGION": self.region,
                     "HISTORY_RETENTION_DAYS": str(self.template["Parameters"]["HistoryRetentionDays"]["Default"]),
+                    "POLICY_SOURCE": self.policy_source,
+                    "APPCONFIG_APPLICATION": self.appconfig.get("PolicyApplication", ""),
+                    "APPCONFIG_ENVIRONMENT": self.appconfig.get("PolicyEnvironment", ""),
+                    "APPCONFIG_PROFILE": self.appconfig.get("PolicyConfigurationProfile", ""),
                     **LOCAL_ENV, **self.env})
         self._exit.enter_context(mock.patch.dict("os.environ", env))
         self._exit.callback(wiring.reset)
@@ -196,7 +206,7 @@ class LocalStack:
                 "Topic.TopicName": topic.rsplit(":", 1)[-1], "ApprovalSigningSecret": signing,
                 "SlackWebhookSecretArn": slack, "SlackSigningSecretArn": slack_signing,
                 "RebalanceStateMachine": self.state_machine_arn, "PolicyParameterPrefix": prefix,
-                "EksClusterName": ""})
+                "EksClusterName": "", **self.appconfig})
         # The functions as Lambda holds them (role, environment): what `rebalancer doctor --stack` reads.
         self._create_functions(resources, {k: v for k, v in env.items() if not k.startswith("AWS_")})
         # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,
@@ -223,8 +233,37 @@ class LocalStack:
     def put_policy(self, cluster: str, policy: str, *, prefix: str = "/hyperpod-rebalancer/policy") -> None:
         from aws_lambda_powertools.utilities import parameters
 
-        self.client("ssm").put_parameter(Name=f"{prefix}/{cluster}", Value=policy, Type="String", Overwrite=True)
+        if self.policy_source == "appconfig" and cluster == next(iter(self.clusters)):
+            self.push_policy(policy)
+        else:
+            self.client("ssm").put_parameter(Name=f"{prefix}/{cluster}", Value=policy, Type="String",
+                                             Overwrite=True)
         parameters.clear_caches()  # type: ignore[no-untyped-call]
+
+    def push_policy(self, policy: str) -> Any:
+        """What `rebalancer policy push` does: a hosted configuration version and its deployment."""
+        from rebalancer_tools import appconfig_policy as ac
+
+        target = ac.Target(self.appconfig["PolicyApplication"], self.appconfig["PolicyEnvironment"],
+                           self.appconfig["PolicyConfigurationProfile"])
+        content, checked = ac.policy_json(policy, "the local stack's policy")
+        return ac.push(self.client("appconfig"), target, content, checked,
+                       strategy=self.appconfig["PolicyDeploymentStrategy"])
+
+    def _appconfig_resources(self, resources: dict[str, Any]) -> None:
+        """The template's AppConfig resources as CloudFormation would create them (names, validators, strategy)."""
+        ac = self.client("appconfig")
+        profile, strategy = resources["PolicyConfigurationProfile"]["Properties"], \
+            resources["PolicyDeploymentStrategy"]["Properties"]
+        app = ac.create_application(Name=f"{STACK}-policy")["Id"]
+        env = ac.create_environment(ApplicationId=app, Name=resources["PolicyEnvironment"]["Properties"]["Name"],
+                                    Monitors=[])["Id"]
+        prof = ac.create_configuration_profile(ApplicationId=app, Name=next(iter(self.clusters)), LocationUri="hosted",
+                                               Type=profile["Type"], Validators=profile["Validators"])["Id"]
+        made = ac.create_deployment_strategy(Name=f"{STACK}-policy", **{k: strategy[k] for k in (
+            "DeploymentDurationInMinutes", "GrowthFactor", "GrowthType", "FinalBakeTimeInMinutes", "ReplicateTo")})
+        self.appconfig = {"PolicyApplication": app, "PolicyEnvironment": env, "PolicyConfigurationProfile": prof,
+                          "PolicyDeploymentStrategy": made["Id"]}
 
     # --- resources -------------------------------------------------------------------------------------------------
     def _table(self, props: dict[str, Any]) -> str:
@@ -277,7 +316,8 @@ class LocalStack:
         statements template.yaml gives it, minus `revoke`; each function gets its role's credentials."""
         conditions = dict.fromkeys(self.template.get("Conditions", {}), False)
         conditions.update({"HasSlackWebhook": bool(values["SlackWebhookSecretArn"]),
-                           "HasSlackSigning": bool(values["SlackSigningSecretArn"])})
+                           "HasSlackSigning": bool(values["SlackSigningSecretArn"]),
+                           "UsesAppConfig": self.policy_source == "appconfig"})
         resolve = iam_policies.Resolver(values, conditions)
         self.iam = self._exit.enter_context(Enforcer(self.region, self.account))
         roles: dict[str, Credentials] = {}

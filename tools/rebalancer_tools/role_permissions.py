@@ -11,9 +11,11 @@ from botocore.exceptions import ClientError
 from rebalancer.adapters.prerequisites import Check, denied_or_error
 
 
-def check_permissions(iam: Any, function: str, role_arn: str, calls: Iterable[tuple[str, str]]) -> Check:
+def check_permissions(iam: Any, function: str, role_arn: str, calls: Iterable[tuple[str, str]], *,
+                      what: str = "permissions") -> Check:
     """IAM's policy simulator (iam:SimulatePrincipalPolicy) on the role, one call per resource."""
-    name = f"permissions of {function}"
+    calls = list(calls)
+    name = f"{what} of {function}"
     by_resource: dict[str, list[str]] = {}
     for action, resource in calls:
         by_resource.setdefault(resource, []).append(action)

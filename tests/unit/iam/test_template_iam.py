@@ -29,6 +29,7 @@ VALUES = {
     "TriggerDeadLetterQueue": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{STACK}-dlq",
     "TriggerDeadLetterQueue.Arn": ARN.format("sqs", f"{STACK}-dlq"),
     "PolicyParameterPrefix": "/hyperpod-rebalancer/policy", "EksClusterName": "hyperpod-eks",
+    "PolicyApplication": "abc1234", "PolicyEnvironment": "def5678", "PolicyConfigurationProfile": "0a1b2c3",
     **{f"{fn}Function": f"{STACK}-{fn}Function-1A2B3C" for fn in
        ("Trigger", "Collect", "Plan", "Apply", "Verify", "Rollback", "Notify", "Approval", "Observe")},
 }
@@ -41,7 +42,7 @@ PRINCIPALS = policies.principals(TEMPLATE)
 def test_every_principal_with_a_policy_is_checked() -> None:
     assert set(PRINCIPALS) == {
         "ClusterReaderRole", "TriggerFunction", "PlanFunction", "ApplyFunction", "VerifyFunction",
-        "RollbackFunction", "NotifyFunction", "ApprovalFunction", "RebalanceStateMachine"}
+        "RollbackFunction", "NotifyFunction", "ApprovalFunction", "RebalanceStateMachine", "PolicyMonitorRole"}
     assert policies.role_of(TEMPLATE, "CollectFunction") == policies.role_of(TEMPLATE, "ObserveFunction") == \
         "ClusterReaderRole"
 
@@ -102,7 +103,9 @@ ENV = {"TABLE_NAME": VALUES["Table"], "TOPIC_ARN": VALUES["Topic"],
        "POLICY_PARAMETER_PREFIX": VALUES["PolicyParameterPrefix"],
        "APPROVAL_SIGNING_SECRET_ARN": VALUES["ApprovalSigningSecret"],
        "SLACK_WEBHOOK_SECRET_ARN": VALUES["SlackWebhookSecretArn"],
-       "SLACK_SIGNING_SECRET_ARN": VALUES["SlackSigningSecretArn"]}
+       "SLACK_SIGNING_SECRET_ARN": VALUES["SlackSigningSecretArn"],
+       "APPCONFIG_APPLICATION": VALUES["PolicyApplication"], "APPCONFIG_ENVIRONMENT": VALUES["PolicyEnvironment"],
+       "APPCONFIG_PROFILE": VALUES["PolicyConfigurationProfile"]}
 FUNCTIONS = {Path(r["Properties"]["CodeUri"]).name: logical for logical, r in TEMPLATE["Resources"].items()
              if r["Type"] == "AWS::Serverless::Function"}
 
@@ -135,3 +138,17 @@ def test_every_action_granted_is_called_or_a_dependent_of_one(principal: str) ->
     behalf = {a for f in functions for a in prerequisites.ON_OUR_BEHALF.get(f, ())}
     granted = {a for s in policies.statements(TEMPLATE, principal, RESOLVE) for a in s.actions}
     assert granted - called - dependent - behalf - GRANTED_NOT_CALLED == set()
+
+
+@pytest.mark.parametrize("function", ["apply", "rollback"])
+def test_the_template_grants_the_update_and_delete_grants_doctor_simulates(function: str) -> None:
+    """On the stack's EKS cluster (EksClusterName set) they are allowed; on another EKS cluster they are not."""
+    doc = json.dumps(policies.documents(policies.statements(TEMPLATE, FUNCTIONS[function], RESOLVE)))
+    calls = prerequisites.update_delete_calls(function, partition="aws", region=REGION, account=ACCOUNT,
+                                              eks_cluster=VALUES["EksClusterName"])
+    denied = [c for c in calls if IAMPolicy(doc).is_action_permitted(*c) is not PermissionResult.PERMITTED]
+    assert denied == []
+    elsewhere = prerequisites.update_delete_calls(function, partition="aws", region=REGION, account=ACCOUNT,
+                                                  eks_cluster="another-eks")
+    assert {a for a, r in elsewhere if IAMPolicy(doc).is_action_permitted(a, r) is not PermissionResult.PERMITTED} \
+        == {a for a, _ in elsewhere if a.startswith("eks:")}

@@ -1,7 +1,8 @@
 """`rebalancer doctor --cluster NAME [--stack STACK]`: what a real cluster needs, checked one line each with what to
 fix (rebalancer.adapters.prerequisites): the task-governance add-on, the collect role's EKS access entry, reading Kueue,
 the Container Insights metrics, and with --stack each deployed function role's permissions (IAM's policy simulator
-against the calls the function makes). Exit 1 when a check fails, 0 otherwise (warnings included)."""
+against the calls the function makes, and for apply and rollback the update/delete grants SageMaker uses on their
+behalf). Exit 1 when a check fails, 0 otherwise (warnings included)."""
 
 from __future__ import annotations
 
@@ -81,9 +82,13 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
                                        "deploy the stack, or pass the name it was deployed under"))
                 continue
             env = config.get("Environment", {}).get("Variables", {})
-            calls = pre.function_calls(name, env, partition=_partition(clients.region_name),
-                                       region=clients.region_name, account=account)
+            where = {"partition": _partition(clients.region_name), "region": clients.region_name, "account": account}
+            calls = pre.function_calls(name, env, **where)
             lines.append(role_permissions.check_permissions(iam, name, config["Role"], calls))
+            writes = pre.update_delete_calls(name, **where, eks_cluster=eks_cluster)
+            if writes:
+                lines.append(role_permissions.check_permissions(iam, name, config["Role"], writes,
+                                                                what="update/delete grants"))
     else:
         lines.append(pre.Check("function permissions", "warn", "not checked",
                                "pass --stack STACK (the deployed stack's name)"))

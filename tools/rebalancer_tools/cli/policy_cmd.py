@@ -1,5 +1,9 @@
 """`rebalancer policy init --cluster C [-o policy.yaml]`: a policy matching the cluster's quotas today, to start from
-(rebalancer_tools.policy_init). Reads only; `--snapshot FILE` works offline."""
+(rebalancer_tools.policy_init). Reads only; `--snapshot FILE` works offline.
+
+`rebalancer policy push FILE --appconfig APP/ENV/PROFILE`: the policy of a stack deployed with
+PolicySource=appconfig, as a hosted configuration version deployed with the stack's strategy
+(rebalancer_tools.appconfig_policy); checked here first, so a bad policy is refused before anything is sent."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from rebalancer_tools.cli.live_cmds import LiveSource, live_options
 
 @click.group()
 def policy() -> None:
-    """Write a policy to start from."""
+    """Write a policy to start from, or publish one to AppConfig."""
 
 
 @policy.command()
@@ -46,3 +50,28 @@ def init(live: LiveSource | None, snapshot_file: str | None, output: str | None)
                    f"rebalancer diff --cluster {snapshot.cluster.ClusterName} --policy {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+@policy.command()
+@click.argument("policy_file", type=click.Path(dir_okay=False))
+@click.option("--appconfig", "target", required=True, metavar="APP/ENV/PROFILE",
+              help="The stack's PolicyAppConfig output: AppConfig application, environment and profile ids.")
+@click.option("--strategy", default="AppConfig.AllAtOnce", show_default=True,
+              help="Deployment strategy id (the stack's PolicyDeploymentStrategy output).")
+@click.option("--description", default="", help="Recorded with the hosted version and the deployment.")
+@click.option("--region", help="AWS region (default: your AWS configuration).")
+@click.option("--profile", "aws_profile", help="AWS profile.")
+def push(policy_file: str, target: str, strategy: str, description: str, region: str | None,
+         aws_profile: str | None) -> None:
+    """Publish a policy to AppConfig: a hosted configuration version and its deployment."""
+    from rebalancer.adapters.aws import AwsClients
+    from rebalancer.parsing.loading import POLICY_MAX_BYTES, read_text
+    from rebalancer_tools import appconfig_policy as ac
+
+    where = ac.Target.parse(target)
+    text = read_text(policy_file, what="the policy", max_bytes=POLICY_MAX_BYTES)
+    content, checked = ac.policy_json(text, policy_file)
+    client = AwsClients(region=region, profile=aws_profile).client("appconfig")
+    done = ac.push(client, where, content, checked, strategy=strategy, description=description)
+    click.echo(f"policy of {done.teams} teams ({done.size:,} bytes) pushed to {target}: hosted version "
+               f"{done.version}, deployment {done.deployment} {done.state} (strategy {strategy})")

@@ -15,7 +15,7 @@ from moto.core.responses import ActionResult, EmptyResult
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 
-from rebalancer_tools.emulator import cluster_ops, cluster_state, prerequisites
+from rebalancer_tools.emulator import appconfig, cluster_ops, cluster_state, prerequisites
 from rebalancer_tools.emulator.errors import ResourceNotFound
 from rebalancer_tools.emulator.faults import WIRE_FAULTS, FaultKind
 from rebalancer_tools.emulator.governance import governance
@@ -251,4 +251,5 @@ def install() -> None:
         # moto paginates ListClusterNodes on an `arn` attribute nodes lack (every page would repeat).
         setattr(node, "arn", property(lambda self: f"{self.cluster_name}/{self.instance_id}"))  # noqa: B010
         prerequisites.install()
+        appconfig.install()
         setattr(SageMakerResponse, _MARK, True)

@@ -167,7 +167,15 @@ class Enforcer:
 
     def _where(self) -> iam_requests.Where:
         return iam_requests.Where(self.region, self.account, cluster_arn=self._cluster_arn,
-                                  eks_cluster_of=self._eks_cluster_of, secret_arn=self._secret_arn)
+                                  eks_cluster_of=self._eks_cluster_of, secret_arn=self._secret_arn,
+                                  appconfig_configuration=self._appconfig_configuration)
+
+    def _appconfig_configuration(self, params: Any) -> str | None:
+        from moto.appconfig.models import appconfig_backends
+
+        from rebalancer_tools.emulator import appconfig
+
+        return appconfig.configuration_arn(appconfig_backends[self.account][self.region], dict(params))
 
     def _cluster_arn(self, ref: str) -> str | None:
         c = self._cluster(ref)

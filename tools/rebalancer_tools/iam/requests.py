@@ -26,6 +26,8 @@ class Where:
     eks_cluster_of: Callable[[str], str | None]  # SageMaker cluster ARN → its EKS cluster's name
     secret_arn: Callable[[str], str | None]  # secret name or ARN → its ARN
     partition: str = "aws"
+    # AppConfig Data request parameters (identifiers, or a session's token) → application/…/configuration/… in ids
+    appconfig_configuration: Callable[[Mapping[str, Any]], str | None] = lambda _params: None
 
     def arn(self, service: str, resource: str) -> str:
         return f"arn:{self.partition}:{service}:{self.region}:{self.account}:{resource}"
@@ -145,6 +147,16 @@ def _eks_dependents(w: Where, cluster_arn: str) -> list[Pair]:
             ("eks:ListAssociatedAccessPolicies", entry)]
 
 
+def _appconfig(op: str, p: Mapping[str, Any], w: Where) -> list[Pair] | None:
+    """AppConfig Data: both calls are authorized on the configuration (application, environment and profile ids),
+    whether the session was started with names or ids; GetLatestConfiguration's is its session's."""
+    if op not in ("StartConfigurationSession", "GetLatestConfiguration"):
+        return None
+    arn = w.appconfig_configuration(p)
+    return [(f"appconfig:{op}", arn or w.arn("appconfig", "application/(unknown)/environment/(unknown)/"
+                                                        "configuration/(unknown)"))]
+
+
 def _by_catalog(_op: str, _p: Mapping[str, Any], _w: Where) -> list[Pair] | None:
     """The operations of this service that the functions call have no resource type ("*")."""
     return None
@@ -152,5 +164,5 @@ def _by_catalog(_op: str, _p: Mapping[str, Any], _w: Where) -> list[Pair] | None
 
 _RULES: dict[str, Callable[[str, Mapping[str, Any], Where], list[Pair] | None]] = {
     "dynamodb": _dynamodb, "ssm": _ssm, "secretsmanager": _secretsmanager, "sns": _sns, "states": _states,
-    "eks": _eks, "sagemaker": _sagemaker, "cloudwatch": _by_catalog, "sts": _by_catalog,
+    "eks": _eks, "sagemaker": _sagemaker, "cloudwatch": _by_catalog, "sts": _by_catalog, "appconfig": _appconfig,
 }

@@ -9,6 +9,7 @@ The collect step runs the cluster checks and carries their findings in the snaps
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -187,7 +188,11 @@ def _observability_addon(eks: Any, eks_cluster: str) -> str | None:
 # request a function makes under IAM enforcement is listed here, and tests/unit/iam that template.yaml grants each.
 _TABLE = "arn:{partition}:dynamodb:{region}:{account}:table/{TABLE_NAME}"
 _STORE = tuple((f"dynamodb:{a}", _TABLE) for a in ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"))
-_POLICY = (("ssm:GetParameter", "arn:{partition}:ssm:{region}:{account}:parameter{POLICY_PARAMETER_PREFIX}/x"),)
+_APPCONFIG = ("arn:{partition}:appconfig:{region}:{account}:application/{APPCONFIG_APPLICATION}/environment/"
+              "{APPCONFIG_ENVIRONMENT}/configuration/{APPCONFIG_PROFILE}")
+_POLICY = (("ssm:GetParameter", "arn:{partition}:ssm:{region}:{account}:parameter{POLICY_PARAMETER_PREFIX}/x"),
+           # PolicySource=appconfig (the ids are empty otherwise, and the calls left out)
+           ("appconfig:StartConfigurationSession", _APPCONFIG), ("appconfig:GetLatestConfiguration", _APPCONFIG))
 _CLUSTER = "arn:{partition}:sagemaker:{region}:{account}:cluster/x"
 _QUOTA = "arn:{partition}:sagemaker:{region}:{account}:compute-quota/x"
 _CONFIG = "arn:{partition}:sagemaker:{region}:{account}:cluster-scheduler-config/x"
@@ -215,6 +220,31 @@ ON_OUR_BEHALF: dict[str, tuple[str, ...]] = {
     "rollback": ("sagemaker:DescribeCluster", "eks:DescribeCluster", "eks:DisassociateAccessPolicy",
                  "eks:DescribeAccessEntry", "eks:ListAssociatedAccessPolicies"),
 }
+# What `rebalancer doctor` simulates for the quota writers' update and delete grants ("update/delete grants of
+# apply|rollback"): what SageMaker does with the function's permissions while it updates or deletes a quota
+# (ON_OUR_BEHALF, and for apply the EKS dependents of CreateComputeQuota that its updates rely on too), each on the
+# resource IAM checks — the EKS cluster and any access entry of it ({eks}: the HyperPod cluster's orchestrator). The
+# Update/DeleteComputeQuota calls themselves are the function's own (FUNCTION_CALLS, "permissions of …").
+# eks:AssociateAccessPolicy for rollback and eks:DisassociateAccessPolicy for apply are not granted (template.yaml
+# says why): not simulated.
+_EKS_CLUSTER = "arn:{partition}:eks:{region}:{account}:cluster/{eks}"
+_ACCESS_ENTRY = "arn:{partition}:eks:{region}:{account}:access-entry/{eks}/role/{account}/x/x"
+_BEHALF_RESOURCE = {"sagemaker:DescribeCluster": _CLUSTER, "eks:DescribeCluster": _EKS_CLUSTER,
+                    "eks:AssociateAccessPolicy": _ACCESS_ENTRY, "eks:DisassociateAccessPolicy": _ACCESS_ENTRY,
+                    "eks:DescribeAccessEntry": _ACCESS_ENTRY, "eks:ListAssociatedAccessPolicies": _ACCESS_ENTRY}
+_CREATE_DEPENDENTS_KEPT = {"apply": ("sagemaker:DescribeCluster", "eks:DescribeCluster", "eks:AssociateAccessPolicy",
+                                     "eks:ListAssociatedAccessPolicies")}
+
+
+def update_delete_calls(function: str, *, partition: str, region: str, account: str,
+                        eks_cluster: str | None) -> list[tuple[str, str]]:
+    """The (action, resource) pairs of `function`'s update and delete grants; empty for a function that writes no
+    quota. `eks_cluster` None (not known): any EKS cluster's name."""
+    actions = dict.fromkeys((*_CREATE_DEPENDENTS_KEPT.get(function, ()), *ON_OUR_BEHALF.get(function, ())))
+    values = {"partition": partition, "region": region, "account": account, "eks": eks_cluster or "x"}
+    return [(a, _BEHALF_RESOURCE[a].format(**values)) for a in actions]
+
+
 FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
     "trigger": (*_STORE, ("states:StartExecution", "{STATE_MACHINE_ARN}"),
                 ("states:DescribeExecution", "{EXECUTIONS}")),
@@ -240,17 +270,17 @@ FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
 
 def function_calls(function: str, env: Mapping[str, str], *, partition: str, region: str,
                    account: str) -> list[tuple[str, str]]:
-    """FUNCTION_CALLS[function] with the resources written out; a call whose resource names an unset
-    environment value (an optional secret) is left out."""
+    """FUNCTION_CALLS[function] with the resources written out; a call whose resource names an unset or empty
+    environment value (an optional secret, the AppConfig ids of an SSM stack) is left out."""
     values = {"partition": partition, "region": region, "account": account, **env}
     machine = env.get("STATE_MACHINE_ARN", "")
     values["EXECUTIONS"] = machine.replace(":stateMachine:", ":execution:") + ":x" if machine else ""
     out = []
     for action, resource in FUNCTION_CALLS[function]:
-        try:
-            written = resource.format(**values)
-        except KeyError:
+        names = [name for _, name, _, _ in string.Formatter().parse(resource) if name]
+        if any(not values.get(name) for name in names):
             continue
+        written = resource.format(**values)
         if written:
             out.append((action, written))
     return out

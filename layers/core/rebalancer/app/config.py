@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.validation import invalid_input
@@ -60,6 +60,23 @@ class VerifyConfig(EnvConfig):
 class NotifyConfig(EnvConfig):
     topic_arn: NonEmpty = Field(alias="TOPIC_ARN")
     slack_webhook_secret_arn: str = Field("", alias="SLACK_WEBHOOK_SECRET_ARN")
+
+
+class PlanConfig(NotifyConfig):
+    # Where the policy is read: SSM (PREFIX/CLUSTER, at most 8 KB) or an AppConfig hosted configuration (1 MB), whose
+    # application, environment and profile the template creates for the stack's first cluster (ids).
+    policy_source: Literal["ssm", "appconfig"] = Field("ssm", alias="POLICY_SOURCE")
+    appconfig_application: str = Field("", alias="APPCONFIG_APPLICATION")
+    appconfig_environment: str = Field("", alias="APPCONFIG_ENVIRONMENT")
+    appconfig_profile: str = Field("", alias="APPCONFIG_PROFILE")
+
+    @model_validator(mode="after")
+    def _appconfig_named(self) -> PlanConfig:
+        if self.policy_source == "appconfig":
+            for name in ("appconfig_application", "appconfig_environment", "appconfig_profile"):
+                if not getattr(self, name).strip():
+                    raise ValueError(f"{name.upper()} must be set when POLICY_SOURCE is appconfig")
+        return self
 
 
 class ApprovalConfig(NotifyConfig):
