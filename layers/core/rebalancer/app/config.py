@@ -19,7 +19,7 @@ NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)
 
 
 class EnvConfig(BaseModel):
-    # Built when loaded: a handler reads one of these six and never builds the other five.
+    # Built when loaded: a handler reads one of these models and never builds the others.
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
 
     table_name: NonEmpty = Field(alias="TABLE_NAME")
