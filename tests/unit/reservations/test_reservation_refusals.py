@@ -74,7 +74,8 @@ def test_overlaps_beyond_capacity_are_refused_with_who_holds_what() -> None:
     # 40 reserved + 16 guaranteed + 16 reserved by research = 72 > 64
     message = refused(reservation(16), [first])
     assert "would hold 72 of its 64 accelerators" in message
-    assert "inference 16 guaranteed" in message and "serving 40 reserved" in message
+    assert "inference 16 guaranteed" in message
+    assert "serving 40 reserved" in message
 
 
 def test_windows_that_only_touch_do_not_overlap() -> None:
