@@ -119,3 +119,27 @@ def test_never_above_capacity_and_other_guarantees_exact(nodes: int, reserved: l
         for t in set(teams) - untouched:
             if guarantees[teams.index(t)] and not demand[teams.index(t)]:
                 assert got.get(t, 0.0) == guarantees[teams.index(t)]  # an idle team's guarantee: exactly it
+
+
+COOLING = POLICY.model_copy(update={"stability": POLICY.stability.model_copy(update={"cooldown_minutes": 30})})
+
+
+def cooling(modified: dict[str, Any]) -> Snapshot:
+    return snapshot({P5: 8}, quotas={"inference": {P5: 64}, "research": {P5: 0}}, pending={"inference": {P5: 64}},
+                    in_use={"inference": {P5: 64}}, modified=modified)
+
+
+def test_the_cooldown_does_not_hold_back_what_a_reservation_brings_when_it_begins() -> None:
+    r = reservation(start=T0 - timedelta(minutes=1))
+    # Both quotas changed 5 minutes ago, before the reservation began: neither is held.
+    snap = cooling({"research": T0 - timedelta(minutes=5), "inference": T0 - timedelta(minutes=5)})
+    assert after(snap, [r], COOLING) == {"research": 32, "inference": 32}
+    assert after(snap, [], COOLING) == {"inference": 64}
+
+
+def test_a_hold_that_keeps_a_reservation_short_is_a_warning() -> None:
+    r = reservation(start=T0 - timedelta(minutes=1))
+    snap = cooling({"inference": T0})  # changed after the reservation began: its cooldown holds
+    plan = make_plan(snap, COOLING, T0, context=planning_context(snap, COOLING, reservations=[r]))
+    assert plan.changes == ()
+    assert any(w.startswith(f"research holds 0 of the 32 it reserves on {P5}") for w in plan.warnings)

@@ -1,16 +1,27 @@
 """Reservations as a policy rule: each active reservation (the planning context's) raises its team's guarantee in
 its pool to at least the reserved amount for this plan, and names itself in the reasons of the team's changes.
-Once its window is over the context no longer holds it, so the next plan is the policy's own again."""
+Once its window is over the context no longer holds it, so the next plan is the policy's own again. Where it begins
+the cooldown does not hold what it brings (`began_since`, read by planning.pools); a plan that leaves a team short
+of what it reserves says so (`shortfalls`, read by the planner)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
 from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
+
+
+def began_since(team: str, holds: Mapping[str, float], reservations: Sequence[Reservation],
+                last_changed: datetime | None) -> bool:
+    """Whether a reservation of the team, or on a pool it holds quota in, began after its quota last changed: the
+    changes it brings are not held by the cooldown (the admin asked for them at that time), later ones are."""
+    return any((r.team == team or holds.get(r.pool)) and (last_changed is None or r.start > last_changed)
+               for r in reservations)
 
 
 def pool_total(snapshot: Snapshot, instance_type: str) -> float:
@@ -67,3 +78,19 @@ def _raised(team: TeamPolicy, pool: str, amount: int, total: float, warnings: li
         return team
     guarantee = {**team.guarantee, pool: Amount(value=target)}
     return team.model_copy(update={"guarantee": guarantee})
+
+
+def shortfalls(allocations: Mapping[str, Mapping[str, Mapping[str, float]]],
+               reservations: Sequence[Reservation]) -> list[str]:
+    """A warning per active reservation its team does not hold in full after this plan (a hold on another team, a
+    cap set since): the next runs bring it once the hold lifts."""
+    wanted: dict[tuple[str, str], int] = defaultdict(int)
+    for r in reservations:
+        wanted[(r.team, r.pool)] += r.accelerators
+    out = []
+    for (team, pool), amount in sorted(wanted.items()):
+        got = allocations.get(team, {}).get(pool, {}).get("accelerators", 0.0)
+        if got < amount:
+            out.append(f"{team} holds {got:g} of the {amount} it reserves on {pool} after this plan (a hold or "
+                       "a cap keeps the rest); later runs raise it once that lifts")
+    return out
