@@ -98,3 +98,6 @@ def test_a_large_reservation_waits_for_approval_then_is_cancelled(store: Store) 
     assert (code, out) == (1, "error: no reservation r-nope on test\n")
     outcomes = [r["outcome"] for r in store.audit.records("test") if r["kind"] == "reservation"]
     assert outcomes == ["requested:pending", "approved:approved", "cancelled:cancelled"]
+    code, history = run("history", "--cluster", "test", "--table", "t")
+    assert code == 0, history
+    assert "cancelled:cancelled" in history
