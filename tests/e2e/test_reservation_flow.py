@@ -90,7 +90,7 @@ def test_a_reservation_holds_its_window_and_is_announced_at_both_ends(
     messages = subjects(stack)
     [started] = [body for s, body in messages if s == f"Reservation started on {CLUSTER}"]
     assert "reservation r-e2e for launch until" in started
-    assert "data-science holds at least 16 of ml.p5.48xlarge" in started
+    assert "data-science is guaranteed at least 16 of ml.p5.48xlarge" in started
     applied = next(body for s, body in messages if s.startswith("Quotas rebalanced"))
     assert "data-science ml.p5.48xlarge accelerators: 0 -> 16 (" in applied
     assert "reservation r-e2e for launch until" in applied.split("data-science ml.p5.48xlarge", 1)[1]

@@ -99,7 +99,7 @@ def test_start_and_end_are_announced_once_each_with_the_reason() -> None:
     started = run(1)
     assert len(started) == 1
     assert "for launch" in started[0]
-    assert "research holds at least 16" in started[0]
+    assert "research is guaranteed at least 16 of" in started[0]
     assert run(2) == []
     ended = run(25)
     assert len(ended) == 1

@@ -92,8 +92,8 @@ def announce(store: ReservationStore, log: AuditLog, cluster: str, at: datetime,
     started, ended = [], []
     for rec in store.of_cluster(cluster):
         if rec.started_at is None and rec.active_at(at) and store.mark(cluster, rec.reservation_id, "started_at", at):
-            started.append(f"{rec.label}: {rec.team} holds at least {rec.accelerators} of {rec.pool} (by "
-                           f"{rec.requested_by})")
+            started.append(f"{rec.label}: began; {rec.team} is guaranteed at least {rec.accelerators} of "
+                           f"{rec.pool} from this run's plan (reserved by {rec.requested_by})")
             audit.reservation(log, rec, "started", None)
         over = rec.status == "cancelled" or at >= rec.until
         if rec.started_at is not None and rec.ended_at is None and over \
