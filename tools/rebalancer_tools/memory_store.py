@@ -8,7 +8,7 @@ Documents and audit fields go through JSON as the table's do, so what comes back
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,8 +16,9 @@ from typing import Any
 from rebalancer.budgets.metering import Fact, MeterResult, Reading, fact_between
 from rebalancer.domain.clock import Clock, system_clock
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, LockResult, RunContext
+from rebalancer.domain.reservation import Reservation, ReservationStatus
 from rebalancer.domain.sample import DemandSample
-from rebalancer.errors import ApprovalNotPending
+from rebalancer.errors import ApprovalNotPending, ReservationNotPending, UnknownReservation
 
 
 def _json(value: Any) -> Any:
@@ -199,6 +200,46 @@ class MemorySamples:
                 yield DemandSample.model_validate_json(kept[at])
 
 
+class MemoryReservations:
+    def __init__(self) -> None:
+        self.kept: dict[str, dict[str, str]] = {}  # cluster → id → the reservation's JSON
+
+    def put(self, rec: Reservation) -> bool:
+        kept = self.kept.setdefault(rec.cluster, {})
+        if rec.reservation_id in kept:
+            return False
+        kept[rec.reservation_id] = rec.model_dump_json(exclude={"decided_by", "started_at", "ended_at"})
+        return True
+
+    def get(self, cluster: str, reservation_id: str) -> Reservation | None:
+        text = self.kept.get(cluster, {}).get(reservation_id)
+        return None if text is None else Reservation.model_validate_json(text)
+
+    def of_cluster(self, cluster: str) -> list[Reservation]:
+        kept = self.kept.get(cluster, {})
+        return [Reservation.model_validate_json(kept[i]) for i in sorted(kept)]
+
+    def decide(self, cluster: str, reservation_id: str, status: ReservationStatus, who: str,
+               allowed: Sequence[ReservationStatus]) -> Reservation:
+        current = self.get(cluster, reservation_id)
+        if current is None:
+            raise UnknownReservation(f"no reservation {reservation_id} on {cluster}")
+        if current.status not in allowed:
+            raise ReservationNotPending(f"reservation {reservation_id} is {current.status}")
+        return self._set(current.model_copy(update={"status": status, "decided_by": who}))
+
+    def mark(self, cluster: str, reservation_id: str, flag: str, at: datetime) -> bool:
+        current = self.get(cluster, reservation_id)
+        if current is None or getattr(current, flag) is not None:
+            return False
+        self._set(current.model_copy(update={flag: at}))
+        return True
+
+    def _set(self, rec: Reservation) -> Reservation:
+        self.kept[rec.cluster][rec.reservation_id] = rec.model_dump_json()
+        return Reservation.model_validate_json(self.kept[rec.cluster][rec.reservation_id])
+
+
 class MemoryStore:
     """rebalancer.adapters.dynamodb.store.Store's repositories, in memory."""
 
@@ -214,3 +255,4 @@ class MemoryStore:
         self.versions = MemoryVersions()
         self.meter = MemoryMeter()
         self.samples = MemorySamples()
+        self.reservations = MemoryReservations()

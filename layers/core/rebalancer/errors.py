@@ -5,11 +5,13 @@
   └── PermanentError          retrying will not help
       ├── InvalidInput        bad input; one line naming the field and the value (also a ValueError)
       │   ├── UnknownInstanceType, UnknownMigProfile, InvalidName
+      │   ├── ReservationRefused                          a reservation that cannot fit, or bad times
       │   └── BadLink ── LinkExpired                      an approval link or form that decides nothing
       ├── ConflictError       someone else changed what we were about to write
       │   ├── ApprovalNotPending                          decided already, or expired
+      │   ├── ReservationNotPending                       approved or cancelled already
       │   └── FormAlreadySubmitted
-      ├── NotFound ── UnknownApproval
+      ├── NotFound ── UnknownApproval, UnknownReservation
       ├── MethodNotAllowed, SignInRequired                a request the approval API does not take
       ├── RunNotWaiting       the run no longer waits for a decision
       ├── DecisionNotDelivered  recorded, but Step Functions did not take it
@@ -73,6 +75,11 @@ class InvalidName(InvalidInput):
     """A string that cannot become a SageMaker EntityName (a quota's or a scheduler config's name)."""
 
 
+class ReservationRefused(InvalidInput):
+    """A reservation refused when made: above the pool's capacity or the team's cap, overlapping others beyond the
+    capacity, or a window that is empty, past or has no time zone."""
+
+
 class ConflictError(PermanentError):
     """Someone changed a quota between our read and our write. We never overwrite an edit we did not see."""
 
@@ -110,6 +117,10 @@ class ApprovalNotPending(ConflictError):
         self.status = status
 
 
+class ReservationNotPending(ConflictError):
+    """A reservation asked to be approved (or cancelled) that is not in a state to be."""
+
+
 class RunNotWaiting(PermanentError):
     """The run's task token is no longer accepted (the run expired, ended or was stopped); `code` is Step Functions'
     error code."""
@@ -138,6 +149,10 @@ class NotFound(PermanentError):
 
 class UnknownApproval(NotFound):
     """An approval id of the right shape that the store does not hold."""
+
+
+class UnknownReservation(NotFound):
+    """No reservation of the cluster has this id."""
 
 
 class BadLink(InvalidInput):

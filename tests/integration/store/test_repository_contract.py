@@ -240,3 +240,38 @@ def test_the_table_and_memory_give_the_same_answers(script: Script) -> None:
     with mock_aws():
         in_table = script(_table(table_clock), table_clock)
     assert in_memory == in_table
+
+
+# --- reservations ------------------------------------------------------------------------------------------------
+def _reservation(rid: str, **extra: Any) -> Any:
+    from rebalancer.domain.reservation import Reservation
+
+    return Reservation.model_validate({
+        "reservation_id": rid, "cluster": "c1", "team": "research", "pool": P5, "accelerators": 32,
+        "start": T0, "until": T0 + timedelta(days=2), "reason": "launch", "status": "pending",
+        "requested_by": "alice", "requested_at": T0, **extra})
+
+
+def test_a_reservation_is_stored_once_decided_once_and_flagged_once(store: Any) -> None:
+    from rebalancer.errors import ReservationNotPending, UnknownReservation
+
+    assert store.reservations.put(_reservation("r-2"))
+    assert store.reservations.put(_reservation("r-1", status="approved"))
+    assert not store.reservations.put(_reservation("r-1"))
+    assert store.reservations.put(_reservation("r-1").model_copy(update={"cluster": "c2"}))
+    assert [r.reservation_id for r in store.reservations.of_cluster("c1")] == ["r-1", "r-2"]
+    assert store.reservations.get("c1", "r-1") == _reservation("r-1", status="approved")
+    assert store.reservations.get("c1", "r-9") is None
+    decided = store.reservations.decide("c1", "r-2", "approved", "bob", ("pending",))
+    assert (decided.status, decided.decided_by) == ("approved", "bob")
+    with pytest.raises(ReservationNotPending, match="r-2 is approved"):
+        store.reservations.decide("c1", "r-2", "approved", "bob", ("pending",))
+    with pytest.raises(UnknownReservation):
+        store.reservations.decide("c1", "r-9", "approved", "bob", ("pending",))
+    assert store.reservations.mark("c1", "r-2", "started_at", T0)
+    assert not store.reservations.mark("c1", "r-2", "started_at", T0 + GAP)
+    assert not store.reservations.mark("c1", "r-9", "started_at", T0)
+    assert store.reservations.get("c1", "r-2").started_at == T0
+    assert store.reservations.get("c1", "r-2").ended_at is None
+    assert store.reservations.decide("c1", "r-2", "cancelled", "carol", ("pending", "approved")).status == "cancelled"
+    assert store.reservations.get("c2", "r-1").status == "pending"

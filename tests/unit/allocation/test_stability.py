@@ -42,8 +42,8 @@ def _documented_order() -> list[tuple[str, str]]:
 
 def test_the_rules_are_applied_in_the_order_the_module_states() -> None:
     assert [(r.name, r.stage) for r in RULES] == _documented_order()
-    assert [r.name for r in RULES] == ["budget caps", "ownership", "cooldown", "min_step", "protected",
-                                       "shrink tiers", "max_move"]
+    assert [r.name for r in RULES] == ["reservations", "budget caps", "ownership", "cooldown", "min_step",
+                                       "protected", "shrink tiers", "max_move"]
 
 
 def test_stages_run_in_order_so_a_rule_sees_what_the_earlier_stages_did() -> None:

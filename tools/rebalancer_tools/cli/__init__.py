@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "trace": "rebalancer_tools.cli.trace_cmd:trace",
     "approvals": "rebalancer_tools.cli.approvals_cmd:approvals",
     "policy": "rebalancer_tools.cli.policy_cmd:policy",
+    "reserve": "rebalancer_tools.cli.reservations_cmd:reserve",
+    "reservations": "rebalancer_tools.cli.reservations_cmd:reservations",
 }
 
 

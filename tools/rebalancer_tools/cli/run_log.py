@@ -23,7 +23,8 @@ NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the
 # The DynamoDB call behind each repository method the CLI's runs use, for the one-line error.
 CALLS = {("artifacts", "put"): "PutItem", ("artifacts", "get"): "GetItem", ("audit", "append"): "PutItem",
          ("audit", "records"): "Query", ("versions", "record"): "PutItem", ("versions", "known"): "Query",
-         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem"}
+         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem",
+         ("reservations", "of_cluster"): "Query"}
 R = TypeVar("R")
 
 
@@ -68,6 +69,7 @@ class _TableRecords:
         self.audit = _one_line(store.audit, "audit", store.table_name)
         self.versions = _one_line(store.versions, "versions", store.table_name)
         self.meter = _one_line(store.meter, "meter", store.table_name)
+        self.reservations = _one_line(store.reservations, "reservations", store.table_name)
 
 
 def table_log(store: Store) -> RunLog:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rebalancer.domain.budget import BudgetUsage
+from rebalancer.domain.reservation import Reservation
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +31,12 @@ class PlanningContext:
     edit). `budget_usage`: per team with a budget, its use so far in the period that holds the snapshot's time.
     `recent_changes`: the writes to the teams' quotas; `last_changed` the latest per team (what the cooldown
     reads). `pending_since`: per team and pool, when its oldest pending work was created (what aging reads; filled
-    only for a policy that ages weights)."""
+    only for a policy that ages weights). `reservations`: the approved reservations active at the snapshot's time
+    (each raises its team's guarantee in its pool to at least its amount)."""
 
     known_versions: Mapping[str, int] | None = None
     budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
     recent_changes: tuple[RecentChange, ...] = ()
     last_changed: Mapping[str, datetime] = field(default_factory=dict)
     pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()

@@ -4,18 +4,21 @@ Steps 1-4 of the engine say what each team should hold; the holds say what it ma
 quota and the policy as written (DESIGN.md "Allocation semantics", step 5). They apply in this order:
 
   #  rule          stage   holds                                               reason it gives
-  1  budget caps   policy  a team past its budget: its ceiling at its          "budget 100 % used (…): quota held at
+  1  reservations  policy  an active, approved reservation: its team's         "reservation r-1a2b for launch until
+                           guarantee in its pool at least what it reserves     Fri 04 Dec 18:00 UTC", on each of
+                                                                               its changes
+  2  budget caps   policy  a team past its budget: its ceiling at its          "budget 100 % used (…): quota held at
                            guarantee, or no borrowing (`on_exhausted`)          its guarantee", on each of its changes
-  2  ownership     policy  a quota CloudFormation created: held outside the    a warning, "…: held outside the policy
+  3  ownership     policy  a quota CloudFormation created: held outside the    a warning, "…: held outside the policy
                            policy, its amounts counted as taken                 and never rewritten …"
-  3  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown: last changed 12 min ago
+  4  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown: last changed 12 min ago
                            keeps its amount                                     (cooldown 30 min)"
-  4  min_step      claim   no change smaller than `min_step`                   "change of 2 below min_step 3"
-  5  protected     claim   a `protected_in_use` team never below what it runs  "5 in use is protected"
-  6  shrink tiers  pool    holds that leave a pool above its capacity give     "3 unused taken first: capacity
+  5  min_step      claim   no change smaller than `min_step`                   "change of 2 below min_step 3"
+  6  protected     claim   a `protected_in_use` team never below what it runs  "5 in use is protected"
+  7  shrink tiers  pool    holds that leave a pool above its capacity give     "3 unused taken first: capacity
                            way, tier by tier (`SHRINK_TIERS`)                   shrank", "…, overridden: quotas above
                                                                                 capacity", and a warning
-  7  max_move      plan    at most `max_move` accelerators taken from teams    "max_move reached for this run"
+  8  max_move      plan    at most `max_move` accelerators taken from teams    "max_move reached for this run"
                            per run, over the accelerator pools in key order
 
 A *policy* rule rewrites the policy once per plan, before anything reads it (`effective`): the pools, the engine's
@@ -46,6 +49,7 @@ from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.engine.reservations import reserved
 from rebalancer.engine.rounding import EPS, cut
 
 Surplus = Literal["idle", "spread"]
@@ -143,11 +147,18 @@ def _budget_caps(policy: Policy, snapshot: Snapshot, context: PlanningContext) -
     return Said(enforced.policy, enforced.notes, enforced.warnings)
 
 
+def _reservations(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
+    raised, notes, warnings = reserved(policy, snapshot, context.reservations)
+    return Said(raised, notes, tuple(warnings))
+
+
 def _ownership(policy: Policy, snapshot: Snapshot, _context: PlanningContext) -> Said:
     held, warnings = ownership.held_outside(snapshot, policy)
     return Said(held, warnings=tuple(warnings))
 
 
+RESERVATIONS = PolicyRule("reservations", "an active reservation raises its team's guarantee in its pool to it",
+                          _reservations, warns_first=True)
 BUDGET_CAPS = PolicyRule("budget caps", "a team past its budget plans at its guarantee, or without borrowing",
                          _budget_caps, warns_first=False)
 OWNERSHIP = PolicyRule("ownership", "a quota CloudFormation created is held outside the policy, never rewritten",
@@ -452,7 +463,7 @@ def hold_plan(pools: Sequence[Working], settings: Settings) -> None:
 
 
 RULES: tuple[PolicyRule | ClaimRule | PoolRule | PlanRule, ...] = (
-    BUDGET_CAPS, OWNERSHIP, COOLDOWN, MIN_STEP, PROTECTED, SHRINK, MAX_MOVE)
+    RESERVATIONS, BUDGET_CAPS, OWNERSHIP, COOLDOWN, MIN_STEP, PROTECTED, SHRINK, MAX_MOVE)
 POLICY_RULES = tuple(r for r in RULES if isinstance(r, PolicyRule))
 CLAIM_RULES = tuple(r for r in RULES if isinstance(r, ClaimRule))
 POOL_RULES = tuple(r for r in RULES if isinstance(r, PoolRule))

@@ -25,6 +25,7 @@ from rebalancer.domain.pools import PoolKey, held, holdings
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, Allocation, allocate
+from rebalancer.engine.reservations import shortfalls
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.capacity import topology_warnings
 from rebalancer.planning.cluster_policy import plan_scheduler_config
@@ -52,7 +53,9 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: Pla
     if context is None:
         context = planning_context(snapshot, policy)
     effective = stability.effective(policy, snapshot, context)  # budget caps and ownership, once for every stage
-    return stability.explain(_make_plan(snapshot, effective, now, context), effective)
+    plan = stability.explain(_make_plan(snapshot, effective, now, context), effective)
+    short = shortfalls(plan.allocations, context.reservations) if context.reservations else []
+    return plan.model_copy(update={"warnings": (*plan.warnings, *short)}) if short else plan
 
 
 def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime, context: PlanningContext) -> Plan:

@@ -30,6 +30,7 @@ from rebalancer.domain.pools import PoolKey, holdings, pool_name
 from rebalancer.domain.snapshot import Demand, Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
+from rebalancer.engine.reservations import began_since
 from rebalancer.errors import InvalidInput
 from rebalancer.planning import capacity
 from rebalancer.planning.aging import aged_weights
@@ -316,7 +317,9 @@ def teams_of(snapshot: Snapshot, policy: Policy, context: PlanningContext,
             for t in fam.types:
                 bounds.setdefault(t, []).append(FamilyBound(team, fam.key, fam.amount))
     teams = Teams.of(names, team_policies, amounts,
-                     cooldown=[stability.cooling_down(context.last_changed.get(team), now, minutes)
+                     cooldown=[None if began_since(team, held_by.get(team, no_holdings), context.reservations,
+                                                   context.last_changed.get(team))
+                               else stability.cooling_down(context.last_changed.get(team), now, minutes)
                                for team in names],
                      demand=[snapshot.demand.get(team, no_demand) for team in names],
                      holds=[held_by.get(team, no_holdings) for team in names])

@@ -28,6 +28,9 @@ Item layout (pk / sk), by repository:
                                                                        never rewritten
                METER#<cluster>        / ALERT#<team>#<period>#<pct>    a budget threshold announced (once per
                                                                        period)
+  reservations RESERVATION#<cluster>  / <reservation id>               the reservation (JSON), its status, decider
+                                                                       and started / ended flags; expires_at =
+                                                                       until + the audit retention
   (Powertools) idempotency#<function> / <hash>                         Powertools idempotency
 """
 

@@ -25,6 +25,8 @@ TITLES: dict[str, str] = {
     "failed": "Rebalance of {cluster} stopped before changing anything",
     "budget": "Budget thresholds reached on {cluster}",
     "budget_summary": "Budget summary for {cluster}",
+    "reservation_started": "Reservation started on {cluster}",
+    "reservation_ended": "Reservation ended on {cluster}: quotas return to the policy",
 }
 MAX_ROWS = 40  # Slack allows 50 blocks; a longer change set is summarised
 
@@ -45,7 +47,7 @@ class Message(BaseModel):
     approve_url: str | None = None
     reject_url: str | None = None
     expires: str | None = None
-    notes: tuple[str, ...] = ()  # budget lines: one per team
+    notes: tuple[str, ...] = ()  # budget lines, one per team; reservation lines, one per reservation
 
     @property
     def title(self) -> str:

@@ -24,8 +24,8 @@ def channels(cfg: config.NotifyConfig) -> list[Channel]:
 
 
 class BudgetOutlet:
-    """Budget messages on the notification channels (made on first use: no secret is read otherwise) and the
-    per-team budget metrics."""
+    """Budget and reservation messages on the notification channels (made on first use: no secret is read
+    otherwise) and the per-team budget metrics."""
 
     def __init__(self, cfg: config.NotifyConfig, cluster: str):
         self.cfg, self.cluster = cfg, cluster

@@ -2,7 +2,7 @@
 `history` and the e2e tests read them back. Records of a run's use cases (plan, apply, rollback) carry the run's
 source ("controller" or "cli") in their detail; the trigger, approval and notify records are the controller's own.
 
-Kinds: trigger, plan, approval-requested, approval, apply, rollback, notify-<message kind>."""
+Kinds: trigger, plan, approval-requested, approval, apply, rollback, notify-<message kind>, reservation."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rebalancer.app.notifications.messages import DeliveryResult
     from rebalancer.app.workflow.state import RunRef
     from rebalancer.domain.plan import Change, Plan
+    from rebalancer.domain.reservation import Reservation
 
 
 class AuditLog(Protocol):
@@ -133,3 +134,12 @@ def notified(log: AuditLog, run: RunRef, kind: str, results: Sequence[DeliveryRe
     log.append(run.cluster_name, run.execution_name, f"notify-{kind}",
                outcome="sent" if not failed else ("failed" if len(failed) == len(results) else "partial"),
                detail={r.channel: (r.error or "ok") for r in results})
+
+
+# --- reservations ------------------------------------------------------------------------------------------------
+def reservation(log: AuditLog, rec: Reservation, step: str, who: str | None, *, note: str | None = None) -> None:
+    """A reservation requested (approved or pending, with why it waits), approved, cancelled, started or ended:
+    recorded under its id, with the reservation as it stood."""
+    log.append(rec.cluster, rec.reservation_id, "reservation", outcome=f"{step}:{rec.status}", who=who,
+               after={rec.team: {rec.pool: rec.accelerators}},
+               detail={"reservation": rec.model_dump(mode="json"), **({"needs_approval": note} if note else {})})

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
-from rebalancer.app import budgets
+from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit, runs
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.context import PlanningContext
@@ -25,10 +25,12 @@ Decision = Literal["no_change", "dry_run", "approve", "apply"]
 
 
 class Store(runs.Store, Protocol):
-    """A run's records, and the metered use the plan's budgets are checked against."""
+    """A run's records, the metered use the plan's budgets are checked against, and the reservations it honours."""
 
     @property
     def meter(self) -> budgets.MeterStore: ...
+    @property
+    def reservations(self) -> reservations.ReservationStore: ...
 
 
 def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:
@@ -67,12 +69,13 @@ class RunPlan:
 
 
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
-    """The plan against the versions our recorded writes left and the budget use metered so far. Writes
-    nothing."""
+    """The plan against the versions our recorded writes left, the budget use metered so far and the cluster's
+    reservations (those active at the snapshot's time). Writes nothing."""
     cluster = snapshot.cluster.ClusterName
     context = planning_context(snapshot, policy,
                                known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
-                               metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at))
+                               metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at),
+                               reservations=store.reservations.of_cluster(cluster))
     return RunPlan(make_plan(snapshot, policy, now, context=context), context)
 
 

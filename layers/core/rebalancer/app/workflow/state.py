@@ -17,7 +17,7 @@ from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.validation import load_model
 
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
-               "failed", "budget", "budget_summary"]
+               "failed", "budget", "budget_summary", "reservation_started", "reservation_ended"]
 MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
 
 

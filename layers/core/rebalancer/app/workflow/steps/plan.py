@@ -1,5 +1,5 @@
 """Plan: `run_plan.make_run_plan` on the stored snapshot under the cluster's policy, recorded as the run's plan;
-the budget messages it brings are announced once."""
+the budget messages it brings, and the reservations that began or ended since the last run, are announced once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from rebalancer.app import budgets
+from rebalancer.app import budgets, reservations
 from rebalancer.app.notifications.messages import field_line
 from rebalancer.app.workflow import run_plan
 from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, load_snapshot, summarised
@@ -17,7 +17,8 @@ from rebalancer.errors import PermanentError
 
 def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Policy], now: datetime,
          mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
-    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary)."""
+    """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary) and the
+    reservations' start and end messages."""
     snapshot = load_snapshot(store.artifacts, run)
     try:
         policy = load_policy(run.cluster_name)
@@ -30,6 +31,7 @@ def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Pol
     announced = (budgets.announce(store.meter, policy, snapshot, planned.context.budget_usage, budget_outlet)
                  if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
+    reservations.announce(store.reservations, store.audit, run.cluster_name, snapshot.taken_at, budget_outlet)
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),
             "scheduler_requests": len(result.scheduler_requests),

@@ -1,0 +1,96 @@
+"""Reservations as a policy rule: each active reservation (the planning context's) raises its team's guarantee in
+its pool to at least the reserved amount for this plan, and names itself in the reasons of the team's changes.
+Once its window is over the context no longer holds it, so the next plan is the policy's own again. Where it begins
+the cooldown does not hold what it brings (`began_since`, read by planning.pools); a plan that leaves a team short
+of what it reserves says so (`shortfalls`, read by the planner)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
+from rebalancer.domain.reservation import Reservation
+from rebalancer.domain.snapshot import Snapshot
+
+
+def began_since(team: str, holds: Mapping[str, float], reservations: Sequence[Reservation],
+                last_changed: datetime | None) -> bool:
+    """Whether a reservation of the team, or on a pool it holds quota in, began after its quota last changed: the
+    changes it brings are not held by the cooldown (the admin asked for them at that time), later ones are."""
+    return any((r.team == team or holds.get(r.pool)) and (last_changed is None or r.start > last_changed)
+               for r in reservations)
+
+
+def pool_total(snapshot: Snapshot, instance_type: str) -> float:
+    """The type's healthy amount in its primary unit (what a percent guarantee or cap is of)."""
+    return float(snapshot.healthy_nodes()[instance_type] * catalog.spec(instance_type).primary_per_instance)
+
+
+def family_key(team: TeamPolicy, instance_type: str) -> str | None:
+    """The family key of the team's guarantee or cap that covers `instance_type`, if any."""
+    return next((key for field in (team.guarantee, team.cap) for key in field
+                 if instance_type in family_types(key)), None)
+
+
+def reserved(policy: Policy, snapshot: Snapshot,
+             reservations: Sequence[Reservation]) -> tuple[Policy, dict[str, str], list[str]]:
+    """The policy with each reserved (team, pool) guarantee at least the sum of its active reservations, bounded by
+    the team's cap there; the note per team for its changes' reasons; a warning per reservation it cannot honour."""
+    if not reservations:
+        return policy, {}, []
+    amounts: dict[tuple[str, str], int] = defaultdict(int)
+    labels: dict[str, list[str]] = defaultdict(list)
+    warnings: list[str] = []
+    for r in reservations:
+        team = policy.teams.get(r.team)
+        why = _unhonoured(r, team)
+        if why:
+            warnings.append(f"{r.label}: not honoured: {why}")
+            continue
+        amounts[(r.team, r.pool)] += r.accelerators
+        labels[r.team].append(r.label)
+    teams = dict(policy.teams)
+    for (name, pool), amount in sorted(amounts.items()):
+        teams[name] = _raised(teams[name], pool, amount, pool_total(snapshot, pool), warnings)
+    notes = {team: "; ".join(names) for team, names in labels.items()}
+    return policy.model_copy(update={"teams": teams}), notes, warnings
+
+
+def _unhonoured(r: Reservation, team: TeamPolicy | None) -> str | None:
+    if team is None or team.remove:
+        return f"team {r.team} is not managed by the policy"
+    family = family_key(team, r.pool)
+    if family is not None:
+        return f"team {r.team}'s policy names the family {family}: reserve on a team that names the type"
+    return None
+
+
+def _raised(team: TeamPolicy, pool: str, amount: int, total: float, warnings: list[str]) -> TeamPolicy:
+    cap = team.cap_for(pool, total)
+    floor = team.guarantee_for(pool, total)
+    target = float(min(amount, cap))
+    if target < amount:
+        warnings.append(f"reservations of {amount} on {pool} for a team capped at {cap:g} there: guarantee {target:g}")
+    if target <= floor:
+        return team
+    guarantee = {**team.guarantee, pool: Amount(value=target)}
+    return team.model_copy(update={"guarantee": guarantee})
+
+
+def shortfalls(allocations: Mapping[str, Mapping[str, Mapping[str, float]]],
+               reservations: Sequence[Reservation]) -> list[str]:
+    """A warning per active reservation its team does not hold in full after this plan (a hold on another team, a
+    cap set since): the next runs bring it once the hold lifts."""
+    wanted: dict[tuple[str, str], int] = defaultdict(int)
+    for r in reservations:
+        wanted[(r.team, r.pool)] += r.accelerators
+    out = []
+    for (team, pool), amount in sorted(wanted.items()):
+        got = allocations.get(team, {}).get(pool, {}).get("accelerators", 0.0)
+        if got < amount:
+            out.append(f"{team} holds {got:g} of the {amount} it reserves on {pool} after this plan (a hold or "
+                       "a cap keeps the rest); later runs raise it once that lifts")
+    return out

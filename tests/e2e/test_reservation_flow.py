@@ -1,0 +1,113 @@
+"""End to end through the real state machine on the emulator, IAM enforced: an approved reservation raises its
+team's quota from the first run inside its window, with the reservation as the reason; its start and its end are
+announced once each on SNS and Slack; the first run after its end brings the quota back to the policy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import boto3
+import pytest
+from support.clock import ticking
+from support.emulator import EmulatorHandle, in_process_emulator
+from support.events import load_event
+from support.kube_api import pod_set, serve, workload
+
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app import wiring
+from rebalancer.domain.reservation import Reservation
+from rebalancer_tools.emulator import DEMO
+from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from rebalancer_tools.ticking_clock import TickingClock
+
+pytestmark = pytest.mark.slow
+
+CLUSTER = DEMO.cluster_name
+P5 = "ml.p5.48xlarge"
+POLICY = """
+mode: auto
+stability: {cooldown_minutes: 0, max_move: 64}
+approval: {moved_accelerators: 1000, max_decrease_percent: 100}
+teams:
+  research: {weight: 3, guarantee: {ml.p5.48xlarge: 4}}
+  training: {weight: 3, guarantee: {ml.p5.48xlarge: 4}}
+  inference: {weight: 2, guarantee: {ml.p5.48xlarge: 4}}
+  data-science: {weight: 1}
+  platform: {weight: 1}
+"""
+
+
+def p5_quota(emu: EmulatorHandle, team: str) -> int:
+    sm = emu.sagemaker
+    for s in sm.list_compute_quotas(ClusterArn=emu.emulator.cluster_arn(CLUSTER))["ComputeQuotaSummaries"]:
+        q = sm.describe_compute_quota(ComputeQuotaId=s["ComputeQuotaId"])
+        if q["ComputeQuotaTarget"]["TeamName"] == team:
+            return next((int(r.get("Accelerators", 0)) for r in q["ComputeQuotaConfig"]["ComputeQuotaResources"]
+                         if r["InstanceType"] == P5), 0)
+    return 0
+
+
+@pytest.fixture
+def flow() -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]]:
+    clock = ticking()
+    with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (url, kube),
+          SlackReceiver() as slack):
+        kube.add(workload("research", "pretrain", [pod_set(4, {"nvidia.com/gpu": 8}, P5)]))  # wants all 32
+        with LocalStack(clusters={CLUSTER: POLICY}, kube_url=url, slack_webhook_url=slack.url, now=clock) as stack:
+            yield stack, emu, slack, clock
+
+
+def run(stack: LocalStack, clock: TickingClock, minutes: float) -> None:
+    clock.advance(minutes=minutes)
+    event = load_event("hyperpod-node-health")
+    event["detail"]["ClusterName"] = CLUSTER
+    assert stack.trigger(event)["status"] == "started"
+    done = stack.wait(stack.executions()[-1])
+    assert done["status"] == "SUCCEEDED", done
+
+
+def subjects(stack: LocalStack) -> list[tuple[str, str]]:
+    return [(m["Subject"], m["Message"]) for m in stack.sns_messages()]
+
+
+def test_a_reservation_holds_its_window_and_is_announced_at_both_ends(
+        flow: tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]) -> None:
+    stack, emu, slack, clock = flow
+    store = Store(wiring.store().table_name, resource=boto3.resource("dynamodb", region_name=stack.region))
+    start = clock() + timedelta(minutes=10)
+    store.reservations.put(Reservation(
+        reservation_id="r-e2e", cluster=CLUSTER, team="data-science", pool=P5, accelerators=16, start=start,
+        until=start + timedelta(hours=2), reason="launch", status="approved", requested_by="alice",
+        requested_at=clock()))
+
+    run(stack, clock, 0)  # before its start: research takes what the guarantees leave
+    assert p5_quota(emu, "data-science") == 0
+    assert not [s for s, _ in subjects(stack) if s.startswith("Reservation")]
+
+    run(stack, clock, 15)  # inside the window
+    assert p5_quota(emu, "data-science") == 16
+    messages = subjects(stack)
+    [started] = [body for s, body in messages if s == f"Reservation started on {CLUSTER}"]
+    assert "reservation r-e2e for launch until" in started
+    assert "data-science is guaranteed at least 16 of ml.p5.48xlarge" in started
+    applied = next(body for s, body in messages if s.startswith("Quotas rebalanced"))
+    assert "data-science ml.p5.48xlarge accelerators: 0 -> 16 (" in applied
+    assert "reservation r-e2e for launch until" in applied.split("data-science ml.p5.48xlarge", 1)[1]
+
+    run(stack, clock, 30)  # still inside: nothing to say again, nothing to change
+    assert not [s for s, _ in subjects(stack) if s.startswith("Reservation")]
+    assert p5_quota(emu, "data-science") == 16
+
+    run(stack, clock, 120)  # past its end: the schedule's next run brings the quota back
+    assert p5_quota(emu, "data-science") == 0
+    [ended] = [body for s, body in subjects(stack) if s.startswith("Reservation ended")]
+    assert "r-e2e" in ended
+    assert "returns to the policy" in ended
+    posts = [p["blocks"][0]["text"]["text"] for p in slack.posts]
+    assert [t for t in posts if t.startswith("Reservation")] == [
+        f"Reservation started on {CLUSTER}", f"Reservation ended on {CLUSTER}: quotas return to the policy"]
+    steps = [(r["outcome"]) for r in store.audit.records(CLUSTER) if r["kind"] == "reservation"]
+    assert steps == ["started:approved", "ended:approved"]
+
+
