@@ -199,6 +199,25 @@ class MemorySamples:
                 yield DemandSample.model_validate_json(kept[at])
 
 
+class MemorySightings:
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, tuple[str, datetime]]] = {}
+        self.events: dict[str, datetime] = {}
+
+    def unavailable(self, cluster_name: str) -> dict[str, tuple[str, datetime]]:
+        return dict(self.nodes.get(cluster_name, {}))
+
+    def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None:
+        self.nodes[cluster_name] = dict(nodes)
+
+    def last_event(self, cluster_name: str) -> datetime | None:
+        return self.events.get(cluster_name)
+
+    def saw_event(self, cluster_name: str, at: datetime) -> None:
+        if cluster_name not in self.events or self.events[cluster_name] < at:
+            self.events[cluster_name] = at
+
+
 class MemoryStore:
     """rebalancer.adapters.dynamodb.store.Store's repositories, in memory."""
 
@@ -214,3 +233,4 @@ class MemoryStore:
         self.versions = MemoryVersions()
         self.meter = MemoryMeter()
         self.samples = MemorySamples()
+        self.sightings = MemorySightings()

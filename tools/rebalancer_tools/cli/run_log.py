@@ -68,6 +68,7 @@ class _TableRecords:
         self.audit = _one_line(store.audit, "audit", store.table_name)
         self.versions = _one_line(store.versions, "versions", store.table_name)
         self.meter = _one_line(store.meter, "meter", store.table_name)
+        self.sightings = _one_line(store.sightings, "sightings", store.table_name)
 
 
 def table_log(store: Store) -> RunLog:

@@ -30,10 +30,13 @@ class PlanningContext:
     edit). `budget_usage`: per team with a budget, its use so far in the period that holds the snapshot's time.
     `recent_changes`: the writes to the teams' quotas; `last_changed` the latest per team (what the cooldown
     reads). `pending_since`: per team and pool, when its oldest pending work was created (what aging reads; filled
-    only for a policy that ages weights)."""
+    only for a policy that ages weights). `unavailable_since`: by InstanceId, each node unavailable for now in the
+    snapshot, its state and since when runs have seen it so (what the capacity grace expires on; the caller keeps
+    it for the next run)."""
 
     known_versions: Mapping[str, int] | None = None
     budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
     recent_changes: tuple[RecentChange, ...] = ()
     last_changed: Mapping[str, datetime] = field(default_factory=dict)
     pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
+    unavailable_since: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)
