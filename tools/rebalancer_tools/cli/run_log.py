@@ -23,7 +23,8 @@ NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the
 # The DynamoDB call behind each repository method the CLI's runs use, for the one-line error.
 CALLS = {("artifacts", "put"): "PutItem", ("artifacts", "get"): "GetItem", ("audit", "append"): "PutItem",
          ("audit", "records"): "Query", ("versions", "record"): "PutItem", ("versions", "known"): "Query",
-         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem"}
+         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem",
+         ("sightings", "unavailable"): "GetItem", ("sightings", "record_unavailable"): "PutItem"}
 R = TypeVar("R")
 
 
