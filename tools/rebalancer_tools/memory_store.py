@@ -240,6 +240,25 @@ class MemoryReservations:
         return Reservation.model_validate_json(self.kept[rec.cluster][rec.reservation_id])
 
 
+class MemorySightings:
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, tuple[str, datetime]]] = {}
+        self.events: dict[str, datetime] = {}
+
+    def unavailable(self, cluster_name: str) -> dict[str, tuple[str, datetime]]:
+        return dict(self.nodes.get(cluster_name, {}))
+
+    def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None:
+        self.nodes[cluster_name] = dict(nodes)
+
+    def last_event(self, cluster_name: str) -> datetime | None:
+        return self.events.get(cluster_name)
+
+    def saw_event(self, cluster_name: str, at: datetime) -> None:
+        if cluster_name not in self.events or self.events[cluster_name] < at:
+            self.events[cluster_name] = at
+
+
 class MemoryStore:
     """rebalancer.adapters.dynamodb.store.Store's repositories, in memory."""
 
@@ -256,3 +275,4 @@ class MemoryStore:
         self.meter = MemoryMeter()
         self.samples = MemorySamples()
         self.reservations = MemoryReservations()
+        self.sightings = MemorySightings()

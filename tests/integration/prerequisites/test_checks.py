@@ -142,3 +142,20 @@ def test_a_cluster_without_an_eks_orchestrator_is_one_failed_check(emu: Emulator
         "FAIL EKS orchestrator: the HyperPod cluster has no Orchestrator.Eks — fix: task governance needs an "
         "EKS-orchestrated cluster"]
     assert report.governance().problems == (report.checks[0].line(),)
+
+
+def test_a_denied_action_iams_data_does_not_list_yet_is_a_warning_naming_the_fallback(emu: EmulatorHandle) -> None:
+    iam = emu.client("iam")
+    arn = iam.create_role(RoleName="collect", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    cluster = "arn:aws:sagemaker:us-east-1:123456789012:cluster/x"
+    iam.put_role_policy(RoleName="collect", PolicyName="p", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": ["sagemaker:DescribeCluster"], "Resource": cluster}]}))
+    calls = [("sagemaker:DescribeCluster", cluster), ("sagemaker:ListClusterOperations", cluster)]
+    got = role_permissions.check_permissions(iam, "collect", arn, calls)
+    assert got.status == "warn"
+    assert got.found == (f"{arn} is denied sagemaker:ListClusterOperations on {cluster}, which IAM's authorization "
+                         "data does not list yet (the SDK has them since botocore 1.44.8)")
+    assert "DescribeCluster's ActiveOperations" in got.line()
+    calls.append(("sagemaker:ListClusterNodes", cluster))
+    assert role_permissions.check_permissions(iam, "collect", arn, calls).status == "fail"

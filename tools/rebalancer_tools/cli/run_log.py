@@ -24,7 +24,8 @@ NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the
 CALLS = {("artifacts", "put"): "PutItem", ("artifacts", "get"): "GetItem", ("audit", "append"): "PutItem",
          ("audit", "records"): "Query", ("versions", "record"): "PutItem", ("versions", "known"): "Query",
          ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem",
-         ("reservations", "of_cluster"): "Query"}
+         ("reservations", "of_cluster"): "Query", ("sightings", "unavailable"): "GetItem",
+         ("sightings", "record_unavailable"): "PutItem"}
 R = TypeVar("R")
 
 
@@ -70,6 +71,7 @@ class _TableRecords:
         self.versions = _one_line(store.versions, "versions", store.table_name)
         self.meter = _one_line(store.meter, "meter", store.table_name)
         self.reservations = _one_line(store.reservations, "reservations", store.table_name)
+        self.sightings = _one_line(store.sightings, "sightings", store.table_name)
 
 
 def table_log(store: Store) -> RunLog:

@@ -16,7 +16,7 @@ from typing import Any
 from moto.sagemaker.models import sagemaker_backends
 
 from rebalancer.domain.clock import Clock
-from rebalancer_tools.emulator import cluster_ops, cluster_state
+from rebalancer_tools.emulator import cluster_operations, cluster_ops, cluster_state
 from rebalancer_tools.emulator.faults import FaultInjector, FaultKind, FaultRule
 from rebalancer_tools.emulator.governance import Governance, Settings, governance
 from rebalancer_tools.emulator.install import install
@@ -143,6 +143,14 @@ class Emulator:
 
     def add_training_plan(self, name: str, *, end_time: datetime, instances: int = 0) -> str:
         return cluster_state.add_training_plan(self.gov, name, end_time=end_time, instances=instances)
+
+    def start_operation(self, cluster: str, kind: str, groups: dict[str, int | None], *,
+                        instance_ids: tuple[str, ...] = ()) -> str:
+        """A Scaling (groups: name → desired TargetCount) or DeepHealthCheck operation in progress; its id."""
+        return cluster_operations.start_operation(self.gov, cluster, kind, groups, instance_ids=instance_ids)
+
+    def finish_operation(self, cluster: str, operation_id: str, status: str = "Done") -> None:
+        cluster_operations.finish_operation(self.gov, cluster, operation_id, status)
 
     def add_instance_group(self, cluster: str, group: GroupSpec | tuple[str, str, int]) -> None:
         s = group if isinstance(group, GroupSpec) else GroupSpec(*group)

@@ -15,7 +15,7 @@ from moto.core.responses import ActionResult, EmptyResult
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 
-from rebalancer_tools.emulator import appconfig, cluster_ops, cluster_state, prerequisites
+from rebalancer_tools.emulator import appconfig, cluster_operations, cluster_ops, cluster_state, prerequisites
 from rebalancer_tools.emulator.errors import ResourceNotFound
 from rebalancer_tools.emulator.faults import WIRE_FAULTS, FaultKind
 from rebalancer_tools.emulator.governance import governance
@@ -92,6 +92,15 @@ def _operations() -> dict[str, Handler]:
     def describe_training_plan(resp: Any) -> Any:
         return ActionResult(cluster_state.describe_training_plan(g(resp), resp.params["TrainingPlanName"]))
 
+    def list_operations(resp: Any) -> Any:
+        return ActionResult(cluster_operations.list_operations(g(resp), resp.params))
+
+    def describe_operation(resp: Any) -> Any:
+        return ActionResult(cluster_operations.describe_operation(g(resp), resp.params))
+
+    def list_events(resp: Any) -> Any:
+        return ActionResult(cluster_operations.list_events(g(resp), resp.params))
+
     return {
         "CreateComputeQuota": create_quota,
         "DescribeComputeQuota": describe_quota,
@@ -105,6 +114,9 @@ def _operations() -> dict[str, Handler]:
         "DeleteClusterSchedulerConfig": delete_config,
         "UpdateCluster": update_cluster,
         "DescribeTrainingPlan": describe_training_plan,
+        "ListClusterOperations": list_operations,
+        "DescribeClusterOperation": describe_operation,
+        "ListClusterEvents": list_events,
     }
 
 

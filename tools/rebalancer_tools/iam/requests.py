@@ -39,6 +39,8 @@ class UnknownOperation(Exception):
 
 # Write requests authorized per item: AWS checks the item's own action (TransactWriteItems is no IAM action).
 _TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+_ON_CLUSTER = frozenset({"DescribeCluster", "ListClusterNodes", "DescribeClusterNode", "ListClusterOperations",
+                         "DescribeClusterOperation", "ListClusterEvents", "DescribeClusterEvent"})
 _CREATES = {"CreateComputeQuota": "compute-quota", "CreateClusterSchedulerConfig": "cluster-scheduler-config"}
 
 
@@ -130,7 +132,7 @@ def _sagemaker(op: str, p: Mapping[str, Any], w: Where) -> list[Pair] | None:
         new = w.arn("sagemaker", f"{_CREATES[op]}/(new)")
         pairs = [(action, cluster), (action, new), ("sagemaker:AddTags", new), ("sagemaker:DescribeCluster", cluster)]
         return pairs + _eks_dependents(w, cluster)
-    if op in ("DescribeCluster", "ListClusterNodes", "DescribeClusterNode"):
+    if op in _ON_CLUSTER:
         ref = str(p.get("ClusterName", ""))
         return [(action, w.cluster_arn(ref) or w.arn("sagemaker", f"cluster/{ref}"))]
     return None

@@ -20,6 +20,7 @@ from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
 from rebalancer.domain.snapshot import (
     Cluster,
     ClusterNode,
+    ClusterOperation,
     ClusterSchedulerConfig,
     ComputeQuota,
     Demand,
@@ -94,7 +95,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     snapshot = Snapshot(taken_at=now, cluster=sm.cluster, nodes=sm.nodes, quotas=sm.quotas, demand=kueue.demand,
                         mig=kueue.mig, utilization=utilization, scheduler_config=sm.scheduler_config,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
-                        training_plans=sm.training_plans, autoscaling_max_nodes=kueue.autoscaling_max_nodes,
+                        training_plans=sm.training_plans, operations=sm.operations,
+                        autoscaling_max_nodes=kueue.autoscaling_max_nodes,
                         topology_pending=kueue.topology)
     return Collected(snapshot, tuple(warnings))
 
@@ -111,6 +113,7 @@ class SageMakerSide:
     scheduler_config: ClusterSchedulerConfig | None
 
     training_plans: dict[str, TrainingPlan] = field(default_factory=dict)
+    operations: tuple[ClusterOperation, ...] = ()
 
     @classmethod
     def read(cls, cluster_name: str, clients: AwsClients, page_size: int,
@@ -124,6 +127,7 @@ class SageMakerSide:
         except RebalancerError as e:
             plans = {}
             warnings.append(f"training plans not read, so capacity they take away is not foreseen: {e}")
+        operations = _operations(sm, cluster.ClusterName, warnings)
         quotas = sm.quotas(cluster.ClusterArn)
         try:
             quota_tags = sm.quota_tags(quotas, known_tags)
@@ -135,7 +139,18 @@ class SageMakerSide:
         except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
             scheduler_config = None
             warnings.append(f"scheduler config not read: {e}")
-        return cls(described, cluster, nodes, quotas, quota_tags, scheduler_config, plans)
+        return cls(described, cluster, nodes, quotas, quota_tags, scheduler_config, plans, operations)
+
+
+def _operations(sm: SageMakerReader, cluster_name: str, warnings: list[str]) -> tuple[ClusterOperation, ...]:
+    """Operations in progress. Where they cannot be read (AccessDenied: IAM's data does not list the actions yet,
+    so AWS may authorize them under other names) the groups' ActiveOperations still say what scales."""
+    try:
+        return sm.operations(cluster_name)
+    except RebalancerError as e:
+        warnings.append(f"cluster operations not read, so only DescribeCluster's ActiveOperations (Scaling) hold "
+                        f"quotas and a DeepHealthCheck in progress is not seen: {e}")
+        return ()
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,7 @@ _CONFIG = "arn:{partition}:sagemaker:{region}:{account}:cluster-scheduler-config
 _SNS = (("sns:Publish", "{TOPIC_ARN}"),)
 _READ_CLUSTER = (
     ("sagemaker:DescribeCluster", _CLUSTER), ("sagemaker:ListClusterNodes", _CLUSTER),
+    ("sagemaker:ListClusterOperations", _CLUSTER), ("sagemaker:DescribeClusterOperation", _CLUSTER),
     ("sagemaker:ListComputeQuotas", "*"), ("sagemaker:DescribeComputeQuota", _QUOTA), ("sagemaker:ListTags", _QUOTA),
     ("sagemaker:ListClusterSchedulerConfigs", "*"), ("sagemaker:DescribeClusterSchedulerConfig", _CONFIG),
     ("sagemaker:DescribeTrainingPlan", "arn:{partition}:sagemaker:{region}:{account}:training-plan/x"),
@@ -247,7 +248,7 @@ def update_delete_calls(function: str, *, partition: str, region: str, account: 
 
 FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
     "trigger": (*_STORE, ("states:StartExecution", "{STATE_MACHINE_ARN}"),
-                ("states:DescribeExecution", "{EXECUTIONS}")),
+                ("states:DescribeExecution", "{EXECUTIONS}"), ("sagemaker:ListClusterEvents", _CLUSTER)),
     "collect": (*_STORE, *_READ_CLUSTER),
     "observe": (*_STORE, *_READ_CLUSTER),
     "plan": (*_STORE, *_POLICY, *_SNS, ("secretsmanager:GetSecretValue", "{SLACK_WEBHOOK_SECRET_ARN}")),

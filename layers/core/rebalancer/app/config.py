@@ -45,6 +45,8 @@ class TriggerConfig(EnvConfig):
     state_machine_arn: NonEmpty = Field(alias="STATE_MACHINE_ARN")
     lock_ttl_seconds: Annotated[int, Field(gt=0)] = Field(alias="LOCK_TTL_SECONDS")
     debounce_seconds: Annotated[int, Field(gt=0)] = Field(alias="DEBOUNCE_SECONDS")
+    # A silence longer than this lists the cluster's events (rebalancer.app.trigger.gap: two schedule periods).
+    event_gap_seconds: Annotated[int, Field(gt=0)] = Field(alias="EVENT_GAP_SECONDS")
 
 
 class ObserveConfig(EnvConfig):

@@ -32,7 +32,9 @@ class PlanningContext:
     `recent_changes`: the writes to the teams' quotas; `last_changed` the latest per team (what the cooldown
     reads). `pending_since`: per team and pool, when its oldest pending work was created (what aging reads; filled
     only for a policy that ages weights). `reservations`: the approved reservations active at the snapshot's time
-    (each raises its team's guarantee in its pool to at least its amount)."""
+    (each raises its team's guarantee in its pool to at least its amount). `unavailable_since`: by InstanceId, each
+    node unavailable for now in the snapshot, its state and since when runs have seen it so (what the capacity grace
+    expires on; the caller keeps it for the next run)."""
 
     known_versions: Mapping[str, int] | None = None
     budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
@@ -40,3 +42,4 @@ class PlanningContext:
     last_changed: Mapping[str, datetime] = field(default_factory=dict)
     pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
+    unavailable_since: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)

@@ -127,7 +127,8 @@ class TrainingPlan(AwsShape):
 
 class ClusterOperation(Frozen):
     """An InProgress ListClusterOperations entry (OperationId, Type, Status, CreationTime as the API spells them)
-    with the groups and nodes its DescribeClusterOperation names (ScalingDetails, DeepHealthCheckDetails)."""
+    with the groups and nodes its DescribeClusterOperation names (ScalingDetails, DeepHealthCheckDetails) and, for
+    Scaling, each group's desired TargetCount (`ScalingDetails[].Desired.TargetCount`)."""
 
     OperationId: str
     Type: str
@@ -135,6 +136,7 @@ class ClusterOperation(Frozen):
     CreationTime: AwareDatetime | None = None
     InstanceGroupNames: tuple[str, ...] = ()
     InstanceIds: tuple[str, ...] = ()
+    TargetCounts: dict[str, NonNegativeInt] = Field(default_factory=dict)
 
 
 class AcceleratorPartitionConfig(AwsShape):
@@ -289,9 +291,8 @@ class Snapshot(Frozen):
     # without an entry: not read (or not labelled). See rebalancer.planning.capacity.
     node_health: dict[str, str] = Field(default_factory=dict)
     # The training plans the instance groups run on, by ARN (DescribeTrainingPlan). Cluster operations in progress
-    # (ListClusterOperations / DescribeClusterOperation shapes): collect does not read them yet (IAM's authorization
-    # data lists neither action, so no grant could be checked); a snapshot from elsewhere may carry them, and the
-    # groups' ActiveOperations (DescribeCluster) say what scales.
+    # (ListClusterOperations / DescribeClusterOperation): collect reads them where allowed, else the groups'
+    # ActiveOperations (DescribeCluster) alone say what scales (and no DeepHealthCheck is seen).
     training_plans: dict[str, TrainingPlan] = Field(default_factory=dict)
     operations: tuple[ClusterOperation, ...] = ()
     # The autoscaler's ceiling read from the cluster (Karpenter NodePool limits: adapters/kubernetes/karpenter),

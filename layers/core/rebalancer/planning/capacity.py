@@ -5,8 +5,9 @@ Three amounts, in nodes, per instance type:
   `sagemaker.amazonaws.com/node-health-status` = Unschedulable*), plus nodes HyperPod is working on and will give
   back ("unavailable for now": SystemUpdating, DeepHealthCheckInProgress, AttachInProgress, DetachInProgress, or
   Running but labelled Unschedulable, which HyperPod's resiliency labels define as "running deep health checks")
-  for `capacity.unavailable_grace_minutes` from the start the snapshot knows of (the operation's CreationTime; a
-  start it does not know is taken as recent: HyperPod ends these states itself, in Running or in a replacement).
+  for `capacity.unavailable_grace_minutes` from the start known of (the earliest of the operation's CreationTime
+  and when a run first saw the node in that state, which the planning context carries across runs; a start not
+  known is taken as recent: HyperPod ends these states itself, in Running or in a replacement).
   Nodes of a training plan that ends before the next run (`capacity.run_interval_minutes`) are taken away ahead.
   While a Scaling or DeepHealthCheck operation is in progress on a group, its type is not shrunk below what the
   quotas hold (up to the group's target): the operation, not a loss, explains the missing nodes.
@@ -99,10 +100,12 @@ def bound_guarantees(claims: Claims, limit: float) -> Claims:
         notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
 
 
-def of_snapshot(snapshot: Snapshot, policy: Policy) -> Capacity:
+def of_snapshot(snapshot: Snapshot, policy: Policy, seen_since: Mapping[str, datetime] | None = None) -> Capacity:
     """Every instance type's capacity in the snapshot, with the notes that explain it: the nodes counted, then per
-    type what counts now, what lasts, what the autoscaler can reach and what an operation holds."""
-    tally = _count_nodes(snapshot, policy.capacity)
+    type what counts now, what lasts, what the autoscaler can reach and what an operation holds. `seen_since`: by
+    InstanceId, since when runs have seen the node unavailable for now in its present state
+    (PlanningContext.unavailable_since)."""
+    tally = _count_nodes(snapshot, policy.capacity, seen_since or {})
     held = _held_by_operations(snapshot, _busy_groups(snapshot))
     ceilings, source = _ceilings(snapshot, policy)
     types = sorted({n.InstanceType for n in snapshot.nodes} | set(held) | set(ceilings))
@@ -118,12 +121,13 @@ class _Tally:
     spot: Counter[str] = field(default_factory=Counter)
     lost: Counter[str] = field(default_factory=Counter)
     why: dict[str, Counter[str]] = field(default_factory=dict)
+    expired: dict[str, list[str]] = field(default_factory=dict)  # per type, one line per node past the grace
 
     def note(self, instance_type: str, what: str) -> None:
         self.why.setdefault(instance_type, Counter())[what] += 1
 
 
-def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy) -> _Tally:
+def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[str, datetime]) -> _Tally:
     grace = timedelta(minutes=rules.unavailable_grace_minutes)
     horizon = snapshot.taken_at + timedelta(minutes=rules.run_interval_minutes)
     groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
@@ -139,11 +143,14 @@ def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy) -> _Tally:
             tally.note(t, ending)
             continue
         if state.startswith("for now"):
-            since = started.get(n.InstanceId) or started.get(n.InstanceGroupName)
+            known = [started.get(n.InstanceId) or started.get(n.InstanceGroupName), seen_since.get(n.InstanceId)]
+            since = min((s for s in known if s is not None), default=None)
             what = state.removeprefix("for now: ")
             if since is not None and snapshot.taken_at - since > grace:
                 tally.lost[t] += 1
-                tally.note(t, f"{what} beyond the {rules.unavailable_grace_minutes:g} min grace")
+                tally.expired.setdefault(t, []).append(
+                    f"node {n.InstanceId} in {what} since {since.strftime('%H:%M')}, past the "
+                    f"{rules.unavailable_grace_minutes:g} min grace")
                 continue
             tally.note(t, f"unavailable for now ({what}), counted for up to {rules.unavailable_grace_minutes:g} min")
         elif state != "schedulable":
@@ -162,6 +169,7 @@ def _of_type(t: str, tally: _Tally, held: tuple[float, str] | None, ceiling: int
     counted, lost, spot = tally.counted[t], tally.lost[t], tally.spot[t]
     notes = [f"{_plural(lost, 'node')} of {t} unhealthy"] if lost else []
     notes += [f"{_plural(k, 'node')} of {t} {what}" for what, k in sorted(tally.why.get(t, Counter()).items())]
+    notes += tally.expired.get(t, [])
     if spot:
         notes.append(f"{_plural(spot, 'node')} of {t} on spot: shared by weight, no guarantee stands on them")
     if held is not None:
@@ -173,6 +181,17 @@ def _of_type(t: str, tally: _Tally, held: tuple[float, str] | None, ceiling: int
                      f"quotas may reach them, guarantees stay within the {counted} there now")
     return TypeCapacity(now=counted, lasting=counted - spot, reachable=reachable, unhealthy=lost,
                         held_amount=held[0] if held is not None else 0.0, notes=tuple(notes))
+
+
+def unavailable_for_now(snapshot: Snapshot) -> dict[str, str]:
+    """By InstanceId, the state of each node that is unavailable for now ("SystemUpdating", "labelled
+    Unschedulable", ...): what the planning context remembers first-seen times of."""
+    out = {}
+    for n in snapshot.nodes:
+        state = _state(n, snapshot.node_health.get(n.InstanceId))
+        if state.startswith("for now: "):
+            out[n.InstanceId] = state.removeprefix("for now: ")
+    return out
 
 
 def _state(node: ClusterNode, label: str | None) -> str:
@@ -232,10 +251,13 @@ def _held_by_operations(snapshot: Snapshot, busy: Mapping[str, str]) -> dict[str
     ones), at most the busy groups' target, and which operation."""
     targets: Counter[str] = Counter()
     what: dict[str, str] = {}
+    desired = {name: n for op in snapshot.operations if op.Status == "InProgress"
+               for name, n in op.TargetCounts.items()}
     for g in snapshot.cluster.InstanceGroups:
         operation = busy.get(g.InstanceGroupName or "")
         if operation and g.InstanceType:
-            targets[g.InstanceType] += max(g.TargetCount or 0, g.CurrentCount)
+            wanted = desired.get(g.InstanceGroupName or "", 0)
+            targets[g.InstanceType] += max(g.TargetCount or 0, g.CurrentCount, wanted)
             what[g.InstanceType] = f"{operation} on group {g.InstanceGroupName}"
     if not targets:
         return {}

@@ -258,7 +258,7 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
     # A deactivated quota holds nothing: its team's jobs cannot be admitted.
     held_by = {q.team: holdings(q, i) if q.ActivationState != "Disabled" else {}
                for i, q in enumerate(snapshot.quotas)}
-    healthy = capacity_of(snapshot, policy, held_by)
+    healthy = capacity_of(snapshot, policy, held_by, context.unavailable_since)
     teams, bounds = teams_of(snapshot, policy, context, held_by, healthy.raw, now, warnings)
     pools = [_pool_input(name, healthy, teams, bounds.get(name, ()), held_by, outsiders, snapshot, context, policy,
                          warnings)
@@ -279,12 +279,14 @@ class Capacity:
     policy_pools: frozenset[str]  # the pools the policy names (not its families)
 
 
-def capacity_of(snapshot: Snapshot, policy: Policy, held_by: Mapping[str, Mapping[str, float]]) -> Capacity:
+def capacity_of(snapshot: Snapshot, policy: Policy, held_by: Mapping[str, Mapping[str, float]],
+                unavailable_since: Mapping[str, tuple[str, datetime]] | None = None) -> Capacity:
     """The pools and their capacity now: a type's nodes that count (rebalancer.planning.capacity) times its primary
     resource, less the GPUs its MIG partitions occupy; a MIG pool's partitions."""
     policy_pools = frozenset(k for k in policy.pools() if not family_types(k))
     parsed = {name: PoolKey.parse(name) for name in _pool_names(snapshot, set(policy_pools), held_by)}
-    caps = capacity.of_snapshot(snapshot, policy)
+    seen = {node: since for node, (_, since) in (unavailable_since or {}).items()}
+    caps = capacity.of_snapshot(snapshot, policy, seen)
     carved: Counter[str] = Counter()
     for t, profiles in snapshot.mig.items():
         for profile, n in profiles.items():

@@ -15,6 +15,7 @@ from rebalancer.adapters.dynamodb.locks import TableLocks
 from rebalancer.adapters.dynamodb.metering import TableMeter
 from rebalancer.adapters.dynamodb.reservations import TableReservations
 from rebalancer.adapters.dynamodb.samples import TableSamples
+from rebalancer.adapters.dynamodb.sightings import TableSightings
 from rebalancer.adapters.dynamodb.table import Table
 from rebalancer.adapters.dynamodb.versions import TableVersions
 from rebalancer.domain.clock import Clock, system_clock
@@ -36,6 +37,7 @@ class Store:
         self.meter = TableMeter(self.table)
         self.samples = TableSamples(self.table)
         self.reservations = TableReservations(self.table)
+        self.sightings = TableSightings(self.table)
 
     def now(self) -> datetime:
         return self.table.now()

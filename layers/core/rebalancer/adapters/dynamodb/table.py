@@ -17,6 +17,10 @@ Item layout (pk / sk), by repository:
                                                                        expires_at is the TTL
   versions     CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our
                                                                        last write left
+  sightings    CLUSTER#<cluster>      / UNAVAILABLE                    per node unavailable for now: its state
+                                                                       and since when runs have seen it so
+               CLUSTER#<cluster>      / LAST-EVENT                     time of the latest cluster event the
+                                                                       trigger received (only moves forward)
   samples      SAMPLE#<cluster>       / <ISO time>                     gzip'd demand sample
                                                                        (rebalancer.domain.sample) written by
                                                                        observe every few minutes; expires_at =

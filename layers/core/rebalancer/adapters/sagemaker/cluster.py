@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.domain.snapshot import Cluster, ClusterNode, ComputeQuota, TrainingPlan
+from rebalancer.domain.snapshot import Cluster, ClusterNode, ClusterOperation, ComputeQuota, TrainingPlan
 from rebalancer.parsing.validation import load_model
 
 # Quotas on their way out hold no capacity and cannot be updated.
@@ -78,6 +78,24 @@ class SageMakerReader:
             out[arn] = load_model(TrainingPlan, {"TrainingPlanArn": arn, **got}, f"DescribeTrainingPlan {arn}")
         return out
 
+    def operations(self, cluster_name: str) -> tuple[ClusterOperation, ...]:
+        """The cluster's operations in progress: ListClusterOperations (Status InProgress, every page), then
+        DescribeClusterOperation for the groups and nodes each names. Few at a time (one per group at most)."""
+        summaries: list[dict[str, Any]] = []
+        with aws_call("ListClusterOperations", f"cluster {cluster_name}"):
+            pages = self.sm.get_paginator("list_cluster_operations").paginate(
+                ClusterName=cluster_name, Status="InProgress", PaginationConfig={"PageSize": self.page_size})
+            for page in pages:
+                summaries += page.get("ClusterOperationSummaries", [])
+        out = []
+        for s in summaries:
+            op_id = str(s.get("OperationId"))
+            with aws_call("DescribeClusterOperation", f"operation {op_id} of cluster {cluster_name}"):
+                got = dict(self.sm.describe_cluster_operation(ClusterName=cluster_name, OperationId=op_id))
+            out.append(load_model(ClusterOperation, operation_fields({**s, **got}),
+                                  f"DescribeClusterOperation {op_id}"))
+        return tuple(sorted(out, key=lambda o: o.OperationId))
+
     def quota_summaries(self, cluster_arn: str) -> list[dict[str, Any]]:
         """ListComputeQuotas, every page (at most 100 quotas a page): one call per hundred quotas."""
         out: list[dict[str, Any]] = []
@@ -115,3 +133,17 @@ SUMMARY_FIELDS = ("ComputeQuotaId", "Name", "ComputeQuotaVersion", "Status", "Co
 
 def summary_is_complete(summary: dict[str, Any]) -> bool:
     return all(summary.get(f) is not None for f in SUMMARY_FIELDS)
+
+
+def operation_fields(described: Mapping[str, Any]) -> dict[str, Any]:
+    """A ClusterOperation's fields from a DescribeClusterOperation response: the groups ScalingDetails and
+    DeepHealthCheckDetails name, the nodes a deep health check names (none: the whole group), and each scaled
+    group's desired TargetCount."""
+    scaling = described.get("ScalingDetails") or ()
+    checks = described.get("DeepHealthCheckDetails") or ()
+    groups = [d.get("InstanceGroupName") for d in (*scaling, *checks)]
+    targets = {d["InstanceGroupName"]: d["Desired"]["TargetCount"] for d in scaling
+               if d.get("InstanceGroupName") and (d.get("Desired") or {}).get("TargetCount") is not None}
+    out = {k: described.get(k) for k in ("OperationId", "Type", "Status", "CreationTime")}
+    return {**out, "InstanceGroupNames": tuple(dict.fromkeys(g for g in groups if g)),
+            "InstanceIds": tuple(i for d in checks for i in d.get("InstanceIds") or ()), "TargetCounts": targets}

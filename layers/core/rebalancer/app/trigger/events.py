@@ -231,6 +231,7 @@ class Trigger(BaseModel):
     relevant: bool = True
     finished: Identifier | None = None  # a run-finished event: the name of the execution that ended
     state_machine_arn: Identifier | None = None
+    at: datetime | None = None  # the event's time (EventBridge's `time`)
 
 
 def event_id_of(event: Any) -> str:
@@ -241,6 +242,10 @@ def event_id_of(event: Any) -> str:
 def parse_trigger(event: Any) -> Trigger:
     """Raises pydantic's ValidationError (or Powertools' parser errors) for malformed or unknown events."""
     parsed: Any = parse(event=event, model=TriggerEvent)  # type: ignore[call-overload]
+    return _trigger_of(parsed).model_copy(update={"at": parsed.time})
+
+
+def _trigger_of(parsed: Any) -> Trigger:
     d = parsed.detail
     match parsed:
         case StateChangeEvent():

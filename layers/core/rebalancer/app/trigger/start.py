@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from rebalancer.app.observability import logger
 from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
+from rebalancer.app.trigger.gap import EventMarks, Watch
 from rebalancer.app.workflow.audit import AuditLog, trigger_started
 from rebalancer.domain.clock import Clock
 from rebalancer.domain.records import LockResult
@@ -43,6 +44,8 @@ class Store(Protocol):
     def locks(self) -> Locks: ...
     @property
     def audit(self) -> AuditLog: ...
+    @property
+    def sightings(self) -> EventMarks: ...
     def now(self) -> datetime: ...
 
 
@@ -53,10 +56,11 @@ class TriggerOutcome:
     executions: list[str] = field(default_factory=list)
     debounced: list[str] = field(default_factory=list)
     reason: str = ""
+    replayed: int = 0  # cluster events listed after a gap (rebalancer.app.trigger.gap)
 
     def as_dict(self) -> dict[str, Any]:
         return {"event_id": self.event_id, "status": self.status, "executions": self.executions,
-                "debounced": self.debounced, "reason": self.reason}
+                "debounced": self.debounced, "reason": self.reason, "replayed": self.replayed}
 
 
 def execution_name(cluster_name: str, now: datetime, debounce: timedelta) -> str:
@@ -82,8 +86,13 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
 
 class Starter:
     def __init__(self, *, store: Store, sfn: Any, state_machine_arn: str, managed: tuple[str, ...],
-                 lock_ttl: timedelta, debounce: timedelta, clock: Clock):
+                 lock_ttl: timedelta, debounce: timedelta, clock: Clock, sagemaker: Any = None,
+                 event_gap: timedelta | None = None):
+        """`sagemaker` and `event_gap`: list the cluster's events after a silence longer than `event_gap`
+        (rebalancer.app.trigger.gap); without them, events are still recorded as seen but no gap is replayed."""
         self.store = store
+        gap = event_gap if sagemaker is not None and event_gap is not None else timedelta.max
+        self.watch = Watch(store.sightings, store.audit, sagemaker, gap)
         self.clock = clock
         self.sfn = sfn
         self.state_machine_arn = state_machine_arn
@@ -109,6 +118,7 @@ class Starter:
             return TriggerOutcome(event_id, "ignored", reason=f"not a managed cluster: {', '.join(trigger.clusters)}")
         outcome = TriggerOutcome(event_id, "debounced", reason=trigger.summary)
         for cluster in clusters:
+            outcome.replayed += self.watch.saw(cluster, trigger)
             name = self.start(cluster, trigger)
             (outcome.executions if name else outcome.debounced).append(name or cluster)
         if outcome.executions:

@@ -47,6 +47,15 @@ def trigger_started(log: AuditLog, cluster_name: str, execution: str, trigger: M
     log.append(cluster_name, execution, "trigger", outcome="started", detail=dict(trigger))
 
 
+def cluster_event_seen(log: AuditLog, cluster_name: str, *, via: str, event_id: str, at: datetime | None,
+                       summary: str) -> None:
+    """A HyperPod event the trigger saw: delivered by EventBridge, or replayed from ListClusterEvents after a gap.
+    Keyed by the event's id, so two events seen in one instant are two records."""
+    log.append(cluster_name, f"event#{event_id}", "cluster-event",
+               outcome="seen" if via == "EventBridge" else "replayed",
+               detail={"via": via, "event_id": event_id, "at": at.isoformat() if at else None, "summary": summary})
+
+
 # --- plan --------------------------------------------------------------------------------------------------------
 def planned(log: AuditLog, run: RunRef, plan: Plan, *, decision: str, known_versions: Mapping[str, int],
             who: str | None = None) -> None:

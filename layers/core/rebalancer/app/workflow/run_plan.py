@@ -24,13 +24,24 @@ from rebalancer.planning.requests import setting_changes
 Decision = Literal["no_change", "dry_run", "approve", "apply"]
 
 
+class UnavailableNodes(Protocol):
+    """Since when each node has been seen unavailable for now: rebalancer.adapters.dynamodb.sightings;
+    rebalancer_tools.memory_store.MemorySightings."""
+
+    def unavailable(self, cluster_name: str) -> dict[str, tuple[str, datetime]]: ...
+    def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None: ...
+
+
 class Store(runs.Store, Protocol):
-    """A run's records, the metered use the plan's budgets are checked against, and the reservations it honours."""
+    """A run's records, the metered use the plan's budgets are checked against, the reservations it honours and the
+    nodes seen unavailable."""
 
     @property
     def meter(self) -> budgets.MeterStore: ...
     @property
     def reservations(self) -> reservations.ReservationStore: ...
+    @property
+    def sightings(self) -> UnavailableNodes: ...
 
 
 def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:
@@ -75,13 +86,16 @@ def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: S
     context = planning_context(snapshot, policy,
                                known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
                                metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at),
-                               reservations=store.reservations.of_cluster(cluster))
+                               reservations=store.reservations.of_cluster(cluster),
+                               unavailable_seen=store.sightings.unavailable(cluster))
     return RunPlan(make_plan(snapshot, policy, now, context=context), context)
 
 
-def record_plan(store: runs.Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
-    """The plan becomes the run's (the apply reads it back) and its audit record."""
+def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
+    """The plan becomes the run's (the apply reads it back) and its audit record; the nodes it saw unavailable
+    are kept for the next run's grace."""
     store.artifacts.put(run.execution_name, "PLAN", planned.plan.model_dump(mode="json"))
+    store.sightings.record_unavailable(run.cluster_name, dict(planned.context.unavailable_since))
     audit.planned(store.audit, run, planned.plan, decision=planned.decision, known_versions=planned.known_versions,
                   who=who)
 

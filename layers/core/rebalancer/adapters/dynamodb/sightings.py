@@ -1,0 +1,42 @@
+"""What runs and the trigger saw of a cluster between runs: since when each node has been unavailable for now
+(the capacity grace expires on it), and the time of the latest cluster event the trigger received (a gap after it
+is replayed from ListClusterEvents)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from boto3.dynamodb.conditions import Attr
+from botocore.exceptions import ClientError
+
+from rebalancer.adapters.dynamodb.table import KEY, SORT, Table, conditional_failed
+from rebalancer.errors import TransientError
+
+
+class TableSightings:
+    def __init__(self, table: Table):
+        self.t = table
+
+    def unavailable(self, cluster_name: str) -> dict[str, tuple[str, datetime]]:
+        item = self.t.get(f"CLUSTER#{cluster_name}", "UNAVAILABLE")
+        nodes = (item or {}).get("nodes") or {}
+        return {str(n): (str(v["state"]), datetime.fromisoformat(str(v["since"]))) for n, v in nodes.items()}
+
+    def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None:
+        """Replaces the cluster's record: a node no longer listed is no longer unavailable."""
+        self.t.table.put_item(Item={KEY: f"CLUSTER#{cluster_name}", SORT: "UNAVAILABLE", "nodes": {
+            n: {"state": state, "since": since.isoformat()} for n, (state, since) in sorted(nodes.items())}})
+
+    def last_event(self, cluster_name: str) -> datetime | None:
+        item = self.t.get(f"CLUSTER#{cluster_name}", "LAST-EVENT")
+        return datetime.fromisoformat(str(item["at"])) if item else None
+
+    def saw_event(self, cluster_name: str, at: datetime) -> None:
+        """Moves the mark forward only: an event delivered late does not hide a gap after a later one."""
+        stamp = at.astimezone(UTC).isoformat()  # one zone and format: the condition compares strings
+        try:
+            self.t.table.put_item(Item={KEY: f"CLUSTER#{cluster_name}", SORT: "LAST-EVENT", "at": stamp},
+                                  ConditionExpression=Attr(KEY).not_exists() | Attr("at").lt(stamp))
+        except ClientError as e:
+            if not conditional_failed(e):
+                raise TransientError(f"DynamoDB PutItem (last event of {cluster_name}): {e}") from e
