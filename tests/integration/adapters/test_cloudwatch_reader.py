@@ -96,14 +96,15 @@ def put_otel(cw: Any, metric: str, cluster: str, namespace: str, device: str, va
 def test_the_opentelemetry_names_are_read_when_the_classic_ones_are_absent(cw: Any) -> None:
     put_otel(cw, "DCGM_FI_DEV_GPU_UTIL", "ml-eks", "hyperpod-ns-vision", "0", [80, 80])
     put_otel(cw, "DCGM_FI_DEV_GPU_UTIL", "ml-eks", "hyperpod-ns-vision", "1", [40])
-    put_otel(cw, "neuroncore_utilization", "ml-eks", "hyperpod-ns-speech", "0", [30], cluster_label="ClusterName")
+    put_otel(cw, "neuroncore_utilization_ratio", "ml-eks", "hyperpod-ns-speech", "0", [0.25],
+             cluster_label="ClusterName")
     put_otel(cw, "DCGM_FI_DEV_GPU_UTIL", "other-eks", "hyperpod-ns-speech", "0", [99])  # another cluster
     put_otel(cw, "DCGM_FI_DEV_GPU_UTIL", "ml-eks", "kube-system", "0", [99])  # not a team's namespace
     reader = CloudWatchReader(cw)
     got = reader.utilization("ml-eks", ["vision", "speech", "idle"], START, END)
     assert got == {
         "vision": Utilization(window_minutes=60, gpu_percent=(80 + 80 + 40) / 3),
-        "speech": Utilization(window_minutes=60, neuroncore_percent=30),
+        "speech": Utilization(window_minutes=60, neuroncore_percent=25),  # Neuron Monitor's is a ratio
         "idle": Utilization(window_minutes=60),
     }
     assert reader.pipeline == "OpenTelemetry"

@@ -63,7 +63,7 @@ def test_nodes_idle_for_the_idle_period_go_down_to_min_nodes() -> None:
 def test_bad_autoscaling_is_one_clear_error() -> None:
     with pytest.raises(ValueError, match="min_nodes <= max_nodes"):
         Autoscaling(4, 2)
-    with pytest.raises(ValueError, match="outside its autoscaling range 2..4"):
+    with pytest.raises(ValueError, match=r"outside its autoscaling range 2\.\.4"):
         one_pool([], 8, nodes=5, scaling=Autoscaling(2, 4))
     with pytest.raises(ValueError, match="not modelled in an autoscaled pool"):
         one_pool([], 8, nodes=2, scaling=Autoscaling(2, 4), failures=Failures(mtbf_hours=100))

@@ -6,7 +6,8 @@ its two pipelines (both run by the `amazon-cloudwatch-observability` EKS add-on)
   per-namespace view we need. One MetricStat query per (team, metric) with the whole window as its period gives one
   average per team; a GetMetricData call takes up to 500 queries, so 250 teams cost one call.
 - **OpenTelemetry** (add-on >= v6.0.1-eksbuild.1, "Container Insights with OpenTelemetry metrics"): the sources'
-  own names (NVIDIA DCGM's `DCGM_FI_DEV_GPU_UTIL`, AWS Neuron Monitor's `neuroncore_utilization`), one series per
+  own names (NVIDIA DCGM's `DCGM_FI_DEV_GPU_UTIL`, unit %; AWS Neuron Monitor's `neuroncore_utilization_ratio`,
+  unit 1, so times 100 here), one series per
   resource (a GPU, a NeuronCore) labelled with OpenTelemetry's `k8s.cluster.name` / `k8s.namespace.name`, and no
   classic name. AWS documents PromQL for them (Prometheus-compatible QueryMetrics at
   https://monitoring.<region>.amazonaws.com/api/v1/query, SigV4); that API is no operation of the pinned botocore
@@ -31,7 +32,8 @@ from rebalancer.domain.snapshot import Utilization
 
 NAMESPACE = "ContainerInsights"
 METRICS = {"gpu_percent": "pod_gpu_utilization", "neuroncore_percent": "pod_neuroncore_utilization"}
-OTEL_METRICS = {"gpu_percent": "DCGM_FI_DEV_GPU_UTIL", "neuroncore_percent": "neuroncore_utilization"}
+OTEL_METRICS = {"gpu_percent": "DCGM_FI_DEV_GPU_UTIL", "neuroncore_percent": "neuroncore_utilization_ratio"}
+OTEL_PERCENT = {"gpu_percent": 1.0, "neuroncore_percent": 100.0}  # the sources' units: % and a ratio
 # The labels the OpenTelemetry pipeline names the cluster and the namespace with (its semantic conventions first)
 OTEL_CLUSTER_LABELS = ("k8s.cluster.name", "ClusterName")
 OTEL_NAMESPACE_LABELS = ("k8s.namespace.name", "Namespace", "namespace")
@@ -60,6 +62,7 @@ class CloudWatchReader:
         if not values:
             queries = list(self._otel_series(eks_cluster_name, names))
             values = self._read(eks_cluster_name, queries, period, start, end) if queries else {}
+            values = {k: [v * OTEL_PERCENT[k[1]] for v in got] for k, got in values.items()}
             self.pipeline = OTEL if values else NONE
         out: dict[str, dict[str, Any]] = {t: {"window_minutes": round(seconds / 60)} for t in names}
         for (team, field), got in values.items():
