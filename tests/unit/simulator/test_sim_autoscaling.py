@@ -91,3 +91,18 @@ def test_planning_to_the_ceiling_lets_the_pool_grow_and_shortens_the_wait() -> N
     assert ceiling_sim.peak_nodes[0] <= 6
     assert to_ceiling.wait_mean_s < present.wait_mean_s
     assert to_ceiling.jobs_completed == present.jobs_completed == 5
+
+
+def test_the_makefile_and_the_doc_describe_the_autoscale_bench_the_code_runs() -> None:
+    from pathlib import Path
+
+    from rebalancer_tools.simulator import autoscale_bench
+
+    root = Path(__file__).resolve().parents[3]
+    line = next(x for x in (root / "Makefile").read_text().splitlines() if x.startswith("bench-autoscale:"))
+    doc = (root / "docs/simulation.md").read_text()
+    block = doc[doc.index(autoscale_bench.BEGIN):doc.index(autoscale_bench.END)]
+    for t in autoscale_bench.TRACES:
+        assert f"{t.min_nodes}->{t.max_nodes}" in line
+        assert f"### {t.title}: {t.min_nodes} → {t.max_nodes} × {autoscale_bench.P5}" in block
+    assert all(block.count(f"| {label} |") == len(autoscale_bench.TRACES) for label, *_ in autoscale_bench.ARMS)
