@@ -7,6 +7,8 @@ never grows (the issue's point). Fixed pools are unchanged (the bench's byte-ide
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.engine import Failures, PoolSpec, SimConfig, Simulation
@@ -106,3 +108,22 @@ def test_the_makefile_and_the_doc_describe_the_autoscale_bench_the_code_runs() -
         assert f"{t.min_nodes}->{t.max_nodes}" in line
         assert f"### {t.title}: {t.min_nodes} → {t.max_nodes} × {autoscale_bench.P5}" in block
     assert all(block.count(f"| {label} |") == len(autoscale_bench.TRACES) for label, *_ in autoscale_bench.ARMS)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=st.lists(st.tuples(st.integers(0, 20), st.integers(1, 8), st.sampled_from([1, 2, 4, 8, 16, 24])),
+                     min_size=1, max_size=12),
+       lo=st.integers(0, 2), extra=st.integers(0, 3), nominal=st.integers(8, 48))
+def test_an_autoscaled_pool_stays_in_its_range_and_runs_all_it_admits(
+        jobs: list[tuple[int, int, int]], lo: int, extra: int, nominal: int) -> None:
+    scaling = Autoscaling(lo, lo + extra + 1, check_s=300)
+    trace = [TraceJob(f"j{i}", "a", s * 600.0, h * 600.0, g) for i, (s, h, g) in enumerate(jobs)]
+    sim = one_pool(trace, nominal=nominal, nodes=lo, scaling=scaling)
+    raw = sim.run()
+    counts = [n for _, n in sim.node_steps[0]]
+    assert all(scaling.min_nodes <= n <= scaling.max_nodes for n in counts)
+    assert (sim.incoming, sim.unplaced_gpus) == ([0], [0])  # every node requested came, every admitted job ran
+    reach = min(nominal, scaling.max_nodes * 8)
+    for job, done in zip(trace, raw.job_done, strict=True):
+        assert done == (job.gpus <= reach)  # what quota and the ceiling allow runs; a bigger gang never does
+    assert sim.node_hours()[P5] >= scaling.min_nodes * raw.end_s / HOUR - 1e-9
