@@ -669,8 +669,9 @@ class Simulation:
                     in_use[q.name] = {name: u}
         view = ControllerView(
             now_s=self.now, healthy_nodes=dict(zip(names, self.up_count, strict=True)),
-            failed_nodes={name: spec.nodes - up for name, spec, up in zip(names, self.pool_specs, self.up_count,
-                                                                          strict=True)},
+            # an autoscaled pool has no failed nodes (failures are not modelled there): it is just its size now
+            failed_nodes={name: 0 if spec.autoscaling else spec.nodes - up
+                          for name, spec, up in zip(names, self.pool_specs, self.up_count, strict=True)},
             quotas=quotas,
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: dict(zip(names, by_pool, strict=True))
