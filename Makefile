@@ -10,7 +10,7 @@ SAM_STAMP := .venv-sam/.installed
 PIP := $(PY) -m pip --quiet --disable-pip-version-check
 QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
 
-.PHONY: help demo venv lint typecheck test test-fast test-install bench lock clean sam-venv build browser
+.PHONY: help demo venv lint typecheck test test-fast test-install bench bench-autoscale lock clean sam-venv build browser
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less);
 
 bench-sim: $(STAMP) ## the five simulator scenarios (Philly 512, 1024, 1024 + failures; synthetic overloaded, GPU + Trainium) × four strategies; tables and goals into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md --workers 2
+
+bench-autoscale: $(STAMP) ## an autoscaled pool (Philly 64->128 and synthetic overloaded 16->32 p5 nodes): waiting and node-hours when quotas are planned to the autoscaler's ceiling vs to the nodes present; table into docs/simulation.md
+	$(PY) -m rebalancer_tools.simulator.autoscale_bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md --workers 1
 
 lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the network)
 	rm -rf .venv-lock && "$$(scripts/find-python 13)" -m venv .venv-lock

@@ -82,6 +82,21 @@ def test_doctor_names_the_opentelemetry_pipeline_when_the_classic_names_are_abse
     assert ("OpenTelemetry pipeline (amazon-cloudwatch-observability " + version in check.found) is otel
 
 
+def test_doctor_names_the_opentelemetry_metric_names_it_found(emu: EmulatorHandle) -> None:
+    eks = emu.client("eks")
+    eks.create_addon(clusterName=EKS, addonName=pre.OBSERVABILITY_ADDON, addonVersion="v6.0.1-eksbuild.1")
+    cw = emu.client("cloudwatch")
+    cw.put_metric_data(Namespace="otel-container-insights", MetricData=[{
+        "MetricName": "DCGM_FI_DEV_GPU_UTIL", "Value": 50.0, "Timestamp": datetime.now(UTC),
+        "Dimensions": [{"Name": "k8s.cluster.name", "Value": EKS}, {"Name": "k8s.namespace.name", "Value": "ns"},
+                       {"Name": "gpu", "Value": str(gpu)}]} for gpu in range(2)])
+    check = pre.check_container_insights(cw, EKS, eks)
+    assert check.line() == (
+        "OK   Container Insights metrics: OpenTelemetry pipeline (amazon-cloudwatch-observability "
+        "v6.0.1-eksbuild.1): DCGM_FI_DEV_GPU_UTIL (2 series), read per series with ListMetrics and GetMetricData "
+        "(no classic name)")
+
+
 class _Denied(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(f"({status})")

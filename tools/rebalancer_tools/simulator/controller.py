@@ -16,6 +16,7 @@ from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy
 from rebalancer.domain.snapshot import (
     Cluster,
+    ClusterAutoScaling,
     ClusterNode,
     ComputeQuota,
     ComputeQuotaResource,
@@ -97,9 +98,12 @@ class PlannerController:
     """Called by the engine every controller interval; returns new quotas or None."""
 
     def __init__(self, policy: Policy, teams: list[TeamSpec], instance_type: str | Mapping[str, int],
-                 nodes: int = 0, borrow_limit_percent: int = 50):
+                 nodes: int = 0, borrow_limit_percent: int = 50, autoscaled: bool = False,
+                 max_nodes: Mapping[str, int] | None = None):
         """`instance_type` and `nodes`: the cluster's one pool; or a mapping instance type → nodes, one instance
-        group (and one pool) per type."""
+        group (and one pool) per type. `autoscaled`: DescribeCluster says AutoScaling Mode Enable (Karpenter), the
+        nodes listed are those present; `max_nodes`: the ceiling per type as collect reads it from Karpenter's
+        NodePool limits (None: not readable, so the planner plans to the nodes present)."""
         self.policy = policy
         self.weights = {t.name: t.weight for t in teams}
         pools = {instance_type: nodes} if isinstance(instance_type, str) else dict(instance_type)
@@ -107,8 +111,12 @@ class PlannerController:
         self.instance_type = self.instance_types[0]
         self.pools = pools
         self.borrow_limit_percent = borrow_limit_percent
+        self.autoscaled = autoscaled
+        self.max_nodes = dict(max_nodes or {})
         self.cluster = Cluster(
             ClusterName=CLUSTER_NAME, ClusterArn=CLUSTER_ARN, ClusterStatus="InService",
+            AutoScaling=ClusterAutoScaling(Mode="Enable", AutoScalerType="Karpenter", Status="InService")
+            if autoscaled else None,
             InstanceGroups=tuple(InstanceGroup(InstanceGroupName=_group(i, it), InstanceType=it, CurrentCount=n,
                                                TargetCount=n, Status="InService")
                                  for i, (it, n) in enumerate(pools.items())))
@@ -129,6 +137,8 @@ class PlannerController:
         if healthy not in self._nodes:
             nodes: list[ClusterNode] = []
             for i, (it, count) in enumerate(self.pools.items()):
+                if self.autoscaled:  # the autoscaler adds and removes nodes: those listed are those present
+                    count = healthy[i]
                 nodes += [ClusterNode(InstanceGroupName=_group(i, it), InstanceId=f"i-{len(nodes) + n:017x}",
                                       InstanceType=it,
                                       InstanceStatus=NodeStatus(Status="Running" if n < healthy[i]
@@ -203,7 +213,7 @@ class PlannerController:
             nodes=self.node_list(f.healthy),
             quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t])
                          for t, n in f.quotas.items()),
-            demand=dict(demand))
+            demand=dict(demand), autoscaling_max_nodes=self.max_nodes)
 
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
         """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""

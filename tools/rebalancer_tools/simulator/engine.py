@@ -5,6 +5,10 @@ pool, and each pool has its own Kueue cohort (one queue per team), its own failu
 inside nodes is not modelled (a gang job takes any free GPUs of its pool). When a node fails and the remaining GPUs
 of its pool cannot hold the pool's running jobs, jobs of that pool chosen by the seeded RNG are killed until the
 rest fits (as if the scheduler packed jobs so that idle nodes fail first).
+
+An autoscaled pool (PoolSpec.autoscaling) lets Kueue admit up to what its `max_nodes` hold; admitted work that does
+not fit the nodes present waits for nodes the autoscaler requests (see autoscaling.py). Node failures are not
+modelled in an autoscaled pool.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
 from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 # event kinds, in the order they are handled at one instant
-COMPLETE, NODE, APPLY, ARRIVE, TICK, SAMPLE = range(6)
+COMPLETE, NODE, APPLY, ARRIVE, TICK, SAMPLE, NODES_UP, SCALE_CHECK = range(8)
 DEFAULT_POOL = "gpu"
 
 
@@ -50,6 +55,7 @@ class PoolSpec:
     name: str
     nodes: int
     per_node: int
+    autoscaling: Autoscaling | None = None  # None: a fixed pool of `nodes`; else `nodes` is the size at the start
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +188,7 @@ class Simulation:
                                  pool_busy={p: [] for p in self.pool_names},
                                  pool_capacity={p: [] for p in self.pool_names})
         self.end = 0.0
+        self._init_autoscaling()
         # Cumulative received and entitled accelerator-seconds per team (over the pools) at each week's end since
         # the start: the per-week figures of `fairness_windows` are their differences.
         self.week_marks: list[tuple[list[float], list[float]]] = []
@@ -192,7 +199,7 @@ class Simulation:
         heapq.heappush(self.events, (t, kind, self.seq, a, b))
 
     def _active(self) -> bool:
-        if self.arrival < len(self.submit) or any(self.used) or self.pending_applies:
+        if self.arrival < len(self.submit) or any(self.used) or self.pending_applies or any(self.unplaced_gpus):
             return True
         if not any(any(c) for c in self.pending_count):
             return False
@@ -214,6 +221,8 @@ class Simulation:
         if self.controller is not None:
             self._push(0.0, TICK)
         self._push(0.0, SAMPLE)
+        if self.scaled:
+            self._push(0.0, SCALE_CHECK)
         n = len(self.submit)
         next_progress = 0
         while True:
@@ -282,6 +291,10 @@ class Simulation:
             self._tick()
         elif kind == SAMPLE:
             self._sample()
+        elif kind == NODES_UP:
+            self._nodes_up(a, b)
+        elif kind == SCALE_CHECK:
+            self._scale_down()
 
     def _advance(self, t: float) -> None:
         dt = t - self.last
@@ -342,13 +355,23 @@ class Simulation:
         self._enqueue(j)
 
     def _start(self, j: int) -> None:
+        """Kueue admits j; its pods start now, or, in an autoscaled pool without room, once nodes come."""
         p, q, g, t = self.jpool[j], self.jqueue[j], self.gpus[j], self.jteam[j]
         heapq.heappop(self.pending[p][q][g])
         self.pending_count[p][q] -= 1
         self.team_pending[p][t] -= g
+        if self.pool_specs[p].autoscaling is not None and g > self.capacity[p] - self.used[p]:
+            self.usage[p][q] += g
+            self.unplaced[p].append(j)
+            self.unplaced_gpus[p] += g
+            return
         self.waited[j] += self.now - self.enq[j]
         self.start[j] = self.now
         self.usage[p][q] += g
+        self._place(j)
+
+    def _place(self, j: int) -> None:
+        p, q, g, t = self.jpool[j], self.jqueue[j], self.gpus[j], self.jteam[j]
         self.used[p] += g
         self.team_run[p][t] += g
         self.running[p][q].add(j)
@@ -393,17 +416,23 @@ class Simulation:
         return min(free, within)
 
     def _schedule(self, p: int) -> None:
+        scaled = self.pool_specs[p].autoscaling is not None
+        if scaled:
+            self._place_unplaced(p)
         while True:
             self._admit(p)
             if not self._reclaim(p):
-                return
+                break
+        if scaled:
+            self._scale_up(p)
 
     def _admit(self, p: int) -> None:
         queues, usage, pending, count = self.pq[p], self.usage[p], self.pending[p], self.pending_count[p]
         fair = self.cfg.fair_share
-        capacity, used = self.capacity[p], self.used
-        while used[p] < capacity:
-            free = capacity - used[p]
+        capacity, used, held = self.capacity[p], self.used, self.unplaced_gpus
+        reach = capacity if self.pool_specs[p].autoscaling is None else self._reach(p)
+        while used[p] + held[p] < reach:
+            free = reach - used[p] - held[p]
             room = cohort_room(queues, usage, capacity, self.cfg.share_unallocated)
             best: tuple[float, int, float, int] | None = None
             for qi, sizes in enumerate(pending):
@@ -448,7 +477,7 @@ class Simulation:
         queues, running = self.pq[p], self.running[p]
         qi, g = self.jqueue[j], self.gpus[j]
         q = queues[qi]
-        free = self.capacity[p] - self.used[p]
+        free = self._room(p)
         if free >= g and self.usage[p][qi] + g <= q.nominal:
             return False  # admissible without preemption; _admit declined it for the cohort, leave it
         if self.usage[p][qi] + g > q.nominal and not (q.preempt_within and self.any_priority):
@@ -485,6 +514,108 @@ class Simulation:
         return False
 
     # --- capacity -----------------------------------------------------------------------------------------------
+    def _reach(self, p: int) -> int:
+        """What Kueue may admit in all in an autoscaled pool: it counts quota, not nodes, so the cohort's quota
+        (with idle sharing at least the nodes present), within what the autoscaler can reach."""
+        scaling = self.pool_specs[p].autoscaling
+        assert scaling is not None
+        quota = sum(q.nominal for q in self.pq[p])
+        if self.cfg.share_unallocated:
+            quota = max(quota, self.capacity[p])
+        return min(quota, scaling.max_nodes * self.pool_specs[p].per_node)
+
+    def _room(self, p: int) -> int:
+        """Accelerators Kueue may still admit onto: free ones, or in an autoscaled pool what its reach leaves."""
+        if self.pool_specs[p].autoscaling is None:
+            return self.capacity[p] - self.used[p]
+        return self._reach(p) - self.used[p] - self.unplaced_gpus[p]
+
+    def _init_autoscaling(self) -> None:
+        npools = len(self.pool_specs)
+        self.scaled = [p for p, spec in enumerate(self.pool_specs) if spec.autoscaling is not None]
+        for p in self.scaled:
+            a, spec = self.pool_specs[p].autoscaling, self.pool_specs[p]
+            assert a is not None
+            if not a.min_nodes <= spec.nodes <= a.max_nodes:
+                raise ValueError(f"pool {spec.name} starts with {spec.nodes} nodes, outside its autoscaling range "
+                                 f"{a.min_nodes}..{a.max_nodes}")
+        if self.scaled and (self.cfg.failures.mtbf_hours or any(
+                self.pool_specs[self.node_pool[e.node]].autoscaling is not None
+                for e in self.cfg.failures.explicit if 0 <= e.node < len(self.node_pool))):
+            raise ValueError("node failures are not modelled in an autoscaled pool")
+        self.unplaced: list[list[int]] = [[] for _ in range(npools)]  # admitted, waiting for nodes, in order
+        self.unplaced_gpus = [0] * npools
+        self.incoming = [0] * npools  # nodes requested, not yet there
+        self.idle_since: list[list[float]] = [[] for _ in range(npools)]  # per idle node, oldest first
+        self.node_steps: list[list[tuple[float, int]]] = [[(0.0, spec.nodes)] for spec in self.pool_specs]
+        self.scale_ups = [0] * npools
+        self.scale_check_s = min((a.check_s for spec in self.pool_specs if (a := spec.autoscaling)), default=0.0)
+        self.peak_nodes = [spec.nodes for spec in self.pool_specs]
+
+    def _place_unplaced(self, p: int) -> None:
+        """Pods of admitted work start on nodes that have come (in admission order, any that fits)."""
+        waiting = self.unplaced[p]
+        if not waiting or self.capacity[p] <= self.used[p]:
+            return
+        kept = []
+        for j in waiting:
+            g = self.gpus[j]
+            if g <= self.capacity[p] - self.used[p]:
+                self.unplaced_gpus[p] -= g
+                self.waited[j] += self.now - self.enq[j]
+                self.start[j] = self.now
+                self._place(j)
+            else:
+                kept.append(j)
+        self.unplaced[p] = kept
+
+    def _scale_up(self, p: int) -> None:
+        """Nodes for the admitted work that cannot be placed, less what is free or already coming."""
+        spec = self.pool_specs[p]
+        assert spec.autoscaling is not None
+        short = self.unplaced_gpus[p] - (self.capacity[p] - self.used[p]) - self.incoming[p] * spec.per_node
+        if short <= 0:
+            return
+        n = min(-(-short // spec.per_node), spec.autoscaling.max_nodes - self.up_count[p] - self.incoming[p])
+        if n > 0:
+            self.incoming[p] += n
+            self.scale_ups[p] += 1
+            self._push(self.now + spec.autoscaling.scale_up_delay_s, NODES_UP, p, n)
+
+    def _set_nodes(self, p: int, n: int) -> None:
+        self.capacity[p] += (n - self.up_count[p]) * self.pool_specs[p].per_node
+        self.up_count[p] = n
+        self.peak_nodes[p] = max(self.peak_nodes[p], n)
+        self.node_steps[p].append((self.now, n))
+        self.ent_dirty[p] = True
+
+    def _nodes_up(self, p: int, n: int) -> None:
+        self.incoming[p] -= n
+        self._set_nodes(p, self.up_count[p] + n)
+
+    def _scale_down(self) -> None:
+        """Every `check_s`: nodes idle since longer than `idle_scale_down_s` go, down to `min_nodes`."""
+        for p in self.scaled:
+            spec = self.pool_specs[p]
+            a = spec.autoscaling
+            assert a is not None
+            since = self.idle_since[p]
+            idle = 0 if self.unplaced[p] else (self.capacity[p] - self.used[p]) // spec.per_node
+            del since[idle:]
+            since.extend([self.now] * (idle - len(since)))
+            expired = sum(1 for s in since if self.now - s >= a.idle_scale_down_s)
+            n = min(expired, self.up_count[p] - a.min_nodes)
+            if n > 0:
+                del since[:n]
+                self._set_nodes(p, self.up_count[p] - n)
+        if self._active():
+            self._push(self.now + self.scale_check_s, SCALE_CHECK)
+
+    def node_hours(self) -> dict[str, float]:
+        """Per pool, nodes × hours present over the run (to its last arrival or completion)."""
+        return {name: node_seconds(steps, self.end) / 3600
+                for name, steps in zip(self.pool_names, self.node_steps, strict=True)}
+
     def _fail_node(self, node: int) -> None:
         if not self.nodes_up[node]:
             return
@@ -538,8 +669,9 @@ class Simulation:
                     in_use[q.name] = {name: u}
         view = ControllerView(
             now_s=self.now, healthy_nodes=dict(zip(names, self.up_count, strict=True)),
-            failed_nodes={name: spec.nodes - up for name, spec, up in zip(names, self.pool_specs, self.up_count,
-                                                                          strict=True)},
+            # an autoscaled pool has no failed nodes (failures are not modelled there): it is just its size now
+            failed_nodes={name: 0 if spec.autoscaling else spec.nodes - up
+                          for name, spec, up in zip(names, self.pool_specs, self.up_count, strict=True)},
             quotas=quotas,
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: dict(zip(names, by_pool, strict=True))

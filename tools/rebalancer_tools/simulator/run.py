@@ -10,6 +10,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.text import short
+from rebalancer_tools.simulator.autoscaling import Autoscaling
 from rebalancer_tools.simulator.engine import Controller, Failures, PoolSpec, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
 from rebalancer_tools.simulator.metrics import StrategyResult, summarize
@@ -58,12 +59,18 @@ class Scenario:
     policy: Policy | None = None
     guarantee_fraction: float = 0.5
     pools: tuple[tuple[str, int], ...] = ()  # (instance type, nodes) per pool; the first is the default pool
+    # instance type → its pool's autoscaling (`nodes` above is then the size at the start); none: fixed pools
+    autoscaling: tuple[tuple[str, Autoscaling], ...] = ()
+    # On an autoscaled cluster: the controller reads the autoscaler's ceiling (Karpenter NodePool limits) and
+    # plans quotas up to it; False: it cannot read one and plans to the nodes present.
+    plan_to_ceiling: bool = True
 
     @property
     def pool_specs(self) -> tuple[PoolSpec, ...]:
         if not self.pools:
             return (PoolSpec(instance_type_for(self.gpus_per_node), self.nodes, self.gpus_per_node),)
-        return tuple(PoolSpec(t, n, catalog.spec(t).accelerators) for t, n in self.pools)
+        scaling = dict(self.autoscaling)
+        return tuple(PoolSpec(t, n, catalog.spec(t).accelerators, scaling.get(t)) for t, n in self.pools)
 
     @property
     def instance_types(self) -> tuple[str, ...]:
@@ -150,12 +157,20 @@ def controller_for(sc: Scenario) -> Controller:
     from rebalancer_tools.simulator.controller import PlannerController
 
     pools = {p.name: p.nodes for p in sc.pool_specs}
+    ceilings = {t: a.max_nodes for t, a in sc.autoscaling} if sc.plan_to_ceiling else None
     return PlannerController(effective_policy(sc), list(sc.teams), pools,
-                             borrow_limit_percent=sc.borrow_limit_percent)
+                             borrow_limit_percent=sc.borrow_limit_percent, autoscaled=bool(sc.autoscaling),
+                             max_nodes=ceilings)
 
 
 def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] | None = None,
                  controller: Controller | None = None) -> StrategyResult:
+    return simulate(sc, strategy, progress, controller)[0]
+
+
+def simulate(sc: Scenario, strategy: str, progress: Callable[[float], None] | None = None,
+             controller: Controller | None = None) -> tuple[StrategyResult, Simulation]:
+    """One strategy's run: its result, and the simulation it ran (node-hours and scaling of autoscaled pools)."""
     sc.check()
     queues, queue_of_team = _queues(sc, strategy)
     sharing = strategy in ("builtin", "rebalancer")
@@ -172,4 +187,4 @@ def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] 
                      weights=[t.weight for t in sc.teams])
     result = summarize(strategy, sim.run(progress))
     report = getattr(controller, "budget_report", None)
-    return dataclasses.replace(result, budgets=report()) if report else result
+    return (dataclasses.replace(result, budgets=report()) if report else result), sim

@@ -143,31 +143,41 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def check_container_insights(cloudwatch: Any, eks_cluster: str, eks: Any = None) -> Check:
-    """Which pipeline publishes the cluster's metrics: the classic Container Insights names this reads, or (with no
-    classic name and `eks` given) the OpenTelemetry pipeline of the observability add-on >= 6.0.1, whose DCGM and
-    Neuron Monitor names are queried with PromQL and not read here."""
+    """Which pipeline publishes the cluster's metrics and which of the names the reader reads it found: the classic
+    Container Insights names, else the OpenTelemetry pipeline's DCGM / Neuron Monitor names (series labelled with
+    the cluster), else, with `eks` given, whether the observability add-on >= 6.0.1 is there to publish them."""
+    from rebalancer.adapters.cloudwatch import OTEL_METRICS, otel_series
+
     name = "Container Insights metrics"
-    found = []
+    found, otel = [], []
     try:
         for metric in CONTAINER_INSIGHTS_METRICS:
             page = cloudwatch.list_metrics(Namespace=CONTAINER_INSIGHTS, MetricName=metric,
                                            Dimensions=[{"Name": "ClusterName", "Value": eks_cluster}])
             if page.get("Metrics"):
                 found.append(metric)
+        if not found:
+            for metric in OTEL_METRICS.values():
+                series = otel_series(cloudwatch, eks_cluster, metric)
+                if series:
+                    otel.append(f"{metric} ({len(series)} series)")
     except ClientError as e:
         return denied_or_error(name, "cloudwatch:ListMetrics", e)
-    if not found:
-        version = _observability_addon(eks, eks_cluster)
-        if version is not None and _version(version) >= OTEL_FIRST_VERSION:
-            return Check(name, "warn", f"OpenTelemetry pipeline ({OBSERVABILITY_ADDON} {version}): DCGM and Neuron "
-                                       "Monitor metric names, queried with PromQL, which this tool does not read; "
-                                       f"none of {', '.join(CONTAINER_INSIGHTS_METRICS)}",
-                         "utilization is not read on this cluster (plans do not use it); enable Container Insights "
-                         "with enhanced observability alongside to have it in reports")
-        return Check(name, "warn", f"none of {', '.join(CONTAINER_INSIGHTS_METRICS)} for ClusterName={eks_cluster}",
-                     "install the amazon-cloudwatch-observability add-on (Container Insights with enhanced "
-                     "observability); without it utilization is not read")
-    return Check(name, "ok", f"classic pipeline: {', '.join(found)}")
+    if found:
+        return Check(name, "ok", f"classic pipeline: {', '.join(found)}")
+    version = _observability_addon(eks, eks_cluster)
+    addon = f" ({OBSERVABILITY_ADDON} {version})" if version else ""
+    if otel:
+        return Check(name, "ok", f"OpenTelemetry pipeline{addon}: {', '.join(otel)}, read per series with "
+                                 "ListMetrics and GetMetricData (no classic name)")
+    wanted = ", ".join([*CONTAINER_INSIGHTS_METRICS, *OTEL_METRICS.values()])
+    if version is not None and _version(version) >= OTEL_FIRST_VERSION:
+        return Check(name, "warn", f"OpenTelemetry pipeline{addon}, but none of {wanted} for {eks_cluster} yet",
+                     "check that the add-on's DCGM exporter / Neuron Monitor run on the accelerator nodes; "
+                     "until then utilization is not read (plans do not use it)")
+    return Check(name, "warn", f"none of {wanted} for ClusterName={eks_cluster}",
+                 "install the amazon-cloudwatch-observability add-on (Container Insights); without it utilization "
+                 "is not read")
 
 
 def _observability_addon(eks: Any, eks_cluster: str) -> str | None:
