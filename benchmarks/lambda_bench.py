@@ -19,6 +19,10 @@ interpreters interleaved with this one's, so before and after share the machine'
   Metrics and a Tracer patching botocore and http.client only (as rebalancer.app.observability has it). The floor is
   the same code whatever --root is. A ratio above RATIO_TARGET is flagged. On a busy machine the ratio moves by
   ±0.1 from run to run; the last column, how many more modules than the floor a handler loads, does not.
+- `--instructions` counts instead of timing: the instructions each cold import executes (valgrind's callgrind,
+  `Collected` Ir, less a bare interpreter's), once per subject since the count is the same on every run. It is blind
+  to memory stalls and page faults, so its ratios read lower than the CPU ones, but a change's effect shows to the
+  last module on a machine whose load moves the CPU figures by ±0.1. About a minute per subject.
 - "(floor + one model)" is the floor defining and validating one two-field pydantic model: `import pydantic` defers
   its model machinery to the first model, which every handler has (the event parser, its config, its state), so that
   row's ratio is the part of every handler's ratio that is pydantic's, not ours.
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,6 +83,33 @@ def import_ms(function_dir: Path, path: list[Path], pycache: Path | None) -> tup
         raise SystemExit(f"importing {function_dir}/app.py failed:\n{proc.stderr}")
     wall, cpu, modules = proc.stdout.strip().splitlines()[-1].split()
     return float(wall), float(cpu), int(modules)
+
+
+def instructions(function_dir: Path, path: list[Path], pycache: Path, code: str = "import app") -> int:
+    """Instructions executed by `code` in a fresh interpreter, as callgrind counts them (the .pyc files written)."""
+    setup = f"import sys; sys.path[:0] = {[str(p) for p in [function_dir, *path]]!r}\n"
+    command = [sys.executable, "-S", "-c", setup + code]
+    env = lambda_env(function_dir, pycache)
+    subprocess.run(command, capture_output=True, check=True, env=env)
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+                          capture_output=True, text=True, check=False, env=env)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind of {function_dir}/app.py failed:\n{proc.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instruction_table(every: list[Subject], pycache: Path) -> Table:
+    bare = instructions(every[0].function_dir, every[0].path, pycache, code="pass")
+    counts = {s.label: instructions(s.function_dir, s.path, pycache) - bare for s in every}
+    floor = counts[FLOOR_LABEL]
+    out = Table(title="cold import of functions/<name>/app.py: instructions ÷ the floor's (callgrind, once each)")
+    for column in ("handler", "ratio", "", "million instructions"):
+        out.add_column(column, justify="left" if column == "handler" else "right")
+    for label, n in counts.items():
+        flag = "" if label in (FLOOR_LABEL, MODEL_LABEL) else ("ok" if n / floor <= RATIO_TARGET else "OVER")
+        out.add_row(label, f"{n / floor:.3f}", flag, f"{n / 1e6:,.0f}")
+    return out
 
 
 def built_layer(root: Path, build: Path | None, scratch: Path) -> Path | None:
@@ -168,6 +201,8 @@ def main() -> None:
     parser.add_argument("--build", type=Path, help="an existing `sam build -b` folder of --root instead of building")
     parser.add_argument("--baseline", type=Path, help="another checkout, measured in the same run (interleaved)")
     parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count each import's instructions under valgrind instead of timing them")
     parser.add_argument("--shipped-runs", type=int, default=SHIPPED_RUNS,
                         help="rounds without the scratch .pyc files (0: skip the \"as shipped\" column)")
     args = parser.parse_args()
@@ -188,7 +223,12 @@ def main() -> None:
         model_dir.mkdir()
         (model_dir / "app.py").write_text(ONE_MODEL)
         every.append(Subject(MODEL_LABEL, model_dir, every[0].path))
-        console.print(table(measure(every, args.runs, args.shipped_runs, scratch / "pycache"), args.runs))
+        if args.instructions:
+            if shutil.which("valgrind") is None:
+                raise SystemExit("--instructions needs valgrind on PATH")
+            console.print(instruction_table(every, scratch / "pycache"))
+        else:
+            console.print(table(measure(every, args.runs, args.shipped_runs, scratch / "pycache"), args.runs))
 
 
 if __name__ == "__main__":
