@@ -9,17 +9,20 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from rebalancer.budgets.metering import Ledger
+from rebalancer.budgets.trailing import TrailingUsage
 from rebalancer.domain.context import PlanningContext, RecentChange
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 
 
 def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapping[str, int] | None = None,
-                     metered: Ledger | None = None, changes: Iterable[RecentChange] = ()) -> PlanningContext:
+                     metered: Ledger | None = None, changes: Iterable[RecentChange] = (),
+                     trailing: TrailingUsage | None = None) -> PlanningContext:
     """The planner's inputs for `snapshot` under `policy`. `known_versions`: taken as given (the plan step and
     `apply` pass `run_plan.known_versions_for` of the audit log's record). `metered`: the use metered so far, read
     at the snapshot's time (nothing when None). `changes`: writes the caller recorded, beside what the snapshot's
-    quotas say of their last modification."""
+    quotas say of their last modification. `trailing`: what each team received over the fair-share window, read
+    at the snapshot's time (only for a policy with `fairness.window_hours`)."""
     modified = {q.team: q.LastModifiedTime for q in snapshot.quotas}  # one quota per team: the last one listed
     recent = [RecentChange(team, at) for team, at in modified.items() if at is not None]
     last = {c.team: c.at for c in recent}
@@ -31,7 +34,9 @@ def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapp
         known_versions=None if known_versions is None else dict(known_versions),
         budget_usage=metered.usage(snapshot.taken_at, policy.prices) if metered is not None else {},
         recent_changes=tuple(recent), last_changed=last,
-        pending_since=_pending_since(snapshot) if policy.fairness.age_doubling_hours is not None else {})
+        pending_since=_pending_since(snapshot) if policy.fairness.age_doubling_hours is not None else {},
+        trailing_usage=trailing.hours(snapshot.taken_at)
+        if trailing is not None and policy.fairness.window_hours is not None else {})
 
 
 def _pending_since(snapshot: Snapshot) -> dict[str, dict[str, datetime]]:

@@ -67,12 +67,13 @@ class RunPlan:
 
 
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
-    """The plan against the versions our recorded writes left and the budget use metered so far. Writes
-    nothing."""
+    """The plan against the versions our recorded writes left, the budget use metered so far and, with a
+    fair-share window, what each team received over it. Writes nothing."""
     cluster = snapshot.cluster.ClusterName
     context = planning_context(snapshot, policy,
                                known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
-                               metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at))
+                               metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at),
+                               trailing=budgets.trailing(store.meter, cluster, policy, snapshot.taken_at))
     return RunPlan(make_plan(snapshot, policy, now, context=context), context)
 
 
