@@ -4,8 +4,6 @@ guarantees and caps stay exact; off by default."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -147,7 +145,7 @@ def test_the_factors_order_teams_by_use_against_share(rows: list[tuple[float, fl
                     assert out[i] / weights[i] >= out[j] / weights[j] - 1e-12
 
 
-def test_the_window_reaches_the_plan_only_through_the_context() -> None:
+def test_without_metered_use_the_window_changes_nothing() -> None:
+    # `rebalancer plan` on a snapshot file has no metering table: the plan is the instantaneous share's
     snap = overloaded()
-    assert make_plan(snap, WINDOWED, T0) == make_plan(snap, policy({"a": {}, "b": {}}), T0)
-    assert timedelta(hours=WINDOWED.fairness.window_hours or 0) == timedelta(days=7)
+    assert make_plan(snap, WINDOWED, T0).allocations == make_plan(snap, policy({"a": {}, "b": {}}), T0).allocations
