@@ -123,3 +123,21 @@ def test_a_day_of_readings_adds_up(store: Store) -> None:
         store.meter.record("c", reading(at, 4), EXPECTED_GAP)
     assert used(store, at) == pytest.approx(4 * 24, rel=1e-9)
     assert used(store, at - timedelta(hours=6)) == pytest.approx(4 * 18, rel=1e-9)
+
+
+def test_the_fair_share_window_reads_the_tables_facts_as_the_in_memory_meter_does(store: Store) -> None:
+    from rebalancer.app.budgets import trailing
+    from rebalancer_tools.memory_store import MemoryStore
+
+    windowed = Policy.model_validate({"teams": {"research": {}, "ops": {}}, "fairness": {"window_hours": 2}})
+    memory = MemoryStore()
+    for i in range(16):  # four hours every 15 min: research 8 own, ops 4 borrowed from the second hour on
+        rates = {"research": {P5: (8.0, 0.0)}, **({"ops": {P5: (0.0, 4.0)}} if i >= 4 else {})}
+        for meter in (store.meter, memory.meter):
+            meter.record("c", Reading(at=NOV_30 + i * STEP, rates=rates), EXPECTED_GAP)
+    at = NOV_30 + 15 * STEP
+    table, in_memory = trailing(store.meter, "c", windowed, at), trailing(memory.meter, "c", windowed, at)
+    assert table is not None
+    assert in_memory is not None
+    assert table.hours(at) == in_memory.hours(at) == {"ops": {P5: 8.0}, "research": {P5: 16.0}}
+    assert trailing(store.meter, "c", POLICY, at) is None  # no window, nothing read

@@ -327,11 +327,12 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
         cooling = frozenset(t for t, q in quotas.items() if cooldown and q.LastModifiedTime is not None
                             and now - q.LastModifiedTime < cooldown)
         snapshot = _snapshot(state, quotas)
-        # With budgets every state is metered, as every collect is: what the teams ran, own or borrowed under the
-        # replayed quotas; which teams have used theirs up is then part of what makes a state repeat the previous.
-        context = _context(snapshot, policy, meter) if meter.budgets else None
+        # With budgets or a fair-share window every state is metered, as every collect is: what the teams ran, own
+        # or borrowed under the replayed quotas; which teams have used theirs up is then part of what makes a state
+        # repeat the previous. Weights that follow use over a window move with every state: nothing repeats.
+        context = _context(snapshot, policy, meter) if meter.active else None
         held = (cooling, meter.exhausted(context.budget_usage) if context is not None else frozenset())
-        repeated = state.same_as_previous and not touched and held == previous_held
+        repeated = state.same_as_previous and not touched and held == previous_held and meter.trailing is None
         if reuse and previous_plan is not None and repeated:
             plan = previous_plan
         else:
@@ -355,8 +356,10 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
 
 def _context(snapshot: Snapshot, policy: Policy, meter: BudgetMeter | None) -> PlanningContext:
     """Every quota's version is known: the replay wrote them all."""
+    metered = meter.meter(snapshot) if meter is not None else None
     return planning_context(snapshot, policy, known_versions={q.team: q.ComputeQuotaVersion for q in snapshot.quotas},
-                            metered=meter.meter(snapshot) if meter is not None else None)
+                            metered=metered if meter is not None and meter.budgets else None,
+                            trailing=meter.trailing if meter is not None else None)
 
 
 def _snapshot(state: State, quotas: Mapping[str, ComputeQuota]) -> Snapshot:

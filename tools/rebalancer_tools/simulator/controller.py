@@ -218,8 +218,8 @@ class PlannerController:
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
         """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
         cooldown_s = self.policy.stability.cooldown_minutes * 60
-        if self.policy.fairness.age_doubling_hours is not None:
-            return (view.now_s,)  # weights grow with waiting time: every tick plans
+        if self.policy.fairness.age_doubling_hours is not None or self.policy.fairness.window_hours is not None:
+            return (view.now_s,)  # weights move with waiting time or with use over the window: every tick plans
         f = self._flat(view)
         return (f.healthy, tuple(f.quotas.items()), tuple(sorted(f.in_use.items())),
                 tuple(sorted(f.pending.items())),
@@ -231,9 +231,13 @@ class PlannerController:
 
     def __call__(self, view: ControllerView) -> Decision | None:
         snap = self.snapshot(view)
-        # Without budgets the context is the snapshot's alone: make_plan builds it only for the ticks it plans.
-        metered = self.meter.meter(snap) if self.meter.budgets else None
-        context = planning_context(snap, self.policy, metered=metered) if metered is not None else None
+        # Without budgets or a fair-share window the context is the snapshot's alone: make_plan builds it only for
+        # the ticks it plans.
+        context = None
+        if self.meter.active:
+            metered = self.meter.meter(snap)
+            context = planning_context(snap, self.policy, metered=metered if self.meter.budgets else None,
+                                       trailing=self.meter.trailing)
         # The planner is deterministic: the same inputs that gave no change last time give none again. Budget use
         # changes a plan only by which teams have used theirs up.
         inputs = (*self._inputs(view), self.meter.exhausted(context.budget_usage if context is not None else {}))

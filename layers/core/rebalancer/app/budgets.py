@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from rebalancer.budgets.metering import EXPECTED_GAP, Fact, Ledger, MeterResult, Reading, budgets_of, reading_of
+from rebalancer.budgets.trailing import TrailingUsage
 from rebalancer.domain.budget import Budget, BudgetUsage, describe, reached_thresholds
 from rebalancer.domain.snapshot import Snapshot
 
@@ -42,6 +43,15 @@ def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Le
         return None
     facts = store.facts(cluster, min(b.window(at).start for b in budgets.values()), at)
     return Ledger.of(facts, budgets, at)
+
+
+def trailing(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> TrailingUsage | None:
+    """What each team received over the fair-share window that ends at `at` (None: the policy has none)."""
+    hours = policy.fairness.window_hours
+    if hours is None:
+        return None
+    window = timedelta(hours=hours)
+    return TrailingUsage.of(store.facts(cluster, at - window, at), window)
 
 
 def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:

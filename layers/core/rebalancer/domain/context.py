@@ -43,3 +43,6 @@ class PlanningContext:
     pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
     unavailable_since: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)
+    # per team and instance type, accelerator-hours received over the trailing fair-share window (own and
+    # borrowed); filled only for a policy with `fairness.window_hours`
+    trailing_usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

@@ -250,9 +250,14 @@ class Fairness(Written):
     how long its oldest pending work there has waited and H this setting (the weight doubles once that work has
     waited H hours), so teams whose work waited longest are served first; None (the default): weights as written.
     Under sustained overload waits grow without bound and the allocation tends to serve teams oldest-work-first
-    (first come, first served across teams); while waits stay short it is plain weighted fair share."""
+    (first come, first served across teams); while waits stay short it is plain weighted fair share.
+    `window_hours`: time-based fair share over a trailing window of that many hours (KAI's and Run:ai's default is
+    168, a week): a team's weight in a pool is scaled by how much of the pool's metered accelerator-hours it
+    received over the window against its weighted share (rebalancer.planning.fair_share), so a team served less
+    than its share is served ahead of the others until the window evens out; None (the default): off."""
 
     age_doubling_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    window_hours: Annotated[float, Field(gt=0, le=24 * 92, allow_inf_nan=False)] | None = None
 
 
 class Approval(Written):

@@ -35,6 +35,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.planning import capacity
 from rebalancer.planning.aging import aged_weights
 from rebalancer.planning.context import planning_context
+from rebalancer.planning.fair_share import windowed_weights
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
@@ -356,6 +357,8 @@ def _pool_input(name: str, healthy: Capacity, teams: Teams, bounds: Sequence[Fam
     shared, claims = healthy.model.pool(key, shared, teams.claims(name, key.resource))
     if policy.fairness.age_doubling_hours is not None:
         claims = _aged(claims, context, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
+    if policy.fairness.window_hours is not None and not key.mig_profile:
+        claims = _windowed(claims, context, t, policy.fairness.window_hours)
     return PoolInput(name, key.resource, shared, claims, tuple(notes), tuple(bounds))
 
 
@@ -363,5 +366,14 @@ def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetim
     """The claims with each team's weight grown by the age of its oldest pending work (rebalancer.planning.aging)."""
     since = [context.pending_since.get(team, {}).get(pool) for team in claims.team]
     weights, why = aged_weights(claims.weight, since, taken_at, doubling_hours)
+    notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
+    return dataclasses.replace(claims, weight=weights, notes=notes)
+
+
+def _windowed(claims: Claims, context: PlanningContext, instance_type: str, window_hours: float) -> Claims:
+    """The claims with each team's weight scaled by its use of the pool over the trailing window
+    (rebalancer.planning.fair_share)."""
+    received = [context.trailing_usage.get(team, {}).get(instance_type, 0.0) for team in claims.team]
+    weights, why = windowed_weights(claims.weight, claims.demand, received, window_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
     return dataclasses.replace(claims, weight=weights, notes=notes)

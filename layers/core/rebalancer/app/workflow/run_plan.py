@@ -80,14 +80,16 @@ class RunPlan:
 
 
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
-    """The plan against the versions our recorded writes left, the budget use metered so far and the cluster's
-    reservations (those active at the snapshot's time). Writes nothing."""
+    """The plan against the versions our recorded writes left, the budget use metered so far, the cluster's
+    reservations (those active at the snapshot's time), the nodes seen unavailable and, with a fair-share window,
+    what each team received over it. Writes nothing."""
     cluster = snapshot.cluster.ClusterName
     context = planning_context(snapshot, policy,
                                known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
                                metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at),
                                reservations=store.reservations.of_cluster(cluster),
-                               unavailable_seen=store.sightings.unavailable(cluster))
+                               unavailable_seen=store.sightings.unavailable(cluster),
+                               trailing=budgets.trailing(store.meter, cluster, policy, snapshot.taken_at))
     return RunPlan(make_plan(snapshot, policy, now, context=context), context)
 
 
