@@ -78,7 +78,7 @@ def test_off_by_default_and_without_gangs_nothing_moves() -> None:
 
 def test_the_reason_says_why() -> None:
     result = allocate([heavy_and_light(150)], ON).pools[0]
-    assert "gang steps: share 50.0 raised to 64 so that its next pending workload (64) can start" in result.reasons[0]
+    assert "gang steps: share 50.0 raised to 64: what it runs plus whole pending workloads" in result.reasons[0]
     down = allocate([heavy_and_light(90, Claim("heavy", 1, demand=64, current=32))], ON).pools[0]
     assert "short of its next pending workload (64 beyond 0); the rest left with the others this run" \
         in down.reasons[0]

@@ -12,6 +12,7 @@ Guarantees and caps stay exact: a stepped amount is at least the team's floor an
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,13 +22,23 @@ from rebalancer.engine.rounding import EPS
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A team moved to one of its levels: `amount`, the level above (`upper`, None when it cannot be reached) and
-    the next pending workload's size, for the reason."""
+    """A team moved off its share: `amount`, its levels (`ladder`) and its ceiling, and the next pending workload's
+    size at its share (`gang`) for the reason."""
 
     amount: float
     share: float
-    upper: float | None
+    upper: float | None  # the level above its share, None when above its ceiling
     gang: float
+    ladder: tuple[float, ...]
+    ceiling: float
+
+    def next_level(self) -> float | None:
+        """The level above its amount when within its ceiling."""
+        above = next((level for level in self.ladder if level > self.amount + EPS), None)
+        return above if above is not None and above <= self.ceiling + EPS else None
+
+    def at_level(self) -> bool:
+        return any(abs(level - self.amount) <= EPS for level in self.ladder)
 
 
 def levels(in_use: float, gangs: Sequence[float]) -> list[float]:
@@ -55,11 +66,13 @@ def steps(capacity: float, shares: Sequence[float], floors: Sequence[float], cei
     others hold above their floors, nearest levels first (ties by team name)."""
     taken = taken or {}
     stepped: dict[int, tuple[float, float, float]] = {}
+    ladders: dict[int, tuple[float, ...]] = {}
     for i, (share, used, pending) in enumerate(zip(shares, in_use, gangs, strict=True)):
         if pending and i not in taken:
-            found = _bracket(share, levels(used, pending))
+            ladder = tuple(levels(used, pending))
+            found = _bracket(share, ladder)
             if found is not None:
-                stepped[i] = found
+                stepped[i], ladders[i] = found, ladder
     if not stepped:
         return {}
     amount = {i: max(below, floors[i]) for i, (below, _, _) in stepped.items()}
@@ -73,32 +86,43 @@ def steps(capacity: float, shares: Sequence[float], floors: Sequence[float], cei
         if reachable and above - shares[i] <= shares[i] - amount[i] + EPS and above - amount[i] <= slack + EPS:
             slack -= above - amount[i]
             amount[i] = above
-        out[i] = Step(amount[i], shares[i], above if reachable else None, gang)
+        out[i] = Step(amount[i], shares[i], above if reachable else None, gang, ladders[i], ceilings[i])
     return out
 
 
 def take_leftover(stepped: dict[int, Step], leftover: float, teams: Sequence[str]) -> dict[int, Step]:
-    """What the others could not use goes back to the teams stepped down, nearest levels first: up to the next
-    level when it fits, else back towards their share (nobody else wants it this run)."""
+    """What the others could not use goes to the stepped teams: a level at a time to the team furthest below its
+    share whose next level fits (ties by name), then, when no level fits, towards their ceilings in that order."""
     out = dict(stepped)
-    for i in sorted(out, key=lambda i: ((out[i].upper or 0.0) - out[i].share, teams[i])):
+    while leftover > EPS:
+        best: tuple[tuple[float, str], int, float] | None = None
+        for i, s in out.items():
+            above = s.next_level()
+            if above is not None and above - s.amount <= leftover + EPS:
+                key = (s.amount - s.share, teams[i])
+                if best is None or key < best[0]:
+                    best = (key, i, above)
+        if best is None:
+            break
+        _, i, above = best
+        leftover -= above - out[i].amount
+        out[i] = dataclasses.replace(out[i], amount=above)
+    for i in sorted(out, key=lambda i: (out[i].amount - out[i].share, teams[i])):
         if leftover <= EPS:
             break
-        s = out[i]
-        if s.amount >= s.share - EPS:
-            continue
-        target = s.upper if s.upper is not None and s.upper - s.amount <= leftover + EPS else s.share
-        raised = min(target, s.amount + leftover)
-        leftover -= raised - s.amount
-        out[i] = Step(raised, s.share, s.upper, s.gang)
+        raised = min(out[i].ceiling, out[i].amount + leftover)
+        if raised > out[i].amount + EPS:
+            leftover -= raised - out[i].amount
+            out[i] = dataclasses.replace(out[i], amount=raised)
     return out
 
 
 def note(step: Step) -> str:
     """The reason's fact about a stepped team."""
-    gang = f"{step.gang:g}"
-    if step.amount >= step.share - EPS:
-        return f"gang steps: share {step.share:.1f} raised to {step.amount:g} so that its next pending workload " \
-               f"({gang}) can start"
-    return f"gang steps: share {step.share:.1f} is short of its next pending workload ({gang} beyond " \
-           f"{step.amount:g}); the rest left with the others this run"
+    share, amount = f"{step.share:.1f}", f"{step.amount:g}"
+    if not step.at_level():
+        return f"gang steps: share {share} → {amount}, what the others could not use"
+    if step.amount > step.share:
+        return f"gang steps: share {share} raised to {amount}: what it runs plus whole pending workloads"
+    return f"gang steps: share {share} is short of its next pending workload ({step.gang:g} beyond {amount}); " \
+           "the rest left with the others this run"
