@@ -268,9 +268,9 @@ class PendingWorkload(Frozen):
 
     name: str
     team: str
-    pool: str
-    accelerators: NonNegativeFloat
-    pods: NonNegativeInt
+    pool: str  # instance type
+    accelerators: float  # total over its pod sets
+    pods: int
     created: AwareDatetime | None = None
     topology: str | None = None
 
