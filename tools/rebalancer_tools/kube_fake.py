@@ -211,7 +211,8 @@ def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | 
 
 
 def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_on: str | None = None,
-             finished: bool = False, priority_class: str = "training-priority") -> dict[str, Any]:
+             finished: bool = False, priority_class: str = "training-priority",
+             created: str | None = None) -> dict[str, Any]:
     ns = f"hyperpod-ns-{team}"
     status: dict[str, Any] = {"conditions": []}
     if admitted_on:
@@ -236,7 +237,8 @@ def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_o
     return {
         "apiVersion": GROUP_VERSION, "kind": "Workload",
         "metadata": {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "resourceVersion": "1",
-                     "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"}},
+                     "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"},
+                     **({"creationTimestamp": created} if created else {})},
         "spec": {"active": True, "queueName": f"{ns}-localqueue", "priority": 100,
                  "priorityClassName": priority_class, "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
                  "podSets": pod_sets},

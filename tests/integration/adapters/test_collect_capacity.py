@@ -106,3 +106,22 @@ def test_pending_work_asking_for_a_topology_level_is_warned_about_when_its_quota
     assert [w for w in plan.warnings if "topology" in w] == [
         "a: the raise may not let 1 pending workload start: gang (required topology.k8s.aws/network-node-layer-3), "
         "asking for one topology domain, which more quota alone does not give"]
+
+
+def test_collect_lists_each_pending_workload_and_gang_steps_plan_with_them() -> None:
+    with in_process_emulator(clock=lambda: NOW) as handle:
+        handle.emulator.create_cluster("c1", [("p5", P5, 4)])
+        state = KubeState()
+        state.add(workload("a", "pretrain", [pod_set(4, {"nvidia.com/gpu": 8}, P5)]),
+                  *(workload("b", f"small-{k}", [pod_set(1, {"nvidia.com/gpu": 4}, P5)]) for k in range(8)))
+        with serve(state) as (url, _):
+            got = collect_snapshot("c1", AwsClients(region="us-east-1"), now=NOW,
+                                   kube=KubeAccess(mode="url", url=url), metrics_window=None)
+    snap = got.snapshot
+    assert sorted((w.team, w.accelerators, w.pods) for w in snap.pending_workloads) == \
+        [("a", 32, 4), *[("b", 4, 1)] * 8]
+    # 32 GPUs, 16 each by weight: 16 starts nothing of a's 32-GPU gang, which is as far up as down: a gets it
+    stepped = Policy.model_validate({"teams": {"a": {}, "b": {}}, "fairness": {"gang_steps": True},
+                                     "stability": {"cooldown_minutes": 0, "max_move": None}})
+    plan = make_plan(snap, stepped, NOW)
+    assert {t: a[P5]["accelerators"] for t, a in plan.allocations.items()} == {"a": 32}

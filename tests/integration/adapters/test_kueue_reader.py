@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from kubernetes import client as k8s
@@ -10,7 +11,7 @@ from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, wor
 
 from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
 from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
-from rebalancer.domain.snapshot import Demand, Resources
+from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources
 from rebalancer.errors import PermanentError, TransientError
 
 P5 = "ml.p5.48xlarge"
@@ -189,3 +190,27 @@ def test_pending_demand_carries_its_oldest_workloads_creation_time(kube: tuple[s
     assert got.pending.accelerators == 16
     assert got.oldest_pending is not None
     assert got.oldest_pending.isoformat() == "2026-11-29T08:00:00+00:00"
+
+
+def test_each_pending_workload_is_listed_with_its_gang_size(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    gang = workload("a", "pretrain", [pod_set(8, {"nvidia.com/gpu": 8, "cpu": "96"}, P5),
+                                      pod_set(1, {"cpu": "4"}, P5, name="launcher")],
+                    created="2026-11-29T08:00:00Z")
+    gang["spec"]["podSets"][0]["topologyRequest"] = {"required": "topology.k8s.aws/network-node-layer-1"}
+    state.add(
+        cluster_queue("a", {P5: {"nvidia.com/gpu": 32}}, reserved={P5: {"nvidia.com/gpu": 8}}),
+        cluster_queue("b", {TRN1: {"aws.amazon.com/neurondevice": 32}}),
+        gang,
+        workload("a", "small", [pod_set(1, {"nvidia.com/gpu": 2}, P5)]),
+        workload("a", "admitted", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5),
+        workload("a", "cpu-only", [pod_set(2, {"cpu": "8"}, P5)]),
+        workload("b", "cores", [pod_set(2, {"aws.amazon.com/neuroncore": 8}, TRN1)]),
+    )
+    got = {w.name: w for w in reader(url).read().workloads}
+    assert set(got) == {"pretrain", "small", "cores"}  # admitted and accelerator-free workloads are not gangs
+    assert got["pretrain"] == PendingWorkload(
+        name="pretrain", team="a", pool=P5, accelerators=64, pods=8,
+        created=datetime(2026, 11, 29, 8, tzinfo=UTC), topology="required topology.k8s.aws/network-node-layer-1")
+    assert (got["small"].accelerators, got["small"].pods, got["small"].created) == (2, 1, None)
+    assert (got["cores"].team, got["cores"].pool, got["cores"].accelerators) == ("b", TRN1, 8)  # 2 cores/device

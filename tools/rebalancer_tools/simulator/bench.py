@@ -31,6 +31,7 @@ from rebalancer_tools.simulator import (
     worse_off,
 )
 from rebalancer_tools.simulator.report import markdown_table, pool_tables
+from rebalancer_tools.simulator.run import effective_policy
 from rebalancer_tools.simulator.teams import default_pool_teams, default_teams
 from rebalancer_tools.simulator.trace import load_trace
 
@@ -80,7 +81,18 @@ SCENARIOS: tuple[BenchScenario, ...] = (
 
 
 @functools.cache
-def scenario(key: str, philly: str) -> Scenario:
+def scenario(key: str, philly: str, gang_steps: bool = False) -> Scenario:
+    """The bench scenario; `gang_steps`: its default policy with `fairness.gang_steps` on (`--gang-steps`)."""
+    sc = _scenario(key, philly)
+    if not gang_steps:
+        return sc
+    policy = effective_policy(sc)
+    return dataclasses.replace(sc, policy=policy.model_copy(
+        update={"fairness": policy.fairness.model_copy(update={"gang_steps": True})}))
+
+
+@functools.cache
+def _scenario(key: str, philly: str) -> Scenario:
     spec = next(s for s in SCENARIOS if s.key == key)
     capacity = {t: n * catalog.spec(t).accelerators for t, n in spec.pools}
     if spec.generated is None:
@@ -98,8 +110,9 @@ def scenario(key: str, philly: str) -> Scenario:
     return dataclasses.replace(sc, teams=teams)
 
 
-def run_one(key: str, strategy: str, philly: str) -> tuple[str, str, StrategyResult, float]:
-    sc = scenario(key, philly)
+def run_one(key: str, strategy: str, philly: str,
+            gang_steps: bool = False) -> tuple[str, str, StrategyResult, float]:
+    sc = scenario(key, philly, gang_steps)
     t0 = time.perf_counter()
     result = run_strategy(sc, strategy)
     return key, strategy, dataclasses.replace(result, timeline=None), time.perf_counter() - t0
@@ -190,8 +203,8 @@ def goal_table(results: dict[str, dict[str, StrategyResult]], scenarios: Sequenc
     return [*lines, "", f"{met} of {total} goals met."]
 
 
-def run_all(scenarios: Sequence[BenchScenario], philly: str,
-            workers: int) -> tuple[dict[str, dict[str, StrategyResult]], dict[tuple[str, str], float]]:
+def run_all(scenarios: Sequence[BenchScenario], philly: str, workers: int,
+            gang_steps: bool = False) -> tuple[dict[str, dict[str, StrategyResult]], dict[tuple[str, str], float]]:
     tasks = [(s.key, n) for s in scenarios for n in STRATEGIES]
     # The slowest runs first (the rebalancer's, with the planner in the loop), so the pool's tail is short.
     tasks.sort(key=lambda t: t[1] != "rebalancer")
@@ -205,10 +218,10 @@ def run_all(scenarios: Sequence[BenchScenario], philly: str,
 
     if workers <= 1:
         for key, name in tasks:
-            record(*run_one(key, name, philly))
+            record(*run_one(key, name, philly, gang_steps))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for out in [pool.submit(run_one, key, name, philly) for key, name in tasks]:
+            for out in [pool.submit(run_one, key, name, philly, gang_steps) for key, name in tasks]:
                 record(*out.result())
     ordered = {k: {n: results[k][n] for n in STRATEGIES} for k in results}
     return ordered, timings
@@ -245,15 +258,17 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="Processes running scenario × strategy runs.")
     ap.add_argument("--only", action="append", choices=[s.key for s in SCENARIOS],
                     help="Run only this scenario (repeatable); the doc is then left alone.")
+    ap.add_argument("--gang-steps", action="store_true",
+                    help="The default policy with fairness.gang_steps on (the doc is then left alone).")
     args = ap.parse_args()
     scenarios = [s for s in SCENARIOS if not args.only or s.key in args.only]
     t0 = time.perf_counter()
-    results, timings = run_all(scenarios, args.trace, args.workers)
+    results, timings = run_all(scenarios, args.trace, args.workers, args.gang_steps)
     wall = time.perf_counter() - t0
     text = block(scenarios, args.trace, results, timings, wall, args.workers)
     print(text)
     print(f"bench-sim wall time: {wall:.1f} s ({args.workers} workers)", flush=True)
-    if args.doc and not args.only:
+    if args.doc and not args.only and not args.gang_steps:
         write_doc(Path(args.doc), text)
 
 

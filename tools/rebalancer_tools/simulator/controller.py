@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from rebalancer.catalog import specs as catalog
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy
@@ -23,6 +24,7 @@ from rebalancer.domain.snapshot import (
     Demand,
     InstanceGroup,
     NodeStatus,
+    PendingWorkload,
     QuotaConfig,
     QuotaTarget,
     Resources,
@@ -94,6 +96,15 @@ class _Flat:
     pending: dict[str, tuple[int, ...]]
 
 
+def _cut(jobs: tuple[tuple[int, int, float], ...], in_use: int, capacity: int) -> tuple[tuple[int, int, float], ...]:
+    total = in_use
+    for k, (_, gpus, _) in enumerate(jobs):
+        total += gpus
+        if total > capacity:
+            return jobs[:k + 1]
+    return jobs
+
+
 class PlannerController:
     """Called by the engine every controller interval; returns new quotas or None."""
 
@@ -110,6 +121,7 @@ class PlannerController:
         self.instance_types = tuple(pools)
         self.instance_type = self.instance_types[0]
         self.pools = pools
+        self.per_node = {it: max(1, catalog.spec(it).accelerators) for it in pools}
         self.borrow_limit_percent = borrow_limit_percent
         self.autoscaled = autoscaled
         self.max_nodes = dict(max_nodes or {})
@@ -130,6 +142,9 @@ class PlannerController:
         self.skipped = 0
         self._last_unchanged: tuple[object, ...] | None = None
         self.meter = BudgetMeter(policy)  # budgets, metered as production meters them
+        self._workloads: dict[tuple[int, float], PendingWorkload] = {}
+        self._jobs_of: ControllerView | None = None
+        self._jobs_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
 
     def node_list(self, healthy: tuple[int, ...]) -> tuple[ClusterNode, ...]:
         """The nodes of every pool, the first `healthy[i]` of pool i running. Instance ids are numbered across
@@ -175,6 +190,36 @@ class PlannerController:
                 for it, u, p, o in zip(self.instance_types, in_use, pending, oldest, strict=True)}
         return self._demands[key]
 
+    def pending_workloads(self, view: ControllerView) -> tuple[PendingWorkload, ...]:
+        """Each pending job as collect lists a Kueue Workload: its GPUs on its pool, its pods (whole nodes), its
+        (re)queue time as the creation time. Read only for a policy with `fairness.gang_steps`, as collect would."""
+        if not self.policy.fairness.gang_steps or view.pending_jobs is None:
+            return ()
+        out: list[PendingWorkload] = []
+        for team, pools in sorted(self._jobs(view).items()):
+            for pool, jobs in pools.items():
+                per_node = self.per_node[pool]
+                for j, gpus, enq in jobs:
+                    w = self._workloads.get((j, enq))
+                    if w is None:
+                        w = self._workloads[j, enq] = PendingWorkload.model_construct(
+                            name=f"job-{j:08d}", team=team, pool=pool, accelerators=float(gpus),
+                            pods=max(1, -(-gpus // per_node)), created=EPOCH + timedelta(seconds=enq), topology=None)
+                    out.append(w)
+        return tuple(out)
+
+    def _jobs(self, view: ControllerView) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
+        """The view's pending jobs, listed once per view (the snapshot and the skip check both read them), each
+        team's list cut after the job that takes what it runs plus the jobs before it past the pool's capacity: the
+        planner's levels above the first one past capacity never matter, so the plan is the same."""
+        if self._jobs_of is not view:
+            self._jobs_of = view
+            listed = view.pending_jobs() if view.pending_jobs is not None else {}
+            capacity = {it: view.healthy_nodes.get(it, 0) * self.per_node[it] for it in self.instance_types}
+            self._jobs_seen = {t: {p: _cut(jobs, view.in_use.get(t, {}).get(p, 0), capacity.get(p, 0))
+                                   for p, jobs in pools.items()} for t, pools in listed.items()}
+        return self._jobs_seen
+
     def _per_type(self, by_type: Mapping[str, int] | None) -> tuple[int, ...]:
         if not by_type:
             return (0,) * len(self.instance_types)
@@ -213,7 +258,8 @@ class PlannerController:
             nodes=self.node_list(f.healthy),
             quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t])
                          for t, n in f.quotas.items()),
-            demand=dict(demand), autoscaling_max_nodes=self.max_nodes)
+            demand=dict(demand), autoscaling_max_nodes=self.max_nodes,
+            pending_workloads=self.pending_workloads(view))
 
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
         """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
@@ -221,7 +267,10 @@ class PlannerController:
         if self.policy.fairness.age_doubling_hours is not None or self.policy.fairness.window_hours is not None:
             return (view.now_s,)  # weights move with waiting time or with use over the window: every tick plans
         f = self._flat(view)
-        return (f.healthy, tuple(f.quotas.items()), tuple(sorted(f.in_use.items())),
+        gangs = (tuple((t, p, tuple(j for j, _, _ in jobs)) for t, pools in sorted(self._jobs(view).items())
+                       for p, jobs in pools.items())
+                 if self.policy.fairness.gang_steps and view.pending_jobs is not None else ())
+        return (gangs, f.healthy, tuple(f.quotas.items()), tuple(sorted(f.in_use.items())),
                 tuple(sorted(f.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 

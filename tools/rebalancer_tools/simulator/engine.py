@@ -73,6 +73,10 @@ class ControllerView:
     pending: dict[str, dict[str, int]]  # team → pool → pending
     # team → pool → when its oldest pending job was (re)queued (a Kueue Workload's creation time)
     oldest_pending_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Called by a controller that reads each pending workload (as collect lists Kueue Workloads): team → pool →
+    # (job id, GPUs, when (re)queued) in the queue's admission order. A callable, since most controllers never ask;
+    # it reads the simulation as it is, so call it during the controller call.
+    pending_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -676,7 +680,7 @@ class Simulation:
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: dict(zip(names, by_pool, strict=True))
                      for t, by_pool in zip(self.teams, zip(*self.team_pending, strict=True), strict=True)},
-            oldest_pending_s=self._oldest_pending())
+            oldest_pending_s=self._oldest_pending(), pending_jobs=self._pending_jobs)
         decision = self.controller(view)
         if decision is not None and any(decision.quotas.get(q.name, {}).get(self.pool_names[q.pool], q.nominal)
                                         != q.nominal for q in self.queues):
@@ -690,6 +694,18 @@ class Simulation:
             self.idle_ticks += 1
         if self._active():
             self._push(self.now + self.cfg.controller_interval_s, TICK)
+
+    def _pending_jobs(self) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
+        """Per team and pool, every pending job as (id, GPUs, when (re)queued), in admission order (priority, then
+        queue time)."""
+        found: dict[str, dict[str, list[tuple[int, float, int]]]] = {}
+        for name, queues in zip(self.pool_names, self.pending, strict=True):
+            for sizes in queues:
+                for heap in sizes.values():
+                    for entry in heap:
+                        found.setdefault(self.teams[self.jteam[entry[2]]], {}).setdefault(name, []).append(entry)
+        return {team: {pool: tuple((j, self.gpus[j], enq) for _, enq, j in sorted(entries))
+                       for pool, entries in pools.items()} for team, pools in found.items()}
 
     def _oldest_pending(self) -> dict[str, dict[str, float]]:
         """Per team and pool, when its oldest pending job was (re)queued, as a Kueue Workload's creation time."""

@@ -24,6 +24,7 @@ from rebalancer.domain.snapshot import (
     ClusterSchedulerConfig,
     ComputeQuota,
     Demand,
+    PendingWorkload,
     Snapshot,
     TrainingPlan,
     Utilization,
@@ -97,7 +98,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
                         training_plans=sm.training_plans, operations=sm.operations,
                         autoscaling_max_nodes=kueue.autoscaling_max_nodes,
-                        topology_pending=kueue.topology)
+                        topology_pending=kueue.topology, pending_workloads=kueue.pending_workloads)
     return Collected(snapshot, tuple(warnings))
 
 
@@ -164,6 +165,7 @@ class KubeSide:
     node_health: dict[str, str] = field(default_factory=dict)
     autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    pending_workloads: tuple[PendingWorkload, ...] = ()
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
@@ -192,7 +194,7 @@ class KubeSide:
                     ceilings = max_nodes(api)
                 except RebalancerError as e:
                     warnings.append(f"Karpenter NodePool limits not read: {e}")
-        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology)
+        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

@@ -258,6 +258,10 @@ class Fairness(Written):
 
     age_doubling_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     window_hours: Annotated[float, Field(gt=0, le=24 * 92, allow_inf_nan=False)] | None = None
+    # Quota in gang-sized steps: a team whose share lies between what it runs plus whole pending workloads (in
+    # admission order) is moved to one of those amounts, up when the next gang is the nearer and the others can
+    # give it, down otherwise (the rest left with the others this run). Guarantees and caps stay exact.
+    gang_steps: bool = False
 
 
 class Approval(Written):

@@ -262,6 +262,21 @@ class Governance(Frozen):
     problems: tuple[str, ...] = ()
 
 
+class PendingWorkload(Frozen):
+    """One Kueue Workload waiting for quota, as collect read it: its team, the instance type its accelerators wait
+    for (`pool`), their total over its pod sets (count × per-pod request, summed) and how many pods, when it was
+    created (metadata.creationTimestamp) and the topology level it asks for, if any. Kueue admits a workload whole
+    or not at all, so a quota raise smaller than its size lets nothing of it start."""
+
+    name: str
+    team: str
+    pool: str  # instance type
+    accelerators: float  # total over its pod sets
+    pods: int
+    created: AwareDatetime | None = None
+    topology: str | None = None
+
+
 HEALTHY_NODE_STATUS = "Running"
 NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
 
@@ -301,6 +316,9 @@ class Snapshot(Frozen):
     # Per team, its pending workloads that ask for a topology level (Kueue topology-aware scheduling): a raise of
     # quota need not let a gang that needs one block or rack start, and the plan says so.
     topology_pending: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # Every pending workload with accelerators (one entry per Kueue Workload and instance type), in the order
+    # collect listed them; read by `fairness.gang_steps` (rebalancer.engine.gangs).
+    pending_workloads: tuple[PendingWorkload, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

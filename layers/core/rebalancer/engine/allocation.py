@@ -9,6 +9,8 @@ five steps of DESIGN.md "Allocation semantics":
 2. Weighted water-filling: with ceiling u_i = max(f_i, min(demand_i, cap_i)), a_i = clamp(L·w_i, f_i, u_i) with the
    largest level L for which Σ a_i ≤ capacity (a sort over the 2n breakpoints f_i/w_i and u_i/w_i, O(n log n)).
 3. Surplus: `idle` leaves capacity nobody demands unallocated; `spread` fills again from u_i up to cap_i by weight.
+   With `gang_steps` (a pool listing its teams' pending workloads), the amounts then move to whole gangs
+   (rebalancer.engine.gangs, `gang_stepped`); not in pools solved with family caps.
 4. Integers: largest-remainder rounding of the continuous a_i (rebalancer.engine.rounding), never above a team's
    cap, each integer within one unit of its continuous value. The continuous allocation itself is monotone in
    capacity; the rounding, like every quota method, can show the Alabama paradox.
@@ -35,7 +37,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 
-from rebalancer.engine import stability
+from rebalancer.engine import gangs, stability
 from rebalancer.engine.family_caps import CoupledPool, Family, coupled_fill, coupled_round
 from rebalancer.engine.rounding import EPS, largest_remainder
 from rebalancer.engine.stability import Settings, Surplus
@@ -43,8 +45,8 @@ from rebalancer.errors import InvalidInput
 
 # EPS, largest_remainder, Settings and Surplus are defined with the step they belong to and read from here too.
 __all__ = ["EPS", "INF", "Allocation", "Claim", "Claims", "FamilyBound", "Outcome", "PoolInput", "PoolResult",
-           "Settings", "Surplus", "allocate", "fair_shares", "largest_remainder", "scaled_floors", "solve_families",
-           "water_fill"]
+           "Settings", "Surplus", "allocate", "fair_shares", "gang_stepped", "largest_remainder", "scaled_floors",
+           "solve_families", "water_fill"]
 
 INF = math.inf
 
@@ -115,12 +117,16 @@ class PoolInput:
     claims: Claims
     notes: tuple[str, ...] = ()  # capacity facts quoted in every reason of this pool
     families: tuple[FamilyBound, ...] = ()  # the family caps of teams in this pool; usually none
+    # Per claim, the sizes of its pending workloads in admission order (rebalancer.engine.gangs); () when not read.
+    # Out of the repr, so that a pool without them reads as it did before they existed.
+    gangs: tuple[tuple[float, ...], ...] = field(default=(), repr=False)
 
     @classmethod
     def of(cls, key: str, resource: str, capacity: float, claims: Iterable[Claim],
-           notes: tuple[str, ...] = (), families: tuple[FamilyBound, ...] = ()) -> PoolInput:
+           notes: tuple[str, ...] = (), families: tuple[FamilyBound, ...] = (),
+           gangs: tuple[tuple[float, ...], ...] = ()) -> PoolInput:
         """A pool from Claim rows."""
-        return cls(key, resource, capacity, Claims.of(claims), notes, families)
+        return cls(key, resource, capacity, Claims.of(claims), notes, families, gangs)
 
 
 @dataclass(slots=True)
@@ -243,6 +249,56 @@ def fair_shares(pool: PoolInput, surplus: Surplus) -> tuple[list[float], float]:
     return shares, factor
 
 
+def _ceilings(floors: Sequence[float], claims: Claims) -> list[float]:
+    return [max(f, min(d, c)) if w > 0 else f
+            for f, w, d, c in zip(floors, claims.weight, claims.demand, claims.cap, strict=True)]
+
+
+def gang_stepped(pool: PoolInput, shares: Sequence[float], surplus: Surplus) -> tuple[list[float], PoolInput]:
+    """Steps 1-3 with quota in gang-sized steps (rebalancer.engine.gangs): the stepped teams' amounts, and what they
+    leave water-filled among the others as in step 2 (and spread, with `spread`), until no team the others' new
+    amounts put between two levels is left (at most one round per team); the pool's claims carry a note for each
+    team moved off its share."""
+    claims = pool.claims
+    cap = max(pool.capacity, 0.0)
+    floors, _ = scaled_floors(cap, claims.guarantee)
+    ceilings = _ceilings(floors, claims)
+    out = list(shares)
+    fixed: dict[int, gangs.Step] = {}
+    for _ in range(len(claims)):
+        new = gangs.steps(cap, out, floors, ceilings, claims.in_use, pool.gangs, claims.team,
+                          {i: s.amount for i, s in fixed.items()})
+        if not new:
+            break
+        fixed.update(new)
+        fixed = _fill_others(out, fixed, cap, floors, ceilings, claims, surplus)
+    notes = list(claims.notes)
+    for i, s in fixed.items():
+        if abs(s.amount - s.share) > EPS:
+            notes[i] = (*notes[i], gangs.note(s))
+    return out, replace(pool, claims=replace(claims, notes=tuple(notes)))
+
+
+def _fill_others(out: list[float], fixed: dict[int, gangs.Step], cap: float, floors: Sequence[float],
+                 ceilings: Sequence[float], claims: Claims, surplus: Surplus) -> dict[int, gangs.Step]:
+    """What the stepped teams leave, water-filled among the others into `out`; what those cannot use goes back to
+    the stepped teams (gangs.take_leftover), whose amounts are written into `out` too. Returns the stepped teams."""
+    others = [i for i in range(len(claims)) if i not in fixed]
+    rest = cap - sum(s.amount for s in fixed.values())
+    weights = [claims.weight[i] for i in others]
+    low, high = [floors[i] for i in others], [ceilings[i] for i in others]
+    filled = high if sum(high) <= rest + EPS else water_fill(rest, weights, low, high)
+    if surplus == "spread" and sum(filled) < rest - EPS:
+        filled = water_fill(rest, weights, filled, [max(a, claims.cap[i]) for a, i in zip(filled, others, strict=True)])
+    if sum(filled) < rest - EPS:
+        fixed = gangs.take_leftover(fixed, rest - sum(filled), claims.team)
+    for i, a in zip(others, filled, strict=True):
+        out[i] = a
+    for i, s in fixed.items():
+        out[i] = s.amount
+    return fixed
+
+
 @dataclass(frozen=True, slots=True)
 class _Solved:
     """Steps 1-4 of a pool solved with the others of its family caps: the pool (its claims' notes now saying
@@ -330,6 +386,9 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
     capacity = math.floor(max(pool.capacity, 0.0) + EPS)
     if solved is None:
         shares, factor = fair_shares(pool, settings.surplus)
+        if settings.gang_steps and pool.gangs:
+            shares, pool = gang_stepped(pool, shares, settings.surplus)
+            claims = pool.claims
         total = min(capacity, math.floor(sum(shares) + EPS))
         desired = largest_remainder(shares, total, claims.cap, weights, names)
     else:

@@ -67,6 +67,8 @@ class Settings:
     # When capacity falls below the quotas (failed nodes), take the loss from quota nobody runs on before any
     # team's admitted work becomes borrowing (see `fit`). False: the older rule, holds broken proportionally.
     shrink_idle_first: bool = True
+    # Quota in gang-sized steps (rebalancer.engine.gangs) in the pools that list their pending workloads.
+    gang_steps: bool = False
 
 
 class Claims(Protocol):
@@ -107,7 +109,8 @@ class PoolInput(Protocol):
 
 def settings_of(policy: Policy) -> Settings:
     """The engine's settings from the effective policy."""
-    return Settings(surplus=policy.surplus, min_step=policy.stability.min_step, max_move=policy.stability.max_move)
+    return Settings(surplus=policy.surplus, min_step=policy.stability.min_step, max_move=policy.stability.max_move,
+                    gang_steps=policy.fairness.gang_steps)
 
 
 # ---------------------------------------------------------------- policy rules: one effective policy per plan

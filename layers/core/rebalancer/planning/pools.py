@@ -36,6 +36,7 @@ from rebalancer.planning import capacity
 from rebalancer.planning.aging import aged_weights
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.fair_share import windowed_weights
+from rebalancer.planning.gangs import with_gangs
 
 
 def split_family(amount: int, capacities: dict[str, float]) -> dict[str, int]:
@@ -264,6 +265,8 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
     pools = [_pool_input(name, healthy, teams, bounds.get(name, ()), held_by, outsiders, snapshot, context, policy,
                          warnings)
              for name in sorted(healthy.parsed)]
+    if policy.fairness.gang_steps:
+        pools = with_gangs(pools, snapshot.pending_workloads)
     return pools, warnings
 
 

@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, Resources
+from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 
 GROUP = "kueue.x-k8s.io"
@@ -62,6 +62,7 @@ class KueueDemand:
     warnings: tuple[str, ...] = ()
     api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # team → its pending topology requests
+    workloads: tuple[PendingWorkload, ...] = ()  # each pending workload's size per instance type, as listed
 
 
 # Topology-aware scheduling (task-governance add-on >= 1.2.2): a pod set asks for one topology domain (a block, a
@@ -83,6 +84,20 @@ def topology_asked(pod_set: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass
+class _Gang:
+    """One pending workload's accelerators on one instance type, summed over its pod sets."""
+
+    accelerators: Decimal = Decimal(0)
+    pods: int = 0
+    topology: str | None = None
+
+    def add(self, accelerators: Decimal, pods: int, topology: str | None) -> None:
+        self.accelerators += accelerators
+        self.pods += pods
+        self.topology = self.topology or topology
+
+
 class _Accumulator:
     def __init__(self) -> None:
         self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
@@ -90,16 +105,46 @@ class _Accumulator:
         self.topology: dict[str, list[str]] = defaultdict(list)
         self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
         self.warnings: list[str] = []
+        self.workloads: list[PendingWorkload] = []
+
+    def add_pending(self, team: str, wl: dict[str, Any], offered: dict[str, set[str]]) -> None:
+        """A pending workload's requests, on the flavor each waits for; and its size on each instance type (its
+        gang: Kueue admits it whole), as a PendingWorkload."""
+        meta = wl.get("metadata", {})
+        where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
+        since = _created(meta)
+        sizes: dict[str, _Gang] = {}
+        for pod_set in wl.get("spec", {}).get("podSets", []) or []:
+            level = topology_asked(pod_set)
+            if level is not None:
+                self.topology[team].append(f"{meta.get('name')} ({level})")
+            chosen = pod_set_instance_type(pod_set)
+            for resource, quantity in pod_set_requests(pod_set).items():
+                flavor = chosen
+                if flavor is None and len(offered.get(resource, ())) == 1:
+                    flavor = next(iter(offered[resource]))
+                if flavor is None:
+                    if resource in ACCELERATOR_RESOURCES or resource == NEURONCORE_RESOURCE:
+                        self.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
+                                             f"waits for (no instance-type node selector, no single flavor)")
+                    continue
+                added = self.add(self.pending, team, flavor, resource, quantity, where, since)
+                if added:
+                    sizes.setdefault(flavor, _Gang()).add(added, int(pod_set.get("count", 1)), level)
+        self.workloads += [PendingWorkload(name=str(meta.get("name", "")), team=team, pool=flavor,
+                                           accelerators=float(g.accelerators), pods=g.pods, created=since,
+                                           topology=g.topology)
+                           for flavor, g in sorted(sizes.items())]
 
     def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
-            quantity: Decimal, where: str, since: datetime | None = None) -> None:
+            quantity: Decimal, where: str, since: datetime | None = None) -> Decimal:
         """Add `quantity` of a Kubernetes resource on a flavor, in the snapshot's units; `since`: the creation time
-        of the pending workload it belongs to (the pool's oldest is kept)."""
+        of the pending workload it belongs to (the pool's oldest is kept). Returns the accelerators it added."""
         try:
             spec = catalog.spec(flavor)
         except UnknownInstanceType:
             self.warnings.append(f"{where}: flavor {flavor!r} is not a HyperPod instance type; ignored")
-            return
+            return Decimal(0)
         if since is not None:
             pool = (pool_name(flavor, "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX))
                     if resource.startswith(MIG_RESOURCE_PREFIX) else flavor)
@@ -107,15 +152,18 @@ class _Accumulator:
             oldest[pool] = min(since, oldest.get(pool, since))
         if resource in ACCELERATOR_RESOURCES:
             into[team][flavor].add("accelerators", quantity)
-        elif resource == NEURONCORE_RESOURCE and spec.neuron_cores_per_device:
+            return quantity
+        if resource == NEURONCORE_RESOURCE and spec.neuron_cores_per_device:
             into[team][flavor].add("accelerators", quantity / spec.neuron_cores_per_device)
-        elif resource == "cpu":
+            return quantity / spec.neuron_cores_per_device
+        if resource == "cpu":
             into[team][flavor].add("vcpu", quantity)
         elif resource == "memory":
             into[team][flavor].add("memory_gib", quantity / GIB)
         elif resource.startswith(MIG_RESOURCE_PREFIX):
             profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
             into[team][pool_name(flavor, profile)].add("partitions", quantity)
+        return Decimal(0)
 
     def result(self) -> dict[str, dict[str, Demand]]:
         out: dict[str, dict[str, Demand]] = {}
@@ -259,30 +307,13 @@ class KueueReader:
         for wl in self._list("workloads"):
             meta = wl.get("metadata", {})
             team = team_of_namespace(meta.get("namespace", ""))
-            if team is None or not is_pending(wl):
-                continue
-            where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
-            since = _created(meta)
-            offered = flavors_offered(queues.get(team, {}))
-            for pod_set in wl.get("spec", {}).get("podSets", []) or []:
-                level = topology_asked(pod_set)
-                if level is not None:
-                    acc.topology[team].append(f"{meta.get('name')} ({level})")
-                chosen = pod_set_instance_type(pod_set)
-                for resource, quantity in pod_set_requests(pod_set).items():
-                    flavor = chosen
-                    if flavor is None and len(offered.get(resource, ())) == 1:
-                        flavor = next(iter(offered[resource]))
-                    if flavor is None:
-                        if resource in ACCELERATOR_RESOURCES or resource == NEURONCORE_RESOURCE:
-                            acc.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
-                                                f"waits for (no instance-type node selector, no single flavor)")
-                        continue
-                    acc.add(acc.pending, team, flavor, resource, quantity, where, since)
+            if team is not None and is_pending(wl):
+                acc.add_pending(team, wl, flavors_offered(queues.get(team, {})))
         return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                            warnings=tuple(dict.fromkeys(acc.warnings)),
                            api_version=f"{GROUP}/{self.version}" if self.version else None,
-                           topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())})
+                           topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())},
+                           workloads=tuple(acc.workloads))
 
 
 class NodeReader:
