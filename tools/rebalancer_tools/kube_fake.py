@@ -211,7 +211,9 @@ def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | 
 
 
 def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_on: str | None = None,
-             finished: bool = False, priority_class: str = "training-priority") -> dict[str, Any]:
+             finished: bool = False, priority_class: str = "training-priority",
+             created: str | None = None) -> dict[str, Any]:
+    """`created`: its metadata.creationTimestamp (RFC 3339, e.g. `2026-11-30T08:00:00Z`); absent when None."""
     ns = f"hyperpod-ns-{team}"
     status: dict[str, Any] = {"conditions": []}
     if admitted_on:
@@ -233,10 +235,13 @@ def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_o
         status["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded",
                                      "message": "Job finished successfully",
                                      "lastTransitionTime": "2026-11-30T00:00:00Z"})
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "resourceVersion": "1",
+                            "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"}}
+    if created is not None:
+        meta["creationTimestamp"] = created
     return {
         "apiVersion": GROUP_VERSION, "kind": "Workload",
-        "metadata": {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "resourceVersion": "1",
-                     "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"}},
+        "metadata": meta,
         "spec": {"active": True, "queueName": f"{ns}-localqueue", "priority": 100,
                  "priorityClassName": priority_class, "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
                  "podSets": pod_sets},

@@ -189,3 +189,31 @@ def test_pending_demand_carries_its_oldest_workloads_creation_time(kube: tuple[s
     assert got.pending.accelerators == 16
     assert got.oldest_pending is not None
     assert got.oldest_pending.isoformat() == "2026-11-29T08:00:00+00:00"
+
+
+def test_each_pending_workload_is_sized_per_pool_oldest_first(kube: tuple[str, KubeState]) -> None:
+    """podSets count x per-pod request, pod sets on one pool summed, NeuronCores as devices; admitted, finished and
+    accelerator-less work is not listed."""
+    url, state = kube
+    gang = pod_set(4, {"nvidia.com/gpu": 8}, P5)
+    gang["topologyRequest"] = {"required": "topology.k8s.aws/network-node-layer-3"}
+    state.add(
+        cluster_queue("a", {P5: {"nvidia.com/gpu": 64}}),
+        cluster_queue("b", {TRN1: {"aws.amazon.com/neuroncore": 64}}),
+        workload("a", "gang", [gang, pod_set(1, {"nvidia.com/gpu": 2}, P5, name="launcher")],
+                 created="2026-11-30T08:00:00Z"),
+        workload("a", "older", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], created="2026-11-29T08:00:00Z"),
+        workload("a", "cpu-only", [pod_set(2, {"cpu": "4"}, P5)], created="2026-11-28T08:00:00Z"),
+        workload("a", "running", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5),
+        workload("b", "neuron", [pod_set(2, {"aws.amazon.com/neuroncore": 32}, TRN1)]),
+        workload("b", "done", [pod_set(2, {"aws.amazon.com/neuroncore": 32}, TRN1)], finished=True),
+    )
+    got = reader(url).read().workloads
+    assert [(w.team, w.name, w.pool, w.accelerators, w.pods, w.topology) for w in got] == [
+        ("a", "older", P5, 8, 1, None),
+        ("a", "gang", P5, 34, 5, "required topology.k8s.aws/network-node-layer-3"),
+        ("b", "neuron", TRN1, 32, 2, None),  # 2 pods x 32 NeuronCores = 64 cores = 32 Trainium devices
+    ]
+    assert got[0].created is not None
+    assert got[0].created.isoformat() == "2026-11-29T08:00:00+00:00"
+    assert got[2].created is None

@@ -23,6 +23,7 @@ from rebalancer.domain.snapshot import (
     ClusterSchedulerConfig,
     ComputeQuota,
     Demand,
+    PendingWorkload,
     Snapshot,
     TrainingPlan,
     Utilization,
@@ -95,7 +96,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                         mig=kueue.mig, utilization=utilization, scheduler_config=sm.scheduler_config,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
                         training_plans=sm.training_plans, autoscaling_max_nodes=kueue.autoscaling_max_nodes,
-                        topology_pending=kueue.topology)
+                        topology_pending=kueue.topology, pending_workloads=kueue.workloads)
     return Collected(snapshot, tuple(warnings))
 
 
@@ -149,6 +150,7 @@ class KubeSide:
     node_health: dict[str, str] = field(default_factory=dict)
     autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    workloads: tuple[PendingWorkload, ...] = ()
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
@@ -177,7 +179,7 @@ class KubeSide:
                     ceilings = max_nodes(api)
                 except RebalancerError as e:
                     warnings.append(f"Karpenter NodePool limits not read: {e}")
-        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology)
+        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

@@ -260,6 +260,20 @@ class Governance(Frozen):
     problems: tuple[str, ...] = ()
 
 
+class PendingWorkload(Frozen):
+    """One Kueue Workload waiting for quota, on one pool: its pod sets on that instance type summed (podSets count x
+    per-pod request). `accelerators`: the total it asks for, in devices (NeuronCores converted); `created`: its
+    metadata.creationTimestamp (None: absent); `topology`: the topology level a pod set asks for, if any."""
+
+    name: str
+    team: str
+    pool: str
+    accelerators: NonNegativeFloat
+    pods: NonNegativeInt
+    created: AwareDatetime | None = None
+    topology: str | None = None
+
+
 HEALTHY_NODE_STATUS = "Running"
 NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
 
@@ -300,6 +314,8 @@ class Snapshot(Frozen):
     # Per team, its pending workloads that ask for a topology level (Kueue topology-aware scheduling): a raise of
     # quota need not let a gang that needs one block or rack start, and the plan says so.
     topology_pending: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # Each pending workload that asks for accelerators, with its size (Kueue Workloads): oldest first per team.
+    pending_workloads: tuple[PendingWorkload, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

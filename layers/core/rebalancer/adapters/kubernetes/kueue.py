@@ -16,7 +16,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, Resources
+from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 
 GROUP = "kueue.x-k8s.io"
@@ -62,6 +62,7 @@ class KueueDemand:
     warnings: tuple[str, ...] = ()
     api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # team → its pending topology requests
+    workloads: tuple[PendingWorkload, ...] = ()  # each pending workload's size per pool
 
 
 # Topology-aware scheduling (task-governance add-on >= 1.2.2): a pod set asks for one topology domain (a block, a
@@ -83,12 +84,35 @@ def topology_asked(pod_set: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass
+class _Sized:
+    """One pending workload's accelerators and pods on one pool, while its pod sets are read."""
+
+    accelerators: Decimal = Decimal(0)
+    pods: int = 0
+    topology: str | None = None
+
+
+def _devices(flavor: str, resource: str, quantity: Decimal) -> Decimal:
+    """Accelerators (devices) a request of `resource` amounts to on `flavor`; 0 for anything else."""
+    if resource in ACCELERATOR_RESOURCES:
+        return quantity
+    if resource == NEURONCORE_RESOURCE:
+        try:
+            cores = catalog.spec(flavor).neuron_cores_per_device
+        except UnknownInstanceType:
+            return Decimal(0)
+        return quantity / cores if cores else Decimal(0)
+    return Decimal(0)
+
+
 class _Accumulator:
     def __init__(self) -> None:
         self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
         self.pending: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
         self.topology: dict[str, list[str]] = defaultdict(list)
         self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
+        self.workloads: list[PendingWorkload] = []
         self.warnings: list[str] = []
 
     def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
@@ -116,6 +140,43 @@ class _Accumulator:
         elif resource.startswith(MIG_RESOURCE_PREFIX):
             profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
             into[team][pool_name(flavor, profile)].add("partitions", quantity)
+
+    def add_pending(self, team: str, wl: dict[str, Any], offered: dict[str, set[str]]) -> None:
+        """A pending workload's pod sets, each on the flavor its instance-type selector names (or the only one the
+        ClusterQueue offers for a resource): into the team's pending demand and its sized workloads."""
+        meta = wl.get("metadata", {})
+        where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
+        since = _created(meta)
+        sized: dict[str, _Sized] = {}
+        for pod_set in wl.get("spec", {}).get("podSets", []) or []:
+            level = topology_asked(pod_set)
+            if level is not None:
+                self.topology[team].append(f"{meta.get('name')} ({level})")
+            chosen = pod_set_instance_type(pod_set)
+            for resource, quantity in pod_set_requests(pod_set).items():
+                flavor = chosen
+                if flavor is None and len(offered.get(resource, ())) == 1:
+                    flavor = next(iter(offered[resource]))
+                if flavor is None:
+                    if resource in ACCELERATOR_RESOURCES or resource == NEURONCORE_RESOURCE:
+                        self.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
+                                             f"waits for (no instance-type node selector, no single flavor)")
+                    continue
+                self.add(self.pending, team, flavor, resource, quantity, where, since)
+                devices = _devices(flavor, resource, quantity)
+                if devices:
+                    size = sized.setdefault(flavor, _Sized(topology=level))
+                    size.accelerators += devices
+                    size.pods += int(pod_set.get("count", 1))
+                    size.topology = size.topology or level
+        self.workloads += [PendingWorkload(name=str(meta.get("name", "")), team=team, pool=pool,
+                                           accelerators=float(size.accelerators), pods=size.pods, created=since,
+                                           topology=size.topology) for pool, size in sorted(sized.items())]
+
+    def sized_workloads(self) -> tuple[PendingWorkload, ...]:
+        """Per team, oldest first (a workload without a creation time last), then by name and pool."""
+        far = datetime.max.replace(tzinfo=UTC)
+        return tuple(sorted(self.workloads, key=lambda w: (w.team, w.created or far, w.name, w.pool)))
 
     def result(self) -> dict[str, dict[str, Demand]]:
         out: dict[str, dict[str, Demand]] = {}
@@ -257,32 +318,14 @@ class KueueReader:
                     acc.add(acc.in_use, team, flavor["name"], r["name"], Decimal(parse_quantity(r.get("total", 0))),
                             f"ClusterQueue {cq['metadata']['name']}")
         for wl in self._list("workloads"):
-            meta = wl.get("metadata", {})
-            team = team_of_namespace(meta.get("namespace", ""))
-            if team is None or not is_pending(wl):
-                continue
-            where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
-            since = _created(meta)
-            offered = flavors_offered(queues.get(team, {}))
-            for pod_set in wl.get("spec", {}).get("podSets", []) or []:
-                level = topology_asked(pod_set)
-                if level is not None:
-                    acc.topology[team].append(f"{meta.get('name')} ({level})")
-                chosen = pod_set_instance_type(pod_set)
-                for resource, quantity in pod_set_requests(pod_set).items():
-                    flavor = chosen
-                    if flavor is None and len(offered.get(resource, ())) == 1:
-                        flavor = next(iter(offered[resource]))
-                    if flavor is None:
-                        if resource in ACCELERATOR_RESOURCES or resource == NEURONCORE_RESOURCE:
-                            acc.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
-                                                f"waits for (no instance-type node selector, no single flavor)")
-                        continue
-                    acc.add(acc.pending, team, flavor, resource, quantity, where, since)
+            team = team_of_namespace(wl.get("metadata", {}).get("namespace", ""))
+            if team is not None and is_pending(wl):
+                acc.add_pending(team, wl, flavors_offered(queues.get(team, {})))
         return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                            warnings=tuple(dict.fromkeys(acc.warnings)),
                            api_version=f"{GROUP}/{self.version}" if self.version else None,
-                           topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())})
+                           topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())},
+                           workloads=acc.sized_workloads())
 
 
 class NodeReader:
