@@ -1,0 +1,106 @@
+"""`why`: a team's quotas, the reason of each one's last change, and why its pending work waits, from what the
+controller stored only (the latest run's snapshot and plan, the audit log): never a live read, so the CLI and the
+Slack command answer the same and the Slack command answers within Slack's three seconds.
+The explanation itself is rebalancer.planning.why."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from rebalancer.app.workflow.audit import AuditLog
+from rebalancer.app.workflow.state import Artifacts
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.errors import InvalidInput, NotFound
+from rebalancer.planning.why import Explanation, LastChange, Reservation, explain
+
+TEAM = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # a team name is part of the quota's EntityName
+TEAMS_NAMED = 20  # an unknown team's error names this many of the known ones
+
+
+class WhyStore(Protocol):
+    """The run documents and the audit log: rebalancer.adapters.dynamodb.store.Store, MemoryStore."""
+
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def audit(self) -> AuditLog: ...
+
+
+def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Reservation] = ()) -> Explanation:
+    """NotFound when the cluster has no stored run; InvalidInput (one line naming the team) for a team the latest
+    snapshot does not know."""
+    if not TEAM.fullmatch(team):
+        raise InvalidInput("not a team name (letters, digits and hyphens, at most 63)", field="team",
+                           value=team[:80])
+    records = store.audit.records(cluster)
+    found = latest_run(store.artifacts, records)
+    if found is None:
+        raise NotFound(f"no stored run of cluster {cluster}: the controller has not collected it yet (see "
+                       "`rebalancer history`)")
+    execution, snapshot, plan = found
+    known = teams_of(snapshot, plan)
+    if team not in known:
+        named = ", ".join(sorted(known)[:TEAMS_NAMED]) or "none"
+        raise InvalidInput(f"no team {team!r} in the latest snapshot of {cluster} (teams: {named})", field="team",
+                           value=team)
+    return explain(snapshot, plan, team, last_changes=last_changes(records, team), reservations=reservations,
+                   execution=execution)
+
+
+def latest_run(artifacts: Artifacts, records: Sequence[dict[str, Any]]) -> tuple[str, Snapshot, Plan | None] | None:
+    """The newest run with a stored snapshot (and its plan, if it has one), from the newest plan record back."""
+    seen: set[str] = set()
+    for record in reversed(records):
+        execution = str(record.get("execution", ""))
+        if record.get("kind") != "plan" or execution in seen:
+            continue
+        seen.add(execution)
+        doc = artifacts.get(execution, "SNAPSHOT")
+        if doc is None:  # expired, or a run that stopped before collect
+            continue
+        plan = artifacts.get(execution, "PLAN")
+        return execution, Snapshot.model_validate(doc), None if plan is None else Plan.model_validate(plan)
+    return None
+
+
+def teams_of(snapshot: Snapshot, plan: Plan | None) -> set[str]:
+    teams = {q.team for q in snapshot.quotas} | set(snapshot.demand)
+    teams |= {w.team for w in snapshot.pending_workloads}
+    return teams | set(plan.allocations if plan else {})
+
+
+def last_changes(records: Sequence[dict[str, Any]], team: str) -> dict[str, LastChange]:
+    """pool → the last applied (or rolled back) change of the team's quota there, with the plan's reason."""
+    reasons: dict[tuple[str, str], str] = {}
+    out: dict[str, LastChange] = {}
+    for record in records:
+        execution, kind = str(record.get("execution", "")), record.get("kind")
+        detail = record.get("detail")
+        detail = detail if isinstance(detail, dict) else {}
+        if kind == "plan":
+            for c in detail.get("changes") or ():
+                if isinstance(c, dict) and c.get("team") == team:
+                    pool = c["instance_type"] + (f":{c['mig_profile']}" if c.get("mig_profile") else "")
+                    reasons[(execution, pool)] = str(c.get("reason", ""))
+        elif (kind, record.get("outcome")) in (("apply", "applied"), ("rollback", "restored")):
+            for pool, (before, after) in _amounts(record, team).items():
+                reason = reasons.get((execution, pool), "")
+                if kind == "rollback":
+                    reason = f"run {execution} rolled back ({reason or 'its change undone'})"
+                out[pool] = LastChange(pool=pool, at=datetime.fromisoformat(str(record["at"])), execution=execution,
+                                       before=before, after=after, reason=reason or "(no reason recorded)",
+                                       outcome="applied" if kind == "apply" else "rolled back")
+    return out
+
+
+def _amounts(record: dict[str, Any], team: str) -> dict[str, tuple[float, float]]:
+    before, after = record.get("before"), record.get("after")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return {}
+    b, a = before.get(team) or {}, after.get(team) or {}
+    return {p: (float(b.get(p, 0)), float(a.get(p, 0))) for p in sorted(set(b) | set(a))
+            if isinstance(b.get(p, 0), int | float) and isinstance(a.get(p, 0), int | float)}
