@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "trace": "rebalancer_tools.cli.trace_cmd:trace",
     "approvals": "rebalancer_tools.cli.approvals_cmd:approvals",
     "policy": "rebalancer_tools.cli.policy_cmd:policy",
+    "why": "rebalancer_tools.cli.why_cmd:why",
 }
 
 
