@@ -33,22 +33,34 @@ class WhyStore(Protocol):
 def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Reservation] = ()) -> Explanation:
     """NotFound when the cluster has no stored run; InvalidInput (one line naming the team) for a team the latest
     snapshot does not know."""
-    if not TEAM.fullmatch(team):
-        raise InvalidInput("not a team name (letters, digits and hyphens, at most 63)", field="team",
-                           value=team[:80])
+    _team_name(team)
     records = store.audit.records(cluster)
     found = latest_run(store.artifacts, records)
     if found is None:
-        raise NotFound(f"no stored run of cluster {cluster}: the controller has not collected it yet (see "
-                       "`rebalancer history`)")
+        raise NotFound(f"no stored run of cluster {cluster}: the controller has not planned it yet (see "
+                       "`rebalancer history`; `rebalancer why --live` collects it now)")
     execution, snapshot, plan = found
+    return explain_team(snapshot, plan, records, team, execution=execution, reservations=reservations)
+
+
+def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[str, Any]], team: str, *,
+                 execution: str | None = None, reservations: Sequence[Reservation] = ()) -> Explanation:
+    """The answer for a snapshot at hand (the stored run's, or one collected now by `rebalancer why --live`), with
+    the last changes from the audit `records`."""
+    _team_name(team)
     known = teams_of(snapshot, plan)
     if team not in known:
         named = ", ".join(sorted(known)[:TEAMS_NAMED]) or "none"
-        raise InvalidInput(f"no team {team!r} in the latest snapshot of {cluster} (teams: {named})", field="team",
-                           value=team)
+        raise InvalidInput(f"no team {team!r} in the latest snapshot of {snapshot.cluster.ClusterName} (teams: "
+                           f"{named})", field="team", value=team)
     return explain(snapshot, plan, team, last_changes=last_changes(records, team), reservations=reservations,
                    execution=execution)
+
+
+def _team_name(team: str) -> None:
+    if not TEAM.fullmatch(team):
+        raise InvalidInput("not a team name (letters, digits and hyphens, at most 63)", field="team",
+                           value=team[:80])
 
 
 def latest_run(artifacts: Artifacts, records: Sequence[dict[str, Any]]) -> tuple[str, Snapshot, Plan | None] | None:
