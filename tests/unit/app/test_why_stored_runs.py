@@ -3,15 +3,20 @@ each of the team's quotas with its plan's reason, and one clear line for an unkn
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import timedelta
+
 import pytest
-from support.clock import ticking
+from support.clock import T0, ticking
 from support.why_runs import CLUSTER, FIRST, P5, SECOND, record_runs, run
 
+from rebalancer.app import why as why_module
 from rebalancer.app.why import why
 from rebalancer.app.workflow import audit
 from rebalancer.domain.plan import Change, Plan
 from rebalancer.errors import InvalidInput, NotFound
 from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.ticking_clock import TickingClock
 
 
 @pytest.fixture
@@ -62,3 +67,32 @@ def test_bad_input_is_one_line(store: MemoryStore) -> None:
         why(store, CLUSTER, "a b; rm -rf")
     with pytest.raises(NotFound, match=r"^no stored run of cluster other"):
         why(store, "other", "a")
+
+
+def test_the_audit_log_is_read_only_as_far_as_the_answer_needs(store: MemoryStore) -> None:
+    """A year of runs before: the answer (the latest run, a's last change and its plan) is in the newest three."""
+    older = MemoryStore(now=TickingClock(T0 - timedelta(days=365)))
+    for i in range(300):
+        plan = Plan(cluster_name=CLUSTER, cluster_arn="arn", taken_at=older.now(), mode="auto")
+        audit.planned(older.audit, run(f"old-{i:04d}"), plan, decision="no_change", known_versions={})
+    store.audit.log[CLUSTER] = {**older.audit.log[CLUSTER], **store.audit.log[CLUSTER]}
+    read: list[dict[str, object]] = []
+    newest = store.audit.newest
+
+    def counted(cluster: str, page_size: int = 100) -> Iterator[dict[str, object]]:
+        for record in newest(cluster, page_size):
+            read.append(record)
+            yield record
+
+    store.audit.newest = counted  # type: ignore[method-assign]
+    got = why(store, CLUSTER, "a")
+    assert got.quotas[0].last_change is not None
+    assert [(r["execution"], r["kind"]) for r in read] == [(SECOND, "plan"), (FIRST, "apply"), (FIRST, "plan")]
+
+
+def test_a_change_beyond_what_is_read_is_said(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(why_module, "RECORDS_READ_MAX", 1)
+    got = why(store, CLUSTER, "a")
+    assert got.quotas[0].last_change is None
+    assert got.notes == (f"the newest 1 audit records name no change of its quota on {P5} (`rebalancer history` "
+                         "reads them all)",)

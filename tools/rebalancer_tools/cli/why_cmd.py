@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -63,7 +64,7 @@ def _stored(store: Any, cluster: str, team: str) -> Explanation:
 
 def _live(cluster: str, region: str | None, profile: str | None, team: str, policy_file: str | None,
           store: Any) -> Explanation:
-    from rebalancer.app.why import explain_team
+    from rebalancer.app.why import RECORDS_READ_MAX, explain_team
     from rebalancer.app.workflow import run_plan
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import load_model_file
@@ -77,5 +78,5 @@ def _live(cluster: str, region: str | None, profile: str | None, team: str, poli
     if policy_file:
         policy = load_model_file(Policy, policy_file)
         plan = run_plan.make_run_plan(snapshot, policy, now, store=store or MemoryStore()).plan
-    records = store.audit.records(cluster) if store is not None else []
-    return explain_team(snapshot, plan, records, team)
+    newest = islice(store.audit.newest(cluster), RECORDS_READ_MAX) if store is not None else iter(())
+    return explain_team(snapshot, plan, list(newest)[::-1], team)

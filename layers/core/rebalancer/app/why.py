@@ -8,17 +8,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import islice
 from typing import Any, Protocol
 
 from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import Artifacts
 from rebalancer.domain.plan import Plan
+from rebalancer.domain.pools import holdings
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput, NotFound
 from rebalancer.planning.why import Explanation, LastChange, Reservation, explain
 
 TEAM = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # a team name is part of the quota's EntityName
 TEAMS_NAMED = 20  # an unknown team's error names this many of the known ones
+# A year of 15-minute runs is ~70,000 records; the answer needs the last few runs: a few Query pages at most.
+RECORDS_READ_MAX = 2000
+CHANGES = (("apply", "applied"), ("rollback", "restored"))  # the records that changed a quota
 
 
 class WhyStore(Protocol):
@@ -32,15 +37,61 @@ class WhyStore(Protocol):
 
 def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Reservation] = ()) -> Explanation:
     """NotFound when the cluster has no stored run; InvalidInput (one line naming the team) for a team the latest
-    snapshot does not know."""
+    snapshot does not know. Reads the audit log newest first, only as far as the answer needs (at most
+    RECORDS_READ_MAX records): the latest run, and the last change of each of the team's quotas with its reason."""
     _team_name(team)
-    records = store.audit.records(cluster)
-    found = latest_run(store.artifacts, records)
-    if found is None:
+    scan = _Scan(store.artifacts, team)
+    for record in islice(store.audit.newest(cluster), RECORDS_READ_MAX):
+        if scan.take(record):
+            break
+    if scan.run is None:
         raise NotFound(f"no stored run of cluster {cluster}: the controller has not planned it yet (see "
                        "`rebalancer history`; `rebalancer why --live` collects it now)")
-    execution, snapshot, plan = found
-    return explain_team(snapshot, plan, records, team, execution=execution, reservations=reservations)
+    execution, snapshot, plan = scan.run
+    answer = explain_team(snapshot, plan, scan.seen[::-1], team, execution=execution, reservations=reservations)
+    unknown = [q.pool for q in answer.quotas if q.last_change is None]
+    if unknown and len(scan.seen) >= RECORDS_READ_MAX:
+        note = (f"the newest {RECORDS_READ_MAX:,} audit records name no change of its quota on {', '.join(unknown)} "
+                "(`rebalancer history` reads them all)")
+        answer = answer.model_copy(update={"notes": (*answer.notes, note)})
+    return answer
+
+
+class _Scan:
+    """The audit records read so far, newest first, and whether they answer: the latest run with a stored snapshot
+    found, and for each pool of the team's quota its last applied change and that run's plan (its reason) seen."""
+
+    def __init__(self, artifacts: Artifacts, team: str):
+        self.artifacts, self.team = artifacts, team
+        self.seen: list[dict[str, Any]] = []
+        self.run: tuple[str, Snapshot, Plan | None] | None = None
+        self.changed: dict[str, str] = {}  # pool → the execution of its last change (newest first: the first seen)
+        self.planned: set[str] = set()  # executions whose plan record was seen
+
+    def take(self, record: dict[str, Any]) -> bool:
+        """Adds one record; True when nothing older can change the answer."""
+        self.seen.append(record)
+        execution = str(record.get("execution", ""))
+        if record.get("kind") == "plan":
+            self.planned.add(execution)
+            if self.run is None:
+                self.run = _stored_run(self.artifacts, execution)
+        elif (record.get("kind"), record.get("outcome")) in CHANGES:
+            for pool in _amounts(record, self.team):
+                self.changed.setdefault(pool, execution)
+        if self.run is None:
+            return False
+        quota = self.run[1].quota_of(self.team)
+        pools = holdings(quota) if quota is not None else {}
+        return all(p in self.changed and self.changed[p] in self.planned for p in pools)
+
+
+def _stored_run(artifacts: Artifacts, execution: str) -> tuple[str, Snapshot, Plan | None] | None:
+    doc = artifacts.get(execution, "SNAPSHOT")
+    if doc is None:  # expired, or a run that stopped before collect
+        return None
+    plan = artifacts.get(execution, "PLAN")
+    return execution, Snapshot.model_validate(doc), None if plan is None else Plan.model_validate(plan)
 
 
 def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[str, Any]], team: str, *,
@@ -63,22 +114,6 @@ def _team_name(team: str) -> None:
                            value=team[:80])
 
 
-def latest_run(artifacts: Artifacts, records: Sequence[dict[str, Any]]) -> tuple[str, Snapshot, Plan | None] | None:
-    """The newest run with a stored snapshot (and its plan, if it has one), from the newest plan record back."""
-    seen: set[str] = set()
-    for record in reversed(records):
-        execution = str(record.get("execution", ""))
-        if record.get("kind") != "plan" or execution in seen:
-            continue
-        seen.add(execution)
-        doc = artifacts.get(execution, "SNAPSHOT")
-        if doc is None:  # expired, or a run that stopped before collect
-            continue
-        plan = artifacts.get(execution, "PLAN")
-        return execution, Snapshot.model_validate(doc), None if plan is None else Plan.model_validate(plan)
-    return None
-
-
 def teams_of(snapshot: Snapshot, plan: Plan | None) -> set[str]:
     teams = {q.team for q in snapshot.quotas} | set(snapshot.demand)
     teams |= {w.team for w in snapshot.pending_workloads}
@@ -98,7 +133,7 @@ def last_changes(records: Sequence[dict[str, Any]], team: str) -> dict[str, Last
                 if isinstance(c, dict) and c.get("team") == team:
                     pool = c["instance_type"] + (f":{c['mig_profile']}" if c.get("mig_profile") else "")
                     reasons[(execution, pool)] = str(c.get("reason", ""))
-        elif (kind, record.get("outcome")) in (("apply", "applied"), ("rollback", "restored")):
+        elif (kind, record.get("outcome")) in CHANGES:
             for pool, (before, after) in _amounts(record, team).items():
                 reason = reasons.get((execution, pool), "")
                 if kind == "rollback":
