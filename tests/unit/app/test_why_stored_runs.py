@@ -10,7 +10,6 @@ import pytest
 from support.clock import T0, ticking
 from support.why_runs import CLUSTER, FIRST, P5, SECOND, record_runs, run
 
-from rebalancer.app import why as why_module
 from rebalancer.app.why import why
 from rebalancer.app.workflow import audit
 from rebalancer.domain.plan import Change, Plan
@@ -90,9 +89,8 @@ def test_the_audit_log_is_read_only_as_far_as_the_answer_needs(store: MemoryStor
     assert [(r["execution"], r["kind"]) for r in read] == [(SECOND, "plan"), (FIRST, "apply"), (FIRST, "plan")]
 
 
-def test_a_change_beyond_what_is_read_is_said(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(why_module, "RECORDS_READ_MAX", 1)
-    got = why(store, CLUSTER, "a")
+def test_a_change_beyond_what_is_read_is_said(store: MemoryStore) -> None:
+    got = why(store, CLUSTER, "a", read_max=1)
     assert got.quotas[0].last_change is None
-    assert got.notes == (f"the newest 1 audit records name no change of its quota on {P5} (`rebalancer history` "
-                         "reads them all)",)
+    assert got.notes == (f"the newest 1 audit records name no change of its quota on {P5} (`rebalancer why` on "
+                         "the command line reads further, `rebalancer history` all)",)

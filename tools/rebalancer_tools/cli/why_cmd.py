@@ -22,6 +22,9 @@ from rebalancer_tools.cli.params import InputFile
 if TYPE_CHECKING:
     from rebalancer.planning.why import Explanation
 
+# Audit records read back for the last changes: a terminal can wait longer than Slack (rebalancer.app.why.READ_MAX).
+READ_MAX = 20_000
+
 
 @click.command()
 @table_options
@@ -59,12 +62,12 @@ def why(cluster: str, table: str | None, stack: str | None, region: str | None, 
 def _stored(store: Any, cluster: str, team: str) -> Explanation:
     from rebalancer.app.why import why as stored_answer
 
-    return stored_answer(store, cluster, team)
+    return stored_answer(store, cluster, team, read_max=READ_MAX)
 
 
 def _live(cluster: str, region: str | None, profile: str | None, team: str, policy_file: str | None,
           store: Any) -> Explanation:
-    from rebalancer.app.why import RECORDS_READ_MAX, explain_team
+    from rebalancer.app.why import explain_team
     from rebalancer.app.workflow import run_plan
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import load_model_file
@@ -78,5 +81,5 @@ def _live(cluster: str, region: str | None, profile: str | None, team: str, poli
     if policy_file:
         policy = load_model_file(Policy, policy_file)
         plan = run_plan.make_run_plan(snapshot, policy, now, store=store or MemoryStore()).plan
-    newest = islice(store.audit.newest(cluster), RECORDS_READ_MAX) if store is not None else iter(())
+    newest = islice(store.audit.newest(cluster), READ_MAX) if store is not None else iter(())
     return explain_team(snapshot, plan, list(newest)[::-1], team)

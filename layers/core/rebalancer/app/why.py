@@ -21,8 +21,9 @@ from rebalancer.planning.why import Explanation, LastChange, Reservation, explai
 
 TEAM = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # a team name is part of the quota's EntityName
 TEAMS_NAMED = 20  # an unknown team's error names this many of the known ones
-# A year of 15-minute runs is ~70,000 records; the answer needs the last few runs: a few Query pages at most.
-RECORDS_READ_MAX = 2000
+# A year of 15-minute runs is ~70,000 audit records; the answer needs the last few runs. Within Slack's three seconds
+# one Query page of them (benchmarks/why_bench.py: about a day of runs without a change); the CLI reads further.
+READ_MAX = 100  # one page of TableAudit.newest
 CHANGES = (("apply", "applied"), ("rollback", "restored"))  # the records that changed a quota
 
 
@@ -35,13 +36,14 @@ class WhyStore(Protocol):
     def audit(self) -> AuditLog: ...
 
 
-def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Reservation] = ()) -> Explanation:
+def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Reservation] = (),
+        read_max: int = READ_MAX) -> Explanation:
     """NotFound when the cluster has no stored run; InvalidInput (one line naming the team) for a team the latest
     snapshot does not know. Reads the audit log newest first, only as far as the answer needs (at most
-    RECORDS_READ_MAX records): the latest run, and the last change of each of the team's quotas with its reason."""
+    `read_max` records): the latest run, and the last change of each of the team's quotas with its reason."""
     _team_name(team)
     scan = _Scan(store.artifacts, team)
-    for record in islice(store.audit.newest(cluster), RECORDS_READ_MAX):
+    for record in islice(store.audit.newest(cluster), read_max):
         if scan.take(record):
             break
     if scan.run is None:
@@ -50,9 +52,9 @@ def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Rese
     execution, snapshot, plan = scan.run
     answer = explain_team(snapshot, plan, scan.seen[::-1], team, execution=execution, reservations=reservations)
     unknown = [q.pool for q in answer.quotas if q.last_change is None]
-    if unknown and len(scan.seen) >= RECORDS_READ_MAX:
-        note = (f"the newest {RECORDS_READ_MAX:,} audit records name no change of its quota on {', '.join(unknown)} "
-                "(`rebalancer history` reads them all)")
+    if unknown and len(scan.seen) >= read_max:
+        note = (f"the newest {read_max:,} audit records name no change of its quota on {', '.join(unknown)} "
+                "(`rebalancer why` on the command line reads further, `rebalancer history` all)")
         answer = answer.model_copy(update={"notes": (*answer.notes, note)})
     return answer
 
