@@ -158,3 +158,10 @@ def test_no_reason_only_when_kueue_would_admit_it(quota: int, used: int, other_q
     nominal = used + size <= quota and size <= free + max(0, other_used - other_quota)
     borrowing = used + size <= quota * 1.5 and size <= free
     assert (got.waiting[0].reasons == ()) == (nominal or borrowing)
+
+
+def test_workloads_are_answered_oldest_first_whatever_order_collect_listed_them() -> None:
+    young, old = _job(8, name="young"), _job(8, name="old").model_copy(update={"created": T0 - timedelta(days=1)})
+    unknown = _job(8, name="undated").model_copy(update={"created": None})
+    snap = _snap({"a": 32}, {}, unknown, young, old)
+    assert [w.name for w in explain(snap, None, "a").waiting] == ["old", "young", "undated"]
