@@ -85,6 +85,18 @@ def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) ->
     assert code == 0, out
     assert "every quota settled" in out
 
+    code, out = rebalancer("why", "--cluster", CLUSTER, "--team", "research", "--format", "json")
+    assert code == 0, out
+    why = json.loads(out)
+    [raised] = [c for c in plan["changes"] if c["team"] == "research" and c["instance_type"] == P5]
+    [line] = [q for q in why["quotas"] if q["pool"] == P5]
+    assert (line["last_change"]["after"], line["last_change"]["reason"]) == (raised["after"], raised["reason"])
+    assert [w["accelerators"] for w in why["waiting"] if w["name"]] == [16]  # the workload add-demand queued
+    code, out = rebalancer("why", "--cluster", CLUSTER, "--team", "research", "--live", "--policy", POLICY)
+    assert code == 0, out
+    assert re.search(rf"^workload research-job-\d+ on {P5}: 16 accelerators in 2 pods", out, re.M), out
+    assert f"last changed {raised['before']:g}→{raised['after']:g}" in out  # the table's history, a live snapshot
+
     code, out = rebalancer("history", "--cluster", CLUSTER)
     assert code == 0, out
     [run_id] = re.findall(r"│ (cli\d{8}T\d{6}) ", out)

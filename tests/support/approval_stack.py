@@ -73,16 +73,17 @@ class Waiting:
 
 
 @contextmanager
-def waiting_stack(env: dict[str, str] | None = None) -> Iterator[Waiting]:
+def waiting_stack(env: dict[str, str] | None = None, slack_signing_secret: str | None = None) -> Iterator[Waiting]:
     """`env`: more of the functions' environment (e.g. APPROVAL_OIDC_ISSUER, as the template sets it with the JWT
-    authorizer)."""
+    authorizer); `slack_signing_secret`: the Slack app's, for its buttons and commands."""
     clock = ticking()
     with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (kube_url, kube),
           SlackReceiver() as slack, ApprovalGateway() as gateway):
         kube.add(workload("research", "pretrain", [pod_set(3, {"nvidia.com/gpu": 8}, P5)]),
                  workload("training", "finetune", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5))
         with LocalStack(clusters={CLUSTER: POLICY}, kube_url=kube_url, slack_webhook_url=slack.url,
-                        approval_api_url=gateway.url, now=clock, env=env or {}) as stack:
+                        approval_api_url=gateway.url, now=clock, env=env or {},
+                        slack_signing_secret=slack_signing_secret) as stack:
             gateway.target = stack.http
             event = load_event("hyperpod-node-health")
             event["detail"]["ClusterName"] = CLUSTER

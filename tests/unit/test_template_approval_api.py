@@ -31,7 +31,7 @@ def _routes() -> dict[str, dict[str, Any]]:
 def test_every_route_is_the_approval_api_integration() -> None:
     routes = _routes()
     assert set(routes) == {"GET /approvals/{id}", "POST /approvals/{id}/decision", "GET /approvals/{id}/decision",
-                           "POST /slack/interactions"}
+                           "POST /slack/interactions", "POST /slack/commands"}
     for props in routes.values():
         assert props["ApiId"] == {"!Ref": "ApprovalsApi"}
         assert props["Target"] == {"!Sub": "integrations/${ApprovalsIntegration}"}
@@ -45,7 +45,7 @@ def test_every_route_is_the_approval_api_integration() -> None:
 
 @pytest.mark.parametrize(("route", "status"), [("GET /approvals/{id}", 403), ("POST /approvals/{id}/decision", 403),
                                                ("GET /approvals/{id}/decision", 405),
-                                               ("POST /slack/interactions", 401)])
+                                               ("POST /slack/interactions", 401), ("POST /slack/commands", 401)])
 def test_the_resolver_serves_each_route_of_the_template(route: str, status: int) -> None:
     """An unsigned request on each route gets that route's refusal, not the resolver's not-found page."""
     assert route in _routes()
@@ -58,7 +58,7 @@ def test_the_resolver_serves_each_route_of_the_template(route: str, status: int)
 
 def test_the_jwt_authorizer_guards_every_route_but_slacks_when_configured() -> None:
     for key, props in _routes().items():
-        if key == "POST /slack/interactions":
+        if key.startswith("POST /slack/"):
             assert (props["AuthorizationType"], "AuthorizerId" in props) == ("NONE", False)
         else:
             assert {k: props[k] for k in JWT_ROUTE_AUTH} == JWT_ROUTE_AUTH, key
@@ -85,3 +85,18 @@ def test_the_function_believes_claims_exactly_when_the_authorizer_is_there() -> 
     env = t.resources()["ApprovalFunction"]["Properties"]["Environment"]["Variables"]
     name = str(config.ApprovalConfig.model_fields["approval_oidc_issuer"].alias)
     assert env[name] == {"!If": [CONDITION, {"!Ref": "ApprovalOidcIssuer"}, ""]}
+
+
+def test_the_slack_app_manifest_points_at_the_slack_routes() -> None:
+    """examples/slack-app-manifest.yaml: the interactivity URL and the slash command are routes of the template, and
+    the command's usage is the one its refusals quote."""
+    import yaml
+
+    from rebalancer.app.approvals.slash_command import USAGE
+
+    manifest = yaml.safe_load((t.ROOT / "examples" / "slack-app-manifest.yaml").read_text())
+    [command] = manifest["features"]["slash_commands"]
+    urls = [command["url"], manifest["settings"]["interactivity"]["request_url"]]
+    assert {"POST " + u.removeprefix("APPROVAL_API_URL") for u in urls} <= set(_routes())
+    assert f"usage: {command['command']} {command['usage_hint']}" == USAGE
+    assert "commands" in manifest["oauth_config"]["scopes"]["bot"]

@@ -69,6 +69,9 @@ class MemoryAudit:
         kept = self.log.get(cluster_name, {})
         return [_json(kept[key]) for key in sorted(kept)]
 
+    def newest(self, cluster_name: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        return iter(self.records(cluster_name)[::-1])
+
 
 class MemoryApprovals:
     def __init__(self, now: Clock) -> None:

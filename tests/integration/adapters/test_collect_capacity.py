@@ -101,6 +101,8 @@ def test_pending_work_asking_for_a_topology_level_is_warned_about_when_its_quota
                                    kube=KubeAccess(mode="url", url=url), metrics_window=None)
     snap = got.snapshot
     assert snap.topology_pending == {"a": ("gang (required topology.k8s.aws/network-node-layer-3)",)}
+    assert [(w.team, w.name, w.accelerators, w.pods, w.topology) for w in snap.pending_workloads] == [
+        ("a", "gang", 32, 4, "required topology.k8s.aws/network-node-layer-3"), ("b", "plain", 8, 1, None)]
     plan = make_plan(snap, _policy(), NOW)
     assert {c.team for c in plan.changes if c.after > c.before} == {"a", "b"}
     assert [w for w in plan.warnings if "topology" in w] == [

@@ -85,6 +85,16 @@ def test_the_audit_log_keeps_order_per_cluster_and_decodes_fields(store: Any) ->
     assert store.audit.records("c3") == []
 
 
+def test_the_audit_log_reads_newest_first_page_by_page(store: Any) -> None:
+    for i in range(7):
+        store.audit.append("c1", f"run-{i}", "plan", outcome="no_change", detail={"i": i})
+    store.audit.append("c2", "run-x", "plan", outcome="no_change")
+    newest = store.audit.newest("c1", page_size=3)
+    assert [r["detail"]["i"] for r in newest] == [6, 5, 4, 3, 2, 1, 0]
+    assert store.audit.newest("c1", page_size=3).__next__() == store.audit.records("c1")[-1]
+    assert list(store.audit.newest("c3")) == []
+
+
 # --- approvals ---------------------------------------------------------------------------------------------------
 def test_an_approval_is_decided_once_and_not_after_its_deadline(store: Any, clock: TickingClock) -> None:
     rec = ApprovalRecord("a1", "token", "arn:exec:run-1", "c1", "pending", T0 + timedelta(hours=1))

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "policy": "rebalancer_tools.cli.policy_cmd:policy",
     "reserve": "rebalancer_tools.cli.reservations_cmd:reserve",
     "reservations": "rebalancer_tools.cli.reservations_cmd:reservations",
+    "why": "rebalancer_tools.cli.why_cmd:why",
 }
 
 

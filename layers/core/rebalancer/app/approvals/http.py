@@ -5,6 +5,9 @@
                                               pressed button (approve | reject), a comment and, without an
                                               authorizer, the name the person types.
   POST /slack/interactions                    Slack's Approve / Reject buttons, verified with the app's signing secret.
+  POST /slack/commands                        Slack's slash command `/rebalancer why <team>`, verified the same way,
+                                              answered from the stored documents (rebalancer.app.why) as an
+                                              ephemeral message.
 
 Mail scanners and chat unfurlers GET every link they see, so only the POST decides, and only with a nonce from a
 page this API rendered. Anything else gets a page saying why, with the HTTP status that fits, and changes nothing:
@@ -67,6 +70,8 @@ IDENTITY_CLAIMS = ("email", "preferred_username", "sub")  # the first one the to
 MAX_FORM_FIELDS = 16  # the form has 8; a body with more is not from our page
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 SLACK_PATH = "/slack/interactions"
+SLASH_PATH = "/slack/commands"
+SLASH_MAX_FIELDS = 40  # Slack sends about 15 (token, team_id, channel_id, user_id, command, text, response_url, …)
 
 app = APIGatewayHttpResolver()
 # Powertools keeps the current event on the resolver's class. Lambda runs one invocation at a time per process; the
@@ -87,6 +92,7 @@ class ApprovalApi:
     approvals: Approvals
     slack_signing_secret: str | None = None
     oidc_issuer: str | None = None  # set when the API's JWT authorizer is on (only then are claims believed)
+    clusters: tuple[str, ...] = ()  # the clusters the stack manages: what `/rebalancer why` may name
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         with _one_at_a_time:
@@ -166,11 +172,15 @@ class ApprovalApi:
         return _html(200, message_page(title, text + then, execution_url=url, ok=True))
 
     # --- POST: a Slack button --------------------------------------------------------------------------------------
+    def slack_signed(self, body: str) -> bool:
+        """Whether the request is Slack's, signed with the app's signing secret (buttons and commands alike)."""
+        headers = dict(app.current_event.headers or {})
+        return bool(self.slack_signing_secret) and slack_request_is_valid(
+            self.slack_signing_secret or "", body, headers, self.approvals.clock())
+
     def slack(self) -> Response[str]:
         body = _body()
-        headers = dict(app.current_event.headers or {})
-        if not self.slack_signing_secret or not slack_request_is_valid(
-                self.slack_signing_secret, body, headers, self.approvals.clock()):
+        if not self.slack_signed(body):
             return _text(401, "invalid Slack signature")
         try:
             decision, approval_id, user, team = _slack_action(body)
@@ -186,6 +196,22 @@ class ApprovalApi:
                                       ("team_id", clean_text(team.get("id"), NAME_MAX))) if v}
         return _slack_reply(self.approvals.decide(approval_id, "approve" if decision == "approve" else "reject", who,
                                                   identity=identity))
+
+
+    # --- POST: the slash command ----------------------------------------------------------------------------------
+    def command(self) -> Response[str]:
+        """Reads the table only (the latest run's documents, the audit log): no collect, no AWS call beyond
+        DynamoDB, so the answer is within Slack's three seconds."""
+        body = _body()
+        if not self.slack_signed(body):
+            return _text(401, "invalid Slack signature")
+        from rebalancer.app.approvals.slash_command import answer
+
+        try:
+            form = dict(parse_qsl(body, keep_blank_values=True, max_num_fields=SLASH_MAX_FIELDS))
+        except ValueError:
+            raise InvalidInput("The command's form has more fields than Slack sends.") from None
+        return _json(answer(self.approvals.store, self.clusters, form.get("text", "")))
 
 
 def _claims() -> Mapping[str, Any]:
@@ -232,12 +258,22 @@ def slack_interaction() -> Response[str]:
     return _api().slack()
 
 
+@app.post(SLASH_PATH)
+def slack_command() -> Response[str]:
+    return _api().command()
+
+
 # --- error kinds become pages (or Slack's reply), here and only here ------------------------------------------------
 # Powertools picks the handler of the raised class or, failing that, of its nearest base.
 def _refusal(status: int, title: str, e: Exception, *, allow: str | None = None,
              to_slack: bool = False) -> Response[str]:
     """The page saying why nothing changed. A decision's outcome (`to_slack`) asked for by a Slack button is Slack's
-    reply instead: Slack shows a reply's text, not its status."""
+    reply instead: Slack shows a reply's text, not its status. A slash command's refusal is always its one-line
+    ephemeral reply (Slack shows a non-200 answer as "failed")."""
+    if app.current_event.path == SLASH_PATH:
+        from rebalancer.app.approvals.slash_command import one_line
+
+        return _json(one_line(str(e)))
     if to_slack and app.current_event.path == SLACK_PATH:
         return _slack_reply(str(e))
     return _html(status, message_page(title, str(e), execution_url=app.context.get("execution_url")), allow=allow)
@@ -282,6 +318,10 @@ def _html(status: int, body: str, *, allow: str | None = None) -> Response[str]:
 def _slack_reply(text: str) -> Response[str]:
     return Response(status_code=200, headers={"content-type": "application/json"},
                     body=json.dumps({"replace_original": False, "text": text}))
+
+
+def _json(document: Mapping[str, Any]) -> Response[str]:
+    return Response(status_code=200, headers={"content-type": "application/json"}, body=json.dumps(document))
 
 
 def _text(status: int, body: str) -> Response[str]:

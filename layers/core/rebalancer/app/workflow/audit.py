@@ -6,7 +6,7 @@ Kinds: trigger, plan, approval-requested, approval, apply, rollback, notify-<mes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -26,6 +26,8 @@ class AuditLog(Protocol):
                before: Any = None, after: Any = None, detail: Any = None) -> None: ...
 
     def records(self, cluster_name: str) -> list[dict[str, Any]]: ...
+
+    def newest(self, cluster_name: str) -> Iterator[dict[str, Any]]: ...  # newest first, read page by page
 
 
 def by_team(changes: Iterable[Change], side: Literal["before", "after"]) -> dict[str, dict[str, float]]:

@@ -1,0 +1,81 @@
+"""The Slack slash command `/rebalancer why <team> [cluster]`: the text parsed, the answer of rebalancer.app.why
+(stored documents only, so it comes within Slack's three seconds) as an ephemeral message of Block Kit blocks made
+with slack_sdk's models. slack_sdk is imported when a command is answered: every other request of the API (the
+review page, its form, Slack's buttons) stays without it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rebalancer.app.why import WhyStore, why
+from rebalancer.errors import InvalidInput
+from rebalancer.planning.why import Explanation, Waiting, quota_line, waiting_title
+
+USAGE = "usage: /rebalancer why <team> [cluster]"
+TEXT_MAX = 200  # a command's text is a team and a cluster name; anything longer is not ours
+SHOWN_MAX = 10  # pending workloads shown; Slack takes at most 50 blocks and 3,000 characters a section
+SECTION_MAX = 2900
+
+
+def cluster_and_team(text: str, clusters: Sequence[str]) -> tuple[str, str]:
+    """(cluster, team) of `why <team> [cluster]`; the cluster may be left out when the stack manages one."""
+    words = text[:TEXT_MAX + 1].split()
+    if len(text) > TEXT_MAX or not 2 <= len(words) <= 3 or words[0].lower() != "why":
+        raise InvalidInput(USAGE)
+    team = words[1]
+    if len(words) == 3:
+        if words[2] not in clusters:
+            raise InvalidInput(f"this controller manages {', '.join(clusters) or 'no cluster'}", field="cluster",
+                               value=words[2][:80])
+        return words[2], team
+    if len(clusters) != 1:
+        raise InvalidInput(f"name the cluster: /rebalancer why {team} <cluster> (one of {', '.join(clusters)})")
+    return clusters[0], team
+
+
+def answer(store: WhyStore, clusters: Sequence[str], text: str) -> dict[str, Any]:
+    cluster, team = cluster_and_team(text, clusters)
+    return message(why(store, cluster, team))
+
+
+def one_line(text: str) -> dict[str, Any]:
+    """A refusal or an error, as the ephemeral reply Slack shows only to the one who typed the command."""
+    return {"response_type": "ephemeral", "text": text}
+
+
+def message(e: Explanation) -> dict[str, Any]:
+    from slack_sdk.models.blocks import ContextBlock, HeaderBlock, MarkdownTextObject, SectionBlock
+
+    quotas = "\n".join(f"• {_esc(quota_line(q))}" for q in e.quotas) or "no quota on any pool"
+    notes = "".join(f"\n_note:_ {_esc(n)}" for n in e.notes)
+    blocks: list[Any] = [HeaderBlock(text=_cut(f"Why: {e.team} on {e.cluster}", 150)),
+                         SectionBlock(text=MarkdownTextObject(text=_cut(f"*Quota*\n{quotas}{notes}", SECTION_MAX)))]
+    blocks += [SectionBlock(text=MarkdownTextObject(text=_cut(_waiting_text(w), SECTION_MAX)))
+               for w in e.waiting[:SHOWN_MAX]]
+    if not e.waiting:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text="Nothing pending.")))
+    more = len(e.waiting) - SHOWN_MAX
+    context = f"snapshot {e.snapshot_at:%Y-%m-%d %H:%M} UTC" + (f", run {e.execution}" if e.execution else "")
+    if more > 0:
+        context += f"; {more} more pending: `rebalancer why --cluster {e.cluster} --team {e.team}`"
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=_esc(context))]))
+    waiting = f"{len(e.waiting)} pending" if e.waiting else "nothing pending"
+    return {"response_type": "ephemeral", "text": f"Why: {e.team} on {e.cluster}: {waiting}",
+            "blocks": [b.to_dict() for b in blocks]}
+
+
+def _waiting_text(w: Waiting) -> str:
+    lines = [f"*{_esc(waiting_title(w))}*"] + [f"• {_esc(r.text)}" for r in w.reasons]
+    if w.would_start:
+        lines.append(f"_Would start with:_ {_esc(w.would_start)}")
+    return "\n".join(lines)
+
+
+def _esc(text: str) -> str:
+    """Slack's mrkdwn escapes: recorded text (reasons, names) is shown, never read as a link or a mention."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"

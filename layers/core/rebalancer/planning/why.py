@@ -1,0 +1,321 @@
+"""Why a team's work waits: from a snapshot (quotas, demand, pending workloads, capacity, node health), the plan made
+from it and the last change of each of the team's quotas, an answer a team lead can read. Pure: the callers
+(rebalancer.app.why for the CLI and Slack) load the stored documents.
+
+Kueue admits a workload when the team's nominal quota covers it (reclaiming what other teams borrow), or when it may
+borrow that much (its borrow limit) and that much is idle in the pool. So for each pending workload the reasons are
+read against those two paths: over quota, borrow limit reached, a gang larger than what is free (or than the whole
+pool), a topology level asked for, the team's budget spent, another team's reservation holding the idle capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
+
+from rebalancer.catalog import specs as catalog
+from rebalancer.domain.frozen import Frozen
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.pools import held, holdings
+from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, ComputeQuota, PendingWorkload, Snapshot
+from rebalancer.errors import UnknownInstanceType
+
+WaitKind = Literal["over_quota", "borrow_limit", "gang_larger_than_free", "larger_than_pool", "topology",
+                   "budget_cut", "reservation"]
+DEFAULT_BORROW_LIMIT = 50  # percent: what HyperPod applies to LendAndBorrow without a BorrowLimit
+
+
+class LastChange(Frozen):
+    """The last change of one of the team's quotas: when, by which run, from and to, and why."""
+
+    pool: str
+    at: AwareDatetime
+    execution: str
+    before: float
+    after: float
+    reason: str
+    outcome: str  # "applied", "rolled back", or the plan's decision when it was never applied
+
+
+class Reservation(Frozen):
+    """Capacity held for a team for a while. Nothing stores reservations yet: the hook for them (the CLI and Slack
+    pass none until the store has them)."""
+
+    team: str
+    pool: str
+    accelerators: NonNegativeFloat
+    until: AwareDatetime | None = None
+    reason: str = ""
+
+
+class QuotaLine(Frozen):
+    pool: str
+    quota: float  # what the team's compute quota holds now, in accelerators
+    in_use: float
+    planned: float | None = None  # the latest plan's allocation, when it has one
+    last_change: LastChange | None = None
+
+
+class WaitReason(Frozen):
+    kind: WaitKind
+    text: str
+
+
+class Waiting(Frozen):
+    """One pending workload (or, `name` None, the pool's pending demand when no workload was read)."""
+
+    name: str | None
+    pool: str
+    accelerators: NonNegativeFloat
+    pods: NonNegativeInt | None = None
+    created: AwareDatetime | None = None
+    topology: str | None = None
+    reasons: tuple[WaitReason, ...] = ()
+    would_start: str = ""
+
+
+class Explanation(Frozen):
+    cluster: str
+    team: str
+    snapshot_at: AwareDatetime
+    execution: str | None = None
+    quotas: tuple[QuotaLine, ...] = ()
+    waiting: tuple[Waiting, ...] = ()
+    notes: tuple[str, ...] = ()  # the plan's warnings naming the team (its budget, a raise that may not help)
+
+    def lines(self) -> list[str]:
+        """The answer as plain lines (the CLI's text; Slack's blocks say the same)."""
+        out = [f"{self.team} on {self.cluster} (snapshot {self.snapshot_at:%Y-%m-%d %H:%M} UTC)"]
+        for q in self.quotas:
+            out.append(f"  {quota_line(q)}")
+        if not self.quotas:
+            out.append("  no quota on any pool")
+        out += [f"  note: {n}" for n in self.notes]
+        if not self.waiting:
+            out.append("nothing pending")
+        for w in self.waiting:
+            out.append(waiting_title(w))
+            out += [f"  - {r.text}" for r in w.reasons]
+            if w.would_start:
+                out.append(f"  would start with: {w.would_start}")
+        return out
+
+
+def quota_line(q: QuotaLine) -> str:
+    text = f"{q.pool}: quota {q.quota:g}, {q.in_use:g} in use"
+    if q.planned is not None and q.planned != q.quota:
+        text += f"; the latest plan makes it {q.planned:g}"
+    c = q.last_change
+    if c is not None:
+        text += f"; last changed {c.before:g}→{c.after:g} on {c.at:%Y-%m-%d %H:%M} ({c.outcome}): {c.reason}"
+    return text
+
+
+def waiting_title(w: Waiting) -> str:
+    what = f"workload {w.name}" if w.name is not None else "pending demand"
+    size = f"{w.accelerators:g} accelerators" + (f" in {w.pods} pods" if w.pods else "")
+    since = f", waiting since {w.created:%Y-%m-%d %H:%M}" if w.created else ""
+    return f"{what} on {w.pool}: {size}{since}"
+
+
+# --- the pool as the snapshot saw it --------------------------------------------------------------------------------
+class _Pool:
+    """Capacity, use and quotas of one pool, in accelerators."""
+
+    def __init__(self, snapshot: Snapshot, pool: str):
+        self.pool = pool
+        self.capacity = capacity(snapshot, pool)
+        self.in_use = {t: d[pool].in_use.accelerators for t, d in snapshot.demand.items() if pool in d}
+        self.quotas = {q.team: held(q, pool) for q in snapshot.quotas if _known(pool)}
+        self.free = max(0.0, self.capacity - sum(self.in_use.values()))
+
+    def borrowed_by_others(self, team: str) -> float:
+        """What other teams run beyond their own quota: capacity a team's nominal quota takes back (reclaim)."""
+        return sum(max(0.0, used - self.quotas.get(t, 0.0)) for t, used in self.in_use.items() if t != team)
+
+
+def _known(pool: str) -> bool:
+    try:
+        catalog.spec(pool.partition(":")[0])
+    except UnknownInstanceType:
+        return False
+    return True
+
+
+def capacity(snapshot: Snapshot, pool: str) -> float:
+    """Accelerators of the pool's healthy nodes (Running, and not labelled unschedulable by HyperPod)."""
+    if ":" in pool or not _known(pool):
+        return 0.0
+    per_node = catalog.spec(pool).accelerators
+    nodes = [n for n in snapshot.nodes if n.InstanceType == pool and n.InstanceStatus.Status == HEALTHY_NODE_STATUS
+             and not snapshot.node_health.get(n.InstanceId, "Schedulable").startswith("Unschedulable")]
+    return float(len(nodes) * per_node)
+
+
+def borrow_limit(quota: ComputeQuota | None, pool: str) -> float:
+    """How much beyond its quota the team may borrow on the pool (absolute limit, else BorrowLimit percent)."""
+    if quota is None:
+        return 0.0
+    sharing = quota.ComputeQuotaConfig.ResourceSharingConfig
+    if sharing is None or sharing.Strategy != "LendAndBorrow":
+        return 0.0 if sharing is not None else held(quota, pool) * DEFAULT_BORROW_LIMIT / 100
+    for limit in sharing.AbsoluteBorrowLimits or ():
+        if limit.InstanceType == pool and limit.Accelerators is not None:
+            return float(limit.Accelerators)
+    percent = sharing.BorrowLimit if sharing.BorrowLimit is not None else DEFAULT_BORROW_LIMIT
+    return held(quota, pool) * percent / 100
+
+
+# --- the answer -----------------------------------------------------------------------------------------------------
+def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: Mapping[str, LastChange] | None = None,
+            reservations: Sequence[Reservation] = (), execution: str | None = None) -> Explanation:
+    """`last_changes`: pool → the last change of the team's quota there; `reservations`: capacity held for teams
+    (active at the snapshot's time; the hook for when the store keeps them)."""
+    changes = last_changes or {}
+    quota = snapshot.quota_of(team)
+    notes = tuple(w.removeprefix(f"{team}: ") for w in (plan.warnings if plan else ()) if w.startswith(f"{team}: "))
+    active = [r for r in reservations if r.until is None or r.until > snapshot.taken_at]
+    waiting = [_waiting(snapshot, quota, w, notes, active) for w in _pending(snapshot, team)]
+    return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
+                       execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
+                       waiting=tuple(waiting), notes=notes)
+
+
+def _quota_lines(snapshot: Snapshot, plan: Plan | None, team: str, changes: Mapping[str, LastChange],
+                 quota: ComputeQuota | None) -> tuple[QuotaLine, ...]:
+    holds = _holdings(quota)
+    planned = {p: r.get("accelerators") for p, r in (plan.allocations.get(team, {}) if plan else {}).items()}
+    used = {p: d.in_use.accelerators for p, d in snapshot.demand.get(team, {}).items()}
+    pools = sorted(set(holds) | {p for p, v in planned.items() if v is not None} | {p for p, v in used.items() if v}
+                   | set(changes))
+    return tuple(QuotaLine(pool=p, quota=holds.get(p, 0.0), in_use=used.get(p, 0.0), planned=planned.get(p),
+                           last_change=changes.get(p)) for p in pools)
+
+
+def _holdings(quota: ComputeQuota | None) -> dict[str, float]:
+    if quota is None:
+        return {}
+    try:
+        return holdings(quota)
+    except UnknownInstanceType:
+        return {}
+
+
+def _pending(snapshot: Snapshot, team: str) -> list[PendingWorkload]:
+    """The team's pending workloads, oldest first (Kueue's FIFO order within a queue); where collect read none on a
+    pool with pending demand, that demand as one."""
+    far = datetime.max.replace(tzinfo=UTC)
+    listed = sorted((w for w in snapshot.pending_workloads if w.team == team),
+                    key=lambda w: (w.created or far, w.name, w.pool))
+    pools = {w.pool for w in listed}
+    for pool, demand in sorted(snapshot.demand.get(team, {}).items()):
+        if demand.pending.accelerators and pool not in pools:
+            listed.append(PendingWorkload(name="", team=team, pool=pool, accelerators=demand.pending.accelerators,
+                                          pods=0, created=demand.oldest_pending))
+    return listed
+
+
+def _waiting(snapshot: Snapshot, quota: ComputeQuota | None, w: PendingWorkload, notes: Sequence[str],
+             reservations: Sequence[Reservation]) -> Waiting:
+    pool = _Pool(snapshot, w.pool)
+    reasons = _reasons(pool, quota, w, notes, reservations)
+    return Waiting(name=w.name or None, pool=w.pool, accelerators=w.accelerators, pods=w.pods or None,
+                   created=w.created, topology=w.topology, reasons=tuple(reasons),
+                   would_start=_would_start(pool, w, reasons, reservations))
+
+
+def _reasons(pool: _Pool, quota: ComputeQuota | None, w: PendingWorkload, notes: Sequence[str],
+             reservations: Sequence[Reservation]) -> list[WaitReason]:
+    """What blocks each of Kueue's paths: within quota (reclaiming what others borrow), or borrowing from what is
+    idle within the borrow limit. Over quota is a reason only when borrowing is blocked too."""
+    a, team = w.accelerators, w.team
+    own, used = pool.quotas.get(team, 0.0), pool.in_use.get(team, 0.0)
+    out: list[WaitReason] = []
+    if a > pool.capacity:
+        out.append(WaitReason(kind="larger_than_pool", text=f"it asks for {a:g} accelerators; the pool has "
+                              f"{pool.capacity:g} healthy in all"))
+    if used + a <= own:
+        if a > pool.free + pool.borrowed_by_others(team) and not out:
+            out.append(_larger_than_free(pool, a))
+    else:
+        blocked = _borrowing_blocked(pool, quota, w, notes, reservations)
+        if blocked:
+            out.append(WaitReason(kind="over_quota", text=f"over quota: {used:g} in use + {a:g} asked is more "
+                                  f"than its quota of {own:g}, so it must borrow"))
+            out += [b for b in blocked if not (out[0].kind == "larger_than_pool" and b.kind != "budget_cut")]
+    if w.topology:
+        out.append(WaitReason(kind="topology", text=f"it asks for a topology level ({w.topology}): its {a:g} "
+                              "accelerators must be free inside one such domain, which quota alone does not give"))
+    return out
+
+
+def _borrowing_blocked(pool: _Pool, quota: ComputeQuota | None, w: PendingWorkload, notes: Sequence[str],
+                       reservations: Sequence[Reservation]) -> list[WaitReason]:
+    a, team = w.accelerators, w.team
+    own, used = pool.quotas.get(team, 0.0), pool.in_use.get(team, 0.0)
+    borrow = borrow_limit(quota, w.pool)
+    out: list[WaitReason] = []
+    if used + a > own + borrow:
+        out.append(WaitReason(kind="borrow_limit", text=f"borrow limit reached: it may borrow {borrow:g} beyond "
+                              f"its quota, {used + a - own:g} needed"))
+    elif a > pool.free:
+        out.append(_larger_than_free(pool, a))
+    held_for_others = _held_for_others(pool, team, reservations)
+    if held_for_others and pool.free >= a > pool.free - held_for_others and used + a <= own + borrow:
+        others = ", ".join(sorted({r.team for r in reservations if r.team != team and r.pool == w.pool}))
+        out.append(WaitReason(kind="reservation", text=f"{held_for_others:g} of the free accelerators are "
+                              f"reserved for {others}"))
+    budget = next((n for n in notes if "budget" in n and ("held at its guarantee" in n or "no borrowing" in n)), None)
+    if budget is not None:
+        out.append(WaitReason(kind="budget_cut", text=f"budget cut: {budget}"))
+    return out
+
+
+def _larger_than_free(pool: _Pool, a: float) -> WaitReason:
+    return WaitReason(kind="gang_larger_than_free", text=f"it needs {a:g} accelerators at once; {pool.free:g} of "
+                      f"{pool.capacity:g} are free in {pool.pool}")
+
+
+def _held_for_others(pool: _Pool, team: str, reservations: Sequence[Reservation]) -> float:
+    """Idle capacity other teams' reservations hold on the pool (what they reserve beyond what they run)."""
+    reserved: dict[str, float] = {}
+    for r in reservations:
+        if r.pool == pool.pool and r.team != team:
+            reserved[r.team] = reserved.get(r.team, 0.0) + r.accelerators
+    return sum(max(0.0, amount - pool.in_use.get(t, 0.0)) for t, amount in reserved.items())
+
+
+def _would_start(pool: _Pool, w: PendingWorkload, reasons: Sequence[WaitReason],
+                 reservations: Sequence[Reservation]) -> str:
+    """The smallest changes that let it start, as alternatives ("or"), each with what else it needs ("and")."""
+    kinds = {r.kind for r in reasons}
+    if not kinds:
+        return "nothing in the last snapshot holds it: it starts at Kueue's next pass unless older work goes first"
+    a, team = w.accelerators, w.team
+    own, used = pool.quotas.get(team, 0.0), pool.in_use.get(team, 0.0)
+    if "larger_than_pool" in kinds:
+        return (f"{a - pool.capacity:g} more healthy accelerators in {w.pool} (nodes added or repaired), or a "
+                f"smaller gang")
+    options = []
+    short = a - pool.free
+    if kinds & {"over_quota"} and not kinds & {"borrow_limit", "budget_cut"} and short > 0:
+        options.append(f"{short:g} more accelerators in {w.pool} free up")
+    if kinds & {"over_quota", "gang_larger_than_free"}:
+        needed = used + a
+        reclaim_short = a - pool.free - pool.borrowed_by_others(team)
+        extra = f" and {reclaim_short:g} accelerators free up" if reclaim_short > 0 else ""
+        if needed > own:
+            options.append(f"a guarantee of {needed:g} in {w.pool} (now {own:g}){extra}")
+        elif extra:
+            options.append(f"{reclaim_short:g} accelerators in {w.pool} free up")
+    if "reservation" in kinds:
+        ends = sorted(r.until for r in reservations if r.until is not None and r.team != team and r.pool == w.pool)
+        options.append("the reservation ends" + (f" ({ends[0]:%Y-%m-%d %H:%M})" if ends else ""))
+    if "budget_cut" in kinds:
+        options.append("the budget period ends or the budget is raised")
+    if "topology" in kinds and not options:
+        options.append(f"one topology domain with {a:g} free accelerators")
+    return " or ".join(options) or "capacity frees up"

@@ -1,0 +1,96 @@
+"""`why` over the stored runs (rebalancer.app.why): the latest run's snapshot and plan, the last applied change of
+each of the team's quotas with its plan's reason, and one clear line for an unknown team, a bad name or no run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from support.clock import T0, ticking
+from support.why_runs import CLUSTER, FIRST, P5, SECOND, record_runs, run
+
+from rebalancer.app.why import why
+from rebalancer.app.workflow import audit
+from rebalancer.domain.plan import Change, Plan
+from rebalancer.errors import InvalidInput, NotFound
+from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.ticking_clock import TickingClock
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    s = MemoryStore(now=ticking())
+    record_runs(s)
+    return s
+
+
+def test_the_latest_run_and_the_last_applied_change(store: MemoryStore) -> None:
+    got = why(store, CLUSTER, "a")
+    assert got.execution == SECOND
+    (line,) = got.quotas
+    assert (line.pool, line.quota, line.in_use) == (P5, 8, 8)
+    assert line.last_change is not None
+    assert (line.last_change.execution, line.last_change.before, line.last_change.after) == (FIRST, 24, 8)
+    assert line.last_change.reason == "idle 90 % of its quota"
+    assert line.last_change.outcome == "applied"
+    (gang,) = got.waiting
+    assert gang.name == "pretrain"
+    assert [r.kind for r in gang.reasons] == ["over_quota", "borrow_limit"]
+
+
+def test_a_planned_change_never_applied_is_not_a_last_change(store: MemoryStore) -> None:
+    raise_ = Change(team="a", instance_type=P5, resource="accelerators", before=8, after=24, reason="3 jobs pending")
+    plan = Plan(cluster_name=CLUSTER, cluster_arn="arn", taken_at=store.now(), mode="approve", changes=(raise_,))
+    audit.planned(store.audit, run("test-0003"), plan, decision="approve", known_versions={})
+    got = why(store, CLUSTER, "a")
+    assert got.execution == SECOND  # run 3 has no stored snapshot
+    assert got.quotas[0].last_change is not None
+    assert got.quotas[0].last_change.execution == FIRST
+
+
+def test_a_rollback_is_the_last_change(store: MemoryStore) -> None:
+    plan = Plan.model_validate(store.artifacts.get(FIRST, "PLAN"))
+    audit.rolled_back(store.audit, run(FIRST), plan, ok=True, cause="verify timed out", outcomes=[],
+                      scheduler_line=None)
+    change = why(store, CLUSTER, "a").quotas[0].last_change
+    assert change is not None
+    assert (change.before, change.after, change.outcome) == (8, 24, "rolled back")
+    assert change.reason == f"run {FIRST} rolled back (idle 90 % of its quota)"
+
+
+def test_bad_input_is_one_line(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInput, match=r"^team: no team 'nobody' in the latest snapshot of test \(teams: a, b\)$"):
+        why(store, CLUSTER, "nobody")
+    with pytest.raises(InvalidInput, match=r"^team: not a team name"):
+        why(store, CLUSTER, "a b; rm -rf")
+    with pytest.raises(NotFound, match=r"^no stored run of cluster other"):
+        why(store, "other", "a")
+
+
+def test_the_audit_log_is_read_only_as_far_as_the_answer_needs(store: MemoryStore) -> None:
+    """A year of runs before: the answer (the latest run, a's last change and its plan) is in the newest three."""
+    older = MemoryStore(now=TickingClock(T0 - timedelta(days=365)))
+    for i in range(300):
+        plan = Plan(cluster_name=CLUSTER, cluster_arn="arn", taken_at=older.now(), mode="auto")
+        audit.planned(older.audit, run(f"old-{i:04d}"), plan, decision="no_change", known_versions={})
+    store.audit.log[CLUSTER] = {**older.audit.log[CLUSTER], **store.audit.log[CLUSTER]}
+    read: list[dict[str, object]] = []
+    newest = store.audit.newest
+
+    def counted(cluster: str, page_size: int = 100) -> Iterator[dict[str, object]]:
+        for record in newest(cluster, page_size):
+            read.append(record)
+            yield record
+
+    store.audit.newest = counted  # type: ignore[method-assign]
+    got = why(store, CLUSTER, "a")
+    assert got.quotas[0].last_change is not None
+    assert [(r["execution"], r["kind"]) for r in read] == [(SECOND, "plan"), (FIRST, "apply"), (FIRST, "plan")]
+
+
+def test_a_change_beyond_what_is_read_is_said(store: MemoryStore) -> None:
+    got = why(store, CLUSTER, "a", read_max=1)
+    assert got.quotas[0].last_change is None
+    assert got.notes == (f"the newest 1 audit records name no change of its quota on {P5} (`rebalancer why` on "
+                         "the command line reads further, `rebalancer history` all)",)

@@ -1,0 +1,85 @@
+"""`rebalancer why --cluster C --team T`: the team's quota per type and the reason of its last change, each pending
+workload and why it waits, and what would let it start. By default from what the controller stored (its table: the
+latest run's snapshot and plan, the audit log), as the Slack command `/rebalancer why <team>` answers; `--live`
+collects the cluster now instead (SageMaker and Kueue, as `rebalancer snapshot`), planned with `--policy` if given,
+the last changes still from the table when one is named. Works against real AWS (your credentials) and the sandbox
+(AWS_ENDPOINT_URL, REBALANCER_TABLE)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rebalancer.errors import PermanentError
+from rebalancer.parsing.text import printable
+from rebalancer_tools.cli.history_cmd import open_store, table_options
+from rebalancer_tools.cli.params import InputFile
+
+if TYPE_CHECKING:
+    from rebalancer.planning.why import Explanation
+
+# Audit records read back for the last changes: a terminal can wait longer than Slack (rebalancer.app.why.READ_MAX).
+READ_MAX = 20_000
+
+
+@click.command()
+@table_options
+@click.option("--team", required=True, help="The team (as its quota's TeamName).")
+@click.option("--live", is_flag=True, help="Collect the cluster now instead of reading the latest stored run.")
+@click.option("--policy", "policy_file", type=InputFile(),
+              help="With --live: plan with this policy, so the plan's allocations and warnings are in the answer.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def why(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None, team: str,
+        live: bool, policy_file: str | None, fmt: str) -> None:
+    """Why the team's work is pending and why its quota last changed."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if policy_file and not live:
+        from rebalancer.errors import InvalidInput
+
+        raise InvalidInput("--policy needs --live (a stored run carries its own plan)", field="--policy")
+    store = open_store(table, stack, region, profile) if table or stack or not live else None
+    try:
+        answer = (_live(cluster, region, profile, team.strip(), policy_file, store) if live
+                  else _stored(store, cluster, team.strip()))
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        raise PermanentError(f"reading the table {store.table_name if store else ''}: {err.get('Code')}: "
+                             f"{err.get('Message')}") from None
+    except BotoCoreError as e:
+        raise PermanentError(f"reading the table {store.table_name if store else ''}: {e}") from None
+    if fmt == "json":
+        click.echo(json.dumps(answer.model_dump(mode="json"), indent=2, sort_keys=True))
+        return
+    for line in answer.lines():
+        click.echo(printable(line))
+
+
+def _stored(store: Any, cluster: str, team: str) -> Explanation:
+    from rebalancer.app.why import why as stored_answer
+
+    return stored_answer(store, cluster, team, read_max=READ_MAX)
+
+
+def _live(cluster: str, region: str | None, profile: str | None, team: str, policy_file: str | None,
+          store: Any) -> Explanation:
+    from rebalancer.app.why import explain_team
+    from rebalancer.app.workflow import run_plan
+    from rebalancer.domain.policy import Policy
+    from rebalancer.parsing.loading import load_model_file
+    from rebalancer_tools.cli.live_cmds import LiveSource
+    from rebalancer_tools.memory_store import MemoryStore
+
+    now = datetime.now(UTC)
+    snapshot = LiveSource(cluster=cluster, region=region, profile=profile, metrics_window_minutes=None) \
+        .collect(now).snapshot
+    plan = None
+    if policy_file:
+        policy = load_model_file(Policy, policy_file)
+        plan = run_plan.make_run_plan(snapshot, policy, now, store=store or MemoryStore()).plan
+    newest = islice(store.audit.newest(cluster), READ_MAX) if store is not None else iter(())
+    return explain_team(snapshot, plan, list(newest)[::-1], team)
