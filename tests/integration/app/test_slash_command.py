@@ -25,7 +25,7 @@ SECRET = "slack-secret"
 def api() -> Iterator[Api]:
     with approval_api(slack_signing_secret=SECRET) as a:
         record_runs(a.store)
-        a.http = ApprovalApi(a.approvals, slack_signing_secret=SECRET, clusters=("test",))
+        a.http = ApprovalApi(a.approvals, slack_signing_secret=SECRET, clusters=("test",), runs=a.approvals.store)
         yield a
 
 
@@ -101,17 +101,18 @@ def test_an_expired_timestamp_is_refused(api: Api) -> None:
 
 def test_unsigned_or_without_a_signing_secret_is_refused(api: Api) -> None:
     assert _post(api, "why a", headers={})["statusCode"] == 401
-    api.http = ApprovalApi(api.approvals, slack_signing_secret=None, clusters=("test",))
+    api.http = ApprovalApi(api.approvals, slack_signing_secret=None, clusters=("test",), runs=api.approvals.store)
     assert _post(api, "why a")["statusCode"] == 401
 
 
 def test_a_cluster_without_a_stored_run_is_one_line() -> None:
     with approval_api(slack_signing_secret=SECRET) as a:
-        a.http = ApprovalApi(a.approvals, slack_signing_secret=SECRET, clusters=("test",))
+        a.http = ApprovalApi(a.approvals, slack_signing_secret=SECRET, clusters=("test",), runs=a.approvals.store)
         assert _reply(_post(a, "why a"))["text"].startswith("no stored run of cluster test")
 
 
 def test_several_clusters_need_one_named(api: Api) -> None:
-    api.http = ApprovalApi(api.approvals, slack_signing_secret=SECRET, clusters=("test", "other"))
+    api.http = ApprovalApi(api.approvals, slack_signing_secret=SECRET, clusters=("test", "other"),
+                           runs=api.approvals.store)
     assert _reply(_post(api, "why a"))["text"] == ("name the cluster: /rebalancer why a <cluster> (one of test, "
                                                    "other)")

@@ -94,3 +94,33 @@ def test_a_change_beyond_what_is_read_is_said(store: MemoryStore) -> None:
     assert got.quotas[0].last_change is None
     assert got.notes == (f"the newest 1 audit records name no change of its quota on {P5} (`rebalancer why` on "
                          "the command line reads further, `rebalancer history` all)",)
+
+
+def test_another_teams_stored_reservation_is_named(store: MemoryStore) -> None:
+    """The answer reads the cluster's reservations from the store: an approved one active at the snapshot's time
+    holds the free accelerators for its team; a pending one holds nothing. Run 3: a's pending work is 4, what is
+    free."""
+    from support.why_runs import waiting_snapshot
+
+    from rebalancer.app.workflow import runs
+    from rebalancer.domain.reservation import Reservation
+
+    snap = waiting_snapshot()
+    small = snap.model_copy(update={"pending_workloads": (snap.pending_workloads[0].model_copy(
+        update={"accelerators": 4.0, "pods": 1}),)})
+    plan = Plan.model_validate(store.artifacts.get(SECOND, "PLAN"))
+    runs.record_snapshot(store.artifacts, run("test-0003"), small)
+    store.artifacts.put("test-0003", "PLAN", plan.model_dump(mode="json"))
+    audit.planned(store.audit, run("test-0003"), plan, decision="no_change", known_versions={})
+    assert [r.kind for r in why(store, CLUSTER, "a").waiting[0].reasons] == []
+    held = Reservation(reservation_id="r-0001", cluster=CLUSTER, team="c", pool=P5, accelerators=4,
+                       start=small.taken_at - timedelta(hours=1), until=small.taken_at + timedelta(days=1),
+                       reason="launch", status="pending", requested_by="admin",
+                       requested_at=small.taken_at - timedelta(days=2))
+    store.reservations.put(held)
+    assert [r.kind for r in why(store, CLUSTER, "a").waiting[0].reasons] == []
+    store.reservations.decide(CLUSTER, "r-0001", "approved", "admin", allowed=("pending",))
+    reasons = why(store, CLUSTER, "a").waiting[0].reasons
+    assert [(r.kind, r.text) for r in reasons] == [
+        ("over_quota", "over quota: 8 in use + 4 asked is more than its quota of 8, so it must borrow"),
+        ("reservation", "4 of the free accelerators are reserved for c")]

@@ -12,8 +12,9 @@ from support.clusters import T0, snapshot
 from support.props import properties
 
 from rebalancer.domain.plan import Plan
+from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import PendingWorkload, Snapshot
-from rebalancer.planning.why import LastChange, Reservation, explain
+from rebalancer.planning.why import LastChange, explain
 
 P5 = "ml.p5.48xlarge"  # 8 GPUs a node; the snapshots below have 4 nodes: 32
 
@@ -111,13 +112,17 @@ def test_another_teams_reservation_holds_the_idle_capacity() -> None:
     snap = _snap({"a": 8, "b": 4}, {"a": 8, "b": 4}, _job(4))
     assert _kinds(snap) == []
     until = T0 + timedelta(days=2)
-    held = [Reservation(team="c", pool=P5, accelerators=20, until=until, reason="launch")]
+    held = [Reservation(reservation_id="r-1", cluster=snap.cluster.ClusterName, team="c", pool=P5, accelerators=20,
+                        start=T0 - timedelta(hours=1), until=until, reason="launch", status="approved",
+                        requested_by="admin", requested_at=T0 - timedelta(hours=2))]
     got = explain(snap, None, "a", reservations=held).waiting[0]
     assert [r.kind for r in got.reasons] == ["over_quota", "reservation"]
     assert got.reasons[1].text == "20 of the free accelerators are reserved for c"
     assert got.would_start == f"a guarantee of 12 in {P5} (now 8) or the reservation ends ({until:%Y-%m-%d %H:%M})"
     ended = [held[0].model_copy(update={"until": T0})]
     assert _kinds(snap, reservations=ended) == []
+    pending = [held[0].model_copy(update={"status": "pending"})]
+    assert _kinds(snap, reservations=pending) == []
     own = [held[0].model_copy(update={"team": "a"})]
     assert _kinds(snap, reservations=own) == []
 

@@ -15,9 +15,10 @@ from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import Artifacts
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import holdings
+from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput, NotFound
-from rebalancer.planning.why import Explanation, LastChange, Reservation, explain
+from rebalancer.planning.why import Explanation, LastChange, explain
 
 TEAM = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # a team name is part of the quota's EntityName
 TEAMS_NAMED = 20  # an unknown team's error names this many of the known ones
@@ -27,17 +28,23 @@ READ_MAX = 100  # one page of TableAudit.newest
 CHANGES = (("apply", "applied"), ("rollback", "restored"))  # the records that changed a quota
 
 
+class Reservations(Protocol):
+    def of_cluster(self, cluster: str) -> list[Reservation]: ...
+
+
 class WhyStore(Protocol):
-    """The run documents and the audit log: rebalancer.adapters.dynamodb.store.Store, MemoryStore."""
+    """The run documents, the audit log and the reservations: rebalancer.adapters.dynamodb.store.Store,
+    MemoryStore."""
 
     @property
     def artifacts(self) -> Artifacts: ...
     @property
     def audit(self) -> AuditLog: ...
+    @property
+    def reservations(self) -> Reservations: ...
 
 
-def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Reservation] = (),
-        read_max: int = READ_MAX) -> Explanation:
+def why(store: WhyStore, cluster: str, team: str, *, read_max: int = READ_MAX) -> Explanation:
     """NotFound when the cluster has no stored run; InvalidInput (one line naming the team) for a team the latest
     snapshot does not know. Reads the audit log newest first, only as far as the answer needs (at most
     `read_max` records): the latest run, and the last change of each of the team's quotas with its reason."""
@@ -50,7 +57,8 @@ def why(store: WhyStore, cluster: str, team: str, *, reservations: Sequence[Rese
         raise NotFound(f"no stored run of cluster {cluster}: the controller has not planned it yet (see "
                        "`rebalancer history`; `rebalancer why --live` collects it now)")
     execution, snapshot, plan = scan.run
-    answer = explain_team(snapshot, plan, scan.seen[::-1], team, execution=execution, reservations=reservations)
+    answer = explain_team(snapshot, plan, scan.seen[::-1], team, execution=execution,
+                          reservations=store.reservations.of_cluster(cluster))
     unknown = [q.pool for q in answer.quotas if q.last_change is None]
     if unknown and len(scan.seen) >= read_max:
         note = (f"the newest {read_max:,} audit records name no change of its quota on {', '.join(unknown)} "

@@ -20,6 +20,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import held, holdings
+from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, ComputeQuota, PendingWorkload, Snapshot
 from rebalancer.errors import UnknownInstanceType
 
@@ -38,17 +39,6 @@ class LastChange(Frozen):
     after: float
     reason: str
     outcome: str  # "applied", "rolled back", or the plan's decision when it was never applied
-
-
-class Reservation(Frozen):
-    """Capacity held for a team for a while. Nothing stores reservations yet: the hook for them (the CLI and Slack
-    pass none until the store has them)."""
-
-    team: str
-    pool: str
-    accelerators: NonNegativeFloat
-    until: AwareDatetime | None = None
-    reason: str = ""
 
 
 class QuotaLine(Frozen):
@@ -172,12 +162,12 @@ def borrow_limit(quota: ComputeQuota | None, pool: str) -> float:
 # --- the answer -----------------------------------------------------------------------------------------------------
 def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: Mapping[str, LastChange] | None = None,
             reservations: Sequence[Reservation] = (), execution: str | None = None) -> Explanation:
-    """`last_changes`: pool → the last change of the team's quota there; `reservations`: capacity held for teams
-    (active at the snapshot's time; the hook for when the store keeps them)."""
+    """`last_changes`: pool → the last change of the team's quota there; `reservations`: the cluster's stored
+    reservations (those approved and active at the snapshot's time hold capacity for their teams)."""
     changes = last_changes or {}
     quota = snapshot.quota_of(team)
     notes = tuple(w.removeprefix(f"{team}: ") for w in (plan.warnings if plan else ()) if w.startswith(f"{team}: "))
-    active = [r for r in reservations if r.until is None or r.until > snapshot.taken_at]
+    active = [r for r in reservations if r.active_at(snapshot.taken_at)]
     waiting = [_waiting(snapshot, quota, w, notes, active) for w in _pending(snapshot, team)]
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
@@ -312,7 +302,7 @@ def _would_start(pool: _Pool, w: PendingWorkload, reasons: Sequence[WaitReason],
         elif extra:
             options.append(f"{reclaim_short:g} accelerators in {w.pool} free up")
     if "reservation" in kinds:
-        ends = sorted(r.until for r in reservations if r.until is not None and r.team != team and r.pool == w.pool)
+        ends = sorted(r.until for r in reservations if r.team != team and r.pool == w.pool)
         options.append("the reservation ends" + (f" ({ends[0]:%Y-%m-%d %H:%M})" if ends else ""))
     if "budget_cut" in kinds:
         options.append("the budget period ends or the budget is raised")

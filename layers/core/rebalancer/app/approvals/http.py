@@ -29,7 +29,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -65,6 +65,9 @@ from rebalancer.errors import (
 )
 from rebalancer.parsing.text import clean_text
 
+if TYPE_CHECKING:  # the slash command's use case loads the explanation, only when a command comes
+    from rebalancer.app.why import WhyStore
+
 APPROVAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 IDENTITY_CLAIMS = ("email", "preferred_username", "sub")  # the first one the token has names the approver
 MAX_FORM_FIELDS = 16  # the form has 8; a body with more is not from our page
@@ -93,6 +96,7 @@ class ApprovalApi:
     slack_signing_secret: str | None = None
     oidc_issuer: str | None = None  # set when the API's JWT authorizer is on (only then are claims believed)
     clusters: tuple[str, ...] = ()  # the clusters the stack manages: what `/rebalancer why` may name
+    runs: WhyStore | None = None  # what `/rebalancer why` reads: the table's runs, audit log and reservations
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         with _one_at_a_time:
@@ -211,7 +215,9 @@ class ApprovalApi:
             form = dict(parse_qsl(body, keep_blank_values=True, max_num_fields=SLASH_MAX_FIELDS))
         except ValueError:
             raise InvalidInput("The command's form has more fields than Slack sends.") from None
-        return _json(answer(self.approvals.store, self.clusters, form.get("text", "")))
+        if self.runs is None:
+            raise NotFound("The slash command is not wired to the controller's table.")
+        return _json(answer(self.runs, self.clusters, form.get("text", "")))
 
 
 def _claims() -> Mapping[str, Any]:

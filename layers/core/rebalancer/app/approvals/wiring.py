@@ -28,4 +28,4 @@ def approval_api(cfg: config.ApprovalConfig) -> ApprovalApi:
 
     signing = secret(cfg.slack_signing_secret_arn).strip() if cfg.slack_signing_secret_arn else None
     return ApprovalApi(approvals(cfg), slack_signing_secret=signing, oidc_issuer=cfg.approval_oidc_issuer or None,
-                       clusters=tuple(cfg.managed_clusters))
+                       clusters=tuple(cfg.managed_clusters), runs=wiring.store())
