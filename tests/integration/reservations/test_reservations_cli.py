@@ -87,6 +87,10 @@ def test_a_large_reservation_waits_for_approval_then_is_cancelled(store: Store) 
     rid = store.reservations.of_cluster("test")[0].reservation_id
     assert f"rebalancer reservations approve {rid} --cluster test" in out
     code, out = run("reservations", "approve", rid, "--cluster", "test", "--table", "t")
+    assert (code, out) == (1, f"error: reservation {rid} was requested by arn:aws:sts::123456789012:user/moto: "
+                              "another admin approves it\n")
+    _requested_by(store, rid, "arn:aws:sts::123456789012:assumed-role/Admin/alice")
+    code, out = run("reservations", "approve", rid, "--cluster", "test", "--table", "t")
     assert code == 0, out
     assert out.startswith("approved by arn:aws:sts::123456789012:user/moto")
     code, out = run("reservations", "approve", rid, "--cluster", "test", "--table", "t")
@@ -101,3 +105,12 @@ def test_a_large_reservation_waits_for_approval_then_is_cancelled(store: Store) 
     code, history = run("history", "--cluster", "test", "--table", "t")
     assert code == 0, history
     assert "cancelled:cancelled" in history
+
+
+def _requested_by(store: Store, rid: str, who: str) -> None:
+    """As if another admin had asked for it (moto's STS answers every call with one identity)."""
+    key = {"pk": "RESERVATION#test", "sk": rid}
+    item = store.table.table.get_item(Key=key)["Item"]
+    doc = json.loads(str(item["doc"]))
+    store.table.table.update_item(Key=key, UpdateExpression="SET doc = :d",
+                                  ExpressionAttributeValues={":d": json.dumps({**doc, "requested_by": who})})

@@ -133,3 +133,16 @@ def test_a_pending_reservation_is_never_announced() -> None:
     make(store, 40)
     assert reservations.announce(store.reservations, store.audit, "test", T0 + timedelta(hours=2), outlet) == []
     assert outlet.sent == []
+
+
+def test_the_requester_cannot_approve_their_own_reservation() -> None:
+    store = MemoryStore(now=ticking())
+    rec = make(store, 40)
+    assert rec.requested_by == "alice"
+    with pytest.raises(ReservationNotPending, match="requested by alice: another admin approves it"):
+        reservations.decide(store.reservations, store.audit, "test", rec.reservation_id, "approve", "alice")
+    got = store.reservations.get("test", rec.reservation_id)
+    assert got is not None
+    assert got.status == "pending"
+    assert reservations.decide(store.reservations, store.audit, "test", rec.reservation_id, "cancel",
+                               "alice").status == "cancelled"  # withdrawing one's own request is fine

@@ -77,8 +77,13 @@ def reserve(store: ReservationStore, log: AuditLog, request: Request, *, policy:
 
 def decide(store: ReservationStore, log: AuditLog, cluster: str, reservation_id: str,
            decision: Literal["approve", "cancel"], who: str) -> Reservation:
-    """Pending → approved (once), or pending / approved → cancelled; anything else raises ReservationNotPending."""
+    """Pending → approved (once), or pending / approved → cancelled; anything else raises ReservationNotPending.
+    Approval is a second pair of eyes: whoever requested a reservation cannot approve it (ReservationNotPending)."""
     if decision == "approve":
+        asked = store.get(cluster, reservation_id)
+        if asked is not None and asked.requested_by == who:
+            raise ReservationNotPending(f"reservation {reservation_id} was requested by {who}: another admin approves "
+                                        "it")
         rec = store.decide(cluster, reservation_id, "approved", who, ("pending",))
     else:
         rec = store.decide(cluster, reservation_id, "cancelled", who, ("pending", "approved"))
