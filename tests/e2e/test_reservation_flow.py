@@ -39,13 +39,7 @@ teams:
 
 
 def p5_quota(emu: EmulatorHandle, team: str) -> int:
-    sm = emu.sagemaker
-    for s in sm.list_compute_quotas(ClusterArn=emu.emulator.cluster_arn(CLUSTER))["ComputeQuotaSummaries"]:
-        q = sm.describe_compute_quota(ComputeQuotaId=s["ComputeQuotaId"])
-        if q["ComputeQuotaTarget"]["TeamName"] == team:
-            return next((int(r.get("Accelerators", 0)) for r in q["ComputeQuotaConfig"]["ComputeQuotaResources"]
-                         if r["InstanceType"] == P5), 0)
-    return 0
+    return emu.accelerators(CLUSTER, team, P5) or 0
 
 
 @pytest.fixture

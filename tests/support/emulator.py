@@ -69,6 +69,17 @@ class EmulatorHandle:
     def sagemaker(self) -> Any:
         return self.client("sagemaker")
 
+    def accelerators(self, cluster: str, team: str, instance_type: str) -> int | None:
+        """The accelerators `team`'s compute quota holds on `instance_type` (0 without an entry for it), read over
+        the wire; None when the team has no quota."""
+        sm = self.sagemaker
+        for s in sm.list_compute_quotas(ClusterArn=self.emulator.cluster_arn(cluster))["ComputeQuotaSummaries"]:
+            q = sm.describe_compute_quota(ComputeQuotaId=s["ComputeQuotaId"])
+            if q["ComputeQuotaTarget"]["TeamName"] == team:
+                return next((int(r.get("Accelerators", 0)) for r in q["ComputeQuotaConfig"]["ComputeQuotaResources"]
+                             if r["InstanceType"] == instance_type), 0)
+        return None
+
 
 @functools.cache
 def _client(service: str, region: str, endpoint: str | None, max_attempts: int | None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -91,6 +92,20 @@ def open_store(table: str | None, stack: str | None, region: str | None, profile
     return Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
 
 
+@contextmanager
+def reading(table_name: str, what: str = "the table") -> Iterator[None]:
+    """A DynamoDB refusal or a transport failure as one line naming the table, not a traceback."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        raise PermanentError(f"reading {what} {table_name}: {err.get('Code')}: {err.get('Message')}") from None
+    except BotoCoreError as e:
+        raise PermanentError(f"reading {what} {table_name}: {e}") from None
+
+
 SINCE = re.compile(r"([0-9]{1,18})([mhdw])")
 UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -161,8 +176,6 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     """What the controller did to a cluster (triggers, plans, approvals, applies, rollbacks), oldest first."""
     if ctx.invoked_subcommand is not None:
         return
-    from botocore.exceptions import BotoCoreError, ClientError
-
     from rebalancer.app.workflow import runs
 
     if not cluster:
@@ -170,7 +183,7 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
     if output and not snapshot_of:
         raise InvalidInput("--output needs --snapshot-of RUN", field="--output", value=output)
     store = open_store(table, stack, region, profile)
-    try:
+    with reading(store.table_name, "the audit table"):
         if snapshot_of:
             snapshot_of = resolve_run(snapshot_of, (str(r.get("execution", "")) for r in runs.history(store, cluster)),
                                       cluster, option="--snapshot-of")
@@ -186,12 +199,6 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
                 click.echo(text)
             return
         records = runs.history(store, cluster)
-    except ClientError as e:
-        err = e.response.get("Error", {})
-        raise PermanentError(f"reading the audit table {store.table_name}: {err.get('Code')}: "
-                             f"{err.get('Message')}") from None
-    except BotoCoreError as e:
-        raise PermanentError(f"reading the audit table {store.table_name}: {e}") from None
     if as_json:
         for r in records:
             click.echo(json.dumps(r, sort_keys=True, default=str))
@@ -211,24 +218,16 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
 def export(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
            since: str, output: str) -> None:
     """Write the cluster's runs and demand samples as JSON lines, to backtest policies offline."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
     from rebalancer_tools.backtest.history import text_out
 
     now = datetime.now(UTC)
     start = parse_since(since, now)
     store = open_store(table, stack, region, profile)
     last = "{}"
-    try:
-        with atomic_output(output, binary=True) as raw, text_out(raw, gzipped=output.endswith(".gz")) as f:
-            for last in export_history(store, cluster, start, now):
-                f.write(last + "\n")
-    except ClientError as e:
-        err = e.response.get("Error", {})
-        raise PermanentError(f"reading the table {store.table_name}: {err.get('Code')}: "
-                             f"{err.get('Message')}") from None
-    except BotoCoreError as e:
-        raise PermanentError(f"reading the table {store.table_name}: {e}") from None
+    with reading(store.table_name), atomic_output(output, binary=True) as raw, \
+            text_out(raw, gzipped=output.endswith(".gz")) as f:
+        for last in export_history(store, cluster, start, now):
+            f.write(last + "\n")
     end = json.loads(last)  # the end record counts what was written
     click.echo(f"{end.get('runs', 0)} runs and {end.get('samples', 0)} samples of {cluster} since "
                f"{start:%Y-%m-%d %H:%M} UTC written to {output}", err=True)

@@ -9,10 +9,10 @@ import click
 
 from rebalancer.domain.budget import check_year
 from rebalancer.domain.policy import Policy
-from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
-from rebalancer_tools.cli.history_cmd import audit_table_name
+from rebalancer_tools.cli.history_cmd import audit_table_name, reading
 from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output
 
 
@@ -34,7 +34,6 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
           table: str | None, stack: str | None, region: str | None, profile: str | None) -> None:
     """Accelerator-hours per team against its budget, with cost and a forecast to the period's end."""
     import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
 
     from rebalancer.adapters.dynamodb.store import Store
 
@@ -48,10 +47,8 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     session = boto3.Session(region_name=region, profile_name=profile)
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     since, until = min(w.start for w in windows), min(now, max(w.end for w in windows))
-    try:
+    with reading(store.table_name):
         facts = store.meter.facts(cluster, since, until)
-    except (ClientError, BotoCoreError) as e:
-        raise PermanentError(f"reading the table {store.table_name}: {e}") from None
     report = usage_report.rows(facts, policy, until, period)
     if not facts:
         click.echo(f"warning: nothing metered for {cluster} in {store.table_name} from {since:%Y-%m-%d %H:%M} UTC: "

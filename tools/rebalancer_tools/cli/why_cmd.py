@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rebalancer.errors import PermanentError
 from rebalancer.parsing.text import printable
-from rebalancer_tools.cli.history_cmd import open_store, table_options
+from rebalancer_tools.cli.history_cmd import open_store, reading, table_options
 from rebalancer_tools.cli.params import InputFile
 
 if TYPE_CHECKING:
@@ -36,22 +35,15 @@ READ_MAX = 20_000
 def why(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None, team: str,
         live: bool, policy_file: str | None, fmt: str) -> None:
     """Why the team's work is pending and why its quota last changed."""
-    from botocore.exceptions import BotoCoreError, ClientError
 
     if policy_file and not live:
         from rebalancer.errors import InvalidInput
 
         raise InvalidInput("--policy needs --live (a stored run carries its own plan)", field="--policy")
     store = open_store(table, stack, region, profile) if table or stack or not live else None
-    try:
+    with reading(store.table_name if store else ""):
         answer = (_live(cluster, region, profile, team.strip(), policy_file, store) if live
                   else _stored(store, cluster, team.strip()))
-    except ClientError as e:
-        err = e.response.get("Error", {})
-        raise PermanentError(f"reading the table {store.table_name if store else ''}: {err.get('Code')}: "
-                             f"{err.get('Message')}") from None
-    except BotoCoreError as e:
-        raise PermanentError(f"reading the table {store.table_name if store else ''}: {e}") from None
     if fmt == "json":
         click.echo(json.dumps(answer.model_dump(mode="json"), indent=2, sort_keys=True))
         return
