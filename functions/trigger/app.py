@@ -22,7 +22,7 @@ def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     starter = Starter(store=wiring.store(), sfn=wiring.client("stepfunctions"), state_machine_arn=cfg.state_machine_arn,
                       managed=cfg.managed_clusters, lock_ttl=timedelta(seconds=cfg.lock_ttl_seconds),
                       debounce=timedelta(seconds=cfg.debounce_seconds), clock=wiring.clock,
-                      sagemaker=wiring.client("sagemaker"), event_gap=timedelta(seconds=cfg.event_gap_seconds))
+                      sagemaker=lambda: wiring.client("sagemaker"), event_gap=timedelta(seconds=cfg.event_gap_seconds))
     outcome = starter.handle(event)
     metrics.add_metric(name=METRIC[outcome.status], unit=MetricUnit.Count, value=1)
     return outcome.as_dict()

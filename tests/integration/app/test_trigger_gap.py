@@ -43,13 +43,20 @@ def world() -> Iterator[tuple[EmulatorHandle, Store, Clock]]:
         yield handle, Store("t", resource=resource, now=clock), clock
 
 
-def _starter(handle: EmulatorHandle, store: Any, clock: Clock) -> Starter:
+def _starter(handle: EmulatorHandle, store: Any, clock: Clock, made: list[str] | None = None) -> Starter:
     sfn = handle.client("stepfunctions")
     arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn="arn:aws:iam::123456789012:role/sfn",
                                    definition=json.dumps({"StartAt": "S", "States": {"S": {"Type": "Succeed"}}})
                                    )["stateMachineArn"]
     return Starter(store=store, sfn=sfn, state_machine_arn=arn, managed=("ml-cluster",), lock_ttl=timedelta(hours=1),
-                   debounce=timedelta(minutes=2), clock=clock, sagemaker=handle.client("sagemaker"), event_gap=GAP)
+                   debounce=timedelta(minutes=2), clock=clock, sagemaker=lambda: _client(handle, made),
+                   event_gap=GAP)
+
+
+def _client(handle: EmulatorHandle, made: list[str] | None) -> Any:
+    if made is not None:
+        made.append("sagemaker")
+    return handle.client("sagemaker")
 
 
 def _at(event: dict[str, Any], when: datetime) -> dict[str, Any]:
@@ -94,12 +101,15 @@ def test_a_silence_within_the_gap_lists_nothing_and_a_refused_list_still_starts_
         world: tuple[EmulatorHandle, Store, Clock]) -> None:
     handle, _, clock = world
     store = MemoryStore(now=clock)
-    starter = _starter(handle, store, clock)
+    made: list[str] = []
+    starter = _starter(handle, store, clock, made)
     starter.handle(_at(load_event("scheduled"), T0))
     clock.now = T0 + GAP
     assert starter.handle(_at(load_event("scheduled"), clock.now)).replayed == 0
+    assert made == []  # no gap, no SageMaker client made (a client costs a cold start ~0.2 s)
     handle.emulator.inject("server-error", "ListClusterEvents", status_code=500)
     clock.now = T0 + 3 * GAP
     out = starter.handle(_at(load_event("scheduled"), clock.now))
     assert (out.status, out.replayed) == ("started", 0)
+    assert made == ["sagemaker"]
     assert store.sightings.last_event("ml-cluster") == clock.now

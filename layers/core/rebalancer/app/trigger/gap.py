@@ -10,6 +10,7 @@ decide: the run the event starts reads the cluster as it is now.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -36,7 +37,9 @@ class EventMarks(Protocol):
 class Watch:
     marks: EventMarks
     audit: AuditLog
-    sagemaker: Any  # a boto3 SageMaker client (ListClusterEvents)
+    # Makes the boto3 SageMaker client (ListClusterEvents) when a gap is first replayed: a client costs a cold start
+    # ~0.2 s, and most events come without a gap before them. None: gaps are not replayed.
+    sagemaker: Callable[[], Any] | None
     gap: timedelta
 
     def saw(self, cluster: str, trigger: Trigger) -> int:
@@ -46,7 +49,7 @@ class Watch:
             return 0
         replayed = 0
         last = self.marks.last_event(cluster)
-        if last is not None and at - last > self.gap:
+        if self.sagemaker is not None and last is not None and at - last > self.gap:
             replayed = self.replay(cluster, last, at)
         if trigger.kind in CLUSTER_KINDS:
             cluster_event_seen(self.audit, cluster, via="EventBridge", event_id=trigger.event_id, at=at,
@@ -70,9 +73,10 @@ class Watch:
         return len(events)
 
     def list_events(self, cluster: str, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        assert self.sagemaker is not None  # replay() is only called with a client
         out: list[dict[str, Any]] = []
         with aws_call("ListClusterEvents", f"cluster {cluster}"):
-            pages = self.sagemaker.get_paginator("list_cluster_events").paginate(
+            pages = self.sagemaker().get_paginator("list_cluster_events").paginate(
                 ClusterName=cluster, EventTimeAfter=since, EventTimeBefore=until, SortBy="EventTime",
                 SortOrder="Ascending", PaginationConfig={"PageSize": 100, "MaxItems": REPLAY_MAX_EVENTS})
             for page in pages:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -86,13 +87,14 @@ def execution_arn(state_machine_arn: str, name: str) -> str:
 
 class Starter:
     def __init__(self, *, store: Store, sfn: Any, state_machine_arn: str, managed: tuple[str, ...],
-                 lock_ttl: timedelta, debounce: timedelta, clock: Clock, sagemaker: Any = None,
-                 event_gap: timedelta | None = None):
-        """`sagemaker` and `event_gap`: list the cluster's events after a silence longer than `event_gap`
+                 lock_ttl: timedelta, debounce: timedelta, clock: Clock,
+                 sagemaker: Callable[[], Any] | None = None, event_gap: timedelta | None = None):
+        """`sagemaker` (what makes the SageMaker client, called only when a gap is replayed) and `event_gap`: list
+        the cluster's events after a silence longer than `event_gap`
         (rebalancer.app.trigger.gap); without them, events are still recorded as seen but no gap is replayed."""
         self.store = store
-        gap = event_gap if sagemaker is not None and event_gap is not None else timedelta.max
-        self.watch = Watch(store.sightings, store.audit, sagemaker, gap)
+        self.watch = Watch(store.sightings, store.audit, sagemaker if event_gap is not None else None,
+                           event_gap or timedelta.max)
         self.clock = clock
         self.sfn = sfn
         self.state_machine_arn = state_machine_arn
