@@ -8,9 +8,13 @@ import pytest
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.simulator import bench
 from rebalancer_tools.simulator.controller import PlannerController
+from rebalancer_tools.simulator.metrics import StrategyResult
 from rebalancer_tools.simulator.run import controller_for, effective_policy
 
 KEY = "synthetic-overload"  # generated: no trace file needed
+BASE = StrategyResult(name="x", utilization=0.9, wait_p50_s=0, wait_p95_s=100, wait_mean_s=0, preemptions=0,
+                      lost_gpu_hours=10, entitlement_deficit_gpu_hours=1000, jain_index=0.8, quota_changes=0,
+                      jobs_completed=1, jobs_unfinished=0, failure_kills=0, failure_lost_gpu_hours=0, makespan_s=1)
 
 
 def policy_run_with(argv: list[str]) -> Policy:
@@ -51,3 +55,15 @@ def test_a_window_outside_the_policys_bounds_is_one_clear_line(value: str,
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.endswith(f"argument --window-hours: fairness.window_hours must be a number of hours in (0, 2208], "
                         f"not {value!r}")
+
+
+
+def test_the_printed_block_names_the_fields_laid_over_the_policy() -> None:
+    scenarios = [s for s in bench.SCENARIOS if s.key == KEY]
+    results = {KEY: dict.fromkeys(bench.STRATEGIES, BASE)}
+    timings = dict.fromkeys(((KEY, n) for n in bench.STRATEGIES), 1.0)
+    plain = bench.block(scenarios, "unused.csv", results, timings, 1.0, 2)
+    both = bench.block(scenarios, "unused.csv", results, timings, 1.0, 2,
+                       bench.Variant(gang_steps=True, window_hours=24.0))
+    assert "the default policy; " in plain
+    assert "the default policy, fairness.gang_steps: True, fairness.window_hours: 24.0; " in both

@@ -241,11 +241,12 @@ def run_all(scenarios: Sequence[BenchScenario], philly: str, workers: int,
 
 
 def block(scenarios: Sequence[BenchScenario], philly: str, results: dict[str, dict[str, StrategyResult]],
-          timings: dict[tuple[str, str], float], wall_s: float, workers: int) -> str:
+          timings: dict[tuple[str, str], float], wall_s: float, workers: int, variant: Variant = Variant()) -> str:
+    over = "".join(f", fairness.{k}: {v}" for k, v in variant.updates().items())
     lines = [BEGIN,
              f"`make bench-sim` — {len(scenarios)} scenarios × {len(STRATEGIES)} strategies; controller every 15 min, "
              f"apply delay 2 min, no checkpoints; default teams (equal weights, quotas ∝ accelerator-hours) and the "
-             f"default policy; {platform.python_implementation()} {platform.python_version()}, "
+             f"default policy{over}; {platform.python_implementation()} {platform.python_version()}, "
              f"{platform.machine()}; wall time {wall_s:.0f} s on {workers} worker process(es).", ""]
     for s in scenarios:
         sc = scenario(s.key, philly)
@@ -294,7 +295,7 @@ def main() -> None:
     t0 = time.perf_counter()
     results, timings = run_all(scenarios, args.trace, args.workers, variant)
     wall = time.perf_counter() - t0
-    text = block(scenarios, args.trace, results, timings, wall, args.workers)
+    text = block(scenarios, args.trace, results, timings, wall, args.workers, variant)
     print(text)
     print(f"bench-sim wall time: {wall:.1f} s ({args.workers} workers)", flush=True)
     if args.doc and not args.only and not variant.updates():
