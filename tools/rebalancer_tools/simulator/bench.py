@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.policy import Fairness
 from rebalancer_tools.simulator import (
     STRATEGIES,
     Failures,
@@ -80,15 +81,27 @@ SCENARIOS: tuple[BenchScenario, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Variant:
+    """Fairness fields laid over each scenario's default policy (`--gang-steps`, `--window-hours`); the empty
+    variant is the bench itself, the only one that writes the doc."""
+
+    gang_steps: bool = False
+    window_hours: float | None = None
+
+    def updates(self) -> dict[str, object]:
+        return {k: v for k, v in (("gang_steps", self.gang_steps), ("window_hours", self.window_hours)) if v}
+
+
 @functools.cache
-def scenario(key: str, philly: str, gang_steps: bool = False) -> Scenario:
-    """The bench scenario; `gang_steps`: its default policy with `fairness.gang_steps` on (`--gang-steps`)."""
+def scenario(key: str, philly: str, variant: Variant = Variant()) -> Scenario:
+    """The bench scenario; under a variant, its default policy with the variant's fairness fields."""
     sc = _scenario(key, philly)
-    if not gang_steps:
+    if not variant.updates():
         return sc
     policy = effective_policy(sc)
     return dataclasses.replace(sc, policy=policy.model_copy(
-        update={"fairness": policy.fairness.model_copy(update={"gang_steps": True})}))
+        update={"fairness": policy.fairness.model_copy(update=variant.updates())}))
 
 
 @functools.cache
@@ -111,8 +124,8 @@ def _scenario(key: str, philly: str) -> Scenario:
 
 
 def run_one(key: str, strategy: str, philly: str,
-            gang_steps: bool = False) -> tuple[str, str, StrategyResult, float]:
-    sc = scenario(key, philly, gang_steps)
+            variant: Variant = Variant()) -> tuple[str, str, StrategyResult, float]:
+    sc = scenario(key, philly, variant)
     t0 = time.perf_counter()
     result = run_strategy(sc, strategy)
     return key, strategy, dataclasses.replace(result, timeline=None), time.perf_counter() - t0
@@ -204,7 +217,7 @@ def goal_table(results: dict[str, dict[str, StrategyResult]], scenarios: Sequenc
 
 
 def run_all(scenarios: Sequence[BenchScenario], philly: str, workers: int,
-            gang_steps: bool = False) -> tuple[dict[str, dict[str, StrategyResult]], dict[tuple[str, str], float]]:
+            variant: Variant = Variant()) -> tuple[dict[str, dict[str, StrategyResult]], dict[tuple[str, str], float]]:
     tasks = [(s.key, n) for s in scenarios for n in STRATEGIES]
     # The slowest runs first (the rebalancer's, with the planner in the loop), so the pool's tail is short.
     tasks.sort(key=lambda t: t[1] != "rebalancer")
@@ -218,21 +231,22 @@ def run_all(scenarios: Sequence[BenchScenario], philly: str, workers: int,
 
     if workers <= 1:
         for key, name in tasks:
-            record(*run_one(key, name, philly, gang_steps))
+            record(*run_one(key, name, philly, variant))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for out in [pool.submit(run_one, key, name, philly, gang_steps) for key, name in tasks]:
+            for out in [pool.submit(run_one, key, name, philly, variant) for key, name in tasks]:
                 record(*out.result())
     ordered = {k: {n: results[k][n] for n in STRATEGIES} for k in results}
     return ordered, timings
 
 
 def block(scenarios: Sequence[BenchScenario], philly: str, results: dict[str, dict[str, StrategyResult]],
-          timings: dict[tuple[str, str], float], wall_s: float, workers: int) -> str:
+          timings: dict[tuple[str, str], float], wall_s: float, workers: int, variant: Variant = Variant()) -> str:
+    over = "".join(f", fairness.{k}: {v}" for k, v in variant.updates().items())
     lines = [BEGIN,
              f"`make bench-sim` — {len(scenarios)} scenarios × {len(STRATEGIES)} strategies; controller every 15 min, "
              f"apply delay 2 min, no checkpoints; default teams (equal weights, quotas ∝ accelerator-hours) and the "
-             f"default policy; {platform.python_implementation()} {platform.python_version()}, "
+             f"default policy{over}; {platform.python_implementation()} {platform.python_version()}, "
              f"{platform.machine()}; wall time {wall_s:.0f} s on {workers} worker process(es).", ""]
     for s in scenarios:
         sc = scenario(s.key, philly)
@@ -251,7 +265,16 @@ def write_doc(doc: Path, text: str) -> None:
     doc.write_text(pattern.sub(lambda _: text, old) if pattern.search(old) else old + "\n" + text + "\n")
 
 
-def main() -> None:
+def _hours(text: str) -> float:
+    """`--window-hours`, within the bounds the policy itself sets on `fairness.window_hours`."""
+    try:
+        return Fairness(window_hours=float(text)).window_hours or 0.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"fairness.window_hours must be a number of hours in (0, {24 * 92}], not {text!r}") from None
+
+
+def options(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Variant]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", default="../shared/traces/philly-vc/jobs.csv", help="The Philly trace.")
     ap.add_argument("--doc", default="docs/simulation.md", help="Where the results go ('' : print only).")
@@ -260,15 +283,22 @@ def main() -> None:
                     help="Run only this scenario (repeatable); the doc is then left alone.")
     ap.add_argument("--gang-steps", action="store_true",
                     help="The default policy with fairness.gang_steps on (the doc is then left alone).")
-    args = ap.parse_args()
+    ap.add_argument("--window-hours", type=_hours, default=None, metavar="H",
+                    help="The default policy with fairness.window_hours H (the doc is then left alone).")
+    args = ap.parse_args(argv)
+    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours)
+
+
+def main() -> None:
+    args, variant = options()
     scenarios = [s for s in SCENARIOS if not args.only or s.key in args.only]
     t0 = time.perf_counter()
-    results, timings = run_all(scenarios, args.trace, args.workers, args.gang_steps)
+    results, timings = run_all(scenarios, args.trace, args.workers, variant)
     wall = time.perf_counter() - t0
-    text = block(scenarios, args.trace, results, timings, wall, args.workers)
+    text = block(scenarios, args.trace, results, timings, wall, args.workers, variant)
     print(text)
     print(f"bench-sim wall time: {wall:.1f} s ({args.workers} workers)", flush=True)
-    if args.doc and not args.only and not args.gang_steps:
+    if args.doc and not args.only and not variant.updates():
         write_doc(Path(args.doc), text)
 
 
