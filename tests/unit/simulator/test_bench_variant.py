@@ -67,3 +67,19 @@ def test_the_printed_block_names_the_fields_laid_over_the_policy() -> None:
                        bench.Variant(gang_steps=True, window_hours=24.0))
     assert "the default policy; " in plain
     assert "the default policy, fairness.gang_steps: True, fairness.window_hours: 24.0; " in both
+
+
+def test_quota_weights_give_each_team_its_hand_set_share_as_policy_init_does() -> None:
+    sc = bench.scenario(KEY, "unused.csv")
+    default = effective_policy(sc)
+    got = policy_run_with(["--quota-weights"])
+    first = sc.instance_types[0]
+    held = {t.name: t.quota_in(first, first) for t in sc.teams}
+    assert {t.weight for t in default.teams.values()} == {1.0}
+    assert len({got.teams[n].weight for n in held}) > 1
+    some = next(n for n in held if held[n])
+    for name, n in held.items():  # in proportion to the hand-set quotas (whole numbers: divided by their gcd)
+        if n:
+            assert got.teams[name].weight / got.teams[some].weight == pytest.approx(n / held[some])
+    unchanged = {n: t.model_copy(update={"weight": 1.0}) for n, t in got.teams.items()}
+    assert got.model_copy(update={"teams": unchanged}) == default

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.policy import Fairness
+from rebalancer.domain.policy import Fairness, Policy, TeamPolicy
 from rebalancer_tools.simulator import (
     STRATEGIES,
     Failures,
@@ -83,25 +83,44 @@ SCENARIOS: tuple[BenchScenario, ...] = (
 
 @dataclass(frozen=True)
 class Variant:
-    """Fairness fields laid over each scenario's default policy (`--gang-steps`, `--window-hours`); the empty
-    variant is the bench itself, the only one that writes the doc."""
+    """Fields laid over each scenario's default policy (`--gang-steps`, `--window-hours`, `--quota-weights`); the
+    empty variant is the bench itself, the only one that writes the doc. `quota_weights`: each team's weight in
+    proportion to its hand-set quota, as `rebalancer policy init` writes it from today's quotas (the default teams
+    have equal weights while builtin's quotas follow accelerator-hours)."""
 
     gang_steps: bool = False
     window_hours: float | None = None
+    quota_weights: bool = False
 
     def updates(self) -> dict[str, object]:
         return {k: v for k, v in (("gang_steps", self.gang_steps), ("window_hours", self.window_hours)) if v}
+
+    def label(self) -> str:
+        over = "".join(f", fairness.{k}: {v}" for k, v in self.updates().items())
+        return over + (", weights ∝ hand-set quotas" if self.quota_weights else "")
 
 
 @functools.cache
 def scenario(key: str, philly: str, variant: Variant = Variant()) -> Scenario:
     """The bench scenario; under a variant, its default policy with the variant's fairness fields."""
     sc = _scenario(key, philly)
-    if not variant.updates():
+    if variant == Variant():
         return sc
     policy = effective_policy(sc)
-    return dataclasses.replace(sc, policy=policy.model_copy(
-        update={"fairness": policy.fairness.model_copy(update=variant.updates())}))
+    policy = policy.model_copy(update={"fairness": policy.fairness.model_copy(update=variant.updates())})
+    if variant.quota_weights:
+        policy = policy.model_copy(update={"teams": _quota_weighted(sc, policy)})
+    return dataclasses.replace(sc, policy=policy)
+
+
+def _quota_weighted(sc: Scenario, policy: Policy) -> dict[str, TeamPolicy]:
+    """Each team's weight: its hand-set accelerators over all types ÷ their greatest common divisor (1 for none),
+    the weights `rebalancer policy init` gives quotas holding those amounts."""
+    first = sc.instance_types[0]
+    held = {t.name: sum(t.quota_in(it, first) for it in sc.instance_types) for t in sc.teams}
+    divisor = functools.reduce(math.gcd, [n for n in held.values() if n], 0) or 1
+    return {name: team.model_copy(update={"weight": float(max(1, held[name] // divisor))})
+            for name, team in policy.teams.items()}
 
 
 @functools.cache
@@ -242,7 +261,7 @@ def run_all(scenarios: Sequence[BenchScenario], philly: str, workers: int,
 
 def block(scenarios: Sequence[BenchScenario], philly: str, results: dict[str, dict[str, StrategyResult]],
           timings: dict[tuple[str, str], float], wall_s: float, workers: int, variant: Variant = Variant()) -> str:
-    over = "".join(f", fairness.{k}: {v}" for k, v in variant.updates().items())
+    over = variant.label()
     lines = [BEGIN,
              f"`make bench-sim` — {len(scenarios)} scenarios × {len(STRATEGIES)} strategies; controller every 15 min, "
              f"apply delay 2 min, no checkpoints; default teams (equal weights, quotas ∝ accelerator-hours) and the "
@@ -285,8 +304,11 @@ def options(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Vari
                     help="The default policy with fairness.gang_steps on (the doc is then left alone).")
     ap.add_argument("--window-hours", type=_hours, default=None, metavar="H",
                     help="The default policy with fairness.window_hours H (the doc is then left alone).")
+    ap.add_argument("--quota-weights", action="store_true",
+                    help="Weights in proportion to the hand-set quotas, as `policy init` writes them (the doc is "
+                         "then left alone).")
     args = ap.parse_args(argv)
-    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours)
+    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours, quota_weights=args.quota_weights)
 
 
 def main() -> None:
@@ -298,7 +320,7 @@ def main() -> None:
     text = block(scenarios, args.trace, results, timings, wall, args.workers, variant)
     print(text)
     print(f"bench-sim wall time: {wall:.1f} s ({args.workers} workers)", flush=True)
-    if args.doc and not args.only and not variant.updates():
+    if args.doc and not args.only and variant == Variant():
         write_doc(Path(args.doc), text)
 
 
