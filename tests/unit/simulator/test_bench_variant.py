@@ -3,6 +3,8 @@ plans with, on top of the scenario's default policy, and nothing else of that po
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from rebalancer.domain.policy import Policy
@@ -70,16 +72,19 @@ def test_the_printed_block_names_the_fields_laid_over_the_policy() -> None:
 
 
 def test_quota_weights_give_each_team_its_hand_set_share_as_policy_init_does() -> None:
-    sc = bench.scenario(KEY, "unused.csv")
-    default = effective_policy(sc)
-    got = policy_run_with(["--quota-weights"])
+    """The teams' own weights: the rebalancer's policy, builtin's fair share and the entitlement all read them."""
+    plain = bench.scenario(KEY, "unused.csv")
+    _, variant = bench.options(["--quota-weights"])
+    sc = bench.scenario(KEY, "unused.csv", variant)
     first = sc.instance_types[0]
     held = {t.name: t.quota_in(first, first) for t in sc.teams}
-    assert {t.weight for t in default.teams.values()} == {1.0}
-    assert len({got.teams[n].weight for n in held}) > 1
+    assert {t.weight for t in plain.teams} == {1.0}
+    weights = {t.name: t.weight for t in sc.teams}
+    assert len(set(weights.values())) > 1
     some = next(n for n in held if held[n])
     for name, n in held.items():  # in proportion to the hand-set quotas (whole numbers: divided by their gcd)
         if n:
-            assert got.teams[name].weight / got.teams[some].weight == pytest.approx(n / held[some])
-    unchanged = {n: t.model_copy(update={"weight": 1.0}) for n, t in got.teams.items()}
-    assert got.model_copy(update={"teams": unchanged}) == default
+            assert weights[name] / weights[some] == pytest.approx(n / held[some])
+    policy = policy_run_with(["--quota-weights"])
+    assert {n: t.weight for n, t in policy.teams.items()} == weights
+    assert [dataclasses.replace(t, weight=1.0) for t in sc.teams] == list(plain.teams)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.policy import Fairness, Policy, TeamPolicy
+from rebalancer.domain.policy import Fairness
 from rebalancer_tools.simulator import (
     STRATEGIES,
     Failures,
@@ -33,7 +33,7 @@ from rebalancer_tools.simulator import (
 )
 from rebalancer_tools.simulator.report import markdown_table, pool_tables
 from rebalancer_tools.simulator.run import effective_policy
-from rebalancer_tools.simulator.teams import default_pool_teams, default_teams
+from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams
 from rebalancer_tools.simulator.trace import load_trace
 
 BEGIN, END = "<!-- BENCH:BEGIN -->", "<!-- BENCH:END -->"
@@ -106,21 +106,21 @@ def scenario(key: str, philly: str, variant: Variant = Variant()) -> Scenario:
     sc = _scenario(key, philly)
     if variant == Variant():
         return sc
-    policy = effective_policy(sc)
-    policy = policy.model_copy(update={"fairness": policy.fairness.model_copy(update=variant.updates())})
     if variant.quota_weights:
-        policy = policy.model_copy(update={"teams": _quota_weighted(sc, policy)})
-    return dataclasses.replace(sc, policy=policy)
+        sc = dataclasses.replace(sc, teams=_quota_weighted(sc))
+    policy = effective_policy(sc)
+    return dataclasses.replace(sc, policy=policy.model_copy(
+        update={"fairness": policy.fairness.model_copy(update=variant.updates())}))
 
 
-def _quota_weighted(sc: Scenario, policy: Policy) -> dict[str, TeamPolicy]:
-    """Each team's weight: its hand-set accelerators over all types ÷ their greatest common divisor (1 for none),
-    the weights `rebalancer policy init` gives quotas holding those amounts."""
+def _quota_weighted(sc: Scenario) -> tuple[TeamSpec, ...]:
+    """Each team weighted by its hand-set accelerators over all types ÷ their greatest common divisor (1 for
+    none): the weights `rebalancer policy init` gives quotas holding those amounts."""
     first = sc.instance_types[0]
-    held = {t.name: sum(t.quota_in(it, first) for it in sc.instance_types) for t in sc.teams}
-    divisor = functools.reduce(math.gcd, [n for n in held.values() if n], 0) or 1
-    return {name: team.model_copy(update={"weight": float(max(1, held[name] // divisor))})
-            for name, team in policy.teams.items()}
+    held = [sum(t.quota_in(it, first) for it in sc.instance_types) for t in sc.teams]
+    divisor = functools.reduce(math.gcd, [n for n in held if n], 0) or 1
+    return tuple(dataclasses.replace(t, weight=float(max(1, n // divisor))) for t, n in zip(sc.teams, held,
+                                                                                          strict=True))
 
 
 @functools.cache
