@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import (
@@ -276,7 +276,14 @@ class PendingWorkload(Frozen):
     created: AwareDatetime | None = None
     topology: str | None = None
 
+    @property
+    def admission_order(self) -> tuple[datetime, str, str]:
+        """The order Kueue's BestEffortFIFO queues consider workloads in: oldest first (one without a creation time
+        last), then by name (and pool, for the entries of one workload on several types)."""
+        return (self.created or _NEVER, self.name, self.pool)
 
+
+_NEVER = datetime.max.replace(tzinfo=UTC)
 HEALTHY_NODE_STATUS = "Running"
 NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
 

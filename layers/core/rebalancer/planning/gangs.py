@@ -7,22 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 
 from rebalancer.domain.snapshot import PendingWorkload
 from rebalancer.engine.allocation import PoolInput
-
-_LAST = datetime.max.replace(tzinfo=None)
-
-
-def _order(w: PendingWorkload) -> tuple[bool, datetime, str]:
-    return (w.created is None, w.created.replace(tzinfo=None) if w.created is not None else _LAST, w.name)
 
 
 def gang_sizes(workloads: Iterable[PendingWorkload]) -> dict[str, dict[str, tuple[float, ...]]]:
     """pool → team → sizes of its pending workloads there, in admission order."""
     out: dict[str, dict[str, list[float]]] = {}
-    for w in sorted(workloads, key=_order):
+    for w in sorted(workloads, key=lambda w: w.admission_order):
         out.setdefault(w.pool, {}).setdefault(w.team, []).append(w.accelerators)
     return {pool: {team: tuple(sizes) for team, sizes in teams.items()} for pool, teams in out.items()}
 

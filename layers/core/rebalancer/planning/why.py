@@ -11,7 +11,6 @@ pool), a topology level asked for, the team's budget spent, another team's reser
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
@@ -197,9 +196,7 @@ def _holdings(quota: ComputeQuota | None) -> dict[str, float]:
 def _pending(snapshot: Snapshot, team: str) -> list[PendingWorkload]:
     """The team's pending workloads, oldest first (Kueue's FIFO order within a queue); where collect read none on a
     pool with pending demand, that demand as one."""
-    far = datetime.max.replace(tzinfo=UTC)
-    listed = sorted((w for w in snapshot.pending_workloads if w.team == team),
-                    key=lambda w: (w.created or far, w.name, w.pool))
+    listed = sorted((w for w in snapshot.pending_workloads if w.team == team), key=lambda w: w.admission_order)
     pools = {w.pool for w in listed}
     for pool, demand in sorted(snapshot.demand.get(team, {}).items()):
         if demand.pending.accelerators and pool not in pools:
