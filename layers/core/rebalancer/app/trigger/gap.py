@@ -50,18 +50,18 @@ class Watch:
         replayed = 0
         last = self.marks.last_event(cluster)
         if self.sagemaker is not None and last is not None and at - last > self.gap:
-            replayed = self.replay(cluster, last, at)
+            replayed = self.replay(self.sagemaker, cluster, last, at)
         if trigger.kind in CLUSTER_KINDS:
             cluster_event_seen(self.audit, cluster, via="EventBridge", event_id=trigger.event_id, at=at,
                                summary=trigger.summary)
         self.marks.saw_event(cluster, at)
         return replayed
 
-    def replay(self, cluster: str, since: datetime, until: datetime) -> int:
+    def replay(self, sagemaker: Callable[[], Any], cluster: str, since: datetime, until: datetime) -> int:
         """ListClusterEvents between the last event seen and this one, each recorded; a failure is logged (the
         run still starts), and the mark moves on, so the next event does not list the same gap again."""
         try:
-            events = self.list_events(cluster, since, until)
+            events = list_events(sagemaker(), cluster, since, until)
         except RebalancerError as e:
             logger.warning("cluster events after a gap not read", extra={"cluster": cluster, "error": str(e)})
             return 0
@@ -72,16 +72,17 @@ class Watch:
                                                           "events": len(events)})
         return len(events)
 
-    def list_events(self, cluster: str, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        assert self.sagemaker is not None  # replay() is only called with a client
-        out: list[dict[str, Any]] = []
-        with aws_call("ListClusterEvents", f"cluster {cluster}"):
-            pages = self.sagemaker().get_paginator("list_cluster_events").paginate(
-                ClusterName=cluster, EventTimeAfter=since, EventTimeBefore=until, SortBy="EventTime",
-                SortOrder="Ascending", PaginationConfig={"PageSize": 100, "MaxItems": REPLAY_MAX_EVENTS})
-            for page in pages:
-                out += page.get("Events", [])
-        return out
+
+
+def list_events(sagemaker: Any, cluster: str, since: datetime, until: datetime) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with aws_call("ListClusterEvents", f"cluster {cluster}"):
+        pages = sagemaker.get_paginator("list_cluster_events").paginate(
+            ClusterName=cluster, EventTimeAfter=since, EventTimeBefore=until, SortBy="EventTime",
+            SortOrder="Ascending", PaginationConfig={"PageSize": 100, "MaxItems": REPLAY_MAX_EVENTS})
+        for page in pages:
+            out += page.get("Events", [])
+    return out
 
 
 def _summary(event: dict[str, Any]) -> str:
