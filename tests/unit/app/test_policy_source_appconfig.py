@@ -46,6 +46,7 @@ def test_yaml_is_read_too() -> None:
     (Provider(error=GetParameterError("ResourceNotFoundException: no profile")),
      f"{SOURCE}: cannot read the policy configuration: ResourceNotFoundException"),
     (Provider(b'{"teams": {"a": {"weight": -1}}}'), f"{SOURCE}: teams.a.weight"),
+    (Provider(b'{"teams": {"\xff": {}}}'), f"{SOURCE}: line 1, column 13: not UTF-8 text (byte 0xff)"),
 ])
 def test_what_cannot_be_used_is_one_line_naming_the_source(provider: Provider, says: str) -> None:
     with pytest.raises(InvalidInput) as e:

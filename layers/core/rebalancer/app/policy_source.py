@@ -47,10 +47,9 @@ def load_appconfig_policy(application: str, environment: str, profile: str, *, p
                                              max_age=CACHE_SECONDS)
     except GetParameterError as e:
         raise InvalidInput(f"cannot read the policy configuration: {e}", source=source) from None
-    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(data, bytes | str) or not data.strip():
         raise InvalidInput("no policy deployed (the configuration is empty)", source=source)
-    return load_text(Policy, text, source, max_bytes=POLICY_MAX_BYTES)
+    return load_text(Policy, data, source, max_bytes=POLICY_MAX_BYTES)  # bytes: decoded as UTF-8, a bad byte named
 
 
 def policy_loader(cfg: PlanConfig) -> Callable[[str], Policy]:
