@@ -39,3 +39,21 @@ def test_blocks_have_buttons_only_for_an_approval_request_and_stay_within_slack_
                                     decided_by="alice"))
     assert not [b for b in applied if b["type"] == "actions"]
     assert any("*Decided by:* alice" in e["text"] for b in applied if b["type"] == "context" for e in b["elements"])
+
+
+def test_recorded_text_in_slack_blocks_is_escaped_not_read_as_a_mention_or_a_link() -> None:
+    """A reservation's reason, a warning or an approver's name is typed by people: `<!channel>` or `<url|x>` in it
+    is shown as text, never acted on by Slack."""
+    change = Change(team="a", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=16,
+                    reason="demand 16 > quota 8 & <!channel>")
+    m = Message(kind="applied", cluster="c1", changes=(change,), notes=("reserved for <https://x|launch>",),
+                warnings=("<@U123> said so",), decided_by="eve <!here>", error="a & b")
+    texts = [str(b) for b in render_blocks(m)]
+    joined = "\n".join(texts)
+    assert "<!channel>" not in joined
+    assert "<!here>" not in joined
+    assert "<https://x|launch>" not in joined
+    assert "<@U123>" not in joined
+    assert "demand 16 &gt; quota 8 &amp; &lt;!channel&gt;" in joined
+    assert "reserved for &lt;https://x|launch&gt;" in joined
+    assert "eve &lt;!here&gt;" in joined

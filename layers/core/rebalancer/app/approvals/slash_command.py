@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rebalancer.app.notifications.messages import escaped
 from rebalancer.app.why import WhyStore, why
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.why import Explanation, Waiting, quota_line, waiting_title
@@ -47,8 +48,8 @@ def one_line(text: str) -> dict[str, Any]:
 def message(e: Explanation) -> dict[str, Any]:
     from slack_sdk.models.blocks import ContextBlock, HeaderBlock, MarkdownTextObject, SectionBlock
 
-    quotas = "\n".join(f"• {_esc(quota_line(q))}" for q in e.quotas) or "no quota on any pool"
-    notes = "".join(f"\n_note:_ {_esc(n)}" for n in e.notes)
+    quotas = "\n".join(f"• {escaped(quota_line(q))}" for q in e.quotas) or "no quota on any pool"
+    notes = "".join(f"\n_note:_ {escaped(n)}" for n in e.notes)
     blocks: list[Any] = [HeaderBlock(text=_cut(f"Why: {e.team} on {e.cluster}", 150)),
                          SectionBlock(text=MarkdownTextObject(text=_cut(f"*Quota*\n{quotas}{notes}", SECTION_MAX)))]
     blocks += [SectionBlock(text=MarkdownTextObject(text=_cut(_waiting_text(w), SECTION_MAX)))
@@ -59,22 +60,17 @@ def message(e: Explanation) -> dict[str, Any]:
     context = f"snapshot {e.snapshot_at:%Y-%m-%d %H:%M} UTC" + (f", run {e.execution}" if e.execution else "")
     if more > 0:
         context += f"; {more} more pending: `rebalancer why --cluster {e.cluster} --team {e.team}`"
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=_esc(context))]))
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=escaped(context))]))
     waiting = f"{len(e.waiting)} pending" if e.waiting else "nothing pending"
     return {"response_type": "ephemeral", "text": f"Why: {e.team} on {e.cluster}: {waiting}",
             "blocks": [b.to_dict() for b in blocks]}
 
 
 def _waiting_text(w: Waiting) -> str:
-    lines = [f"*{_esc(waiting_title(w))}*"] + [f"• {_esc(r.text)}" for r in w.reasons]
+    lines = [f"*{escaped(waiting_title(w))}*"] + [f"• {escaped(r.text)}" for r in w.reasons]
     if w.would_start:
-        lines.append(f"_Would start with:_ {_esc(w.would_start)}")
+        lines.append(f"_Would start with:_ {escaped(w.would_start)}")
     return "\n".join(lines)
-
-
-def _esc(text: str) -> str:
-    """Slack's mrkdwn escapes: recorded text (reasons, names) is shown, never read as a link or a mention."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _cut(text: str, limit: int) -> str:

@@ -105,17 +105,23 @@ def render_text(m: Message) -> tuple[str, str]:
     return subject, "\n".join(lines).strip() + "\n"
 
 
+def escaped(text: object) -> str:
+    """Slack's mrkdwn escapes for recorded text (reasons, notes, names, errors): shown as typed, never read as a
+    link, a mention (`<!channel>`) or a formatting control."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def render_blocks(m: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": m.title[:150]}}]
     if m.error:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Error:* {m.error}"[:3000]}})
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Error:* {escaped(m.error)}"[:3000]}})
     if m.notes:
-        listed = "\n".join(f"• {n}" for n in m.notes[:MAX_ROWS])
+        listed = "\n".join(f"• {escaped(n)}" for n in m.notes[:MAX_ROWS])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
     if m.changes:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
         rows = [f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
-                f"*{_amount(c.before)} → {_amount(c.after)}*\n_{c.reason}_" for c in m.changes[:MAX_ROWS]]
+                f"*{_amount(c.before)} → {_amount(c.after)}*\n_{escaped(c.reason)}_" for c in m.changes[:MAX_ROWS]]
         for row in rows:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
         if len(m.changes) > MAX_ROWS:
@@ -124,7 +130,8 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     if m.field_changes:
         room = max(MAX_ROWS - len(m.changes), 5)
         rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
-                + (":pencil2: _console edit will be replaced_" if f.console_edit else f"_{f.reason or 'policy'}_")
+                + (":pencil2: _console edit will be replaced_" if f.console_edit
+                   else f"_{escaped(f.reason or 'policy')}_")
                 for f in m.field_changes[:room]]
         for row in rows:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
@@ -133,10 +140,10 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
                 {"type": "mrkdwn", "text": f"…and {len(m.field_changes) - room} more settings (see the execution)"}]})
     context = []
     if m.approval_reasons:
-        context.append("*Needs approval:* " + "; ".join(m.approval_reasons))
-    context += [f":warning: {w}" for w in m.warnings]
+        context.append("*Needs approval:* " + escaped("; ".join(m.approval_reasons)))
+    context += [f":warning: {escaped(w)}" for w in m.warnings]
     if m.decided_by:
-        context.append(f"*Decided by:* {m.decided_by}")
+        context.append(f"*Decided by:* {escaped(m.decided_by)}")
     if context:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": t[:3000]} for t in context[:10]]})
     buttons: list[dict[str, Any]] = []
