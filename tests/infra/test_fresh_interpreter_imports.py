@@ -31,22 +31,26 @@ def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
 # Kueue's client only where it is read, the collect adapters only where a cluster is read, Powertools idempotency
 # only in the steps that write (Apply, Rollback), Powertools parameters only where a secret or the policy is read;
 # asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt);
-# the YAML parser nowhere at init (Plan loads it when a policy is YAML, not JSON).
+# the YAML parser nowhere at init (Plan loads it when a policy is YAML, not JSON); the snapshot's models only where
+# a whole snapshot is read (the writing steps read its quotas: app.workflow.state.Started).
 PLANNING = ("rebalancer.planning", "rebalancer.domain.policy")
+SNAPSHOT = "rebalancer.domain.snapshot"
 COLLECT = "rebalancer.adapters.collect"
 IDEMPOTENCY = "aws_lambda_powertools.utilities.idempotency"
 PARAMETERS = "aws_lambda_powertools.utilities.parameters"
 NEVER_LOADED = {
-    "trigger": (*PLANNING, "rebalancer.domain.snapshot", "rebalancer.app.approvals", "slack_sdk", "kubernetes",
+    "trigger": (*PLANNING, SNAPSHOT, "rebalancer.app.approvals", "slack_sdk", "kubernetes",
                 COLLECT, IDEMPOTENCY, PARAMETERS),
-    "apply": (*PLANNING, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
-    "verify": (*PLANNING, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY, PARAMETERS),
-    "rollback": (*PLANNING, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
+    "apply": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
+    "verify": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY,
+               PARAMETERS),
+    "rollback": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
     "collect": (*PLANNING, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
     "observe": (*PLANNING, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
     "plan": ("rebalancer.app.approvals", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY),
-    "notify": (*PLANNING, "rebalancer.app.budgets", "rebalancer.app.approvals", "kubernetes", COLLECT, IDEMPOTENCY),
-    "approval": (*PLANNING, "rebalancer.app.budgets", "kubernetes", COLLECT, IDEMPOTENCY),
+    "notify": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "rebalancer.app.approvals", "kubernetes", COLLECT,
+               IDEMPOTENCY),
+    "approval": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "kubernetes", COLLECT, IDEMPOTENCY),
 }
 NOWHERE = ("asyncio", "yaml")
 

@@ -11,7 +11,8 @@ from botocore.validate import ParamValidator
 from rebalancer.domain.plan import Plan, QuotaRequest
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
-from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer_tools.sdk_model import sagemaker_model
 from support.clock import T0
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
-from rebalancer.domain.snapshot import ComputeQuota
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer_tools.emulator.control import Emulator
 from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
 

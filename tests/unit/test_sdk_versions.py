@@ -17,6 +17,7 @@ import pytest
 from botocore import xform_name
 from support.template import ROOT
 
+from rebalancer.domain import quotas
 from rebalancer.domain import snapshot as models
 
 SDK = ("boto3", "botocore", "s3transfer", "jmespath")
@@ -120,11 +121,11 @@ def test_every_call_is_an_operation_of_the_layers_botocore_with_those_parameters
 SHAPES = [
     (models.Cluster, "DescribeClusterResponse"), (models.InstanceGroup, "ClusterInstanceGroupDetails"),
     (models.InstanceTypeDetail, "ClusterInstanceTypeDetail"), (models.ClusterNode, "ClusterNodeSummary"),
-    (models.NodeStatus, "ClusterInstanceStatusDetails"), (models.ComputeQuota, "DescribeComputeQuotaResponse"),
-    (models.QuotaConfig, "ComputeQuotaConfig"), (models.ComputeQuotaResource, "ComputeQuotaResourceConfig"),
-    (models.SharingConfig, "ResourceSharingConfig"), (models.QuotaTarget, "ComputeQuotaTarget"),
-    (models.AcceleratorPartitionConfig, "AcceleratorPartitionConfig"),
-    (models.ClusterSchedulerConfig, "DescribeClusterSchedulerConfigResponse"),
+    (models.NodeStatus, "ClusterInstanceStatusDetails"), (quotas.ComputeQuota, "DescribeComputeQuotaResponse"),
+    (quotas.QuotaConfig, "ComputeQuotaConfig"), (quotas.ComputeQuotaResource, "ComputeQuotaResourceConfig"),
+    (quotas.SharingConfig, "ResourceSharingConfig"), (quotas.QuotaTarget, "ComputeQuotaTarget"),
+    (quotas.AcceleratorPartitionConfig, "AcceleratorPartitionConfig"),
+    (quotas.ClusterSchedulerConfig, "DescribeClusterSchedulerConfigResponse"),
     (models.ClusterAutoScaling, "ClusterAutoScalingConfigOutput"),
     (models.ClusterCapacityRequirements, "ClusterCapacityRequirements"),
     (models.TrainingPlan, "DescribeTrainingPlanResponse"),

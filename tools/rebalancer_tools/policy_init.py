@@ -11,7 +11,8 @@ import math
 from functools import reduce
 
 from rebalancer.domain.pools import holdings
-from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.snapshot import Snapshot
 
 HEADER = """\
 # The policy of {cluster} as it is today ({taken_at}), written by `rebalancer policy init`.

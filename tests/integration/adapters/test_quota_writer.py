@@ -16,7 +16,7 @@ from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter, raise_for_report
 from rebalancer.domain.plan import QuotaRequest
-from rebalancer.domain.snapshot import ComputeQuota
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, TransientError
 from rebalancer_tools.emulator.control import Emulator
 

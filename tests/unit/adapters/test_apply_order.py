@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rebalancer.adapters.sagemaker.quota_writer import raises_any, same_state
-from rebalancer.domain.snapshot import ComputeQuota
+from rebalancer.domain.quotas import ComputeQuota
 
 P5, M5 = "ml.p5.48xlarge", "ml.m5.4xlarge"
 

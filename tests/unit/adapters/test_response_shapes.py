@@ -17,7 +17,8 @@ from support.props import properties
 
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
-from rebalancer.domain.snapshot import Cluster, ClusterNode, ClusterSchedulerConfig, ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
+from rebalancer.domain.snapshot import Cluster, ClusterNode, Snapshot
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.sdk_model import cluster_instance_types
 

@@ -48,7 +48,7 @@ def test_a_dry_run_policy_is_replayed_as_auto() -> None:
 
 
 def test_a_recorded_runs_quota_settings_are_kept_and_its_amounts_come_from_the_first_state() -> None:
-    from rebalancer.domain.snapshot import ComputeQuota
+    from rebalancer.domain.quotas import ComputeQuota
     from rebalancer_tools.backtest.replay import initial_quotas
 
     h = syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=0.1)

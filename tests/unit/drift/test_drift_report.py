@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from support.clusters import quota, snapshot
 
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.snapshot import ClusterSchedulerConfig
+from rebalancer.domain.quotas import ClusterSchedulerConfig
 from rebalancer_tools.cli import cli
 from rebalancer_tools.drift import find_drift
 

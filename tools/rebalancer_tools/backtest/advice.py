@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rebalancer.domain.policy import Policy
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.sample import DemandSample
-from rebalancer.domain.snapshot import ComputeQuota
 from rebalancer.parsing.validation import load_model
 from rebalancer_tools.backtest.policy_text import Edit, apply_edits, patch
 from rebalancer_tools.backtest.recommend import dump

@@ -21,8 +21,9 @@ from typing import IO, Annotated, Any, Literal, TextIO, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.sample import DemandSample, sample_of
-from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import MAX_LINES, json_lines, parse_line
 from rebalancer.parsing.text import short

@@ -33,18 +33,9 @@ from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, holdings
+from rebalancer.domain.quotas import ComputeQuota, ComputeQuotaResource
 from rebalancer.domain.sample import DemandSample
-from rebalancer.domain.snapshot import (
-    Cluster,
-    ClusterNode,
-    ComputeQuota,
-    ComputeQuotaResource,
-    Demand,
-    InstanceGroup,
-    NodeStatus,
-    Resources,
-    Snapshot,
-)
+from rebalancer.domain.snapshot import Cluster, ClusterNode, Demand, InstanceGroup, NodeStatus, Resources, Snapshot
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.budget_meter import BudgetMeter

@@ -19,7 +19,8 @@ from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.catalog.specs import spec
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
-from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, write_atomically
@@ -356,7 +357,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capa
 def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_interval: float,
                   timeout: float) -> None:
     """The controller's Rollback step for one stored run, from the command line."""
-    from rebalancer.app.workflow import runs, state
+    from rebalancer.app.workflow import run_plan, runs, state
 
     if not log.recorded:
         raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
@@ -367,7 +368,7 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_
     if log.store.artifacts.get(run_name, "PLAN") is None:
         raise InvalidInput(f"no plan stored for run {run_name} (see `rebalancer history`)", field="--run",
                            value=run_name)
-    plan, snap = state.load_plan(log.store.artifacts, run), state.load_snapshot(log.store.artifacts, run)
+    plan, snap = state.load_plan(log.store.artifacts, run), run_plan.load_snapshot(log.store.artifacts, run)
     if plan.cluster_name != live.cluster:
         raise InvalidInput(f"run {run_name} is of cluster {plan.cluster_name}, not {live.cluster}", field="--run",
                            value=run_name)

@@ -15,20 +15,16 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy
+from rebalancer.domain.quotas import ComputeQuota, ComputeQuotaResource, QuotaConfig, QuotaTarget, SharingConfig
 from rebalancer.domain.snapshot import (
     Cluster,
     ClusterAutoScaling,
     ClusterNode,
-    ComputeQuota,
-    ComputeQuotaResource,
     Demand,
     InstanceGroup,
     NodeStatus,
     PendingWorkload,
-    QuotaConfig,
-    QuotaTarget,
     Resources,
-    SharingConfig,
     Snapshot,
 )
 from rebalancer.planning.context import planning_context

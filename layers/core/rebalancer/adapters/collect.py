@@ -17,12 +17,11 @@ from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.domain.snapshot import (
     Cluster,
     ClusterNode,
     ClusterOperation,
-    ClusterSchedulerConfig,
-    ComputeQuota,
     Demand,
     PendingWorkload,
     Snapshot,

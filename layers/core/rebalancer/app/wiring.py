@@ -57,5 +57,5 @@ def reset() -> None:
 # from presigned STS). The local stack and tests replace it with a client of a loopback Kueue API server.
 KubeClientFactory = Callable[[dict[str, Any]], Any]
 kube_client_factory: KubeClientFactory | None = None
-# Quota tags by ARN, read once per warm Lambda (rebalancer.adapters.sagemaker.cluster.SageMakerReader.quota_tags).
+# Quota tags by ARN, read once per warm Lambda (rebalancer.adapters.sagemaker.quotas.QuotaReader.quota_tags).
 quota_tags_seen: dict[str, dict[str, str]] = {}

@@ -1,6 +1,9 @@
-"""The base of the domain's value models (snapshot, policy, pools, plan, budget, samples)."""
+"""The bases of the domain's models: our value models (snapshot, policy, pools, plan, budget, samples) and the
+AWS response shapes (the cluster's, the quotas')."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,3 +23,13 @@ class Written(Frozen):
     (tests/unit/policy/test_policy_schema.py holds the two together)."""
 
     model_config = ConfigDict(strict=True)
+
+
+class AwsShape(BaseModel):
+    """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
+
+    # Not Frozen: AWS adds response fields over time, which we keep (and write back on an update) rather than refuse.
+    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
+
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.snapshot import Snapshot
 
 MANAGED_BY_KEY = "managed-by"
 MANAGED_BY = "hyperpod-rebalancer"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
-from rebalancer.domain.snapshot import ComputeQuota
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.errors import InvalidInput, UnknownInstanceType
 
 

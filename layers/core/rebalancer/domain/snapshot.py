@@ -8,31 +8,19 @@ ListClusterNodes and DescribeComputeQuota output plus the demand read from Kueue
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
-    ConfigDict,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
     model_validator,
 )
 
-from rebalancer.domain.frozen import Frozen
-
-
-class AwsShape(BaseModel):
-    """An AWS response shape: immutable, keeps fields we do not model, dumps without the Nones."""
-
-    # Not Frozen: AWS adds response fields over time, which we keep (and write back on an update) rather than refuse.
-    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
-
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+from rebalancer.domain.frozen import AwsShape, Frozen
+from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 
 
 class InstanceTypeDetail(AwsShape):
@@ -137,87 +125,6 @@ class ClusterOperation(Frozen):
     InstanceGroupNames: tuple[str, ...] = ()
     InstanceIds: tuple[str, ...] = ()
     TargetCounts: dict[str, NonNegativeInt] = Field(default_factory=dict)
-
-
-class AcceleratorPartitionConfig(AwsShape):
-    Type: str
-    Count: NonNegativeInt
-
-
-class ComputeQuotaResource(AwsShape):
-    InstanceType: str
-    Count: NonNegativeInt | None = None
-    Accelerators: NonNegativeInt | None = None
-    VCpu: NonNegativeFloat | None = None
-    MemoryInGiB: NonNegativeFloat | None = None
-    AcceleratorPartition: AcceleratorPartitionConfig | None = None
-
-
-class SharingConfig(AwsShape):
-    Strategy: Literal["Lend", "DontLend", "LendAndBorrow"]
-    BorrowLimit: NonNegativeInt | None = None
-    AbsoluteBorrowLimits: tuple[ComputeQuotaResource, ...] | None = None
-
-
-class QuotaConfig(AwsShape):
-    ComputeQuotaResources: tuple[ComputeQuotaResource, ...] = ()
-    ResourceSharingConfig: SharingConfig | None = None
-    PreemptTeamTasks: Literal["Never", "LowerPriority"] | None = None
-
-
-class QuotaTarget(AwsShape):
-    TeamName: str
-    FairShareWeight: NonNegativeInt | None = None
-
-
-class ComputeQuota(AwsShape):
-    """A DescribeComputeQuota response."""
-
-    ComputeQuotaId: str
-    Name: str
-    ComputeQuotaVersion: int
-    Status: str
-    ComputeQuotaTarget: QuotaTarget
-    ComputeQuotaConfig: QuotaConfig = Field(default_factory=QuotaConfig)
-    ComputeQuotaArn: str | None = None
-    ClusterArn: str | None = None
-    ActivationState: Literal["Enabled", "Disabled"] | None = None
-    CreationTime: datetime | None = None
-    LastModifiedTime: datetime | None = None
-
-    @property
-    def team(self) -> str:
-        return self.ComputeQuotaTarget.TeamName
-
-    def resource(self, instance_type: str) -> ComputeQuotaResource | None:
-        return next((r for r in self.ComputeQuotaConfig.ComputeQuotaResources if r.InstanceType == instance_type),
-                    None)
-
-    def updated(self, parameters: Mapping[str, Any], **fields: Any) -> ComputeQuota:
-        """The quota as it is once an UpdateComputeQuota with `parameters` is applied (`fields`: what the service
-        sets besides, such as the version)."""
-        update: dict[str, Any] = dict(fields)
-        if "ComputeQuotaConfig" in parameters:
-            update["ComputeQuotaConfig"] = QuotaConfig.model_validate(parameters["ComputeQuotaConfig"])
-        if "ComputeQuotaTarget" in parameters:
-            update["ComputeQuotaTarget"] = QuotaTarget.model_validate(parameters["ComputeQuotaTarget"])
-        if "ActivationState" in parameters:
-            update["ActivationState"] = parameters["ActivationState"]
-        return self.model_copy(update=update)
-
-
-class ClusterSchedulerConfig(AwsShape):
-    """A DescribeClusterSchedulerConfig response (SchedulerConfig: PriorityClasses, FairShare,
-    IdleResourceSharing, as the API spells them)."""
-
-    ClusterSchedulerConfigId: str
-    Name: str
-    ClusterSchedulerConfigVersion: int
-    Status: str
-    SchedulerConfig: dict[str, Any] = Field(default_factory=dict)
-    ClusterSchedulerConfigArn: str | None = None
-    ClusterArn: str | None = None
-    LastModifiedTime: datetime | None = None
 
 
 class Resources(Frozen):

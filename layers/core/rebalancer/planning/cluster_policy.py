@@ -12,7 +12,7 @@ from rebalancer.domain.names import scheduler_config_name
 from rebalancer.domain.ownership import SCHEDULER_DESCRIPTION, tags
 from rebalancer.domain.plan import CLUSTER, FieldChange, SchedulerRequest
 from rebalancer.domain.policy import ClusterPolicy
-from rebalancer.domain.snapshot import ClusterSchedulerConfig
+from rebalancer.domain.quotas import ClusterSchedulerConfig
 from rebalancer.planning.field_diff import field_diff
 
 

@@ -24,7 +24,8 @@ from rebalancer.domain.names import quota_name
 from rebalancer.domain.plan import FieldChange, QuotaRequest
 from rebalancer.domain.policy import Policy, TeamPolicy
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.snapshot import ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS
 from rebalancer.errors import InvalidInput

@@ -19,8 +19,9 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import held, holdings
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.reservation import Reservation
-from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, ComputeQuota, PendingWorkload, Snapshot
+from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, PendingWorkload, Snapshot
 from rebalancer.errors import UnknownInstanceType
 
 WaitKind = Literal["over_quota", "borrow_limit", "gang_larger_than_free", "larger_than_pool", "topology",

@@ -23,11 +23,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from rebalancer.adapters.aws import aws_call, error_code
-from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport, ChangeOutcome, WriteOperation
+from rebalancer.adapters.sagemaker.quotas import QuotaReader
 from rebalancer.domain.plan import QuotaRequest
 from rebalancer.domain.pools import PoolKey, held
-from rebalancer.domain.snapshot import ComputeQuota
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
 
 SETTLED = frozenset({"Created", "Updated"})
@@ -139,10 +139,10 @@ class _Run:
 
 
 class QuotaWriter:
-    def __init__(self, sagemaker: Any, poller: Poller | None = None, reader: SageMakerReader | None = None):
+    def __init__(self, sagemaker: Any, poller: Poller | None = None, reader: QuotaReader | None = None):
         self.sm = sagemaker
         self.poller = poller or Poller()
-        self.reader = reader or SageMakerReader(sagemaker)
+        self.reader = reader or QuotaReader(sagemaker)
 
     # ---- apply ---------------------------------------------------------------------------------------------
 

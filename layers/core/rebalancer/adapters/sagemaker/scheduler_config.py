@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from rebalancer.adapters.aws import aws_call
 from rebalancer.adapters.sagemaker.quota_writer import SETTLED, Poller, failed_message, is_failed
 from rebalancer.domain.plan import SchedulerRequest
-from rebalancer.domain.snapshot import ClusterSchedulerConfig
+from rebalancer.domain.quotas import ClusterSchedulerConfig
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
 from rebalancer.parsing.validation import load_model
 

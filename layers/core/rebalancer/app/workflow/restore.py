@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rebalancer.adapters.sagemaker.quota_writer import same_state
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.pools import holdings
-from rebalancer.domain.snapshot import ComputeQuota
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.errors import InvalidInput, UnknownInstanceType
 from rebalancer.parsing.text import short
 

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit, runs
-from rebalancer.app.workflow.state import RunRef
+from rebalancer.app.workflow.state import Artifacts, RunRef, stored_snapshot
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
@@ -42,6 +42,10 @@ class Store(runs.Store, Protocol):
     def reservations(self) -> reservations.ReservationStore: ...
     @property
     def sightings(self) -> UnavailableNodes: ...
+
+
+def load_snapshot(artifacts: Artifacts, run: RunRef) -> Snapshot:
+    return Snapshot.model_validate(stored_snapshot(artifacts, run))
 
 
 def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:

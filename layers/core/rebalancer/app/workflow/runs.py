@@ -15,17 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.audit import AuditLog
-from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan, load_snapshot
+from rebalancer.app.workflow.state import Artifacts, RunRef, Started, load_plan, load_started
 from rebalancer.domain.plan import CLUSTER, QuotaRequest, SchedulerRequest
 from rebalancer.domain.pools import holdings
-from rebalancer.domain.snapshot import ClusterSchedulerConfig, ComputeQuota, Snapshot
+from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
+
+if TYPE_CHECKING:  # only collect records a snapshot; the writing steps read the part they need (state.Started)
+    from rebalancer.domain.snapshot import Snapshot
 
 
 class Writer(Protocol):
@@ -150,7 +153,7 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
     (the state machine routes it by class name to Rollback; the CLI calls the rollback itself). On success the
     versions our writes left are recorded, so the next plan tells a console edit from our own change."""
     the_plan = load_plan(store.artifacts, run)
-    snapshot = load_snapshot(store.artifacts, run)
+    started = load_started(store.artifacts, run)
     if the_plan.scheduler_requests and configs is None:
         raise PermanentError("the plan changes the scheduler config but no scheduler-config client was given")
     try:
@@ -163,7 +166,7 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
         audit.scheduler_failed(store.audit, run, the_plan,
                                (load_scheduler(store.artifacts, run) or _no_outcome()).line(), str(e), who=who)
         raise
-    report = writer.apply(the_plan.cluster_arn, the_plan.requests, snapshot.quotas, rollback_on_failure=False)
+    report = writer.apply(the_plan.cluster_arn, the_plan.requests, started.quotas, rollback_on_failure=False)
     store.artifacts.put(run.execution_name, "APPLY", report.model_dump(mode="json"))
     versions = written_versions(report)
     if scheduler is not None and scheduler.version is not None:
@@ -204,10 +207,10 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
     our write is left alone (and reported). Without a report (the apply never stored one), every quota the plan
     touched is restored."""
     the_plan = load_plan(store.artifacts, run)
-    snapshot = load_snapshot(store.artifacts, run)
+    started = load_started(store.artifacts, run)
     report = load_report(store.artifacts, run)
     touched = {r.team for r in the_plan.requests}
-    before = [q for q in snapshot.quotas if q.team in touched]
+    before = [q for q in started.quotas if q.team in touched]
     before_ids = {q.ComputeQuotaId for q in before}
     expected: dict[str, int] | None = None
     created: list[str] = []
@@ -223,7 +226,7 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
         created = [o.quota_id for o in report.outcomes
                    if o.operation == "CreateComputeQuota" and o.result in ("applied", "failed") and o.quota_id]
     undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
-    done = RolledBack(undo, restore_scheduler(run, snapshot, artifacts=store.artifacts, configs=configs))
+    done = RolledBack(undo, restore_scheduler(run, started, artifacts=store.artifacts, configs=configs))
     versions = written_versions(undo)
     config = done.scheduler
     if config is not None and config.result == "applied" and config.version is not None:
@@ -234,7 +237,7 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
     return done
 
 
-def restore_scheduler(run: RunRef, snapshot: Snapshot, *, artifacts: Artifacts,
+def restore_scheduler(run: RunRef, started: Started, *, artifacts: Artifacts,
                       configs: SchedulerConfigs | None) -> SchedulerOutcome | None:
     """Undo this run's scheduler-config write, if it made one: back to the snapshot's config with a fresh
     TargetVersion (deleted if we created it); left alone when someone edited it after our write."""
@@ -246,7 +249,7 @@ def restore_scheduler(run: RunRef, snapshot: Snapshot, *, artifacts: Artifacts,
                                           "unknown, so a later edit cannot be told apart; left as it is"})
     if configs is None:
         raise PermanentError("the run wrote the scheduler config but no scheduler-config client was given")
-    before = snapshot.scheduler_config if written.operation == "UpdateClusterSchedulerConfig" else None
+    before = started.scheduler_config if written.operation == "UpdateClusterSchedulerConfig" else None
     return configs.restore(written.config_id, before, written.version)
 
 

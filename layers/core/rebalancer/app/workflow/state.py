@@ -1,8 +1,9 @@
 """What the state machine carries between its task steps: the run every step is given (`RunRef`), each step's input
 read through a model (a malformed input is an InvalidInput naming the step and the field: a PermanentError, which
 the ASL's Catch routes to the failure path and nothing retries, never a KeyError from deep inside a step), the kinds
-of message the notify step is asked for, the run's stored snapshot and plan read back, and the bound on what a step
-returns into the execution's state (Step Functions allows 256 KB; big documents stay in DynamoDB)."""
+of message the notify step is asked for, the run's stored plan and the quotas it started from read back, and the
+bound on what a step returns into the execution's state (Step Functions allows 256 KB; big documents stay in
+DynamoDB)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, model_validator
 
 from rebalancer.domain.plan import Plan
-from rebalancer.domain.snapshot import Snapshot
+from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.validation import load_model
 
@@ -42,11 +43,26 @@ class Artifacts(Protocol):
     def get(self, execution: str, kind: Any) -> Any: ...
 
 
-def load_snapshot(artifacts: Artifacts, run: RunRef) -> Snapshot:
+class Started(BaseModel):
+    """What the writing steps (apply, rollback) read of a run's stored snapshot: the quotas and the scheduler config
+    as they were when the run started. The rest (nodes, demand) is the planner's: at 1,000 teams a snapshot holds
+    ~22,000 nodes that these steps would validate for nothing, and its two dozen models stay off their cold start."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    quotas: tuple[ComputeQuota, ...] = ()
+    scheduler_config: ClusterSchedulerConfig | None = None
+
+
+def stored_snapshot(artifacts: Artifacts, run: RunRef) -> Any:
     doc = artifacts.get(run.execution_name, "SNAPSHOT")
     if doc is None:
         raise PermanentError(f"no snapshot stored for execution {run.execution_name}")
-    return Snapshot.model_validate(doc)
+    return doc
+
+
+def load_started(artifacts: Artifacts, run: RunRef) -> Started:
+    return Started.model_validate(stored_snapshot(artifacts, run))
 
 
 def load_plan(artifacts: Artifacts, run: RunRef) -> Plan:

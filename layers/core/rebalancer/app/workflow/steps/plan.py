@@ -10,7 +10,7 @@ from typing import Any
 from rebalancer.app import budgets, reservations
 from rebalancer.app.notifications.messages import field_line
 from rebalancer.app.workflow import run_plan
-from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, load_snapshot, summarised
+from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, summarised
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import PermanentError
 
@@ -19,7 +19,7 @@ def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Pol
          mode_override: str = "", budget_outlet: budgets.Outlet | None = None) -> dict[str, Any]:
     """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary) and the
     reservations' start and end messages."""
-    snapshot = load_snapshot(store.artifacts, run)
+    snapshot = run_plan.load_snapshot(store.artifacts, run)
     try:
         policy = load_policy(run.cluster_name)
     except PermanentError as e:
