@@ -3,8 +3,6 @@
 Names are the environment variables the template sets (template.yaml Globals and each function's Environment).
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from functools import cache
@@ -73,7 +71,7 @@ class PlanConfig(NotifyConfig):
     appconfig_profile: str = Field("", alias="APPCONFIG_PROFILE")
 
     @model_validator(mode="after")
-    def _appconfig_named(self) -> PlanConfig:
+    def _appconfig_named(self) -> "PlanConfig":
         if self.policy_source == "appconfig":
             for name in ("appconfig_application", "appconfig_environment", "appconfig_profile"):
                 if not getattr(self, name).strip():

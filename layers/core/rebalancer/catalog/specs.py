@@ -6,8 +6,6 @@ EC2 and SageMaker instance pages; at run time EC2 DescribeInstanceTypes (GpuInfo
 the collect step can override an entry. An unknown type is an error that names it, never a silent zero.
 """
 
-from __future__ import annotations
-
 import functools
 from enum import StrEnum
 from typing import Literal

@@ -15,8 +15,6 @@ for the years 2 to 9998, so that a period and its neighbours are dates in every 
 the tz database, not one of its folders (`America`).
 """
 
-from __future__ import annotations
-
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -74,7 +72,7 @@ class Budget(Written):
         return tuple(sorted(set(values)))
 
     @model_validator(mode="after")
-    def _some_limit(self) -> Budget:
+    def _some_limit(self) -> "Budget":
         if self.accelerator_hours is None and self.money is None:
             raise ValueError("a budget needs accelerator_hours, money, or both")
         return self
@@ -91,7 +89,7 @@ class Budget(Written):
             return True
         return instance_type == self.scope or instance_type in catalog.types_in_family(self.scope)
 
-    def window(self, at: datetime) -> PeriodWindow:
+    def window(self, at: datetime) -> "PeriodWindow":
         return period_window(at, self.period, self.timezone)
 
 

@@ -1,8 +1,6 @@
 """The bases of the domain's models: our value models (snapshot, policy, pools, plan, budget, samples) and the
 AWS response shapes (the cluster's, the quotas')."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict

@@ -1,8 +1,6 @@
 """What a planning run produces: per-team allocations, the changes with their reasons, and the API requests in the
 order they must be applied. Shared by the CLI, the Lambdas, the simulator and the audit log."""
 
-from __future__ import annotations
-
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -86,7 +84,7 @@ class Change:
         dumped: dict[str, Any] = _change_adapter().dump_python(self, **options)
         return dumped
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Change:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> "Change":
         """A copy with some fields replaced, validated."""
         return replace(self, **(update or {}))
 

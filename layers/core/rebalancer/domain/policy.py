@@ -10,8 +10,6 @@ Validators raise ValueError so that pydantic reports the full path of the field;
 that into one line naming the file, the field and the value.
 """
 
-from __future__ import annotations
-
 import re
 from collections import defaultdict
 from typing import Annotated, Any, Literal
@@ -135,7 +133,7 @@ class Sharing(Written):
         return limits
 
     @model_validator(mode="after")
-    def _borrowing_needs_borrow(self) -> Sharing:
+    def _borrowing_needs_borrow(self) -> "Sharing":
         if self.strategy != "LendAndBorrow":
             for name in ("borrow_limit", "absolute_borrow_limits"):
                 if getattr(self, name) is not None:
@@ -199,14 +197,14 @@ class TeamPolicy(Written):
         return amounts
 
     @model_validator(mode="after")
-    def _restorable_sharing(self) -> TeamPolicy:
+    def _restorable_sharing(self) -> "TeamPolicy":
         if self.budget is not None and self.budget.on_exhausted == "no_borrowing" and self.sharing is None:
             raise ValueError("budget.on_exhausted: no_borrowing needs the team's sharing in the policy, so that "
                              "borrowing comes back when the next period starts")
         return self
 
     @model_validator(mode="after")
-    def _guarantee_within_cap(self) -> TeamPolicy:
+    def _guarantee_within_cap(self) -> "TeamPolicy":
         for key, g in self.guarantee.items():
             c = self.cap.get(key)
             if c is not None and c.percent == g.percent and g.value > c.value:
@@ -214,7 +212,7 @@ class TeamPolicy(Written):
         return self
 
     @model_validator(mode="after")
-    def _family_or_types(self) -> TeamPolicy:
+    def _family_or_types(self) -> "TeamPolicy":
         named = [(f"{field}.{key}", key) for field in ("guarantee", "cap") for key in getattr(self, field)]
         for where, key in named:
             members = set(family_types(key))
@@ -386,7 +384,7 @@ class Policy(Written):
         return teams
 
     @model_validator(mode="after")
-    def _percent_guarantees_fit(self) -> Policy:
+    def _percent_guarantees_fit(self) -> "Policy":
         total: dict[str, float] = defaultdict(float)
         for team in self.teams.values():
             for key, amount in team.guarantee.items():

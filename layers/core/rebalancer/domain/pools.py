@@ -2,8 +2,6 @@
 profile's partitions of that type; `PoolKey` is that name parsed against the catalog, and `holdings` is the one
 reading of a quota's resource entries per pool (the planner, the quota writer, the samples and the CLI share it)."""
 
-from __future__ import annotations
-
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.quotas import ComputeQuota
@@ -22,7 +20,7 @@ class PoolKey(Frozen):
     mig_profile: str | None = None
 
     @classmethod
-    def parse(cls, key: str) -> PoolKey:
+    def parse(cls, key: str) -> "PoolKey":
         """Raises ValueError naming the key when the type or the MIG profile is unknown."""
         instance_type, _, profile = key.partition(":")
         try:

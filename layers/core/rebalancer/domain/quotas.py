@@ -2,8 +2,6 @@
 and the cluster scheduler config. Apart from the snapshot because the steps that write them (apply, verify,
 rollback) read a run's quotas and config, never its nodes or demand."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
@@ -67,7 +65,7 @@ class ComputeQuota(AwsShape):
         return next((r for r in self.ComputeQuotaConfig.ComputeQuotaResources if r.InstanceType == instance_type),
                     None)
 
-    def updated(self, parameters: Mapping[str, Any], **fields: Any) -> ComputeQuota:
+    def updated(self, parameters: Mapping[str, Any], **fields: Any) -> "ComputeQuota":
         """The quota as it is once an UpdateComputeQuota with `parameters` is applied (`fields`: what the service
         sets besides, such as the version)."""
         update: dict[str, Any] = dict(fields)

@@ -3,8 +3,6 @@ launch, until Friday"). Stored in the table (rebalancer.adapters.dynamodb.reserv
 rebalancer.app.reservations, honoured by the planner inside [start, until) only and only once approved
 (rebalancer.engine.reservations). Pure data."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from typing import Literal
 

@@ -7,8 +7,6 @@ A few kilobytes for fifty teams, against the hundreds a full snapshot takes. A s
 instance types and MIG profiles of the catalog, carries a time zone, and stays within the counts below.
 """
 
-from __future__ import annotations
-
 import functools
 from typing import Annotated, Literal
 

@@ -5,8 +5,6 @@ ListClusterNodes and DescribeComputeQuota output plus the demand read from Kueue
 """
 
 
-from __future__ import annotations
-
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any

@@ -1,8 +1,6 @@
 """What applying (or rolling back) a change set did, call by call. Pure models: the CLI prints them, the Lambdas
 return them to the state machine, the audit log stores them."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict

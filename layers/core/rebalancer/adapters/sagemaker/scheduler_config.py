@@ -5,8 +5,6 @@ changed the config since, so we re-read, stop and report both versions (never re
 write is polled (injected sleep and clock, bounded) until Created / Updated; errors are one line of the right kind.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict

@@ -5,8 +5,6 @@ of message the notify step is asked for, the run's stored plan and the quotas it
 bound on what a step returns into the execution's state (Step Functions allows 256 KB; big documents stay in
 DynamoDB)."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
@@ -87,7 +85,7 @@ class RunInput(StepInput):
     error: dict[str, Any] | None = None  # Rollback: the error that sent the run there
 
     @model_validator(mode="after")
-    def _names(self) -> RunInput:
+    def _names(self) -> "RunInput":
         for field in ("cluster_name", "execution_name", "execution_arn"):
             value = getattr(self.run, field)
             if not value or len(value) > 2048:
@@ -110,7 +108,7 @@ class NotifyInput(StepInput):
     state: Annotated[dict[str, Any], Field()]
 
     @model_validator(mode="after")
-    def _run(self) -> NotifyInput:
+    def _run(self) -> "NotifyInput":
         RunInput.model_validate(self.state)  # the state carries the run; raises naming `run.…`
         return self
 
