@@ -44,7 +44,7 @@ def answer_once(teams: int, older: int, runs: int) -> tuple[list[float], int]:
     from rebalancer.app.approvals.http import ApprovalApi
     from rebalancer.app.approvals.signing import LinkSigner
     from rebalancer.app.workflow import audit
-    from rebalancer.app.workflow import runs as run_docs
+    from rebalancer.app.workflow import state as run_docs
     from rebalancer.app.workflow.state import RunRef
     from rebalancer.domain.plan import Plan
     from rebalancer.domain.snapshot import PendingWorkload

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
-from rebalancer.app.workflow import audit, runs
+from rebalancer.app.workflow import audit, state
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import Change, Plan
 from rebalancer.domain.snapshot import PendingWorkload, Snapshot
@@ -39,12 +39,12 @@ def record_runs(store: Any) -> None:
                  reason="idle 90 % of its quota")
     first = Plan(cluster_name=CLUSTER, cluster_arn=waiting_snapshot().cluster.ClusterArn, taken_at=T0, mode="auto",
                  changes=(cut,), allocations={"a": {P5: {"accelerators": 8.0}}, "b": {P5: {"accelerators": 24.0}}})
-    runs.record_snapshot(store.artifacts, run(FIRST), waiting_snapshot())
+    state.record_snapshot(store.artifacts, run(FIRST), waiting_snapshot())
     store.artifacts.put(FIRST, "PLAN", first.model_dump(mode="json"))
     audit.planned(store.audit, run(FIRST), first, decision="apply", known_versions={})
     audit.applied(store.audit, run(FIRST), first, ApplyReport(cluster_arn=first.cluster_arn, succeeded=True), None,
                   versions={}, who=None)
     second = first.model_copy(update={"changes": (), "warnings": ("b: budget 80 % used",)})
-    runs.record_snapshot(store.artifacts, run(SECOND), waiting_snapshot())
+    state.record_snapshot(store.artifacts, run(SECOND), waiting_snapshot())
     store.artifacts.put(SECOND, "PLAN", second.model_dump(mode="json"))
     audit.planned(store.audit, run(SECOND), second, decision="no_change", known_versions={})

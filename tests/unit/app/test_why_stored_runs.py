@@ -102,14 +102,14 @@ def test_another_teams_stored_reservation_is_named(store: MemoryStore) -> None:
     free."""
     from support.why_runs import waiting_snapshot
 
-    from rebalancer.app.workflow import runs
+    from rebalancer.app.workflow import state
     from rebalancer.domain.reservation import Reservation
 
     snap = waiting_snapshot()
     small = snap.model_copy(update={"pending_workloads": (snap.pending_workloads[0].model_copy(
         update={"accelerators": 4.0, "pods": 1}),)})
     plan = Plan.model_validate(store.artifacts.get(SECOND, "PLAN"))
-    runs.record_snapshot(store.artifacts, run("test-0003"), small)
+    state.record_snapshot(store.artifacts, run("test-0003"), small)
     store.artifacts.put("test-0003", "PLAN", plan.model_dump(mode="json"))
     audit.planned(store.audit, run("test-0003"), plan, decision="no_change", known_versions={})
     assert [r.kind for r in why(store, CLUSTER, "a").waiting[0].reasons] == []

@@ -216,7 +216,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | No
                                                                                            log.now()),
                       execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
     who = _caller(live) if log.recorded else None
-    runs.record_snapshot(log.store.artifacts, run, snap)
+    state.record_snapshot(log.store.artifacts, run, snap)
     run_plan.record_plan(log.store, run, planned, who=who)
     writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
     try:

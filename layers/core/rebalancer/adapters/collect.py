@@ -16,7 +16,7 @@ from rebalancer.adapters import prerequisites
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.cloudwatch import CloudWatchReader
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
-from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+from rebalancer.adapters.sagemaker.quotas import SchedulerConfigReader
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.domain.snapshot import (
     Cluster,
@@ -135,7 +135,7 @@ class SageMakerSide:
             quota_tags = {}
             warnings.append(f"quota tags not read, so quotas created by CloudFormation are not recognised: {e}")
         try:
-            scheduler_config = SchedulerConfigClient(clients.client("sagemaker")).read(cluster.ClusterArn)
+            scheduler_config = SchedulerConfigReader(clients.client("sagemaker")).read(cluster.ClusterArn)
         except RebalancerError as e:  # only a policy with a `cluster` section needs it (a Create is then refused)
             scheduler_config = None
             warnings.append(f"scheduler config not read: {e}")

@@ -1,5 +1,6 @@
-"""Reading a cluster's compute quotas from SageMaker, as the quota models: what collect reads with the cluster, and
-all the quota writer reads (a quota's version before and after a write), so the writing steps load no cluster shape."""
+"""Reading a cluster's task governance from SageMaker, as the quota models: its compute quotas and its scheduler
+config. What collect reads with the cluster, and all the writers read (a version before and after a write), so the
+writing steps load no cluster shape and collect loads no writer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.parsing.validation import load_model
 
 # Quotas on their way out hold no capacity and cannot be updated.
@@ -80,3 +81,25 @@ SUMMARY_FIELDS = ("ComputeQuotaId", "Name", "ComputeQuotaVersion", "Status", "Co
 
 def summary_is_complete(summary: dict[str, Any]) -> bool:
     return all(summary.get(f) is not None for f in SUMMARY_FIELDS)
+
+
+class SchedulerConfigReader:
+    def __init__(self, sagemaker: Any):
+        self.sm = sagemaker
+
+    def describe(self, config_id: str) -> ClusterSchedulerConfig:
+        with aws_call("DescribeClusterSchedulerConfig", f"scheduler config {config_id}"):
+            out = dict(self.sm.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id))
+        out.pop("ResponseMetadata", None)
+        return load_model(ClusterSchedulerConfig, out, f"DescribeClusterSchedulerConfig {config_id}")
+
+    def read(self, cluster_arn: str) -> ClusterSchedulerConfig | None:
+        """The cluster's live scheduler config (HyperPod allows one per cluster), or None."""
+        ids: list[str] = []
+        with aws_call("ListClusterSchedulerConfigs", f"cluster {cluster_arn}"):
+            pages = self.sm.get_paginator("list_cluster_scheduler_configs").paginate(ClusterArn=cluster_arn)
+            for page in pages:
+                ids += [s["ClusterSchedulerConfigId"] for s in page.get("ClusterSchedulerConfigSummaries", [])
+                        if s.get("Status") not in GONE_STATUSES]
+        live = [c for c in (self.describe(i) for i in ids) if c.Status not in GONE_STATUSES]
+        return min(live, key=lambda c: c.ClusterSchedulerConfigId) if live else None

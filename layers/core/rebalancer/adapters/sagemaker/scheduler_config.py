@@ -11,12 +11,11 @@ from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.aws import aws_call
 from rebalancer.adapters.sagemaker.quota_writer import SETTLED, Poller, failed_message, is_failed
+from rebalancer.adapters.sagemaker.quotas import SchedulerConfigReader
 from rebalancer.domain.plan import SchedulerRequest
 from rebalancer.domain.quotas import ClusterSchedulerConfig
 from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
-from rebalancer.parsing.validation import load_model
 
-GONE_STATUSES = frozenset({"Deleting", "Deleted"})
 SchedulerWrite = Literal["CreateClusterSchedulerConfig", "UpdateClusterSchedulerConfig",
                          "DeleteClusterSchedulerConfig"]
 
@@ -42,27 +41,10 @@ class SchedulerOutcome(BaseModel):
         return f"{self.result:<13} {self.operation} {where}{versions}{status}{tail}"
 
 
-class SchedulerConfigClient:
+class SchedulerConfigClient(SchedulerConfigReader):
     def __init__(self, sagemaker: Any, poller: Poller | None = None):
-        self.sm = sagemaker
+        super().__init__(sagemaker)
         self.poller = poller or Poller()
-
-    def describe(self, config_id: str) -> ClusterSchedulerConfig:
-        with aws_call("DescribeClusterSchedulerConfig", f"scheduler config {config_id}"):
-            out = dict(self.sm.describe_cluster_scheduler_config(ClusterSchedulerConfigId=config_id))
-        out.pop("ResponseMetadata", None)
-        return load_model(ClusterSchedulerConfig, out, f"DescribeClusterSchedulerConfig {config_id}")
-
-    def read(self, cluster_arn: str) -> ClusterSchedulerConfig | None:
-        """The cluster's live scheduler config (HyperPod allows one per cluster), or None."""
-        ids: list[str] = []
-        with aws_call("ListClusterSchedulerConfigs", f"cluster {cluster_arn}"):
-            pages = self.sm.get_paginator("list_cluster_scheduler_configs").paginate(ClusterArn=cluster_arn)
-            for page in pages:
-                ids += [s["ClusterSchedulerConfigId"] for s in page.get("ClusterSchedulerConfigSummaries", [])
-                        if s.get("Status") not in GONE_STATUSES]
-        live = [c for c in (self.describe(i) for i in ids) if c.Status not in GONE_STATUSES]
-        return min(live, key=lambda c: c.ClusterSchedulerConfigId) if live else None
 
     def apply(self, request: SchedulerRequest) -> ClusterSchedulerConfig:
         """Run one planned request and wait until it settles. ConflictError when the config changed since it was

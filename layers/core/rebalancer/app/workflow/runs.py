@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
@@ -26,9 +26,6 @@ from rebalancer.domain.plan import CLUSTER, QuotaRequest, SchedulerRequest
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
-
-if TYPE_CHECKING:  # only collect records a snapshot; the writing steps read the part they need (state.Started)
-    from rebalancer.domain.snapshot import Snapshot
 
 
 class Writer(Protocol):
@@ -89,10 +86,6 @@ def load_report(artifacts: Artifacts, run: RunRef) -> ApplyReport | None:
 def load_scheduler(artifacts: Artifacts, run: RunRef) -> SchedulerOutcome | None:
     doc = artifacts.get(run.execution_name, "SCHEDULER")
     return None if doc is None else SchedulerOutcome.model_validate(doc)
-
-
-def record_snapshot(artifacts: Artifacts, run: RunRef, snapshot: Snapshot) -> None:
-    artifacts.put(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
 
 
 def written_versions(report: ApplyReport) -> dict[str, int]:

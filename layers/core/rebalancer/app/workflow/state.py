@@ -6,7 +6,7 @@ bound on what a step returns into the execution's state (Step Functions allows 2
 DynamoDB)."""
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, model_validator
 
@@ -14,6 +14,9 @@ from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.validation import load_model
+
+if TYPE_CHECKING:  # recorded here, read whole only by the planner (run_plan.load_snapshot)
+    from rebalancer.domain.snapshot import Snapshot
 
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
                "failed", "budget", "budget_summary", "reservation_started", "reservation_ended"]
@@ -50,6 +53,10 @@ class Started(BaseModel):
 
     quotas: tuple[ComputeQuota, ...] = ()
     scheduler_config: ClusterSchedulerConfig | None = None
+
+
+def record_snapshot(artifacts: Artifacts, run: RunRef, snapshot: "Snapshot") -> None:
+    artifacts.put(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
 
 
 def stored_snapshot(artifacts: Artifacts, run: RunRef) -> Any:

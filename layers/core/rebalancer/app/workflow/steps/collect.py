@@ -6,8 +6,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from rebalancer.app import budgets
-from rebalancer.app.workflow import runs
-from rebalancer.app.workflow.state import Artifacts, RunRef
+from rebalancer.app.workflow.state import Artifacts, RunRef, record_snapshot
 from rebalancer.domain.snapshot import Snapshot
 
 
@@ -20,7 +19,7 @@ class Store(Protocol):
 
 def collect(run: RunRef, *, store: Store, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
     snapshot = read_snapshot(run.cluster_name)
-    runs.record_snapshot(store.artifacts, run, snapshot)
+    record_snapshot(store.artifacts, run, snapshot)
     metered = budgets.meter(store.meter, snapshot)
     return {"taken_at": snapshot.taken_at.isoformat(), "cluster_arn": snapshot.cluster.ClusterArn,
             "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas), "metered": metered.status}
