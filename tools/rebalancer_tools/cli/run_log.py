@@ -8,14 +8,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from rebalancer.adapters.aws import aws_call
 from rebalancer_tools.memory_store import MemoryStore
 
 if TYPE_CHECKING:
     from rebalancer.adapters.dynamodb.store import Store
-    from rebalancer.app.workflow import run_plan
+    from rebalancer.app.workflow import run_plan, runs
+
+    class RunStore(run_plan.Store, runs.Store, Protocol):
+        """What the CLI's runs record in: the plan's store and the writing use cases' alike."""
+
+        @property
+        def versions(self) -> runs.Versions: ...
+
 
 NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the versions the controller's writes "
                     "left are unknown, so a setting the policy rewrites is marked a console edit; no budget use is "
@@ -59,7 +66,7 @@ def _one_line(repository: R, family: str, table_name: str) -> R:
 class RunLog:
     """The store a CLI run's use cases are given, and whether what it records outlives the command."""
 
-    store: run_plan.Store
+    store: RunStore
     now: Callable[[], datetime]
     recorded: bool
 

@@ -11,7 +11,8 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from rebalancer.app import budgets, reservations
-from rebalancer.app.workflow import audit, runs
+from rebalancer.app.workflow import audit
+from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import Artifacts, RunRef, stored_snapshot
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
@@ -32,9 +33,27 @@ class UnavailableNodes(Protocol):
     def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None: ...
 
 
-class Store(runs.Store, Protocol):
-    """A run's records, the metered use the plan's budgets are checked against, the reservations it honours and the
-    nodes seen unavailable."""
+class KnownVersions(Protocol):
+    """Per team the version our last applied write left (app.workflow.runs.Versions records them)."""
+
+    def known(self, cluster_name: str) -> dict[str, int]: ...
+
+
+class Records(Protocol):
+    """Where a plan is recorded: the run's documents and the audit log."""
+
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def audit(self) -> AuditLog: ...
+
+
+class Store(Records, Protocol):
+    """A run's records, the versions our writes left, the metered use the plan's budgets are checked against, the
+    reservations it honours and the nodes seen unavailable."""
+
+    @property
+    def versions(self) -> KnownVersions: ...
 
     @property
     def meter(self) -> budgets.MeterStore: ...
@@ -106,5 +125,5 @@ def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None 
                   who=who)
 
 
-def record_invalid_policy(store: runs.Store, run: RunRef, error: Exception) -> None:
+def record_invalid_policy(store: Records, run: RunRef, error: Exception) -> None:
     audit.invalid_policy(store.audit, run, error)
