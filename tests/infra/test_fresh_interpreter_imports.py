@@ -32,25 +32,28 @@ def test_jinja2_is_imported_only_when_a_page_is_rendered() -> None:
 # only in the steps that write (Apply, Rollback), Powertools parameters only where a secret or the policy is read;
 # asyncio nowhere (no handler is async; wrapt 2, under the X-Ray SDK, would import it: layers/core/requirements.txt);
 # the YAML parser nowhere at init (Plan loads it when a policy is YAML, not JSON); the snapshot's models only where
-# a whole snapshot is read (the writing steps read its quotas: app.workflow.state.Started).
+# a whole snapshot is read (the writing steps read its quotas: app.workflow.state.Started); the writers and the
+# writing use cases only in the steps that write or verify (collect reads quotas and config through their readers).
 PLANNING = ("rebalancer.planning", "rebalancer.domain.policy")
 SNAPSHOT = "rebalancer.domain.snapshot"
+WRITERS = ("rebalancer.adapters.sagemaker.quota_writer", "rebalancer.adapters.sagemaker.scheduler_config",
+           "rebalancer.app.workflow.runs")
 COLLECT = "rebalancer.adapters.collect"
 IDEMPOTENCY = "aws_lambda_powertools.utilities.idempotency"
 PARAMETERS = "aws_lambda_powertools.utilities.parameters"
 NEVER_LOADED = {
-    "trigger": (*PLANNING, SNAPSHOT, "rebalancer.app.approvals", "slack_sdk", "kubernetes",
+    "trigger": (*PLANNING, SNAPSHOT, *WRITERS, "rebalancer.app.approvals", "slack_sdk", "kubernetes",
                 COLLECT, IDEMPOTENCY, PARAMETERS),
     "apply": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
     "verify": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY,
                PARAMETERS),
     "rollback": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "slack_sdk", "kubernetes", COLLECT, PARAMETERS),
-    "collect": (*PLANNING, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
-    "observe": (*PLANNING, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
-    "plan": ("rebalancer.app.approvals", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY),
-    "notify": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "rebalancer.app.approvals", "kubernetes", COLLECT,
-               IDEMPOTENCY),
-    "approval": (*PLANNING, SNAPSHOT, "rebalancer.app.budgets", "kubernetes", COLLECT, IDEMPOTENCY),
+    "collect": (*PLANNING, *WRITERS, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
+    "observe": (*PLANNING, *WRITERS, "rebalancer.app.approvals", "slack_sdk", IDEMPOTENCY, PARAMETERS),
+    "plan": (*WRITERS, "rebalancer.app.approvals", "slack_sdk", "kubernetes", COLLECT, IDEMPOTENCY),
+    "notify": (*PLANNING, SNAPSHOT, *WRITERS, "rebalancer.app.budgets", "rebalancer.app.approvals", "kubernetes",
+               COLLECT, IDEMPOTENCY),
+    "approval": (*PLANNING, SNAPSHOT, *WRITERS, "rebalancer.app.budgets", "kubernetes", COLLECT, IDEMPOTENCY),
 }
 NOWHERE = ("asyncio", "yaml")
 
