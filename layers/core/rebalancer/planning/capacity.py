@@ -25,7 +25,6 @@ within the hour.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -95,8 +94,8 @@ def bound_guarantees(claims: Claims, limit: float) -> Claims:
         return claims
     factor = max(limit, 0.0) / total
     note = f"guarantees scaled to {factor:.0%}: only {max(limit, 0.0):g} of the capacity lasts (not spot)"
-    return dataclasses.replace(
-        claims, guarantee=tuple([g * factor for g in claims.guarantee]),
+    return claims._replace(
+        guarantee=tuple([g * factor for g in claims.guarantee]),
         notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
 
 

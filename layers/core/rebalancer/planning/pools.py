@@ -12,7 +12,6 @@ quota but not in the policy keep it, and what they hold is taken out of the capa
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -370,7 +369,7 @@ def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetim
     since = [context.pending_since.get(team, {}).get(pool) for team in claims.team]
     weights, why = aged_weights(claims.weight, since, taken_at, doubling_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
-    return dataclasses.replace(claims, weight=weights, notes=notes)
+    return claims._replace(weight=weights, notes=notes)
 
 
 def _windowed(claims: Claims, context: PlanningContext, instance_type: str, window_hours: float) -> Claims:
@@ -379,4 +378,4 @@ def _windowed(claims: Claims, context: PlanningContext, instance_type: str, wind
     received = [context.trailing_usage.get(team, {}).get(instance_type, 0.0) for team in claims.team]
     weights, why = windowed_weights(claims.weight, claims.demand, received, window_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
-    return dataclasses.replace(claims, weight=weights, notes=notes)
+    return claims._replace(weight=weights, notes=notes)
