@@ -3,7 +3,6 @@ work becomes reclaimable borrowing only when that quota cannot absorb it."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from hypothesis import given
@@ -125,9 +124,11 @@ def test_after_a_shrink_guarantees_and_caps_still_hold_as_far_as_capacity_allows
 @given(shrunk_pools())
 def test_after_a_shrink_planning_on_the_applied_result_changes_nothing(shrunk: PoolInput) -> None:
     # Cooldowns left out: one that ends between the two runs rightly lets the second change what it held.
-    claims = [dataclasses.replace(c, cooldown=None) for c in shrunk.claims]
+    claims = [Claim(c.team, c.weight, c.guarantee, c.cap, c.demand, c.current, c.in_use, c.protected, notes=c.notes)
+              for c in shrunk.claims]
     pool = PoolInput.of(shrunk.key, "accelerators", shrunk.capacity, claims)
     outs = allocate([pool], Settings()).pools[0].outcomes
-    applied = [dataclasses.replace(c, current=float(o.after)) for c, o in zip(claims, outs, strict=True)]
+    applied = [Claim(c.team, c.weight, c.guarantee, c.cap, c.demand, float(o.after), c.in_use, c.protected,
+                     notes=c.notes) for c, o in zip(claims, outs, strict=True)]
     again = allocate([PoolInput.of(pool.key, "accelerators", pool.capacity, applied)], Settings()).pools[0].outcomes
     assert [o.after for o in again] == [o.after for o in outs]

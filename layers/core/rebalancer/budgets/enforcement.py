@@ -7,10 +7,11 @@ the budget is used. Pure: the period-to-date use comes in the planning context
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget, BudgetUsage, describe
+from rebalancer.domain.context import EMPTY
 from rebalancer.domain.policy import Amount, Policy, Sharing, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey
 from rebalancer.domain.snapshot import Snapshot
@@ -19,10 +20,9 @@ from rebalancer.errors import UnknownInstanceType
 LEND_ONLY = Sharing(strategy="Lend")
 
 
-@dataclass(frozen=True)
-class Enforced:
+class Enforced(NamedTuple):
     policy: Policy
-    notes: dict[str, str] = field(default_factory=dict)  # team → "budget 92 % used (…)"
+    notes: Mapping[str, str] = EMPTY  # team → "budget 92 % used (…)"
     warnings: tuple[str, ...] = ()
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -114,8 +113,7 @@ def fact_between(last: Reading, now: Reading, expected_gap: timedelta = EXPECTED
                 estimated=now.at - last.at > expected_gap)
 
 
-@dataclass(frozen=True)
-class MeterResult:
+class MeterResult(NamedTuple):
     """What metering one reading did: the first reading of a cluster, a fact recorded, a duplicate (a retried or
     concurrent run metered this interval already) or a stale reading (not after the last one)."""
 
@@ -123,13 +121,15 @@ class MeterResult:
     fact: Fact | None
 
 
-@dataclass
 class Used:
     """One team's accelerator-hours on one instance type over a window."""
 
-    own: float = 0.0
-    borrowed: float = 0.0
-    estimated: bool = False
+    __slots__ = ("borrowed", "estimated", "own")
+
+    def __init__(self, own: float = 0.0, borrowed: float = 0.0, estimated: bool = False) -> None:
+        self.own = own
+        self.borrowed = borrowed
+        self.estimated = estimated
 
 
 def hours_in(facts: Iterable[Fact], since: datetime, until: datetime) -> dict[str, dict[str, Used]]:

@@ -5,15 +5,18 @@ far in the period, the writes to the teams' quotas, how long work has waited. `r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.reservation import Reservation
 
+# The default of a mapping field in the planner's records (NamedTuples: a default is shared, so it is immutable).
+EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
-@dataclass(frozen=True, slots=True)
-class RecentChange:
+
+class RecentChange(NamedTuple):
     """A write to a team's quota: in one pool, by how much (`before` → `after`), when a caller recorded it; or the
     quota as a whole (`pool` None, amounts unknown), as its LastModifiedTime tells."""
 
@@ -24,8 +27,7 @@ class RecentChange:
     after: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PlanningContext:
+class PlanningContext(NamedTuple):
     """`known_versions`: per team, the quota version our last applied write left (the key `(cluster)` for the
     scheduler config); None when nothing is recorded (every setting that differs from the policy may be a console
     edit). `budget_usage`: per team with a budget, its use so far in the period that holds the snapshot's time.
@@ -37,12 +39,12 @@ class PlanningContext:
     expires on; the caller keeps it for the next run)."""
 
     known_versions: Mapping[str, int] | None = None
-    budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
+    budget_usage: Mapping[str, BudgetUsage] = EMPTY
     recent_changes: tuple[RecentChange, ...] = ()
-    last_changed: Mapping[str, datetime] = field(default_factory=dict)
-    pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
+    last_changed: Mapping[str, datetime] = EMPTY
+    pending_since: Mapping[str, Mapping[str, datetime]] = EMPTY
     reservations: tuple[Reservation, ...] = ()
-    unavailable_since: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)
+    unavailable_since: Mapping[str, tuple[str, datetime]] = EMPTY
     # per team and instance type, accelerator-hours received over the trailing fair-share window (own and
     # borrowed); filled only for a policy with `fairness.window_hours`
-    trailing_usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    trailing_usage: Mapping[str, Mapping[str, float]] = EMPTY

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 EPS = 1e-9
 INF = math.inf
@@ -73,34 +73,39 @@ def clamp(level: float, w: float, f: float, u: float) -> float:
     return min(max(level * w, f), u)
 
 
-@dataclass(slots=True)
 class CoupledPool:
     """One pool of the coupled solve: its capacity and, per claim, weight, floor and ceiling."""
 
-    capacity: float
-    weights: Sequence[float]
-    floors: Sequence[float]
-    ceilings: Sequence[float]
+    __slots__ = ("capacity", "ceilings", "floors", "weights")
+
+    def __init__(self, capacity: float, weights: Sequence[float], floors: Sequence[float],
+                 ceilings: Sequence[float]) -> None:
+        self.capacity = capacity
+        self.weights = weights
+        self.floors = floors
+        self.ceilings = ceilings
 
 
-@dataclass(frozen=True, slots=True)
-class Family:
+class Family(NamedTuple):
     """One team's family cap: `amount` bounds the sum of its `pairs`, (pool index, claim index) each."""
 
     amount: float
     pairs: tuple[tuple[int, int], ...]
 
 
-@dataclass(slots=True)
 class _Open:
-    capacity: float
-    weights: Sequence[float]
-    floors: Sequence[float]
-    ceilings: list[float]
-    families: list[int] = field(default_factory=list)  # the families with a pair in this pool
-    level: float = 0.0
-    frozen: bool = False
-    dirty: bool = True
+    __slots__ = ("capacity", "ceilings", "dirty", "families", "floors", "frozen", "level", "weights")
+
+    def __init__(self, capacity: float, weights: Sequence[float], floors: Sequence[float],
+                 ceilings: list[float]) -> None:
+        self.capacity = capacity
+        self.weights = weights
+        self.floors = floors
+        self.ceilings = ceilings
+        self.families: list[int] = []  # the families with a pair in this pool
+        self.level = 0.0
+        self.frozen = False
+        self.dirty = True
 
 
 def coupled_fill(pools: Sequence[CoupledPool], families: Sequence[Family]) -> list[list[float]]:

@@ -12,16 +12,14 @@ Guarantees and caps stay exact: a stepped amount is at least the team's floor an
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rebalancer.engine.rounding import EPS
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """A team moved off its share: `amount`, its levels (`ladder`) and its ceiling, and the next pending workload's
     size at its share (`gang`) for the reason."""
 
@@ -106,14 +104,14 @@ def take_leftover(stepped: dict[int, Step], leftover: float, teams: Sequence[str
             break
         _, i, above = best
         leftover -= above - out[i].amount
-        out[i] = dataclasses.replace(out[i], amount=above)
+        out[i] = out[i]._replace(amount=above)
     for i in sorted(out, key=lambda i: (out[i].amount - out[i].share, teams[i])):
         if leftover <= EPS:
             break
         raised = min(out[i].ceiling, out[i].amount + leftover)
         if raised > out[i].amount + EPS:
             leftover -= raised - out[i].amount
-            out[i] = dataclasses.replace(out[i], amount=raised)
+            out[i] = out[i]._replace(amount=raised)
     return out
 
 

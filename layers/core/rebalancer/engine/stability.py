@@ -39,13 +39,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.budgets.enforcement import enforce
 from rebalancer.domain import ownership
-from rebalancer.domain.context import PlanningContext
+from rebalancer.domain.context import EMPTY, PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
@@ -56,8 +55,7 @@ Surplus = Literal["idle", "spread"]
 Stage = Literal["policy", "claim", "pool", "plan"]
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(NamedTuple):
     """The engine's settings: how surplus is shared, and the parameters of the rules below (`settings_of` reads
     them from the effective policy)."""
 
@@ -116,17 +114,15 @@ def settings_of(policy: Policy) -> Settings:
 # ---------------------------------------------------------------- policy rules: one effective policy per plan
 
 
-@dataclass(frozen=True, slots=True)
-class Said:
+class Said(NamedTuple):
     """What a policy rule did to the policy, and what the plan says about it."""
 
     policy: Policy
-    notes: Mapping[str, str] = field(default_factory=dict)  # team → appended to the reason of each of its changes
+    notes: Mapping[str, str] = EMPTY  # team → appended to the reason of each of its changes
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyRule:
+class PolicyRule(NamedTuple):
     name: str
     holds: str
     apply: Callable[[Policy, Snapshot, PlanningContext], Said]
@@ -134,13 +130,12 @@ class PolicyRule:
     stage: Stage = "policy"
 
 
-@dataclass(frozen=True, slots=True)
-class Effective:
+class Effective(NamedTuple):
     """The policy every stage of one plan reads (the pools, the engine's settings, the request writer), and what the
     policy rules that made it say: notes per team for its changes' reasons, warnings before and after the plan's."""
 
     policy: Policy
-    notes: Mapping[str, str] = field(default_factory=dict)
+    notes: Mapping[str, str] = EMPTY
     opening: tuple[str, ...] = ()
     closing: tuple[str, ...] = ()
 
@@ -205,8 +200,7 @@ def explain(plan: Plan, held: Effective) -> Plan:
 ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, str] | None]
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimRule:
+class ClaimRule(NamedTuple):
     """`hold(claims, i, amount, current, settings)`: the amount claim i is held at and why, or None; `applies`
     says whether the rule can hold anyone in the pool at all (most pools: no rule applies)."""
 
@@ -258,8 +252,7 @@ PROTECTED = ClaimRule("protected", "a protected_in_use team is never planned bel
 # ---------------------------------------------------------------- pool rule: the shrink tiers
 
 
-@dataclass(frozen=True, slots=True)
-class Tier:
+class Tier(NamedTuple):
     """One tier of the shrink: what it is called in a warning (`what`; None: cut without a word), how much may be
     cut from each claim (`room`), whether a cut claim's reason says its hold was overridden (else: "unused taken
     first"), whether the warning says holds were broken (else: what was taken), and whether the tier is one of the
@@ -273,8 +266,7 @@ class Tier:
     idle: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _Fit:
+class _Fit(NamedTuple):
     after: list[int]
     desired: Sequence[int]
     holds: list[str | None]
@@ -360,8 +352,7 @@ def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds
             warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {tier.what}")
 
 
-@dataclass(frozen=True, slots=True)
-class PoolRule:
+class PoolRule(NamedTuple):
     name: str
     holds: str
     apply: Callable[[str, int, list[int], Sequence[int], list[str | None], Claims, Settings, list[str], float], None]
@@ -425,8 +416,7 @@ def max_move(pools: Sequence[Working], settings: Settings) -> None:
             budget = max(0, budget - _limit_moves(p, budget))
 
 
-@dataclass(frozen=True, slots=True)
-class PlanRule:
+class PlanRule(NamedTuple):
     name: str
     holds: str
     apply: Callable[[Sequence[Working], Settings], None]

@@ -25,11 +25,10 @@ within the hour.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import CapacityPolicy, Policy
@@ -47,8 +46,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-@dataclass(frozen=True, slots=True)
-class TypeCapacity:
+class TypeCapacity(NamedTuple):
     now: int = 0  # nodes counted in this run
     lasting: int = 0  # of those, what guarantees may stand on
     reachable: int = 0  # what quotas may sum to, in nodes (≥ now)
@@ -57,8 +55,7 @@ class TypeCapacity:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Capacity:
+class Capacity(NamedTuple):
     by_type: Mapping[str, TypeCapacity]
 
     def of(self, instance_type: str) -> TypeCapacity:
@@ -95,8 +92,8 @@ def bound_guarantees(claims: Claims, limit: float) -> Claims:
         return claims
     factor = max(limit, 0.0) / total
     note = f"guarantees scaled to {factor:.0%}: only {max(limit, 0.0):g} of the capacity lasts (not spot)"
-    return dataclasses.replace(
-        claims, guarantee=tuple([g * factor for g in claims.guarantee]),
+    return claims._replace(
+        guarantee=tuple([g * factor for g in claims.guarantee]),
         notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
 
 
@@ -112,16 +109,18 @@ def of_snapshot(snapshot: Snapshot, policy: Policy, seen_since: Mapping[str, dat
     return Capacity({t: _of_type(t, tally, held.get(t), ceilings.get(t), source) for t in types})
 
 
-@dataclass
 class _Tally:
     """Per instance type: nodes counted now, of those on spot (when spot carries no guarantee), nodes lost, and
     why nodes were lost or counted for now."""
 
-    counted: Counter[str] = field(default_factory=Counter)
-    spot: Counter[str] = field(default_factory=Counter)
-    lost: Counter[str] = field(default_factory=Counter)
-    why: dict[str, Counter[str]] = field(default_factory=dict)
-    expired: dict[str, list[str]] = field(default_factory=dict)  # per type, one line per node past the grace
+    __slots__ = ("counted", "expired", "lost", "spot", "why")
+
+    def __init__(self) -> None:
+        self.counted: Counter[str] = Counter()
+        self.spot: Counter[str] = Counter()
+        self.lost: Counter[str] = Counter()
+        self.why: dict[str, Counter[str]] = {}
+        self.expired: dict[str, list[str]] = {}  # per type, one line per node past the grace
 
     def note(self, instance_type: str, what: str) -> None:
         self.why.setdefault(instance_type, Counter())[what] += 1

@@ -5,7 +5,6 @@ list none: their partitions are not accelerators of the type. Pure."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 
 from rebalancer.domain.snapshot import PendingWorkload
@@ -29,5 +28,5 @@ def with_gangs(pools: Sequence[PoolInput], workloads: Iterable[PendingWorkload])
         if by_team is None:
             out.append(pool)
             continue
-        out.append(dataclasses.replace(pool, gangs=tuple(by_team.get(t, ()) for t in pool.claims.team)))
+        out.append(pool._replace(gangs=tuple(by_team.get(t, ()) for t in pool.claims.team)))
     return out

@@ -12,14 +12,12 @@ quota but not in the policy keep it, and what they hold is taken out of the capa
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
@@ -69,8 +67,7 @@ def split_by_demand(amount: int, capacities: dict[str, float], demand: Mapping[s
     return {t: placed[t] + rest[t] for t in names}
 
 
-@dataclass(frozen=True, slots=True)
-class FamilyCap:
+class FamilyCap(NamedTuple):
     """A team's cap on a family: the sum of its amounts on `types` (the family's types in the cluster)."""
 
     key: str
@@ -78,8 +75,7 @@ class FamilyCap:
     amount: float
 
 
-@dataclass(frozen=True, slots=True)
-class TeamAmounts:
+class TeamAmounts(NamedTuple):
     """A team's guarantees and caps per pool in whole units (family guarantees divided across their types; family
     caps as a bound on the sum, see rebalancer.engine.family_caps), and the notes that explain a family guarantee's
     split, quoted in the reasons of the types it touched."""
@@ -147,8 +143,7 @@ def demand_of(by_pool: Mapping[str, Demand], pool: str, resource: str) -> float:
     return float(math.ceil(getattr(d.in_use, resource) + getattr(d.pending, resource) - EPS))
 
 
-@dataclass(frozen=True, slots=True)
-class Teams:
+class Teams(NamedTuple):
     """What the policy's teams bring to every pool, one entry per team in each column: built once per plan, read
     once per pool. The columns that do not depend on the pool are the engine's own, the same tuples in every pool.
     Guarantees, caps and notes are few: kept per pool as (team index, value) pairs over a default."""
@@ -270,8 +265,7 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
     return pools, warnings
 
 
-@dataclass(frozen=True, slots=True)
-class Capacity:
+class Capacity(NamedTuple):
     """Every pool a plan looks at (by name) and its capacity now (`raw`, before what teams outside the policy
     hold), with what the capacity model of rebalancer.planning.capacity says of each type (its notes, what it
     lets a pool reach)."""
@@ -370,7 +364,7 @@ def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetim
     since = [context.pending_since.get(team, {}).get(pool) for team in claims.team]
     weights, why = aged_weights(claims.weight, since, taken_at, doubling_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
-    return dataclasses.replace(claims, weight=weights, notes=notes)
+    return claims._replace(weight=weights, notes=notes)
 
 
 def _windowed(claims: Claims, context: PlanningContext, instance_type: str, window_hours: float) -> Claims:
@@ -379,4 +373,4 @@ def _windowed(claims: Claims, context: PlanningContext, instance_type: str, wind
     received = [context.trailing_usage.get(team, {}).get(instance_type, 0.0) for team in claims.team]
     weights, why = windowed_weights(claims.weight, claims.demand, received, window_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
-    return dataclasses.replace(claims, weight=weights, notes=notes)
+    return claims._replace(weight=weights, notes=notes)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
@@ -43,15 +42,17 @@ Entry = dict[str, Any]  # one ComputeQuotaResources entry, as the API takes it
 Move = tuple[str, float, int]
 
 
-@dataclass(slots=True)
 class QuotaWrites:
     """The requests of a plan, collected team by team, and what they rewrite besides amounts."""
 
-    first: list[QuotaRequest] = field(default_factory=list)  # decreases, deactivations, settings
-    second: list[QuotaRequest] = field(default_factory=list)  # creations and increases
-    blocked: set[str] = field(default_factory=set)  # teams whose increases are not written
-    fields: list[FieldChange] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("blocked", "fields", "first", "second", "warnings")
+
+    def __init__(self) -> None:
+        self.first: list[QuotaRequest] = []  # decreases, deactivations, settings
+        self.second: list[QuotaRequest] = []  # creations and increases
+        self.blocked: set[str] = set()  # teams whose increases are not written
+        self.fields: list[FieldChange] = []
+        self.warnings: list[str] = []
 
     @property
     def requests(self) -> tuple[QuotaRequest, ...]:
@@ -246,8 +247,7 @@ def _deactivate(q: ComputeQuota, out: QuotaWrites) -> None:
                                   reason="remove: true in the policy: deactivated, not deleted"))
 
 
-@dataclass(frozen=True, slots=True)
-class _Settings:
+class _Settings(NamedTuple):
     """A quota's config besides its entries, and its target, as read and as the policy wants them."""
 
     read: dict[str, Any]
@@ -272,8 +272,7 @@ def _settings(config: dict[str, Any], q: ComputeQuota, tp: TeamPolicy) -> _Setti
     return _Settings(read, wanted, target, wanted_target)
 
 
-@dataclass(frozen=True, slots=True)
-class _Entries:
+class _Entries(NamedTuple):
     """A quota's resource entries as read, after its decreases (lowered) and after its increases too (final)."""
 
     read: list[Entry]
