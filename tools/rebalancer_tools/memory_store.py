@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -97,7 +96,7 @@ class MemoryApprovals:
             raise ApprovalNotPending(current.status)
         if current.decide_by <= self.now():
             raise ApprovalNotPending("expired")
-        decided = replace(current, status=status, decided_by=who)
+        decided = current._replace(status=status, decided_by=who)
         self.approvals[approval_id] = decided
         return decided
 

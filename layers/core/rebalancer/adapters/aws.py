@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
@@ -32,16 +31,19 @@ TRANSIENT_CODES = frozenset({
 CONFLICT_CODES = frozenset({"ConflictException"})
 
 
-@dataclass
 class AwsClients:
     """Lazily made, reused clients of one session. `max_attempts` counts the first try."""
 
-    region: str | None = None
-    profile: str | None = None
-    retry_mode: RetryMode = "standard"
-    max_attempts: int = 10
-    _session: boto3.Session | None = field(default=None, init=False, repr=False)
-    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    __slots__ = ("_clients", "_session", "max_attempts", "profile", "region", "retry_mode")
+
+    def __init__(self, region: str | None = None, profile: str | None = None, retry_mode: RetryMode = "standard",
+                 max_attempts: int = 10) -> None:
+        self.region = region
+        self.profile = profile
+        self.retry_mode = retry_mode
+        self.max_attempts = max_attempts
+        self._session: boto3.Session | None = None
+        self._clients: dict[str, Any] = {}
 
     @property
     def session(self) -> boto3.Session:

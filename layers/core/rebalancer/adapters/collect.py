@@ -8,9 +8,8 @@ first read, not when a handler that may read it is imported.
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from rebalancer.adapters import prerequisites
 from rebalancer.adapters.aws import AwsClients
@@ -34,8 +33,7 @@ if TYPE_CHECKING:
     from kubernetes import client as k8s
 
 
-@dataclass(frozen=True)
-class KubeAccess:
+class KubeAccess(NamedTuple):
     """How to reach the cluster's Kubernetes API: EKS (endpoint, CA and token from AWS; the default), a kubeconfig
     context, a plain URL (the loopback fake, for the demo and tests), or not at all."""
 
@@ -61,8 +59,7 @@ class KubeAccess:
         return api_client_for_eks(clients, eks_cluster_name_of(described))
 
 
-@dataclass(frozen=True)
-class Collected:
+class Collected(NamedTuple):
     snapshot: Snapshot
     warnings: tuple[str, ...] = ()
 
@@ -101,8 +98,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     return Collected(snapshot, tuple(warnings))
 
 
-@dataclass(frozen=True)
-class SageMakerSide:
+class SageMakerSide(NamedTuple):
     """What SageMaker says: the cluster, its nodes, its quotas (with their tags) and its scheduler config."""
 
     described: dict[str, Any]
@@ -111,9 +107,8 @@ class SageMakerSide:
     quotas: tuple[ComputeQuota, ...]
     quota_tags: dict[str, dict[str, str]]
     scheduler_config: ClusterSchedulerConfig | None
-
-    training_plans: dict[str, TrainingPlan] = field(default_factory=dict)
-    operations: tuple[ClusterOperation, ...] = ()
+    training_plans: dict[str, TrainingPlan]
+    operations: tuple[ClusterOperation, ...]
 
     @classmethod
     def read(cls, cluster_name: str, clients: AwsClients, page_size: int,
@@ -153,25 +148,25 @@ def _operations(sm: SageMakerReader, cluster_name: str, warnings: list[str]) -> 
         return ()
 
 
-@dataclass(frozen=True)
-class KubeSide:
+class KubeSide(NamedTuple):
     """What the cluster's Kubernetes API says: demand per team (Kueue), MIG partitions (node allocatable), and,
     when prerequisites are checked, whether Kueue could be listed."""
 
-    demand: dict[str, dict[str, Demand]] = field(default_factory=dict)
-    mig: dict[str, dict[str, int]] = field(default_factory=dict)
-    access: prerequisites.Kueue | None = None
-    node_health: dict[str, str] = field(default_factory=dict)
-    autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
-    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    pending_workloads: tuple[PendingWorkload, ...] = ()
+    demand: dict[str, dict[str, Demand]]
+    mig: dict[str, dict[str, int]]
+    access: prerequisites.Kueue | None
+    node_health: dict[str, str]
+    autoscaling_max_nodes: dict[str, int]
+    topology: dict[str, tuple[str, ...]]
+    pending_workloads: tuple[PendingWorkload, ...]
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
              autoscaled: bool = False) -> KubeSide:
         if api is None:
             warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
-            return cls()
+            return cls(demand={}, mig={}, access=None, node_health={}, autoscaling_max_nodes={}, topology={},
+                       pending_workloads=())
         from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
         with api:

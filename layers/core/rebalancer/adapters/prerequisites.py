@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -29,8 +28,7 @@ RBAC_FIX = "apply the Kueue reader ClusterRole and binding (README, Deploying: K
 Status = Literal["ok", "warn", "fail", "sandbox"]  # sandbox: a check that cannot apply to the local sandbox
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     name: str
     status: Status
     found: str
@@ -46,8 +44,7 @@ class Check:
 
 
 # --- the task-governance add-on ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Addon:
+class Addon(NamedTuple):
     check: Check
     version: str | None = None
     status: str | None = None
@@ -96,8 +93,7 @@ def check_access_entry(eks: Any, eks_cluster: str, role_arn: str) -> Check:
     return Check(name, "ok", f"{role_arn} ({groups})")
 
 
-@dataclass(frozen=True)
-class Kueue:
+class Kueue(NamedTuple):
     check: Check
     api_version: str | None = None
 
@@ -305,8 +301,7 @@ def denied_or_error(name: str, call: str, e: ClientError | BotoCoreError) -> Che
 
 
 # --- what collect and doctor run -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ClusterReport:
+class ClusterReport(NamedTuple):
     checks: tuple[Check, ...]
     addon: Addon | None = None
     kueue: Kueue | None = None

@@ -6,9 +6,8 @@ The template's alarms on these start a rebalance. Each observation also stores a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
@@ -34,8 +33,7 @@ class Store(Protocol):
     def samples(self) -> Samples: ...
 
 
-@dataclass(frozen=True)
-class TeamUsage:
+class TeamUsage(NamedTuple):
     team: str
     allocated: float
     in_use: float
@@ -46,8 +44,7 @@ class TeamUsage:
         return max(0.0, self.allocated - self.in_use)
 
 
-@dataclass(frozen=True)
-class Imbalance:
+class Imbalance(NamedTuple):
     cluster: str
     capacity: float
     teams: tuple[TeamUsage, ...]

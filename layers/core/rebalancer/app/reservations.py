@@ -6,9 +6,8 @@ audit record (`app.workflow.audit.reservation`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.audit import AuditLog
@@ -38,8 +37,7 @@ class Outlet(Protocol):
     def send(self, kind: str, lines: tuple[str, ...]) -> None: ...
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     cluster: str
     team: str
     pool: str

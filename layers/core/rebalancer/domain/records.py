@@ -1,18 +1,17 @@
 """What the table keeps about a run besides its documents: the approval record and the run's context shown on the
 review page, and the answer to taking the per-cluster lock. Plain values, shared by the DynamoDB repositories and
-the in-memory ones."""
+the in-memory ones. NamedTuples: every handler defines them at cold start, and the repositories write them field by
+field, never as a whole."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
 
 
-@dataclass(frozen=True)
-class ApprovalRecord:
+class ApprovalRecord(NamedTuple):
     approval_id: str
     task_token: str
     execution_arn: str
@@ -22,16 +21,14 @@ class ApprovalRecord:
     decided_by: str | None = None
 
 
-@dataclass(frozen=True)
-class RunContext:
+class RunContext(NamedTuple):
     """What the review page shows about the run besides its plan."""
 
     trigger: dict[str, Any]
     started_at: str | None = None
 
 
-@dataclass(frozen=True)
-class LockResult:
+class LockResult(NamedTuple):
     acquired: bool
     holder: str
     acquired_at: datetime

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
@@ -57,8 +56,7 @@ def failed_message(what: str, status: str, reason: str | None) -> str:
     return f"{what} ended in {status} ({means}): {reason or 'no FailureReason given'}"
 
 
-@dataclass(frozen=True)
-class Poller:
+class Poller(NamedTuple):
     """How long to wait for a quota to settle. Tests inject `sleep` and `clock`; nothing here sleeps for real."""
 
     sleep: Callable[[float], None] = time.sleep
@@ -67,8 +65,7 @@ class Poller:
     timeout: float = 900.0
 
 
-@dataclass
-class Step:
+class Step(NamedTuple):
     team: str
     operation: WriteOperation
     parameters: dict[str, Any]
@@ -123,19 +120,22 @@ class _SettleFailed(Exception):
                                         getattr(quota, "FailureReason", None)))
 
 
-@dataclass
 class _Run:
     """State of one pass over a list of steps."""
 
-    outcomes: list[ChangeOutcome] = field(default_factory=list)
-    index_of: dict[str, int] = field(default_factory=dict)  # quota id → its latest outcome
-    versions: dict[str, int] = field(default_factory=dict)  # quota id → the version our last write produced
-    created: list[str] = field(default_factory=list)  # quotas this run created (rollback deletes them)
-    unsettled: set[str] = field(default_factory=set)
-    decrease_in_flight: bool = False  # an unsettled write lowered a quota: increases wait for it
-    error: str | None = None
-    conflict: bool = False
-    transient: bool = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
+    __slots__ = ("conflict", "created", "decrease_in_flight", "error", "index_of", "outcomes", "transient",
+                 "unsettled", "versions")
+
+    def __init__(self) -> None:
+        self.outcomes: list[ChangeOutcome] = []
+        self.index_of: dict[str, int] = {}  # quota id → its latest outcome
+        self.versions: dict[str, int] = {}  # quota id → the version our last write produced
+        self.created: list[str] = []  # quotas this run created (rollback deletes them)
+        self.unsettled: set[str] = set()
+        self.decrease_in_flight = False  # an unsettled write lowered a quota: increases wait for it
+        self.error: str | None = None
+        self.conflict = False
+        self.transient = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
 
 
 class QuotaWriter:

@@ -5,7 +5,6 @@ SendTaskFailure exactly once. Replays and late decisions change nothing. The app
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -49,13 +48,16 @@ class Store(Protocol):
     def now(self) -> datetime: ...
 
 
-@dataclass
 class Approvals:
-    store: Store
-    tasks: TaskTokens
-    signer: LinkSigner
-    channels: list[Channel]
-    clock: Clock
+    __slots__ = ("channels", "clock", "signer", "store", "tasks")
+
+    def __init__(self, *, store: Store, tasks: TaskTokens, signer: LinkSigner, channels: list[Channel],
+                 clock: Clock) -> None:
+        self.store = store
+        self.tasks = tasks
+        self.signer = signer
+        self.channels = channels
+        self.clock = clock
 
     # --- RequestApproval (invoked by the state machine with a task token) -------------------------------------------
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:

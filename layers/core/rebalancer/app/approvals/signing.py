@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 from urllib.parse import urlencode
@@ -20,9 +19,11 @@ SLACK_MAX_AGE_SECONDS = 5 * 60
 DECISIONS: tuple[Decision, ...] = ("approve", "reject")
 
 
-@dataclass(frozen=True)
 class LinkSigner:
-    key: bytes
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
 
     def signature(self, approval_id: str, decision: str, expires: int) -> str:
         msg = f"{approval_id}\n{decision}\n{expires}".encode()

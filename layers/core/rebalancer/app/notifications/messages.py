@@ -4,8 +4,7 @@ slack_sdk's WebhookClient). Channels never raise into a run: failures come back 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict
@@ -162,8 +161,7 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-@dataclass(frozen=True)
-class DeliveryResult:
+class DeliveryResult(NamedTuple):
     channel: str
     ok: bool
     error: str | None = None

@@ -11,7 +11,6 @@ decide: the run the event starts reads the cluster as it is now.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -33,14 +32,17 @@ class EventMarks(Protocol):
     def saw_event(self, cluster_name: str, at: datetime) -> None: ...
 
 
-@dataclass(frozen=True)
 class Watch:
-    marks: EventMarks
-    audit: AuditLog
-    # Makes the boto3 SageMaker client (ListClusterEvents) when a gap is first replayed: a client costs a cold start
-    # ~0.2 s, and most events come without a gap before them. None: gaps are not replayed.
-    sagemaker: Callable[[], Any] | None
-    gap: timedelta
+    __slots__ = ("audit", "gap", "marks", "sagemaker")
+
+    def __init__(self, marks: EventMarks, audit: AuditLog, sagemaker: Callable[[], Any] | None,
+                 gap: timedelta) -> None:
+        self.marks = marks
+        self.audit = audit
+        # Makes the boto3 SageMaker client (ListClusterEvents) when a gap is first replayed: a client costs a cold
+        # start ~0.2 s, and most events come without a gap before them. None: gaps are not replayed.
+        self.sagemaker = sagemaker
+        self.gap = gap
 
     def saw(self, cluster: str, trigger: Trigger) -> int:
         """Record the event for `cluster` and replay the gap before it, if any; the number of events replayed."""

@@ -11,7 +11,6 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -50,14 +49,16 @@ class Store(Protocol):
     def now(self) -> datetime: ...
 
 
-@dataclass
 class TriggerOutcome:
-    event_id: str
-    status: str  # started | debounced | ignored | malformed | irrelevant
-    executions: list[str] = field(default_factory=list)
-    debounced: list[str] = field(default_factory=list)
-    reason: str = ""
-    replayed: int = 0  # cluster events listed after a gap (rebalancer.app.trigger.gap)
+    __slots__ = ("debounced", "event_id", "executions", "reason", "replayed", "status")
+
+    def __init__(self, event_id: str, status: str, *, reason: str = "") -> None:
+        self.event_id = event_id
+        self.status = status  # started | debounced | ignored | malformed | irrelevant
+        self.executions: list[str] = []
+        self.debounced: list[str] = []
+        self.reason = reason
+        self.replayed = 0  # cluster events listed after a gap (rebalancer.app.trigger.gap)
 
     def as_dict(self) -> dict[str, Any]:
         return {"event_id": self.event_id, "status": self.status, "executions": self.executions,
