@@ -9,8 +9,6 @@ A fact whose interval is longer than the expected gap between runs is marked est
 missed readings.
 """
 
-from __future__ import annotations
-
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -165,7 +163,7 @@ def budget_usage(used: Mapping[str, Used], budget: Budget, period: str, prices: 
                        estimated=estimated, unpriced=tuple(sorted(unpriced)) if budget.money else ())
 
 
-def budgets_of(policy: Policy) -> dict[str, Budget]:
+def budgets_of(policy: "Policy") -> dict[str, Budget]:
     """Per team the policy keeps that has a budget, its budget, by team name."""
     return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
 
@@ -181,7 +179,7 @@ class Ledger:
         self.used: dict[tuple[str, str], dict[str, Used]] = {}  # (team, period label) → instance type → hours
 
     @classmethod
-    def of(cls, facts: Iterable[Fact], budgets: Mapping[str, Budget], until: datetime) -> Ledger:
+    def of(cls, facts: Iterable[Fact], budgets: Mapping[str, Budget], until: datetime) -> "Ledger":
         ledger = cls(budgets)
         for fact in facts:
             ledger.add(fact, until)

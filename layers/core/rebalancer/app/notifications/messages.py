@@ -1,8 +1,6 @@
 """What people are told, and how: one Message model, rendered as SNS plain text and as Slack Block Kit (sent with
 slack_sdk's WebhookClient). Channels never raise into a run: failures come back as DeliveryResult."""
 
-from __future__ import annotations
-
 import json
 from typing import Any, NamedTuple, Protocol
 

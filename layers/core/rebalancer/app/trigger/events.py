@@ -1,8 +1,6 @@
 """Models of the events that start a run, parsed with Powertools' parser (EventBridge envelope fields + typed detail),
 and what the trigger makes of them: which clusters, and why."""
 
-from __future__ import annotations
-
 import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal

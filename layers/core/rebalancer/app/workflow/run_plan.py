@@ -6,9 +6,8 @@ shape is `app.workflow.audit`'s, like every other)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit
@@ -87,8 +86,7 @@ def decide(plan: Plan) -> Decision:
     return "approve" if plan.requires_approval else "apply"
 
 
-@dataclass(frozen=True)
-class RunPlan:
+class RunPlan(NamedTuple):
     plan: Plan
     context: PlanningContext  # what it was planned with beyond the snapshot: versions, period-to-date budget use
 

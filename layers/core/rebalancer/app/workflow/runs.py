@@ -14,8 +14,7 @@ use case is `app.run_plan` (apart, so that the steps that write never load the p
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
@@ -98,8 +97,7 @@ def written_versions(report: ApplyReport) -> dict[str, int]:
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Applied:
+class Applied(NamedTuple):
     report: ApplyReport
     scheduler: SchedulerOutcome | None
     versions: dict[str, int]  # team (or `(cluster)`) → the version our writes left
@@ -176,8 +174,7 @@ def _no_outcome() -> SchedulerOutcome:
 
 
 # --- rollback ----------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RolledBack:
+class RolledBack(NamedTuple):
     undo: ApplyReport
     scheduler: SchedulerOutcome | None
 
