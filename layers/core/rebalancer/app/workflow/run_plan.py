@@ -11,8 +11,7 @@ from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit
-from rebalancer.app.workflow.audit import AuditLog
-from rebalancer.app.workflow.state import Artifacts, RunRef, stored_snapshot
+from rebalancer.app.workflow.state import Artifacts, Records, RunRef, stored_snapshot
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
@@ -36,15 +35,6 @@ class KnownVersions(Protocol):
     """Per team the version our last applied write left (app.workflow.runs.Versions records them)."""
 
     def known(self, cluster_name: str) -> dict[str, int]: ...
-
-
-class Records(Protocol):
-    """Where a plan is recorded: the run's documents and the audit log."""
-
-    @property
-    def artifacts(self) -> Artifacts: ...
-    @property
-    def audit(self) -> AuditLog: ...
 
 
 class Store(Records, Protocol):
