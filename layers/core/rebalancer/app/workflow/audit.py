@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rebalancer.adapters.sagemaker.outcomes import ApplyReport
     from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
     from rebalancer.app.notifications.messages import DeliveryResult
-    from rebalancer.app.workflow.state import RunRef
+    from rebalancer.app.workflow.state import Artifacts, RunRef
     from rebalancer.domain.plan import Change, Plan
     from rebalancer.domain.reservation import Reservation
 
@@ -28,6 +28,15 @@ class AuditLog(Protocol):
     def records(self, cluster_name: str) -> list[dict[str, Any]]: ...
 
     def newest(self, cluster_name: str) -> Iterator[dict[str, Any]]: ...  # newest first, read page by page
+
+
+class Records(Protocol):
+    """Where every use case of a run records itself: the run's documents and the audit log."""
+
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def audit(self) -> AuditLog: ...
 
 
 def by_team(changes: Iterable[Change], side: Literal["before", "after"]) -> dict[str, dict[str, float]]:

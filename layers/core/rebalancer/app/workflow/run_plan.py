@@ -11,7 +11,7 @@ from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit
-from rebalancer.app.workflow.state import Artifacts, Records, RunRef, stored_snapshot
+from rebalancer.app.workflow.state import Artifacts, RunRef, stored_snapshot
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
@@ -37,7 +37,7 @@ class KnownVersions(Protocol):
     def known(self, cluster_name: str) -> dict[str, int]: ...
 
 
-class Store(Records, Protocol):
+class Store(audit.Records, Protocol):
     """A run's records, the versions our writes left, the metered use the plan's budgets are checked against, the
     reservations it honours and the nodes seen unavailable."""
 
@@ -113,5 +113,5 @@ def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None 
                   who=who)
 
 
-def record_invalid_policy(store: Records, run: RunRef, error: Exception) -> None:
+def record_invalid_policy(store: audit.Records, run: RunRef, error: Exception) -> None:
     audit.invalid_policy(store.audit, run, error)

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
 from rebalancer.app.workflow import audit
-from rebalancer.app.workflow.state import Artifacts, Records, RunRef, Started, load_plan, load_started
+from rebalancer.app.workflow.state import Artifacts, RunRef, Started, load_plan, load_started
 from rebalancer.domain.plan import CLUSTER, QuotaRequest, SchedulerRequest
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
@@ -57,7 +57,7 @@ class Versions(Protocol):
     def known(self, cluster_name: str) -> dict[str, int]: ...
 
 
-class Store(Records, Protocol):
+class Store(audit.Records, Protocol):
     """What a run's use cases record in: its documents, the audit log, the versions our writes left."""
 
     @property
@@ -248,12 +248,12 @@ def restore_quotas(run: RunRef, cluster_arn: str, target: Sequence[ComputeQuota]
 
 
 # --- history -----------------------------------------------------------------------------------------------------
-def history(store: Records, cluster_name: str) -> list[dict[str, Any]]:
+def history(store: audit.Records, cluster_name: str) -> list[dict[str, Any]]:
     """Every audit record of the cluster, oldest first: the workflow's runs and the CLI's alike."""
     return store.audit.records(cluster_name)
 
 
-def started_from(store: Records, execution: str) -> dict[str, Any] | None:
+def started_from(store: audit.Records, execution: str) -> dict[str, Any] | None:
     """The snapshot a run started from (the state `restore_quotas` can put back), as stored."""
     doc = store.artifacts.get(execution, "SNAPSHOT")
     return None if doc is None else dict(doc)

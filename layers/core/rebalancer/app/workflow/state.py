@@ -16,7 +16,6 @@ from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.validation import load_model
 
 if TYPE_CHECKING:
-    from rebalancer.app.workflow.audit import AuditLog
 
     # Recorded here, read whole only by the planner (run_plan.load_snapshot).
     from rebalancer.domain.snapshot import Snapshot
@@ -45,15 +44,6 @@ class Artifacts(Protocol):
 
     def put(self, execution: str, kind: Any, document: Any) -> None: ...
     def get(self, execution: str, kind: Any) -> Any: ...
-
-
-class Records(Protocol):
-    """Where every use case of a run records itself: the run's documents and the audit log."""
-
-    @property
-    def artifacts(self) -> Artifacts: ...
-    @property
-    def audit(self) -> "AuditLog": ...
 
 
 class Started(BaseModel):
