@@ -8,6 +8,7 @@ it, then read and replayed under two policies as `rebalancer backtest` does (CPU
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from rebalancer_tools.backtest.history import load_history
 from rebalancer_tools.backtest.run import run_backtest
 
 TEAMS, DAYS, STEP_MINUTES, NODES = 50, 30, 5, 60
+SMOKE = {"TEAMS": 5, "DAYS": 1}  # --smoke: once, small (the test suite runs it so)
 
 
 def write_history(path: Path) -> int:
@@ -57,6 +59,10 @@ def policies() -> list[tuple[str, Policy]]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")
+    if parser.parse_args().smoke:
+        globals().update(SMOKE)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.jsonl"
         states = write_history(path)

@@ -5,6 +5,7 @@ figure is the controller's own cost (trigger, lock, follow-ups), not the runs' d
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 
@@ -17,7 +18,10 @@ def main() -> None:
     from rebalancer.app.observability import logger
 
     logger.setLevel("WARNING")
-    result = run_burst(clusters=50, events=1000, seed=7)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")
+    clusters, events = (3, 30) if parser.parse_args().smoke else (50, 1000)
+    result = run_burst(clusters=clusters, events=events, seed=7)
     print(f"burst: {result.summary()}")
     print(f"burst: {result.events / result.settle_seconds:.0f} events/s; at most {result.max_runs_per_cluster} runs "
           f"for one cluster; outcomes {dict(sorted(result.outcomes.items()))}")

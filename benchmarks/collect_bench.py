@@ -5,6 +5,7 @@ collect and of a second one in the same process, beside what one Describe per qu
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from collections import Counter
@@ -24,6 +25,10 @@ os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", 
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")
+    if parser.parse_args().smoke:
+        globals()["TEAMS"] = 20
     install()
     with mock_aws():
         emu = Emulator()

@@ -15,11 +15,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import pickle
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rebalancer_tools.simulator import StrategyResult, bench, run_strategy
 from rebalancer_tools.simulator.run import effective_policy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from smoke import tiny_scenario
 
 CACHE = Path("/tmp/fair_share_sim.pkl")
 
@@ -28,7 +32,7 @@ def one(key: str, strategy: str, trace: str, window: float, strength: float) -> 
     from rebalancer.planning import fair_share
 
     fair_share.STRENGTH = strength
-    sc = bench.scenario(key, trace)
+    sc = tiny_scenario() if key == "smoke" else bench.scenario(key, trace)
     if strategy == "rebalancer" and window:
         policy = effective_policy(sc)
         fairness = policy.fairness.model_copy(update={"window_hours": window})
@@ -36,7 +40,16 @@ def one(key: str, strategy: str, trace: str, window: float, strength: float) -> 
     return key, strategy, dataclasses.replace(run_strategy(sc, strategy), timeline=None)
 
 
+def smoke() -> None:
+    """The three strategies on a tiny scenario, in this process, nothing cached."""
+    results = {s: one("smoke", s, "", 168.0, 1.0)[2] for s in ("builtin", "pooled", "rebalancer")}
+    print("smoke: " + "; ".join(f"{g.head}: {g.check(results)[0]}" for g in bench.GOALS))
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--smoke"]:  # SMOKE_HELP
+        smoke()
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("label")
     ap.add_argument("window", type=float)

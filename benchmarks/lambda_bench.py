@@ -14,11 +14,12 @@ interpreters interleaved with this one's, so before and after share the machine'
   for the floor, in turn, so a burst of load on a shared machine falls on all of them alike. CPU is the process's CPU
   time, steadier than wall time. "as shipped" is the CPU time with only the .pyc files the layer ships (none
   written): what a Lambda, whose /opt is read-only, pays; a layer without .pyc compiles every module each time.
-- The verdict is a ratio, not milliseconds (an absolute target on a shared machine is noise): a handler's median CPU
-  ÷ the floor's, where the floor is what any handler pays whatever it does: boto3, pydantic, and Powertools' Logger,
-  Metrics and a Tracer patching botocore and http.client only (as rebalancer.app.observability has it). The floor is
-  the same code whatever --root is. A ratio above RATIO_TARGET is flagged. On a busy machine the ratio moves by
-  ±0.1 from run to run; the last column, how many more modules than the floor a handler loads, does not.
+- Each handler is shown as a ratio beside its milliseconds (an absolute figure on a shared machine is noise): its
+  median CPU ÷ the floor's, where the floor is what any handler pays whatever it does: boto3, pydantic, and
+  Powertools' Logger, Metrics and a Tracer patching botocore and http.client only (as rebalancer.app.observability
+  has it). The floor is the same code whatever --root is. There is no target: the one deadline a cold start meets is
+  Slack's 3 s, measured where the user waits by benchmarks/why_bench.py. On a busy machine the ratio moves by ±0.1
+  from run to run; the last column, how many more modules than the floor a handler loads, does not.
 - `--instructions` counts instead of timing: the instructions each cold import executes (valgrind's callgrind,
   `Collected` Ir, less a bare interpreter's), once per subject since the count is the same on every run. It is blind
   to memory stalls and page faults, so its ratios read lower than the CPU ones, but a change's effect shows to the
@@ -52,7 +53,6 @@ from rebalancer_tools import layer  # noqa: E402
 RUNS = 9
 SHIPPED_RUNS = 3
 MB = 1_000_000
-RATIO_TARGET = 1.5
 FLOOR_LABEL = "(floor)"
 MODEL_LABEL = "(floor + one model)"
 LAYER_TARGET_BYTES = 60 * MB
@@ -104,11 +104,10 @@ def instruction_table(every: list[Subject], pycache: Path) -> Table:
     counts = {s.label: instructions(s.function_dir, s.path, pycache) - bare for s in every}
     floor = counts[FLOOR_LABEL]
     out = Table(title="cold import of functions/<name>/app.py: instructions ÷ the floor's (callgrind, once each)")
-    for column in ("handler", "ratio", "", "million instructions"):
+    for column in ("handler", "ratio", "million instructions"):
         out.add_column(column, justify="left" if column == "handler" else "right")
     for label, n in counts.items():
-        flag = "" if label in (FLOOR_LABEL, MODEL_LABEL) else ("ok" if n / floor <= RATIO_TARGET else "OVER")
-        out.add_row(label, f"{n / floor:.3f}", flag, f"{n / 1e6:,.0f}")
+        out.add_row(label, f"{n / floor:.3f}", f"{n / 1e6:,.0f}")
     return out
 
 
@@ -181,15 +180,12 @@ def table(timings: dict[str, Timings], runs: int) -> Table:
     floor_modules = timings[FLOOR_LABEL].modules
     out = Table(title=f"cold import of functions/<name>/app.py: CPU ÷ the floor's, medians of {runs} interleaved "
                       "fresh interpreters")
-    for column in ("handler", "ratio", "", "CPU ms", "wall ms", "min-max wall", "as shipped CPU ms",
+    for column in ("handler", "ratio", "CPU ms", "wall ms", "min-max wall", "as shipped CPU ms",
                    "modules beyond the floor's"):
         out.add_column(column, justify="left" if column == "handler" else "right")
     for label, t in timings.items():
         cpu = statistics.median(t.cpu)
-        ratio = cpu / floor
-        reference = label in (FLOOR_LABEL, MODEL_LABEL)
-        flag = "" if reference else ("ok" if ratio <= RATIO_TARGET else f"OVER {RATIO_TARGET}")
-        out.add_row(label, f"{ratio:.2f}", flag, f"{cpu:.0f}", f"{statistics.median(t.wall):.0f}",
+        out.add_row(label, f"{cpu / floor:.2f}", f"{cpu:.0f}", f"{statistics.median(t.wall):.0f}",
                     f"{min(t.wall):.0f}-{max(t.wall):.0f}", f"{statistics.median(t.shipped):.0f}" if t.shipped else "-",
                     f"{t.modules - floor_modules:+d}")
     return out
@@ -205,12 +201,18 @@ def main() -> None:
                         help="count each import's instructions under valgrind instead of timing them")
     parser.add_argument("--shipped-runs", type=int, default=SHIPPED_RUNS,
                         help="rounds without the scratch .pyc files (0: skip the \"as shipped\" column)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="once, small (the test suite runs it so): one handler, no layer build, one round")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.shipped_runs = 1, 0
     console = Console(width=120)
     with tempfile.TemporaryDirectory(prefix="lambda-bench-") as tmp:
         scratch = Path(tmp)
         root: Path = args.root.resolve()
-        every = subjects("", root, layer_path(root, args.build, scratch, console))
+        path = ([root / "layers" / "core", layer.site_packages()] if args.smoke
+                else layer_path(root, args.build, scratch, console))
+        every = subjects("", root, path)[:1 if args.smoke else None]
         if args.baseline is not None:
             baseline: Path = args.baseline.resolve()
             before = subjects(" (baseline)", baseline, layer_path(baseline, None, scratch / "baseline", console))

@@ -5,6 +5,7 @@
 
 Scenarios: p512, p1024f (MTBF 720 h), p1024 (the Philly trace), synth, synthf (MTBF 720 h): the synthetic trace
 that `rebalancer trace --teams 8 --gpus 256 --load 1.3 --days 30 --seed 7` writes, generated here in memory.
+`levers_sim.py --smoke` runs a tiny scenario once (the test suite does).
 Options: `set` (policy fields by dotted path, `teams*.` for every team), `seed`, `interval_s`, `gfrac` (guarantee
 fraction of the default policy), `window_ticks` (experiment: demand seen as its peak over the last k runs).
 """
@@ -16,6 +17,7 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from rebalancer.domain.policy import Policy
@@ -23,6 +25,9 @@ from rebalancer_tools.simulator import Failures, Scenario, default_teams, load_t
 from rebalancer_tools.simulator.controller import default_policy
 from rebalancer_tools.simulator.engine import ControllerView, Decision
 from rebalancer_tools.simulator.run import controller_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from smoke import tiny_scenario
 
 PHILLY = "../shared/traces/philly-vc/jobs.csv"
 SYNTH = "synthetic: 8 teams, 256 GPUs, load 1.3, 30 days, seed 7"
@@ -64,18 +69,27 @@ def windowed(sc: Scenario, k: int) -> Any:
     return controller
 
 
-def main() -> None:
-    name, strategy, label = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "default"
-    opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+def scenario(name: str, strategy: str, opts: dict[str, Any]) -> Scenario:
+    if name == "smoke":
+        sc = tiny_scenario()
+        return dataclasses.replace(sc, policy=policy_with(list(sc.teams), opts) if strategy == "rebalancer" else None)
     trace, gpus, mtbf = SCENARIOS[name]
     if trace == SYNTH:
         jobs = synthetic.generate(synthetic.default_teams(8, 256, 1.3), days=30, seed=7)
     else:
         jobs = load_trace(trace)
     teams = default_teams(jobs, gpus, 8)
-    sc = Scenario(jobs=jobs, teams=teams, nodes=gpus // 8, failures=Failures(mtbf_hours=mtbf),
-                  seed=opts.get("seed", 1), controller_interval_s=opts.get("interval_s", 900.0),
-                  policy=policy_with(teams, opts) if strategy == "rebalancer" else None)
+    return Scenario(jobs=jobs, teams=teams, nodes=gpus // 8, failures=Failures(mtbf_hours=mtbf),
+                    seed=opts.get("seed", 1), controller_interval_s=opts.get("interval_s", 900.0),
+                    policy=policy_with(teams, opts) if strategy == "rebalancer" else None)
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--smoke"]:  # SMOKE_HELP
+        sys.argv[1:] = ["smoke", "rebalancer", "smoke"]
+    name, strategy, label = sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "default"
+    opts = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    sc = scenario(name, strategy, opts)
     k = opts.get("window_ticks")
     started = time.process_time()
     result = run_strategy(sc, strategy, controller=windowed(sc, k) if strategy == "rebalancer" and k else None)

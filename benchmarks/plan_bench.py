@@ -13,6 +13,7 @@ in the same run, at most 3.5 (a shared machine moves both; tests never assert ti
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import statistics
@@ -206,11 +207,18 @@ def lp_deviation_families(cases: int = 100, seed: int = 13) -> tuple[float, floa
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")
+    smoke = parser.parse_args().smoke
+    global RUNS
+    RUNS = 1 if smoke else RUNS
+    sizes = ((10, False), (10, True)) if smoke else ((10, False), (100, False), (1000, False), (1000, True))
+    largest = 10 if smoke else 1000
     types = instance_types()
     table = Table(title=f"planning time, median/mean of {RUNS} runs, ms of CPU, one core")
     for col in ("teams", "types", "pools", "make_plan", "engine only", "changes", "no-op re-plan"):
         table.add_column(col, justify="right")
-    for teams, families in ((10, False), (100, False), (1000, False), (1000, True)):
+    for teams, families in sizes:
         snap, pol = synthetic(teams, types, families=families)
         plan = make_plan(snap, pol, NOW)
         pools, _ = build_pools(snap, pol, NOW)
@@ -230,20 +238,20 @@ def main() -> None:
     console.print(f"calibration: a 1,000,000-iteration Python loop takes {loop:.0f} ms CPU here "
                   "(about 25 ms on a current desktop core)")
     # The target is a ratio of figures from this run, each plan paired with a loop: a busier machine moves both.
-    snap, pol = synthetic(1000, types)
+    snap, pol = synthetic(largest, types)
     ratio, plan_ms, loop_ms = paired_ratio(lambda: make_plan(snap, pol, NOW))
-    console.print(f"ratio: make_plan at 1,000 teams × {len(types)} types ÷ calibration loop, median of "
+    console.print(f"ratio: make_plan at {largest:,} teams × {len(types)} types ÷ calibration loop, median of "
                   f"{2 * RUNS} back-to-back pairs = {ratio:.2f} (medians {plan_ms:.1f} ms ÷ {loop_ms:.1f} ms; target "
                   f"at most {PLAN_RATIO_TARGET})")
     # CPU time excludes other processes, but on a loaded machine they still share caches and the core's clock.
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     console.print(f"machine load while measuring (1/5/15 min): {load} on {os.cpu_count()} CPUs")
-    cont, ints = lp_deviation()
-    console.print(f"engine vs LP (HiGHS, progressive filling), 200 random pools: max deviation "
+    cont, ints = lp_deviation(cases=10 if smoke else 200)
+    console.print(f"engine vs LP (HiGHS, progressive filling), {10 if smoke else 200} random pools: max deviation "
                   f"{cont:.2e} (continuous), {ints:.3f} (integer, bound 1)")
-    cont, ints = lp_deviation_families()
-    console.print(f"with family caps, 100 random sets of 3 pools: max deviation {cont:.2e} (continuous), "
-                  f"{ints:.3f} (integer, bound 1)")
+    cont, ints = lp_deviation_families(cases=5 if smoke else 100)
+    console.print(f"with family caps, {5 if smoke else 100} random sets of 3 pools: max deviation "
+                  f"{cont:.2e} (continuous), {ints:.3f} (integer, bound 1)")
 
 
 if __name__ == "__main__":
