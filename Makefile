@@ -41,8 +41,8 @@ test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test
 # Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of the
 # oldest and newest supported Python, each running a plan and the demo; `make test` checks the same wheel offline
 # against .venv. About two minutes per Python.
-test-install: $(STAMP) ## the laptop install on Python 3.12 and 3.13: the wheel, its [tools] extra, dev.lock's pins
-	$(PY) scripts/test_install.py 12 13
+test-install: $(STAMP) ## the laptop install on Python 3.11 and 3.13: the wheel, its [tools] extra, dev.lock's pins
+	$(PY) scripts/test_install.py 11 13
 
 # The approval page's browser tests drive Debian's chromium through Playwright (no browser download of its own).
 # About 70 s the first time (apt-get update + install, measured on the dev machine); nothing after that.

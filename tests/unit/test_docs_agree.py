@@ -69,6 +69,6 @@ def test_every_subcommand_the_readme_names_exists(group: str, sub: str) -> None:
 def test_the_supported_pythons_are_the_projects_and_the_ones_ci_installs_on() -> None:
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     oldest = requires.removeprefix(">=3.")
-    assert f"Python 3.{oldest} and 3.13 (`requires-python {requires.replace('>=', '>= ')}`" in README
+    assert f"Python 3.{oldest} to 3.13 (`requires-python {requires.replace('>=', '>= ')}`" in README
     assert re.search(rf"scripts/test_install.py {oldest} 13\b", (ROOT / "Makefile").read_text())
     assert "make test-install" in (ROOT / ".ci/run").read_text()
