@@ -1,6 +1,6 @@
 """`/rebalancer why` against Slack's three-second window: the approval function's answer to a signed slash command,
 through its resolver, on a large cluster's table (boto3 against moto in process: DynamoDB's own latency is not in the
-figure; see the README's "Why is my job pending?" for what the answer reads).
+figure; see docs/cli/why.md for what the answer reads).
 
 Run: `python benchmarks/why_bench.py [--teams 200] [--older 5000] [--runs 9]`. The table holds `--older` audit records
 of earlier runs under the latest run, whose snapshot has `--teams` teams on two pools with five pending workloads
