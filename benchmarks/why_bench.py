@@ -11,13 +11,14 @@ holding `--older` audit records (20,000: most of a year of 15-minute runs) under
 `--teams` teams on two pools with five pending workloads each. A fresh interpreter with a Lambda's environment and
 this checkout's source on its path imports functions/approval/app.py and answers one signed slash command through
 its handler. Its CPU time is what Lambda bills and stretches: the table's answers cost it only their parsing (the
-emulator's own work is another process's... thread's, outside the child's CPU time). Each child runs twice; the
+emulator's own work is done in this process, outside the child's CPU time). Each child runs twice; the
 first writes the .pyc files (the layer ships them compiled, rebalancer_tools.layer), the second is timed.
 
 Modelled: Lambda gives a function a CPU share in proportion to its memory, one full vCPU at 1,769 MB (DESIGN.md), so
 CPU time measured here is stretched by 1,769 / MemorySize of the approval function (read from template.yaml); the
 goal is at most 2 s of the 3 s, leaving the rest to the network and Slack. This machine's core is not Graviton's;
-the figure is an estimate of the order, not a promise.
+the figure is an estimate of the order, not a promise. docs/cli/why.md says what the answer reads;
+docs/internals/slack-deadline.md gives the figures and the lever chosen.
 
 Run: `python benchmarks/why_bench.py [--teams 200] [--older 20000] [--runs 5]`; `--smoke` runs it once, small.
 """

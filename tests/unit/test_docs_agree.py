@@ -1,25 +1,33 @@
-"""Every figure and count the README, the help texts, the Makefile and the docs state about the tools is the code's
-own: the demo's scenarios, the simulator's bench scenarios and strategies, the sandbox's cluster, the commands."""
+"""Every figure and count the README, the docs site, the help texts and the Makefile state about the tools is the
+code's own: the demo's scenarios, the simulator's bench scenarios and strategies, the sandbox's cluster, the commands,
+the holds in their order, the template's parameters, what `why` reads, the supported Pythons."""
 
 from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import docs
+from support.layer_build import build_layer
+from support.template import template
 
+from rebalancer.app.why import READ_MAX as SLACK_READ_MAX
+from rebalancer.engine.stability import RULES
 from rebalancer_tools.cli import COMMANDS, cli
+from rebalancer_tools.cli.why_cmd import READ_MAX as CLI_READ_MAX
 from rebalancer_tools.demo.scenarios import SCENARIOS
 from rebalancer_tools.emulator.demo import DEMO
 from rebalancer_tools.simulator import STRATEGIES, bench
 
-ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+ROOT = docs.ROOT
+README = docs.page("README.md")
+ALL = docs.text()
 MAKEFILE = (ROOT / "Makefile").read_text()
-SIMULATION = (ROOT / "docs/simulation.md").read_text()
-NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+SIMULATION = docs.page("simulation.md")
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+           "ten": 10, "eleven": 11, "twelve": 12}
 
 
 def help_of(*command: str) -> str:
@@ -45,30 +53,59 @@ def test_the_simulator_bench_counts() -> None:
     assert f"`make bench-sim` — {len(bench.SCENARIOS)} scenarios × {len(STRATEGIES)} strategies" in SIMULATION
 
 
-def test_the_sandbox_cluster_as_the_readme_describes_it() -> None:
+@pytest.mark.parametrize("name", ["README.md", "cli/emulator.md"])
+def test_the_sandbox_cluster_as_the_docs_describe_it(name: str) -> None:
+    text = docs.flat(docs.page(name))
     groups = ", ".join(f"{g.instance_type} ×{g.count}" for g in DEMO.groups)
-    assert f"({groups})" in " ".join(README.split()), groups
-    assert f"`{DEMO.cluster_name}`" in README
-    assert "five teams" in README
+    assert f"`{DEMO.cluster_name}` ({groups})" in text, groups
+    assert "five teams" in text
     assert len(DEMO.teams) == NUMBERS["five"]
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_every_command_is_in_the_readme(command: str) -> None:
-    assert re.search(rf"`rebalancer {command}\b|^rebalancer {command}\b|\brebalancer {command} ", README, re.M), command
+def test_every_command_is_in_the_docs(command: str) -> None:
+    assert re.search(rf"`rebalancer {command}\b|^rebalancer {command}\b|\brebalancer {command} ", ALL, re.M), command
 
 
 @pytest.mark.parametrize(("group", "sub"), [("emulator", s) for s in ("fail-node", "heal-node", "add-demand",
                                                                         "resize")]
-                         + [("approvals", s) for s in ("list", "approve", "reject")] + [("policy", "init")])
-def test_every_subcommand_the_readme_names_exists(group: str, sub: str) -> None:
-    assert f"{sub}" in README
+                         + [("approvals", s) for s in ("list", "approve", "reject")] + [("policy", "init"),
+                                                                                        ("policy", "push")])
+def test_every_subcommand_the_docs_name_exists(group: str, sub: str) -> None:
+    assert re.search(rf"\b{group} {sub}\b", ALL), (group, sub)
     assert help_of(group, sub)
 
 
 def test_the_supported_pythons_are_the_projects_and_the_ones_ci_installs_on() -> None:
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     oldest = requires.removeprefix(">=3.")
-    assert f"Python 3.{oldest} and 3.13 (`requires-python {requires.replace('>=', '>= ')}`" in README
-    assert re.search(rf"scripts/test_install.py {oldest} 13\b", (ROOT / "Makefile").read_text())
-    assert "make test-install" in (ROOT / ".ci/run").read_text()
+    install = docs.flat(README[README.index("## Install on a laptop"):])
+    assert f"Python 3.{oldest} to 3.13 (`requires-python {requires.replace('>=', '>= ')}`" in install
+    assert re.search(rf"scripts/test_install.py {oldest} 13\b", MAKEFILE)
+    assert f"Python 3.{oldest} and 3.13" in docs.flat(docs.page("internals/contributing.md"))
+    ci = (ROOT / ".ci/run").read_text()
+    assert "make test-install" in ci
+    assert "make docs" in ci
+
+
+def test_the_holds_are_listed_in_the_order_the_engine_applies_them() -> None:
+    listed = re.findall(r"^\d+\. \*\*([^*]+)\*\*", docs.page("policy/holds.md"), re.M)
+    assert listed == [rule.name for rule in RULES]
+
+
+def test_every_template_parameter_is_in_the_deploy_table() -> None:
+    table = "\n".join(line for line in docs.page("deploy/index.md").splitlines() if line.startswith("| `"))
+    documented = set(re.findall(r"`(\w+)`", table))
+    assert set(template()["Parameters"]) <= documented, set(template()["Parameters"]) - documented
+
+
+def test_what_why_reads_is_what_the_page_says() -> None:
+    page = docs.flat(docs.page("cli/why.md"))
+    assert f"the newest {SLACK_READ_MAX:,} records" in page
+    assert f"reads up to {CLI_READ_MAX:,}" in page
+
+
+def test_the_layer_ships_the_data_of_the_services_the_page_counts() -> None:
+    counted = re.search(r"botocore's data for the (\w+) services", docs.flat(docs.page("deploy/index.md")))
+    assert counted
+    assert NUMBERS[counted.group(1)] == len(build_layer().SERVICES)

@@ -10,14 +10,13 @@ from typing import Any
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from support import docs
 from support.fuzz import fuzz
 
 from rebalancer_tools.backtest.policy_text import Edit, apply_edits, patch
 
 ROOT = Path(__file__).resolve().parents[3]
-TEXTS = [p.read_text() for p in sorted((ROOT / "examples").glob("*policy*.yaml"))] + [
-    block for block in re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    if "teams:" in block]
+TEXTS = [p.read_text() for p in sorted((ROOT / "examples").glob("*policy*.yaml"))] + docs.policies()
 POOLS = ["ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.p5.48xlarge:mig-1g.10gb"]
 
 

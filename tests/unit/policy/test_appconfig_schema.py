@@ -1,12 +1,11 @@
 """The policy schema as AppConfig's JSON_SCHEMA validator reads it (draft 4): it is a valid draft-4 schema, the
 template's validator holds exactly it (regenerate with `rebalancer schema policy --appconfig --write-template`), it
-fits the validator's 32,768 characters, it accepts every policy the loader accepts (examples, README, a fuzz corpus)
+fits the validator's 32,768 characters, it accepts every policy the loader accepts (examples, the docs, a fuzz corpus)
 once pushed as JSON, and it refuses what is wrong in shape, naming where."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from support import docs
 from support.fuzz import fuzz, mutated
 from support.template import template
 
@@ -30,12 +30,11 @@ EXAMPLES = sorted((ROOT / "examples").glob("*policy*.yaml"))
 VALIDATOR = jsonschema.Draft4Validator(ac.validator_schema())
 
 
-def readme_policies() -> list[Any]:
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    return [doc for doc in map(yaml.safe_load, blocks) if isinstance(doc, dict) and "teams" in doc]
+def docs_policies() -> list[Any]:
+    return [yaml.safe_load(block) for block in docs.policies()]
 
 
-CORPUS = [yaml.safe_load(p.read_text()) for p in EXAMPLES] + readme_policies()
+CORPUS = [yaml.safe_load(p.read_text()) for p in EXAMPLES] + docs_policies()
 
 
 def loader_accepts(doc: Any) -> bool:

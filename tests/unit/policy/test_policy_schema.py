@@ -1,12 +1,11 @@
 """The JSON schema `rebalancer schema policy` publishes accepts every policy the loader accepts (the examples, the
-README's, and a fuzz corpus of the example policies with one value replaced), so an editor or a CI check that
+docs', and a fuzz corpus of the example policies with one value replaced), so an editor or a CI check that
 validates with it never refuses a valid policy; and it refuses what is wrong in shape (types, unknown keys, ranges,
 team names, percents above 100), as the loader does."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from support import docs
 from support.fuzz import fuzz, mutated
 
 from rebalancer.domain.policy import Policy
@@ -38,9 +38,8 @@ def published() -> jsonschema.protocols.Validator:
 VALIDATOR = published()
 
 
-def readme_policies() -> list[Any]:
-    blocks = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-    return [doc for doc in map(yaml.safe_load, blocks) if isinstance(doc, dict) and "teams" in doc]
+def docs_policies() -> list[Any]:
+    return [yaml.safe_load(block) for block in docs.policies()]
 
 
 def loader_accepts(doc: Any) -> bool:
@@ -61,9 +60,9 @@ def schema_errors(doc: Any) -> list[str]:
             for error in VALIDATOR.iter_errors(doc) for e in leaves(error)]
 
 
-def test_there_are_example_and_readme_policies_to_check() -> None:
+def test_there_are_example_and_docs_policies_to_check() -> None:
     assert len(EXAMPLES) >= 2
-    assert len(readme_policies()) >= 2
+    assert len(docs_policies()) >= 2
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -73,13 +72,13 @@ def test_every_example_policy_is_valid_for_both(path: Path) -> None:
     assert schema_errors(doc) == []
 
 
-def test_every_readme_policy_is_valid_for_both() -> None:
-    for doc in readme_policies():
+def test_every_docs_policy_is_valid_for_both() -> None:
+    for doc in docs_policies():
         assert loader_accepts(doc), doc
         assert schema_errors(doc) == [], doc
 
 
-CORPUS = [yaml.safe_load(p.read_text()) for p in EXAMPLES] + readme_policies()
+CORPUS = [yaml.safe_load(p.read_text()) for p in EXAMPLES] + docs_policies()
 
 
 @fuzz(max_examples=300)

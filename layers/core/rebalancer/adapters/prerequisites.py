@@ -23,7 +23,7 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # newest first; a 404 falls back to the next
 CONTAINER_INSIGHTS = "ContainerInsights"
 CONTAINER_INSIGHTS_METRICS = ("pod_gpu_utilization", "pod_neuroncore_utilization")
-RBAC_FIX = "apply the Kueue reader ClusterRole and binding (README, Deploying: Kueue access)"
+RBAC_FIX = "apply the Kueue reader ClusterRole and binding (docs/deploy/kueue-access.md)"
 
 Status = Literal["ok", "warn", "fail", "sandbox"]  # sandbox: a check that cannot apply to the local sandbox
 

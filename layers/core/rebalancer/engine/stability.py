@@ -30,7 +30,7 @@ Where a new rule goes, for instance "a team may lose at most N accelerators per 
 (`Stability.max_daily_loss` in rebalancer.domain.policy), the rule in this module (a `PlanRule` after max_move in
 `RULES`, with its reason text, and its parameter on `Settings`, set in `settings_of`), its tests
 (tests/unit/allocation/test_stability.py, next to the others': what it holds, the reason it gives, its place in the
-order) and the README's policy reference ("Stability"). No other module changes: the engine applies whatever
+order) and its line in docs/policy/holds.md. No other module changes: the engine applies whatever
 `RULES` lists, stage by stage, in the order listed. That rule also needs what each team lost over the trailing day,
 which is history: it reaches `settings_of` with the planning context (issue 21, item 2), not yet with the policy.
 """

@@ -61,7 +61,7 @@ def max_nodes(api_client: k8s.ApiClient, request_timeout: float = 30) -> dict[st
             return {}
         if e.status in (401, 403):
             raise PermanentError(f"Kubernetes list {PLURAL}.{GROUP}: {e.status} {e.reason} (the role needs list on "
-                                 f"{PLURAL}.{GROUP}: README, Kueue access)") from e
+                                 f"{PLURAL}.{GROUP}: docs/deploy/kueue-access.md)") from e
         raise TransientError(f"Kubernetes list {PLURAL}.{GROUP}: {e.status} {e.reason}") from e
     total: Counter[str] = Counter()
     for pool in listed.get("items", []) or []:
