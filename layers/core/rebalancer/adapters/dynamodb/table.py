@@ -3,7 +3,8 @@ has its repository beside this module; only this package builds keys or calls th
 
 Item layout (pk / sk), by repository:
   artifacts    RUN#<execution>        / SNAPSHOT | PLAN | APPLY | SCHEDULER  gzip'd JSON, too big for Step
-                                                                             Functions state
+                                                                             Functions state (in parts when
+                                                                             larger than PART_BYTES)
   deliveries   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries
                                                                        skip it)
   audit        AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
@@ -36,21 +37,25 @@ Item layout (pk / sk), by repository:
                                                                        and started / ended flags; expires_at =
                                                                        until + the audit retention
   (Powertools) idempotency#<function> / <hash>                         Powertools idempotency
+  (parts)      PART#<pk>#<sk>         / <index, 5 digits>              the gzip'd body of the item <pk>/<sk> in
+                                                                       pieces of PART_BYTES (see Table.put_packed)
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from boto3.dynamodb.conditions import Attr
+from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from rebalancer.domain.clock import Clock, system_clock
+from rebalancer.errors import PermanentError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
@@ -78,6 +83,10 @@ def pack(document: Any) -> bytes:
     return gzip.compress(json.dumps(document, separators=(",", ":"), sort_keys=True).encode())
 
 
+def _parts_key(item: dict[str, Any]) -> str:
+    return f"PART#{item[KEY]}#{item[SORT]}"
+
+
 def unpack(body: Any) -> Any:
     return json.loads(unzip(body))
 
@@ -85,6 +94,13 @@ def unpack(body: Any) -> Any:
 def unzip(body: Any) -> bytes:
     """A binary attribute's bytes (boto3 gives a Binary wrapper) decompressed."""
     return gzip.decompress(bytes(getattr(body, "value", body)))
+
+
+# A gzip'd document up to this size is one attribute of its item; a larger one is written in parts of this size, each
+# an item of its own (DynamoDB's items hold 400 KB, names and keys included). Compression alone does not bound a
+# document: a cluster of 10,000 teams x 15 types has a 1.3 MB gzip'd snapshot and a 1 MB plan (benchmarks/
+# plan_bench.synthetic), and text does not compress below its entropy.
+PART_BYTES = 256 * 1024
 
 
 def conditional_failed(e: ClientError) -> bool:
@@ -120,6 +136,33 @@ class Table:
                 return False
             raise
         return True
+
+    def put_packed(self, item: dict[str, Any], document: Any) -> None:
+        """Writes `item` with `document` gzip'd: in its `body` when that fits in PART_BYTES; else the body goes in
+        parts (written first, each an item under PART#<pk>#<sk> with the item's expiry) and the item names how many
+        and their SHA-256, so a reader never takes parts of two writes for one document."""
+        body = pack(document)
+        if len(body) <= PART_BYTES:
+            self.table.put_item(Item={**item, "body": body})
+            return
+        parts = [body[i:i + PART_BYTES] for i in range(0, len(body), PART_BYTES)]
+        expiry = {TTL: item[TTL]} if TTL in item else {}
+        for i, part in enumerate(parts):
+            self.table.put_item(Item={KEY: _parts_key(item), SORT: f"{i:05d}", "body": part, **expiry})
+        self.table.put_item(Item={**item, "parts": len(parts), "digest": hashlib.sha256(body).hexdigest()})
+
+    def unpacked(self, item: dict[str, Any]) -> Any:
+        """The document an item written by `put_packed` holds (its parts read back, in order, when it has them)."""
+        if "body" in item:
+            return unpack(item["body"])
+        count = int(item["parts"])
+        parts = [bytes(getattr(p["body"], "value", p["body"]))
+                 for p in self.query(Key(KEY).eq(_parts_key(item)) & Key(SORT).lt(f"{count:05d}"))]
+        body = b"".join(parts)
+        if len(parts) != count or hashlib.sha256(body).hexdigest() != item.get("digest"):
+            raise PermanentError(f"stored document {item[KEY]}/{item[SORT]} is incomplete: {len(parts)} of its "
+                                 f"{count} parts read, or they are not the parts it was written with")
+        return json.loads(gzip.decompress(body))
 
     def query(self, condition: Any, **options: Any) -> Iterator[dict[str, Any]]:
         """Every item matching the key condition, page after page, in sort-key order (unless options say not)."""
