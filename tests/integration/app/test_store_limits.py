@@ -107,3 +107,16 @@ def test_a_part_of_another_write_is_not_taken_for_this_ones(store: Store) -> Non
     table.put_item(Item=stale)  # a part of the first write where the second's should be
     with pytest.raises(PermanentError, match="not the parts it was written with"):
         store.artifacts.get("run-1", "SNAPSHOT")
+
+
+def test_an_audit_record_of_a_plan_too_big_even_compressed_keeps_each_item_within_the_limit(store: Store) -> None:
+    """A plan of 10,000 teams compresses to about 1 MB: its audit fields go in parts, and read back whole."""
+    rnd = random.Random(3)
+    detail = {"changes": [{"team": f"{rnd.getrandbits(64):016x}", "after": rnd.random()} for _ in range(40_000)]}
+    store.audit.append("c1", "run-1", "plan", outcome="approve", after={"a": 1}, detail=detail)
+    assert max(item_sizes()) < ITEM_LIMIT * 0.75
+    [record] = store.audit.records("c1")
+    assert record["detail"] == detail
+    assert record["after"] == {"a": 1}
+    [newest] = list(store.audit.newest("c1"))
+    assert newest["detail"] == detail

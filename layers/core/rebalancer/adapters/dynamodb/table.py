@@ -37,8 +37,9 @@ Item layout (pk / sk), by repository:
                                                                        and started / ended flags; expires_at =
                                                                        until + the audit retention
   (Powertools) idempotency#<function> / <hash>                         Powertools idempotency
-  (parts)      PART#<pk>#<sk>         / <index, 5 digits>              the gzip'd body of the item <pk>/<sk> in
-                                                                       pieces of PART_BYTES (see Table.put_packed)
+  (parts)      PART#<pk>#<sk>[#<field>] / <index, 5 digits>            the gzip'd body of the item <pk>/<sk> (or of
+                                                                       an audit record's field) in pieces of
+                                                                       PART_BYTES (see Table.put_parts)
 """
 
 from __future__ import annotations
@@ -138,31 +139,41 @@ class Table:
         return True
 
     def put_packed(self, item: dict[str, Any], document: Any) -> None:
-        """Writes `item` with `document` gzip'd: in its `body` when that fits in PART_BYTES; else the body goes in
-        parts (written first, each an item under PART#<pk>#<sk> with the item's expiry) and the item names how many
-        and their SHA-256, so a reader never takes parts of two writes for one document."""
+        """Writes `item` with `document` gzip'd: in its `body` when that fits in PART_BYTES, else in parts
+        (`put_parts`) that the item names."""
         body = pack(document)
         if len(body) <= PART_BYTES:
             self.table.put_item(Item={**item, "body": body})
             return
-        parts = [body[i:i + PART_BYTES] for i in range(0, len(body), PART_BYTES)]
-        expiry = {TTL: item[TTL]} if TTL in item else {}
-        for i, part in enumerate(parts):
-            self.table.put_item(Item={KEY: _parts_key(item), SORT: f"{i:05d}", "body": part, **expiry})
-        self.table.put_item(Item={**item, "parts": len(parts), "digest": hashlib.sha256(body).hexdigest()})
+        named = self.put_parts(_parts_key(item), body, item.get(TTL))
+        self.table.put_item(Item={**item, "parts": named["parts"], "digest": named["digest"]})
 
     def unpacked(self, item: dict[str, Any]) -> Any:
         """The document an item written by `put_packed` holds (its parts read back, in order, when it has them)."""
         if "body" in item:
             return unpack(item["body"])
-        count = int(item["parts"])
+        return json.loads(gzip.decompress(self.get_parts(_parts_key(item), item, f"{item[KEY]}/{item[SORT]}")))
+
+    def put_parts(self, key: str, body: bytes, expires_at: Any = None) -> dict[str, Any]:
+        """Writes `body` in pieces of PART_BYTES, each an item under `key` (with `expires_at`, when given) and
+        returns what names them (count and SHA-256) for the item that holds them: written after its parts, it never
+        names a part not yet written, and the digest tells parts of two writes apart."""
+        parts = [body[i:i + PART_BYTES] for i in range(0, len(body), PART_BYTES)]
+        expiry = {TTL: expires_at} if expires_at is not None else {}
+        for i, part in enumerate(parts):
+            self.table.put_item(Item={KEY: key, SORT: f"{i:05d}", "body": part, **expiry})
+        return {"parts": len(parts), "digest": hashlib.sha256(body).hexdigest()}
+
+    def get_parts(self, key: str, named: dict[str, Any], what: str) -> bytes:
+        """The bytes `put_parts` wrote under `key`, as `named` (its answer, read back from the item) says."""
+        count = int(named["parts"])
         parts = [bytes(getattr(p["body"], "value", p["body"]))
-                 for p in self.query(Key(KEY).eq(_parts_key(item)) & Key(SORT).lt(f"{count:05d}"))]
+                 for p in self.query(Key(KEY).eq(key) & Key(SORT).lt(f"{count:05d}"))]
         body = b"".join(parts)
-        if len(parts) != count or hashlib.sha256(body).hexdigest() != item.get("digest"):
-            raise PermanentError(f"stored document {item[KEY]}/{item[SORT]} is incomplete: {len(parts)} of its "
-                                 f"{count} parts read, or they are not the parts it was written with")
-        return json.loads(gzip.decompress(body))
+        if len(parts) != count or hashlib.sha256(body).hexdigest() != named.get("digest"):
+            raise PermanentError(f"stored document {what} is incomplete: {len(parts)} of its {count} parts read, "
+                                 "or they are not the parts it was written with")
+        return body
 
     def query(self, condition: Any, **options: Any) -> Iterator[dict[str, Any]]:
         """Every item matching the key condition, page after page, in sort-key order (unless options say not)."""
