@@ -202,8 +202,15 @@ SUMMARY_MAX_BYTES = 2048
 ID_MAX_BYTES = 256  # event ids, cluster and execution names (HyperPod: 63, Step Functions: 80), ARNs of them
 
 
-def _summary(text: str) -> str:
+def summary_text(text: str) -> str:
+    """Event text as it is recorded and carried: one clean line of at most SUMMARY_MAX_BYTES of UTF-8, reading at
+    most a few times that of `text` however long it is."""
     return cut_utf8(clean_text(text, SUMMARY_MAX_BYTES), SUMMARY_MAX_BYTES)
+
+
+def id_text(text: str) -> str:
+    """An id from outside (an event's) as it is recorded: one clean line of at most ID_MAX_BYTES."""
+    return cut_utf8(clean_text(text, ID_MAX_BYTES), ID_MAX_BYTES)
 
 
 def _identifier(text: str) -> str:
@@ -212,7 +219,7 @@ def _identifier(text: str) -> str:
     return text
 
 
-Summary = Annotated[str, AfterValidator(_summary)]
+Summary = Annotated[str, AfterValidator(summary_text)]
 Identifier = Annotated[str, AfterValidator(_identifier)]
 
 
@@ -233,8 +240,7 @@ class Trigger(BaseModel):
 
 
 def event_id_of(event: Any) -> str:
-    return cut_utf8(clean_text(str(event.get("id", "(no id)")), ID_MAX_BYTES), ID_MAX_BYTES) \
-        if isinstance(event, dict) else "(not an object)"
+    return id_text(str(event.get("id", "(no id)"))) if isinstance(event, dict) else "(not an object)"
 
 
 def parse_trigger(event: Any) -> Trigger:
