@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from support.item_size import ITEM_LIMIT, item_size
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.audit import AUDIT_INLINE_MAX
@@ -49,16 +50,8 @@ def test_state_lists_are_summarised_with_a_count_of_the_rest() -> None:
     assert summarised(lines[:3]) == lines[:3]
 
 
-ITEM_LIMIT = 400 * 1024
-
-
 def item_sizes() -> list[int]:
-    """Every item's size as DynamoDB counts it (names plus values; binary raw)."""
-    out = []
-    for item in boto3.resource("dynamodb").Table("t").scan()["Items"]:
-        out.append(sum(len(k.encode()) + (len(v.value) if hasattr(v, "value") else len(str(v).encode()))
-                       for k, v in item.items()))
-    return out
+    return [item_size(i) for i in boto3.resource("dynamodb").Table("t").scan()["Items"]]
 
 
 def incompressible(size: int, seed: int = 7) -> dict[str, Any]:

@@ -37,9 +37,10 @@ Item layout (pk / sk), by repository:
                                                                        and started / ended flags; expires_at =
                                                                        until + the audit retention
   (Powertools) idempotency#<function> / <hash>                         Powertools idempotency
-  (parts)      PART#<pk>#<sk>[#<field>] / <index, 5 digits>            the gzip'd body of the item <pk>/<sk> (or of
-                                                                       an audit record's field) in pieces of
-                                                                       PART_BYTES (see Table.put_parts)
+  (parts)      PART#<pk>#<sk>[#…]     / <index, 5 digits>              the gzip'd body of the item <pk>/<sk> (of
+                                                                       one of its readings, of an audit record's
+                                                                       field) in pieces of PART_BYTES, with the
+                                                                       item's expiry (see Table.packed, put_parts)
 """
 
 from __future__ import annotations
@@ -139,20 +140,26 @@ class Table:
         return True
 
     def put_packed(self, item: dict[str, Any], document: Any) -> None:
-        """Writes `item` with `document` gzip'd: in its `body` when that fits in PART_BYTES, else in parts
-        (`put_parts`) that the item names."""
+        """Writes `item` holding `document` gzip'd (`packed`, its parts under PART#<pk>#<sk>)."""
+        self.table.put_item(Item={**item, **self.packed(_parts_key(item), document, item.get(TTL))})
+
+    def packed(self, parts_key: str, document: Any, expires_at: Any = None) -> dict[str, Any]:
+        """The attributes that hold `document` gzip'd in an item: its `body` when that fits in PART_BYTES, else the
+        parts written now under `parts_key` (`put_parts`) and what names them. Write the item after this returns."""
         body = pack(document)
         if len(body) <= PART_BYTES:
-            self.table.put_item(Item={**item, "body": body})
-            return
-        named = self.put_parts(_parts_key(item), body, item.get(TTL))
-        self.table.put_item(Item={**item, "parts": named["parts"], "digest": named["digest"]})
+            return {"body": body}
+        return {**self.put_parts(parts_key, body, expires_at), "parts_key": parts_key}
 
     def unpacked(self, item: dict[str, Any]) -> Any:
-        """The document an item written by `put_packed` holds (its parts read back, in order, when it has them)."""
+        """The document an item written with `packed` attributes holds (its parts read back when it has them)."""
+        return json.loads(self.unpacked_json(item))
+
+    def unpacked_json(self, item: dict[str, Any]) -> bytes:
+        """The JSON text of what `unpacked` returns (for a model's own JSON parser)."""
         if "body" in item:
-            return unpack(item["body"])
-        return json.loads(gzip.decompress(self.get_parts(_parts_key(item), item, f"{item[KEY]}/{item[SORT]}")))
+            return unzip(item["body"])
+        return gzip.decompress(self.get_parts(str(item["parts_key"]), item, f"{item[KEY]}/{item[SORT]}"))
 
     def put_parts(self, key: str, body: bytes, expires_at: Any = None) -> dict[str, Any]:
         """Writes `body` in pieces of PART_BYTES, each an item under `key` (with `expires_at`, when given) and
