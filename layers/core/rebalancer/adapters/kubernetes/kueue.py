@@ -31,6 +31,7 @@ from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
 from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
+from rebalancer.parsing.lookup import dig, list_of
 from rebalancer.parsing.text import Lines, clean_text, cut_utf8, printable, short
 
 GROUP = "kueue.x-k8s.io"
@@ -171,10 +172,10 @@ def topology_asked(pod_set: dict[str, Any]) -> str | None:
     """The topology level a pod set asks for (required, else preferred), or None: cleaned and cut to a label key's
     length. Of the pod template's annotations only these keys are read."""
     for key in ("required", "podSetSliceRequiredTopology", "preferred"):
-        if value := _dig(pod_set, "topologyRequest", key):
+        if value := dig(pod_set, "topologyRequest", key):
             return _level(key, value)
     for key in TOPOLOGY_ANNOTATIONS:
-        if value := _dig(pod_set, "template", "metadata", "annotations", key):
+        if value := dig(pod_set, "template", "metadata", "annotations", key):
             return _level(key.rsplit("/", 1)[-1], value)
     return None
 
@@ -460,35 +461,21 @@ def pod_set_instance_type(pod_set: dict[str, Any]) -> str | None:
     for label in INSTANCE_TYPE_LABELS:
         if isinstance(selector.get(label), str):
             return str(selector[label])
-    terms = _listed(_dig(pod_spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+    terms = list_of(dig(pod_spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
                          "nodeSelectorTerms"))
-    values = {v for term in terms for expr in _listed(_dig(term, "matchExpressions"))
-              if _dig(expr, "key") in INSTANCE_TYPE_LABELS and _dig(expr, "operator") == "In"
-              for v in _listed(_dig(expr, "values")) if isinstance(v, str)}
+    values = {v for term in terms for expr in list_of(dig(term, "matchExpressions"))
+              if dig(expr, "key") in INSTANCE_TYPE_LABELS and dig(expr, "operator") == "In"
+              for v in list_of(dig(expr, "values")) if isinstance(v, str)}
     return values.pop() if len(values) == 1 else None
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    """value[k1][k2]…, or None where a level is missing or not an object."""
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _listed(value: Any) -> list[Any]:
-    """`value` when it is a list, else [] (a field that only narrows what collect reads)."""
-    return value if isinstance(value, list) else []
 
 
 def flavors_offered(cluster_queue: dict[str, Any]) -> dict[str, set[str]]:
     """resource name → the flavors the ClusterQueue's resource groups offer for it."""
     offered: dict[str, set[str]] = defaultdict(set)
-    for group in _listed(_dig(cluster_queue, "spec", "resourceGroups")):
-        for flavor in _listed(_dig(group, "flavors")):
-            for resource in _listed(_dig(flavor, "resources")):
-                name, offering = _dig(resource, "name"), _dig(flavor, "name")
+    for group in list_of(dig(cluster_queue, "spec", "resourceGroups")):
+        for flavor in list_of(dig(group, "flavors")):
+            for resource in list_of(dig(flavor, "resources")):
+                name, offering = dig(resource, "name"), dig(flavor, "name")
                 if isinstance(name, str) and isinstance(offering, str):
                     offered[name].add(offering)
     return offered
@@ -572,7 +559,7 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
     acc = _Accumulator()
     queues: dict[str, dict[str, set[str]]] = {}  # team → the flavors its ClusterQueue offers per resource
     for cq in cluster_queues:
-        name = _dig(cq, "metadata", "name")
+        name = dig(cq, "metadata", "name")
         team = team_of_cluster_queue(name) if isinstance(name, str) else None
         if team is None:
             continue
@@ -585,7 +572,7 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
         for flavor, resource, total in usage:
             acc.add(acc.in_use, team, flavor, resource, total, f"ClusterQueue {_named(name)}")
     for wl in workloads:
-        namespace = _dig(wl, "metadata", "namespace")
+        namespace = dig(wl, "metadata", "namespace")
         team = team_of_namespace(namespace) if isinstance(namespace, str) else None
         if team is None:
             continue
@@ -596,7 +583,7 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
                 raise Malformed("metadata.namespace is not a Kubernetes namespace name")
             read = read_workload(wl)
         except Malformed as e:
-            acc.skip(f"Workload {_named(namespace)}/{_named(_dig(wl, 'metadata', 'name'))}", e)
+            acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
             continue
         acc.add_pending(team, namespace, read, queues.get(team, {}))
     workloads_kept = acc.workloads()

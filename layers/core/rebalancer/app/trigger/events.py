@@ -9,6 +9,7 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from rebalancer.parsing.lookup import dig
 from rebalancer.parsing.text import clean_text, cut_utf8
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
@@ -120,20 +121,10 @@ class AlarmStateChange(Detail):
         metrics = self.configuration.get("metrics")
         names: list[str] = []
         for metric in metrics if isinstance(metrics, list) else []:
-            name = _dig(metric, "metricStat", "metric", "dimensions", "ClusterName")
+            name = dig(metric, "metricStat", "metric", "dimensions", "ClusterName")
             if isinstance(name, str) and name:
                 names.append(name)
         return tuple(dict.fromkeys(names))
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    """value[k1][k2]…, or None where a level is missing or not an object (alarm metrics come in several shapes:
-    metricStat, expression, anomaly detection)."""
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
 
 
 class StateChangeEvent(EventBridgeModel):
