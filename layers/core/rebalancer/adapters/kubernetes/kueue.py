@@ -29,6 +29,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
+from rebalancer.domain.quotas import AMOUNT_RANGE
 from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 from rebalancer.parsing.lookup import dig, list_of
@@ -56,7 +57,7 @@ CONTAINERS_MAX = 1000  # containers and init containers of one pod set (the API 
 COUNT_MAX = 2**31 - 1  # a pod set's count is an int32
 # Of one resource, a workload asking for more than a quota can hold (the API's maximum, in accelerators, vCPUs, GiB
 # or partitions) can never be admitted: an absurd request, not demand.
-AMOUNT_MAX = Decimal(10_000_000)
+AMOUNT_MAX = Decimal(AMOUNT_RANGE[1])
 TOPOLOGY_MAX = 317  # characters of a topology level: a label key (a 253-character prefix, "/", a 63-character name)
 LISTED_PER_POOL = 200  # pending workloads listed per team and instance type: its first in admission order
 LISTED_TOTAL = 10_000  # over every team and type (each cut to the same count, the largest that fits)

@@ -222,7 +222,9 @@ class Trigger(BaseModel):
 
     event_id: Identifier
     kind: str
-    clusters: tuple[Identifier, ...] = Field(default=(), max_length=100)
+    # Every cluster the event names, however many (an alarm's metrics may name thousands, ours among them); the
+    # trigger keeps the managed ones in one pass.
+    clusters: tuple[Identifier, ...] = ()
     summary: Summary
     relevant: bool = True
     finished: Identifier | None = None  # a run-finished event: the name of the execution that ended
