@@ -32,6 +32,8 @@ def clean_text(value: Any, limit: int) -> str:
     if not isinstance(value, str):
         return ""
     text = value[:limit * 4]  # enough to fill `limit` after dropping, without scanning megabytes
+    if text.isascii() and text.isprintable():  # most text: nothing to drop or normalize, no category to look up
+        return _SPACES.sub(" ", text).strip()[:limit].rstrip()
     text = "".join(" " if ch in BREAKS else ch for ch in text if ch in BREAKS or not _unsafe(ch))
     return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()[:limit].rstrip()
 
