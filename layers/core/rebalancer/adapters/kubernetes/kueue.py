@@ -69,8 +69,9 @@ OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
-class Malformed(ValueError):
-    """Why one object read from the cluster is skipped: one line naming the field and the value."""
+class _Malformed(ValueError):
+    """Why one object read from the cluster is skipped: one line naming the field and the value. Never leaves this
+    module: `demand_of` makes it a warning."""
 
 
 def _shown(value: Any) -> str:
@@ -84,35 +85,35 @@ def _named(value: Any) -> str:
 
 
 def _object(value: Any, field: str) -> dict[str, Any]:
-    """`value` as a JSON object ({} when absent); Malformed when it is something else."""
+    """`value` as a JSON object ({} when absent); _Malformed when it is something else."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise Malformed(f"{field} is not an object: {_shown(value)}")
+        raise _Malformed(f"{field} is not an object: {_shown(value)}")
     return value
 
 
 def _array(value: Any, field: str, limit: int) -> list[Any]:
-    """`value` as a JSON array ([] when absent) of at most `limit` entries; Malformed otherwise."""
+    """`value` as a JSON array ([] when absent) of at most `limit` entries; _Malformed otherwise."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise Malformed(f"{field} is not an array: {_shown(value)}")
+        raise _Malformed(f"{field} is not an array: {_shown(value)}")
     if len(value) > limit:
-        raise Malformed(f"{field} has {len(value)} entries, more than {limit}")
+        raise _Malformed(f"{field} has {len(value)} entries, more than {limit}")
     return value
 
 
 def _quantity(value: Any, field: str) -> Decimal:
-    """A Kubernetes quantity ("8", "500m", "1Ti"), finite and not negative; Malformed otherwise."""
+    """A Kubernetes quantity ("8", "500m", "1Ti"), finite and not negative; _Malformed otherwise."""
     try:
         q = Decimal(parse_quantity(value)) if isinstance(value, str | int) and not isinstance(value, bool) else None
     except (ValueError, TypeError, ArithmeticError):
         q = None
     if q is None or not q.is_finite():
-        raise Malformed(f"{field} is not a quantity: {_shown(value)}")
+        raise _Malformed(f"{field} is not a quantity: {_shown(value)}")
     if q < 0:
-        raise Malformed(f"{field} is negative: {_shown(value)}")
+        raise _Malformed(f"{field} is negative: {_shown(value)}")
     return q
 
 
@@ -120,20 +121,20 @@ def _name(meta: dict[str, Any]) -> str:
     """metadata.name, a Kubernetes object name (a DNS subdomain: what the API server admits, so safe to show)."""
     name = meta.get("name")
     if not isinstance(name, str) or not name:
-        raise Malformed(f"metadata.name is not a name: {_shown(name)}")
+        raise _Malformed(f"metadata.name is not a name: {_shown(name)}")
     if len(name) > NAME_MAX:
-        raise Malformed(f"metadata.name is longer than {NAME_MAX} characters ({len(name)})")
+        raise _Malformed(f"metadata.name is longer than {NAME_MAX} characters ({len(name)})")
     if not OBJECT_NAME.fullmatch(name):
-        raise Malformed(f"metadata.name is not a Kubernetes object name: {_shown(name)}")
+        raise _Malformed(f"metadata.name is not a Kubernetes object name: {_shown(name)}")
     return name
 
 
 def _within(resource: str, total: Decimal, field: str) -> Decimal:
-    """`total` of a resource when a quota could hold it (memory in GiB); Malformed when it is absurd."""
+    """`total` of a resource when a quota could hold it (memory in GiB); _Malformed when it is absurd."""
     amount = total / GIB if resource == "memory" else total
     if amount > AMOUNT_MAX:
         unit = " GiB" if resource == "memory" else ""
-        raise Malformed(f"{field} asks for {float(amount):.6g}{unit} of {resource}, more than any quota can hold "
+        raise _Malformed(f"{field} asks for {float(amount):.6g}{unit} of {resource}, more than any quota can hold "
                         f"({AMOUNT_MAX:,}{unit})")
     return total
 
@@ -207,7 +208,7 @@ class WorkloadRead:
 
 
 def read_workload(wl: dict[str, Any]) -> WorkloadRead:
-    """A Workload's name, creation time and pod sets, every field collect reads checked; Malformed (naming the field
+    """A Workload's name, creation time and pod sets, every field collect reads checked; _Malformed (naming the field
     and the value) when one is not what Kueue's API allows or asks for more than any quota holds."""
     meta = _object(wl.get("metadata"), "metadata")
     name = _name(meta)
@@ -230,7 +231,7 @@ def read_workload(wl: dict[str, Any]) -> WorkloadRead:
 def _count(pod_set: dict[str, Any], where: str) -> int:
     count = pod_set.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= COUNT_MAX:
-        raise Malformed(f"{where}.count is not a count of pods (0 to {COUNT_MAX}): {_shown(count)}")
+        raise _Malformed(f"{where}.count is not a count of pods (0 to {COUNT_MAX}): {_shown(count)}")
     return count
 
 
@@ -281,7 +282,7 @@ class _Accumulator:
         self.seq = 0
         self.skipped = 0
 
-    def skip(self, what: str, error: Malformed) -> None:
+    def skip(self, what: str, error: _Malformed) -> None:
         self.skipped += 1
         self.warnings.add(f"{what}: skipped, {error}")
 
@@ -430,7 +431,7 @@ def _read_resource(resource: str) -> bool:
 def pod_set_requests(pod_set: dict[str, Any], where: str = "pod set") -> dict[str, Decimal]:
     """Total requests of a pod set: count × per-pod requests (containers summed; an init container counts when it
     asks for more than the containers together, as the scheduler does). Limits stand in for missing requests. Only
-    the resources collect reads are parsed; Malformed for a field that is not what the API allows."""
+    the resources collect reads are parsed; _Malformed for a field that is not what the API allows."""
     template = _object(pod_set.get("template"), f"{where}.template")
     pod_spec = _object(template.get("spec"), f"{where}.template.spec")
     per_pod: dict[str, Decimal] = defaultdict(Decimal)
@@ -484,7 +485,7 @@ def flavors_offered(cluster_queue: dict[str, Any]) -> dict[str, set[str]]:
 
 def cluster_queue_usage(cq: dict[str, Any]) -> list[tuple[str, str, Decimal]]:
     """(flavor, resource, total) of a ClusterQueue's `status.flavorsReservation` (else `flavorsUsage`), the
-    resources collect reads; Malformed when an entry is not what the API allows."""
+    resources collect reads; _Malformed when an entry is not what the API allows."""
     status = _object(cq.get("status"), "status")
     usage = _array(status.get("flavorsReservation") or status.get("flavorsUsage"), "status.flavorsReservation",
                    CONTAINERS_MAX)
@@ -493,7 +494,7 @@ def cluster_queue_usage(cq: dict[str, Any]) -> list[tuple[str, str, Decimal]]:
         flavor = _object(raw, f"status.flavorsReservation[{i}]")
         name = flavor.get("name")
         if not isinstance(name, str):
-            raise Malformed(f"status.flavorsReservation[{i}].name is not a name: {_shown(name)}")
+            raise _Malformed(f"status.flavorsReservation[{i}].name is not a name: {_shown(name)}")
         for j, r in enumerate(_array(flavor.get("resources"), f"status.flavorsReservation[{i}].resources",
                                      CONTAINERS_MAX)):
             r = _object(r, f"status.flavorsReservation[{i}].resources[{j}]")
@@ -567,7 +568,7 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
         queues[team] = flavors_offered(cq)
         try:
             usage = cluster_queue_usage(cq)
-        except Malformed as e:  # its in-use amounts are unknown; its workloads are still read
+        except _Malformed as e:  # its in-use amounts are unknown; its workloads are still read
             acc.skip(f"ClusterQueue {_named(name)}", e)
             continue
         for flavor, resource, total in usage:
@@ -581,9 +582,9 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
             if not is_pending(wl):
                 continue
             if len(namespace) > NAMESPACE_MAX or not NAMESPACE_NAME.fullmatch(namespace):
-                raise Malformed("metadata.namespace is not a Kubernetes namespace name")
+                raise _Malformed("metadata.namespace is not a Kubernetes namespace name")
             read = read_workload(wl)
-        except Malformed as e:
+        except _Malformed as e:
             acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
             continue
         acc.add_pending(team, namespace, read, queues.get(team, {}))
