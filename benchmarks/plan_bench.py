@@ -20,82 +20,23 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the LP reference is a test helper, shared with the tests
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from support.large_cluster import NOW, instance_types, synthetic  # noqa: E402 (plan_outputs reads them here)
 from support.lp_fairness import reference_coupled, reference_shares  # noqa: E402
 
-from rebalancer.catalog import specs as catalog  # noqa: E402
-from rebalancer.domain.policy import Policy  # noqa: E402
 from rebalancer.domain.snapshot import Snapshot  # noqa: E402
 from rebalancer.engine.allocation import INF, Claim, FamilyBound, PoolInput, Settings, allocate, fair_shares  # noqa: E402
 from rebalancer.planning.planner import make_plan  # noqa: E402
 from rebalancer.planning.pools import build_pools  # noqa: E402
 
-NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
-ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/bench01"
 RUNS = 7
 PLAN_RATIO_TARGET = 3.5  # make_plan at 1,000 teams x 15 types, in calibration loops (issue 21)
-
-
-def instance_types(n: int = 15) -> list[str]:
-    return sorted(t for t in catalog.known_types() if catalog.spec(t).accelerators)[:n]
-
-
-def synthetic(teams: int, types: list[str], seed: int = 7, families: bool = False) -> tuple[Snapshot, Policy]:
-    """A contended cluster: every team has a quota on every type, demand is about 1.5× capacity. With `families`,
-    the teams that have a cap (one in 7) cap the family of that type instead (a guarantee in it becomes the
-    family's too), so that every pool is solved in the coupled path."""
-    rnd = random.Random(seed)
-    nodes, groups = [], []
-    per = {t: catalog.spec(t).accelerators for t in types}
-    size = {t: max(2, teams * 8 // per[t] // 4) for t in types}
-    for g, t in enumerate(types):
-        groups.append({"InstanceGroupName": f"g{g}", "InstanceType": t, "CurrentCount": size[t]})
-        for k in range(size[t]):
-            status = "Failure" if k % 50 == 49 else "Running"
-            nodes.append({"InstanceGroupName": f"g{g}", "InstanceId": f"i-{g:02d}{k:06d}", "InstanceType": t,
-                          "InstanceStatus": {"Status": status}})
-    names = [f"team-{i:04d}" for i in range(teams)]
-    quotas: list[dict[str, Any]] = []
-    demand: dict[str, Any] = {}
-    policy_teams: dict[str, Any] = {}
-    for i, name in enumerate(names):
-        share = {t: size[t] * per[t] // teams for t in types}
-        quotas.append({
-            "ComputeQuotaId": f"cq-{i:06d}", "Name": f"{name}-quota", "ComputeQuotaVersion": 1, "Status": "Created",
-            "ComputeQuotaConfig": {"ComputeQuotaResources": [{"InstanceType": t, "Accelerators": share[t]}
-                                                             for t in types],
-                                   "ResourceSharingConfig": {"Strategy": "LendAndBorrow", "BorrowLimit": 50}},
-            "ComputeQuotaTarget": {"TeamName": name, "FairShareWeight": 10},
-            "LastModifiedTime": "2026-11-01T00:00:00Z",
-        })
-        demand[name] = {t: {"in_use": {"accelerators": rnd.randint(0, 2 * share[t] + 1)},
-                            "pending": {"accelerators": rnd.randint(0, share[t] + 1)}} for t in types}
-        tp: dict[str, Any] = {"weight": rnd.randint(1, 5)}
-        if i % 10 == 0:
-            tp["guarantee"] = {types[i % len(types)]: per[types[i % len(types)]]}
-        if i % 7 == 0:
-            capped = types[(i + 1) % len(types)]
-            tp["cap"] = {capped: 4 * per[capped]}
-            if families:
-                family = catalog.family_of(capped)
-                tp["cap"] = {family: 8 * per[capped]}
-                guaranteed = types[i % len(types)]
-                if "guarantee" in tp and catalog.family_of(guaranteed) == family:
-                    tp["guarantee"] = {family: per[guaranteed]}
-        policy_teams[name] = tp
-    snap = Snapshot.model_validate({"taken_at": NOW.isoformat(), "cluster": {"ClusterName": "bench",
-                                    "ClusterArn": ARN, "InstanceGroups": groups},
-                                    "nodes": nodes, "quotas": quotas, "demand": demand})
-    pol = Policy.model_validate({"teams": policy_teams, "stability": {"max_move": None}})
-    return snap, pol
 
 
 def settled(snap: Snapshot, plan_allocations: dict[str, dict[str, dict[str, float]]]) -> Snapshot:

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 from support.emulator import in_process_emulator
+from support.item_size import ITEM_LIMIT, item_size
 
 from rebalancer.app import wiring
 from rebalancer.catalog import specs as catalog
@@ -30,7 +31,6 @@ TEAMS = 1000
 MOVERS = 150
 NODES = 8
 STATE_LIMIT = 256 * 1024  # Step Functions: a state's input or output, UTF-8
-ITEM_LIMIT = 400 * 1024  # DynamoDB: an item, names and values
 MARGIN = 0.75
 SECRET = "payload-limits-slack-secret"
 CLUSTER = "big-hyperpod"
@@ -93,16 +93,6 @@ def state_payloads(history: list[dict[str, Any]]) -> list[tuple[str, int]]:
                 if isinstance(details.get(field), str):
                     out.append((f"{e['type']} {state}.{field}", len(details[field].encode())))
     return out
-
-
-def item_size(item: dict[str, Any]) -> int:
-    """DynamoDB's item size: attribute names plus values (strings UTF-8, binary raw, numbers by digits)."""
-    size = 0
-    for name, value in item.items():
-        size += len(name.encode())
-        raw = getattr(value, "value", value)
-        size += len(raw) if isinstance(raw, bytes) else len(str(raw).encode())
-    return size
 
 
 def slack_approve(stack: LocalStack, slack: SlackReceiver, now: float) -> dict[str, Any]:

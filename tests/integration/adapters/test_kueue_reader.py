@@ -214,3 +214,19 @@ def test_each_pending_workload_is_listed_with_its_gang_size(kube: tuple[str, Kub
         created=datetime(2026, 11, 29, 8, tzinfo=UTC), topology="required topology.k8s.aws/network-node-layer-1")
     assert (got["small"].accelerators, got["small"].pods, got["small"].created) == (2, 1, None)
     assert (got["cores"].team, got["cores"].pool, got["cores"].accelerators) == ("b", TRN1, 8)  # 2 cores/device
+
+
+def test_a_workload_asking_a_negative_count_of_gpus_is_skipped_and_the_teams_demand_kept(
+        kube: tuple[str, KubeState]) -> None:
+    """Through the real client: a namespace user's Workload asking -8 GPUs beside one asking 8 once crashed collect
+    (a validation traceback) or, summed, cancelled the team's demand; it is skipped with one warning naming it."""
+    url, state = kube
+    hostile = workload("vision", "minus", [pod_set(1, {"nvidia.com/gpu": -8}, P5)])
+    hostile["metadata"]["annotations"] = {"example.com/blob": "x" * 200_000}
+    state.add(cluster_queue("vision", {P5: {"nvidia.com/gpu": 32}}),
+              workload("vision", "real", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]), hostile)
+    got = reader(url).read()
+    assert got.demand["vision"][P5].pending == Resources(accelerators=8)
+    assert got.warnings == ("Workload hyperpod-ns-vision/minus: skipped, spec.podSets[0].containers[0] "
+                            "nvidia.com/gpu request is negative: '-8'",)
+    assert got.api_version == "kueue.x-k8s.io/v1beta1"

@@ -1,19 +1,25 @@
 """What the store and the steps keep small: an audit record of a huge plan is stored compressed (DynamoDB refuses
-items above 400 KB) and read back whole; the lists a state carries are summarised (Step Functions: 256 KB)."""
+items above 400 KB) and read back whole; a run's document too big for one item even compressed is stored in parts and
+read back whole; the lists a state carries are summarised (Step Functions: 256 KB)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+from support.item_size import ITEM_LIMIT, item_size
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.audit import AUDIT_INLINE_MAX
 from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.adapters.dynamodb.table import PART_BYTES
 from rebalancer.app.workflow.state import MAX_STATE_LINES, summarised
+from rebalancer.errors import PermanentError
 
 
 @pytest.fixture
@@ -42,3 +48,68 @@ def test_state_lists_are_summarised_with_a_count_of_the_rest() -> None:
     assert short[:-1] == lines[:MAX_STATE_LINES - 1]
     assert short[-1].startswith(f"… and {500 - MAX_STATE_LINES + 1} more")
     assert summarised(lines[:3]) == lines[:3]
+
+
+def item_sizes() -> list[int]:
+    return [item_size(i) for i in boto3.resource("dynamodb").Table("t").scan()["Items"]]
+
+
+def incompressible(size: int, seed: int = 7) -> dict[str, Any]:
+    """A document whose gzip'd form is about `size` bytes: random hex text does not compress below half."""
+    rnd = random.Random(seed)
+    return {"teams": [f"{rnd.getrandbits(128):032x}" for _ in range(size // 16)]}
+
+
+def test_a_document_too_big_for_one_item_is_stored_in_parts_and_read_back_whole(store: Store) -> None:
+    doc = incompressible(3 * PART_BYTES)
+    store.artifacts.put("run-1", "SNAPSHOT", doc)
+    sizes = item_sizes()
+    assert len(sizes) >= 4  # the item and its parts
+    assert max(sizes) < ITEM_LIMIT * 0.75
+    assert store.artifacts.get("run-1", "SNAPSHOT") == doc
+
+
+def test_a_small_document_stays_in_its_one_item(store: Store) -> None:
+    store.artifacts.put("run-1", "PLAN", {"changes": []})
+    assert len(item_sizes()) == 1
+    assert store.artifacts.get("run-1", "PLAN") == {"changes": []}
+
+
+def test_a_rewrite_with_fewer_parts_reads_only_its_own(store: Store) -> None:
+    """A retried Collect rewrites its snapshot: the parts of the longer first write are not read with the second."""
+    store.artifacts.put("run-1", "SNAPSHOT", incompressible(4 * PART_BYTES, seed=1))
+    second = incompressible(2 * PART_BYTES, seed=2)
+    store.artifacts.put("run-1", "SNAPSHOT", second)
+    assert store.artifacts.get("run-1", "SNAPSHOT") == second
+
+
+def test_a_document_missing_a_part_is_one_permanent_line(store: Store) -> None:
+    store.artifacts.put("run-1", "SNAPSHOT", incompressible(2 * PART_BYTES))
+    boto3.resource("dynamodb").Table("t").delete_item(Key={"pk": "PART#RUN#run-1#SNAPSHOT", "sk": "00001"})
+    with pytest.raises(PermanentError, match=r"^stored document RUN#run-1/SNAPSHOT is incomplete: 2 of its 3 "
+                                             r"parts read") as e:
+        store.artifacts.get("run-1", "SNAPSHOT")
+    assert "\n" not in str(e.value)
+
+
+def test_a_part_of_another_write_is_not_taken_for_this_ones(store: Store) -> None:
+    store.artifacts.put("run-1", "SNAPSHOT", incompressible(2 * PART_BYTES, seed=1))
+    table = boto3.resource("dynamodb").Table("t")
+    stale = table.get_item(Key={"pk": "PART#RUN#run-1#SNAPSHOT", "sk": "00000"})["Item"]
+    store.artifacts.put("run-1", "SNAPSHOT", incompressible(2 * PART_BYTES, seed=2))
+    table.put_item(Item=stale)  # a part of the first write where the second's should be
+    with pytest.raises(PermanentError, match="not the parts it was written with"):
+        store.artifacts.get("run-1", "SNAPSHOT")
+
+
+def test_an_audit_record_of_a_plan_too_big_even_compressed_keeps_each_item_within_the_limit(store: Store) -> None:
+    """A plan of 10,000 teams compresses to about 1 MB: its audit fields go in parts, and read back whole."""
+    rnd = random.Random(3)
+    detail = {"changes": [{"team": f"{rnd.getrandbits(64):016x}", "after": rnd.random()} for _ in range(40_000)]}
+    store.audit.append("c1", "run-1", "plan", outcome="approve", after={"a": 1}, detail=detail)
+    assert max(item_sizes()) < ITEM_LIMIT * 0.75
+    [record] = store.audit.records("c1")
+    assert record["detail"] == detail
+    assert record["after"] == {"a": 1}
+    [newest] = list(store.audit.newest("c1"))
+    assert newest["detail"] == detail

@@ -16,6 +16,7 @@ from support.events import load_event
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app.trigger.events import SUMMARY_MAX_BYTES
 from rebalancer.app.trigger.start import Starter
 from rebalancer_tools.memory_store import MemoryStore
 
@@ -113,3 +114,22 @@ def test_a_silence_within_the_gap_lists_nothing_and_a_refused_list_still_starts_
     assert (out.status, out.replayed) == ("started", 0)
     assert made == ["sagemaker"]
     assert store.sightings.last_event("ml-cluster") == clock.now
+
+
+def test_a_replayed_event_of_300_kb_with_control_characters_is_recorded_clean_and_cut(
+        world: tuple[EmulatorHandle, Store, Clock]) -> None:
+    """EventBridge events were cleaned and cut to 2 KB; a replayed one kept its 300 KB Description as it came."""
+    handle, store, clock = world
+    starter = _starter(handle, store, clock)
+    starter.handle(_at(load_event("scheduled"), T0))
+    clock.now = T0 + timedelta(minutes=10)
+    hostile = "\x1b[2J\u202eforged\nline " + "x" * 300_000
+    handle.emulator.set_node_status("ml-cluster", "p5-1", "DeepHealthCheckInProgress", hostile)
+    clock.now = T0 + timedelta(minutes=45)
+    assert starter.handle(_at(load_event("scheduled"), clock.now)).replayed == 1
+    [(outcome, summary)] = _seen(store)
+    assert outcome == "replayed"
+    assert len(summary.encode()) <= SUMMARY_MAX_BYTES
+    assert summary.startswith("Warn on Instance p5-1: node p5-1: [2Jforged line xxx")
+    assert summary.endswith("x…")
+    assert not any(ch in summary for ch in "\x1b\u202e\n")

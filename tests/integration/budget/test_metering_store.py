@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from support.item_size import ITEM_LIMIT, item_size
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
@@ -141,3 +142,24 @@ def test_the_fair_share_window_reads_the_tables_facts_as_the_in_memory_meter_doe
     assert in_memory is not None
     assert table.hours(at) == in_memory.hours(at) == {"ops": {P5: 8.0}, "research": {P5: 16.0}}
     assert trailing(store.meter, "c", POLICY, at) is None  # no window, nothing read
+
+
+def test_readings_of_ten_thousand_teams_too_big_for_one_item_are_kept_in_parts(store: Store) -> None:
+    """A reading of every team and type of a cluster ten times the largest benchmarked one compresses to about as
+    much as DynamoDB's item holds (a fact carries two): metered in parts, each item within the limit."""
+    import random
+
+    rnd = random.Random(5)
+    types = [P5, "ml.p4d.24xlarge", "ml.g5.48xlarge", "ml.trn1.32xlarge", "ml.p5e.48xlarge"]
+
+    def big(at: datetime) -> Reading:
+        return Reading(at=at, rates={f"team-{i:05d}": {t: (float(rnd.randint(0, 64)), float(rnd.randint(0, 8)))
+                                                       for t in types} for i in range(10_000)})
+
+    assert store.meter.record("c", big(NOV_30), EXPECTED_GAP).status == "first"
+    assert store.meter.record("c", big(NOV_30 + STEP), EXPECTED_GAP).status == "recorded"
+    items = boto3.resource("dynamodb").Table("t").scan()["Items"]
+    assert any(i["pk"].startswith("PART#METER#c#") for i in items)
+    assert max(item_size(i) for i in items) < ITEM_LIMIT * 0.75
+    [fact] = store.meter.facts("c", NOV_30, NOV_30 + STEP)
+    assert len(fact.at_end) == 10_000

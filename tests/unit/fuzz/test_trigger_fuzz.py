@@ -132,3 +132,36 @@ def test_a_node_health_reason_of_240_kb_starts_a_run_with_its_reason_cut() -> No
     assert summary.startswith("node i-0123456789abcdef0 of ml-cluster is Unhealthy (repair: Replace): \u4e2d")
     assert summary.endswith("…")
     assert len(run_input.encode()) < 16 * 1024
+
+
+def metric(cluster: str) -> dict[str, Any]:
+    return {"id": f"m{abs(hash(cluster)) % 10**8}", "returnData": True,
+            "metricStat": {"metric": {"namespace": "HyperPodRebalancer", "name": "StrandedAccelerators",
+                                      "dimensions": {"ClusterName": cluster}}, "period": 300, "stat": "Maximum"}}
+
+
+def test_an_alarm_of_ten_thousand_unmanaged_clusters_and_one_managed_starts_that_ones_run_alone() -> None:
+    """The managed cluster's run starts, and nothing is done per unmanaged metric (no lock, no Step Functions call,
+    no record): the work per metric is reading its dimension."""
+    event = load_event("alarm-state-change")
+    event["detail"]["configuration"]["metrics"] = [metric(f"tenant-{i:05d}") for i in range(10_000)] \
+        + [metric("ml-cluster")]
+    sfn = Sfn()
+    store = MemoryStore(now=lambda: T0)
+    starter = Starter(store=store, sfn=sfn, state_machine_arn=SM, managed=("ml-cluster", "other"),
+                      lock_ttl=timedelta(minutes=30), debounce=timedelta(minutes=5), clock=store.now)
+    outcome = starter.handle(event).as_dict()
+    assert outcome["status"] == "started"
+    assert sfn.started == outcome["executions"] == ["ml-cluster-20261130T120000"]
+    assert len(store.audit.records("ml-cluster")) == 1  # the trigger record of that run
+    assert len(json.dumps(outcome)) < 4096
+
+
+def test_an_alarm_of_ten_thousand_unmanaged_clusters_alone_is_ignored_in_a_bounded_answer() -> None:
+    event = load_event("alarm-state-change")
+    event["detail"]["configuration"]["metrics"] = [metric(f"tenant-{i:05d}") for i in range(10_000)]
+    outcome, sfn = handle(event)
+    assert outcome["status"] == "ignored"
+    assert sfn.started == []
+    assert outcome["reason"].startswith("not a managed cluster: tenant-00000, tenant-00001, tenant-00002")
+    assert outcome["reason"].endswith("and 9,997 more")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from support.props import properties
 
-from rebalancer.parsing.text import UNSAFE_CATEGORIES, clean_text, printable
+from rebalancer.parsing.text import UNSAFE_CATEGORIES, bounded_lines, clean_text, cut_utf8, printable
 from rebalancer_tools.cli.history_cmd import history_table
 
 
@@ -65,3 +65,32 @@ def test_history_prints_recorded_text_without_forged_lines_escapes_or_markup() -
     rows = [line for line in text.splitlines() if "12:00:06" in line]
     assert len(rows) == 1
     assert "eve\\n12:00:06" in rows[0]
+
+
+@properties(200)
+@given(st.text(), st.integers(4, 300))
+def test_cut_utf8_is_the_text_or_its_longest_prefix_that_fits_with_an_ellipsis(text: str, max_bytes: int) -> None:
+    out = cut_utf8(text, max_bytes)
+    assert len(out.encode("utf-8", "replace")) <= max_bytes
+    if len(text.encode("utf-8", "replace")) <= max_bytes:
+        assert out == text
+    else:
+        assert out.endswith("…")
+        assert text.startswith(out[:-1])
+        assert len((text[:len(out)]).encode("utf-8", "replace")) > max_bytes - len("…".encode())
+
+
+@properties(200)
+@given(st.lists(st.sampled_from(["a", "b", "é" * 40, "line\n" * 30, ""]) | st.text(max_size=80), max_size=60),
+       st.integers(1, 10), st.integers(8, 64))
+def test_bounded_lines_are_distinct_cut_and_counted(lines: list[str], limit: int, line_bytes: int) -> None:
+    out = bounded_lines(lines, limit=limit, line_bytes=line_bytes, rest="… and {n} more")
+    distinct = list(dict.fromkeys(cut_utf8(line, line_bytes) for line in lines))
+    assert len(out) == min(len(distinct), limit)
+    if len(distinct) <= limit:
+        assert out == distinct
+    else:
+        assert out[:-1] == distinct[:limit - 1]
+        dropped = len(lines) - sum(1 for line in lines if cut_utf8(line, line_bytes) in distinct[:limit])
+        assert out[-1] == f"… and {dropped + 1} more"
+    assert all(len(line.encode()) <= line_bytes for line in out[:limit - 1])

@@ -28,6 +28,7 @@ from rebalancer.domain.snapshot import (
     Utilization,
 )
 from rebalancer.errors import PermanentError, RebalancerError
+from rebalancer.parsing.text import bounded_lines
 
 if TYPE_CHECKING:
     from kubernetes import client as k8s
@@ -57,6 +58,11 @@ class KubeAccess(NamedTuple):
             assert self.url
             return api_client_with_token(self.url, lambda: "local")
         return api_client_for_eks(clients, eks_cluster_name_of(described))
+
+
+# Collect's warnings (each logged by the Lambda, printed by the CLI): each once, cut, at most this many and a count.
+WARNINGS_MAX = 100
+WARNING_MAX_BYTES = 1024
 
 
 class Collected(NamedTuple):
@@ -94,8 +100,10 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
                         training_plans=sm.training_plans, operations=sm.operations,
                         autoscaling_max_nodes=kueue.autoscaling_max_nodes,
-                        topology_pending=kueue.topology, pending_workloads=kueue.pending_workloads)
-    return Collected(snapshot, tuple(warnings))
+                        topology_pending=kueue.topology, topology_unlisted=kueue.topology_unlisted,
+                        pending_workloads=kueue.pending_workloads)
+    return Collected(snapshot, tuple(bounded_lines(warnings, limit=WARNINGS_MAX, line_bytes=WARNING_MAX_BYTES,
+                                                   rest="… and {n} more collect warnings")))
 
 
 class SageMakerSide(NamedTuple):
@@ -159,6 +167,7 @@ class KubeSide(NamedTuple):
     autoscaling_max_nodes: dict[str, int]
     topology: dict[str, tuple[str, ...]]
     pending_workloads: tuple[PendingWorkload, ...]
+    topology_unlisted: dict[str, int]
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
@@ -166,7 +175,7 @@ class KubeSide(NamedTuple):
         if api is None:
             warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
             return cls(demand={}, mig={}, access=None, node_health={}, autoscaling_max_nodes={}, topology={},
-                       pending_workloads=())
+                       pending_workloads=(), topology_unlisted={})
         from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
         with api:
@@ -188,7 +197,8 @@ class KubeSide(NamedTuple):
                     ceilings = max_nodes(api)
                 except RebalancerError as e:
                     warnings.append(f"Karpenter NodePool limits not read: {e}")
-        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads)
+        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads,
+                   kueue.topology_unlisted)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget, BudgetUsage, PeriodWindow
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import UnknownInstanceType
 
@@ -72,8 +73,7 @@ def _lerp(x0: float, x1: float, f: float) -> float:
     return x0 + (x1 - x0) * f
 
 
-def _held_accelerators(snapshot: Snapshot, team: str, instance_type: str, per_node: int) -> float:
-    quota = snapshot.quota_of(team)
+def _held_accelerators(quota: ComputeQuota | None, instance_type: str, per_node: int) -> float:
     r = quota.resource(instance_type) if quota else None
     if r is None:
         return 0.0
@@ -86,6 +86,7 @@ def reading_of(snapshot: Snapshot) -> Reading:
     """What each team runs now, per accelerator instance type: own = in use up to its quota, borrowed = the rest.
     MIG partitions are not metered (a partition is a fraction of a GPU that HyperPod does not bill apart)."""
     rates: Rates = {}
+    quotas = {q.team: q for q in reversed(snapshot.quotas)}  # the first of a team's, as Snapshot.quota_of reads
     for team, pools in sorted(snapshot.demand.items()):
         for pool, demand in sorted(pools.items()):
             if ":" in pool or not demand.in_use.accelerators:
@@ -97,7 +98,7 @@ def reading_of(snapshot: Snapshot) -> Reading:
             if not per_node:
                 continue
             used = demand.in_use.accelerators
-            own = min(used, _held_accelerators(snapshot, team, pool, per_node))
+            own = min(used, _held_accelerators(quotas.get(team), pool, per_node))
             rates.setdefault(team, {})[pool] = (own, used - own)
     return Reading(at=snapshot.taken_at, rates=rates)
 

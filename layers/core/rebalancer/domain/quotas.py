@@ -10,6 +10,13 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt
 
 from rebalancer.domain.frozen import AwsShape
 
+# The ranges the API takes (botocore's SageMaker model; tests/unit/planning/test_api_ranges.py reads them from it):
+# every amount of a ComputeQuotaResourceConfig (Count, Accelerators, VCpu, MemoryInGiB, AcceleratorPartition.Count),
+# ResourceSharingConfig.BorrowLimit and ComputeQuotaTarget.FairShareWeight. A request outside them is refused.
+AMOUNT_RANGE = (0, 10_000_000)
+BORROW_LIMIT_RANGE = (0, 10_000)
+FAIR_SHARE_WEIGHT_RANGE = (0, 100)
+
 
 class AcceleratorPartitionConfig(AwsShape):
     Type: str

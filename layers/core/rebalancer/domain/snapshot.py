@@ -228,8 +228,12 @@ class Snapshot(Frozen):
     # Per team, its pending workloads that ask for a topology level (Kueue topology-aware scheduling): a raise of
     # quota need not let a gang that needs one block or rack start, and the plan says so.
     topology_pending: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # Per team, how many more pending workloads ask for a topology level than `topology_pending` names (collect
+    # names a few per team: rebalancer.adapters.kubernetes.kueue.TOPOLOGY_LISTED).
+    topology_unlisted: dict[str, NonNegativeInt] = Field(default_factory=dict)
     # Every pending workload with accelerators (one entry per Kueue Workload and instance type), in the order
-    # collect listed them; read by `fairness.gang_steps` (rebalancer.engine.gangs).
+    # collect listed them, up to a bound per team and type (its first in admission order; demand counts them all);
+    # read by `fairness.gang_steps` (rebalancer.engine.gangs).
     pending_workloads: tuple[PendingWorkload, ...] = ()
 
     @model_validator(mode="before")

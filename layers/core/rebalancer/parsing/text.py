@@ -6,13 +6,15 @@ characters that can forge lines or reorder what a terminal or a log viewer shows
 escapes, bidi overrides and isolates, zero-width and other format characters, line and paragraph separators,
 surrogates, private-use and unassigned code points), runs of white space become one space, and the result is cut to
 `limit` characters. `printable` is for showing text already recorded (by an older version, or by another writer):
-the same characters are shown as escapes (`\\x1b`, `\\u202e`) instead of being acted on.
+the same characters are shown as escapes (`\\x1b`, `\\u202e`) instead of being acted on. `Lines` keeps a list of
+lines that grows with its input (warnings, reasons) within a size: each line once, cut, the rest counted.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 VALUE_SHOWN = 60  # characters of an offending value an error message shows
@@ -30,16 +32,61 @@ def clean_text(value: Any, limit: int) -> str:
     if not isinstance(value, str):
         return ""
     text = value[:limit * 4]  # enough to fill `limit` after dropping, without scanning megabytes
+    if text.isascii() and text.isprintable():  # most text: nothing to drop or normalize, no category to look up
+        return _SPACES.sub(" ", text).strip()[:limit].rstrip()
     text = "".join(" " if ch in BREAKS else ch for ch in text if ch in BREAKS or not _unsafe(ch))
     return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()[:limit].rstrip()
 
 
 def cut_utf8(text: str, max_bytes: int) -> str:
-    """`text` whole when its UTF-8 encoding fits in `max_bytes`, else its longest prefix that fits with "…"."""
-    data = text.encode("utf-8", "replace")
+    """`text` whole when its UTF-8 encoding fits in `max_bytes`, else its longest prefix that fits with "…".
+    Reads at most `max_bytes` characters of it (a character is at least a byte), whatever its length."""
+    data = text[:max_bytes + 1].encode("utf-8", "replace")
     if len(data) <= max_bytes:
         return text
     return data[:max_bytes - len("…".encode())].decode("utf-8", "ignore") + "…"
+
+
+class Lines:
+    """Lines added one at a time, held to a size whatever comes: each distinct line kept once (in the order first
+    seen) and cut to `line_bytes` of UTF-8; at most `limit` lines come out, the last one counting the lines left
+    out when there are more (`rest`, formatted with `n`). Memory is bounded by `limit` × `line_bytes`."""
+
+    __slots__ = ("_kept", "limit", "line_bytes", "more")
+
+    def __init__(self, limit: int, line_bytes: int) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        self.limit = limit
+        self.line_bytes = line_bytes
+        self._kept: dict[str, None] = {}
+        self.more = 0  # lines added beyond the kept ones (repeats among them included)
+
+    def add(self, line: str) -> None:
+        line = cut_utf8(line, self.line_bytes)
+        if line in self._kept:
+            return
+        if len(self._kept) < self.limit:
+            self._kept[line] = None
+        else:
+            self.more += 1
+
+    def extend(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.add(line)
+
+    def lines(self, rest: str) -> list[str]:
+        kept = list(self._kept)
+        if not self.more:
+            return kept
+        return [*kept[:self.limit - 1], rest.format(n=self.more + 1)]
+
+
+def bounded_lines(lines: Iterable[str], *, limit: int, line_bytes: int, rest: str) -> list[str]:
+    """`lines` through `Lines`: distinct, each cut to `line_bytes`, at most `limit`, the last counting the rest."""
+    kept = Lines(limit, line_bytes)
+    kept.extend(lines)
+    return kept.lines(rest)
 
 
 def printable(value: Any) -> str:

@@ -293,7 +293,8 @@ def topology_warnings(snapshot: Snapshot, raised: set[str]) -> list[str]:
     out = []
     for team in sorted(raised & set(snapshot.topology_pending)):
         asked = snapshot.topology_pending[team]
-        shown = ", ".join(asked[:3]) + (f" and {len(asked) - 3} more" if len(asked) > 3 else "")
-        out.append(f"{team}: the raise may not let {_plural(len(asked), 'pending workload')} start: "
+        count = len(asked) + snapshot.topology_unlisted.get(team, 0)
+        shown = ", ".join(asked[:3]) + (f" and {count - 3} more" if count > 3 else "")
+        out.append(f"{team}: the raise may not let {_plural(count, 'pending workload')} start: "
                    f"{shown}, asking for one topology domain, which more quota alone does not give")
     return out

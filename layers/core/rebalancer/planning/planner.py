@@ -26,6 +26,7 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, Allocation, allocate
 from rebalancer.engine.reservations import shortfalls
+from rebalancer.parsing.text import bounded_lines
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.capacity import topology_warnings
 from rebalancer.planning.cluster_policy import plan_scheduler_config
@@ -36,6 +37,10 @@ from rebalancer.planning.requests import Move, edited_outside, quota_requests, s
 __all__ = ["build_pools", "edited_outside", "held", "holdings", "make_plan", "setting_changes", "split_family"]
 
 Allocations = dict[str, dict[str, dict[str, float]]]  # Plan.allocations: team → pool → resource → amount
+# A plan's warnings go into its record, every message and the approval page: each once, cut, at most this many (the
+# last counting the rest), however many teams or pools one cause touches.
+WARNINGS_MAX = 50
+WARNING_MAX_BYTES = 1024
 # Validating the ~11k changes of a large plan in one call is about a third cheaper than one Change(...) each.
 _CHANGES: TypeAdapter[list[Change]] = TypeAdapter(list[Change])
 
@@ -55,7 +60,9 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: Pla
     effective = stability.effective(policy, snapshot, context)  # budget caps and ownership, once for every stage
     plan = stability.explain(_make_plan(snapshot, effective, now, context), effective)
     short = shortfalls(plan.allocations, context.reservations) if context.reservations else []
-    return plan.model_copy(update={"warnings": (*plan.warnings, *short)}) if short else plan
+    warnings = bounded_lines((*plan.warnings, *short), limit=WARNINGS_MAX, line_bytes=WARNING_MAX_BYTES,
+                             rest="… and {n} more warnings")
+    return plan.model_copy(update={"warnings": tuple(warnings)}) if warnings != list(plan.warnings) else plan
 
 
 def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime, context: PlanningContext) -> Plan:

@@ -25,6 +25,7 @@ from rebalancer.domain import ownership
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey, holdings, pool_name
+from rebalancer.domain.quotas import AMOUNT_RANGE
 from rebalancer.domain.snapshot import Demand, Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
@@ -352,6 +353,10 @@ def _pool_input(name: str, healthy: Capacity, teams: Teams, bounds: Sequence[Fam
         warnings.append(f"{name}: teams outside the policy hold {others:g}, more than the healthy {raw:g}")
         shared = 0.0
     shared, claims = healthy.model.pool(key, shared, teams.claims(name, key.resource))
+    if shared > AMOUNT_RANGE[1]:  # an autoscaler's ceiling far beyond any cluster: no quota can hold more
+        warnings.append(f"{name}: {shared:,.0f} reachable is more than a quota can hold (the API's maximum is "
+                        f"{AMOUNT_RANGE[1]:,}); planned within {AMOUNT_RANGE[1]:,}")
+        shared = float(AMOUNT_RANGE[1])
     if policy.fairness.age_doubling_hours is not None:
         claims = _aged(claims, context, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
     if policy.fairness.window_hours is not None and not key.mig_profile:

@@ -4,6 +4,8 @@ How a quota's resource entries are written: a changed entry is rewritten as `Acc
 vCPU and memory left to SageMaker's ratio rule), `VCpu` + proportional `MemoryInGiB` (CPU-only types), or
 `AcceleratorPartition` (MIG); an entry that goes to zero is removed; every other entry, the sharing config, the
 preemption setting and the fair-share weight are kept as they are, unless the policy states them.
+Every amount a request writes is within the API's range (rebalancer.domain.quotas): one outside it (a derived
+memory amount, a policy's absolute borrow limit) is written at the range's end and the cut is a warning of the plan.
 Requests are ordered: every decrease before any increase, so the sum of quotas of a pool never exceeds its
 capacity between two calls. A team with both decreases and increases gets two UpdateComputeQuota requests; the
 second carries TargetVersion = version read + 1, which is what the first one returns (an applier that sees a
@@ -23,7 +25,7 @@ from rebalancer.domain.names import quota_name
 from rebalancer.domain.plan import FieldChange, QuotaRequest
 from rebalancer.domain.policy import Policy, TeamPolicy
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.domain.quotas import AMOUNT_RANGE, BORROW_LIMIT_RANGE, FAIR_SHARE_WEIGHT_RANGE, ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS
@@ -77,7 +79,83 @@ def quota_requests(snapshot: Snapshot, policy: Policy, changed: Mapping[str, Seq
                 _create(snapshot, team, tp, [m for m in moves if m[2] > m[1]], healthy, out)
             continue
         _update(q, tp, moves, healthy, known_versions, out)
+    out.first = [within_api(r, out.warnings) for r in out.first]
+    out.second = [within_api(r, out.warnings) for r in out.second]
     return out
+
+
+def within_api(request: QuotaRequest, warnings: list[str]) -> QuotaRequest:
+    """`request` with every amount it writes within the API's range; each one cut is a line of `warnings`."""
+    if _in_range(request.parameters):
+        return request
+    cuts: list[str] = []
+    params = dict(request.parameters)
+    config, target = params.get("ComputeQuotaConfig"), params.get("ComputeQuotaTarget")
+    if config is not None:
+        params["ComputeQuotaConfig"] = config = dict(config)
+        config["ComputeQuotaResources"] = [_entry_within(e, cuts) for e in config.get("ComputeQuotaResources", ())]
+        if config.get("ResourceSharingConfig") is not None:
+            config["ResourceSharingConfig"] = sharing = dict(config["ResourceSharingConfig"])
+            if "BorrowLimit" in sharing:
+                sharing["BorrowLimit"] = _within(sharing["BorrowLimit"], BORROW_LIMIT_RANGE, "BorrowLimit", cuts)
+            if sharing.get("AbsoluteBorrowLimits") is not None:
+                sharing["AbsoluteBorrowLimits"] = [_entry_within(e, cuts, "absolute borrow limit of ")
+                                                   for e in sharing["AbsoluteBorrowLimits"]]
+    if target is not None and "FairShareWeight" in target:
+        params["ComputeQuotaTarget"] = {**target, "FairShareWeight": _within(
+            target["FairShareWeight"], FAIR_SHARE_WEIGHT_RANGE, "FairShareWeight", cuts)}
+    warnings += [f"{request.team}: {cut}" for cut in cuts]
+    return QuotaRequest(operation=request.operation, team=request.team, parameters=params)
+
+
+_AMOUNTS = ("Count", "Accelerators", "VCpu", "MemoryInGiB")
+
+
+def _in_range(params: dict[str, Any]) -> bool:
+    """Whether every amount of a request is within the API's range: a plain scan, as nearly every request is (at
+    1,000 teams a plan writes ~20k entries)."""
+    config, target = params.get("ComputeQuotaConfig"), params.get("ComputeQuotaTarget")
+    if target is not None and not 0 <= target.get("FairShareWeight", 0) <= FAIR_SHARE_WEIGHT_RANGE[1]:
+        return False
+    if config is None:
+        return True
+    sharing = config.get("ResourceSharingConfig") or {}
+    if not 0 <= sharing.get("BorrowLimit", 0) <= BORROW_LIMIT_RANGE[1]:
+        return False
+    high = AMOUNT_RANGE[1]
+    for entries in (config.get("ComputeQuotaResources", ()), sharing.get("AbsoluteBorrowLimits") or ()):
+        for e in entries:
+            accelerators = e.get("Accelerators")
+            if len(e) == 2 and accelerators is not None:  # the common entry: {InstanceType, Accelerators}
+                if not 0 <= accelerators <= high:
+                    return False
+                continue
+            for k, v in e.items():
+                if k != "InstanceType" and not (0 <= v <= high if k != "AcceleratorPartition"
+                                                else 0 <= v["Count"] <= high):
+                    return False
+    return True
+
+
+def _entry_within(entry: Entry, cuts: list[str], what: str = "") -> Entry:
+    """A ComputeQuotaResourceConfig with its amounts within the API's range."""
+    part = entry.get("AcceleratorPartition")
+    where = f"{what}{entry['InstanceType']}"
+    out = {k: _within(v, AMOUNT_RANGE, f"{where} {k}", cuts) if k in _AMOUNTS else v for k, v in entry.items()}
+    if part is not None:
+        out["AcceleratorPartition"] = {**part, "Count": _within(part["Count"], AMOUNT_RANGE,
+                                                                f"{where} {part['Type']} partitions", cuts)}
+    return out
+
+
+def _within(value: Any, bounds: tuple[int, int], what: str, cuts: list[str]) -> Any:
+    """`value` when within `bounds`, else the bound it passed (of its own type), said in `cuts`."""
+    low, high = bounds
+    if low <= value <= high:
+        return value
+    cut = type(value)(high if value > high else low)
+    cuts.append(f"{what} of {value:,} is outside the API's range ({low:,} to {high:,}); written as {cut:,}")
+    return cut
 
 
 def setting_changes(snapshot: Snapshot, policy: Policy,

@@ -1,10 +1,11 @@
-"""A run's documents (snapshot, plan, apply report, scheduler outcome), gzip'd: too big for Step Functions' state."""
+"""A run's documents (snapshot, plan, apply report, scheduler outcome), gzip'd: too big for Step Functions' state, and
+in parts when too big for one item (Table.put_packed)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from rebalancer.adapters.dynamodb.table import ARTIFACT_RETENTION, KEY, SORT, TTL, Table, epoch, pack, unpack
+from rebalancer.adapters.dynamodb.table import ARTIFACT_RETENTION, KEY, SORT, TTL, Table, epoch
 
 Artifact = Literal["SNAPSHOT", "PLAN", "APPLY", "SCHEDULER"]
 
@@ -14,9 +15,9 @@ class TableArtifacts:
         self.t = table
 
     def put(self, execution: str, kind: Artifact, document: Any) -> None:
-        self.t.table.put_item(Item={KEY: f"RUN#{execution}", SORT: kind, "body": pack(document),
-                                    TTL: epoch(self.t.now() + ARTIFACT_RETENTION)})
+        self.t.put_packed({KEY: f"RUN#{execution}", SORT: kind, TTL: epoch(self.t.now() + ARTIFACT_RETENTION)},
+                          document)
 
     def get(self, execution: str, kind: Artifact) -> Any:
         item = self.t.get(f"RUN#{execution}", kind)
-        return None if item is None else unpack(item["body"])
+        return None if item is None else self.t.unpacked(item)

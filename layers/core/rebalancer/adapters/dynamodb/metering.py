@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
-from rebalancer.adapters.dynamodb.table import AUDIT_RETENTION, KEY, SORT, TTL, Table, epoch, pack, sort_time, unpack
+from rebalancer.adapters.dynamodb.table import AUDIT_RETENTION, KEY, SORT, TTL, Table, epoch, sort_time
 from rebalancer.errors import TransientError
 
 if TYPE_CHECKING:
@@ -29,18 +29,24 @@ class TableMeter:
 
         pk = f"METER#{cluster_name}"
         item = self.t.get(pk, "LAST")
-        new_last = {KEY: pk, SORT: "LAST", "at": sort_time(reading.at), "body": pack(reading.model_dump(mode="json"))}
+        # A reading too big for one item goes in parts keyed by its time, so a write that loses the race below leaves
+        # the last reading's parts as they were (its own expire).
+        new_last = {KEY: pk, SORT: "LAST", "at": sort_time(reading.at),
+                    **self.t.packed(f"PART#{pk}#LAST#{sort_time(reading.at)}", reading.model_dump(mode="json"),
+                                    epoch(reading.at + AUDIT_RETENTION))}
         if item is None:
             puts = [{"Put": {"TableName": self.t.name, "Item": new_last,
                              "ConditionExpression": "attribute_not_exists(pk)"}}]
             return self._transaction(puts, MeterResult("first", None))
-        fact = fact_between(Reading.model_validate(unpack(item["body"])), reading, expected_gap)
+        fact = fact_between(Reading.model_validate(self.t.unpacked(item)), reading, expected_gap)
         if fact is None:
             return MeterResult("stale", None)
+        expires = epoch(fact.end + AUDIT_RETENTION)
+        body = self.t.packed(f"PART#{pk}#FACT#{sort_time(fact.start)}#{sort_time(fact.end)}",
+                             fact.model_dump(mode="json"), expires)
         puts = [{"Put": {"TableName": self.t.name,
                          "Item": {KEY: pk, SORT: f"FACT#{sort_time(fact.start)}", "end": sort_time(fact.end),
-                                  "estimated": fact.estimated, "body": pack(fact.model_dump(mode="json")),
-                                  TTL: epoch(fact.end + AUDIT_RETENTION)},
+                                  "estimated": fact.estimated, **body, TTL: expires},
                          "ConditionExpression": "attribute_not_exists(pk)"}},
                 {"Put": {"TableName": self.t.name, "Item": new_last,
                          "ConditionExpression": "#at = :last", "ExpressionAttributeNames": {"#at": "at"},
@@ -69,7 +75,7 @@ class TableMeter:
         for item in newest_first:
             if str(item["end"]) <= since_key:  # facts chain end to start: every older one ends earlier
                 break
-            fact = Fact.model_validate(unpack(item["body"]))
+            fact = Fact.model_validate(self.t.unpacked(item))
             if fact.start < until:
                 out.append(fact)
         return out[::-1]

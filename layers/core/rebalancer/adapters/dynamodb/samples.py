@@ -3,14 +3,13 @@ cluster every few minutes, kept for the history retention."""
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.conditions import Key
 
-from rebalancer.adapters.dynamodb.table import HISTORY_RETENTION, KEY, SORT, TTL, Table, epoch, unzip
+from rebalancer.adapters.dynamodb.table import HISTORY_RETENTION, KEY, SORT, TTL, Table, epoch
 
 if TYPE_CHECKING:
     from rebalancer.domain.sample import DemandSample
@@ -22,9 +21,8 @@ class TableSamples:
 
     def put(self, sample: DemandSample, retention: timedelta = HISTORY_RETENTION) -> None:
         """One sample per cluster and time; a retried observe overwrites its own sample, nothing else."""
-        self.t.table.put_item(Item={KEY: f"SAMPLE#{sample.cluster}", SORT: sample.at.astimezone(UTC).isoformat(),
-                                    "body": gzip.compress(sample.model_dump_json().encode()),
-                                    TTL: epoch(sample.at + retention)})
+        self.t.put_packed({KEY: f"SAMPLE#{sample.cluster}", SORT: sample.at.astimezone(UTC).isoformat(),
+                           TTL: epoch(sample.at + retention)}, sample.model_dump(mode="json"))
 
     def since(self, cluster_name: str, since: datetime | None = None) -> Iterator[DemandSample]:
         """The cluster's samples, oldest first (from `since` on)."""
@@ -34,4 +32,4 @@ class TableSamples:
         from rebalancer.domain.sample import DemandSample  # a pydantic model: only observe and the backtest read it
 
         for item in self.t.query(condition):
-            yield DemandSample.model_validate_json(unzip(item["body"]))
+            yield DemandSample.model_validate_json(self.t.unpacked_json(item))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 from kubernetes import client as k8s
@@ -15,9 +16,14 @@ from kubernetes.utils import parse_quantity
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.catalog.specs import InstanceSpec
+from rebalancer.domain.quotas import AMOUNT_RANGE
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
+from rebalancer.parsing.lookup import dig, list_of
 
 GROUP, VERSION, PLURAL = "karpenter.sh", "v1", "nodepools"
+# Nodes per instance type a ceiling is read as at most: a quota's Count (the API's maximum, 10,000,000) and beyond
+# any cluster; a limit written as 1e30 means "no limit" and is read as this.
+NODES_MAX = AMOUNT_RANGE[1]
 INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
 
 
@@ -33,22 +39,34 @@ def _per_instance(spec: InstanceSpec, resource: str) -> float:
 
 def ceiling(pool: dict[str, Any]) -> dict[str, int]:
     """Nodes per instance type one NodePool may launch (its tightest limit)."""
-    spec = pool.get("spec") or {}
-    limits = spec.get("limits") or {}
-    requirements = ((spec.get("template") or {}).get("spec") or {}).get("requirements") or []
-    types = [v for r in requirements if r.get("key") == INSTANCE_TYPE_KEY and r.get("operator") == "In"
-             for v in r.get("values") or []]
+    limits = dig(pool, "spec", "limits")
+    limits = limits if isinstance(limits, dict) else {}
+    types = [v for r in list_of(dig(pool, "spec", "template", "spec", "requirements"))
+             if dig(r, "key") == INSTANCE_TYPE_KEY and dig(r, "operator") == "In"
+             for v in list_of(dig(r, "values")) if isinstance(v, str)]
     out: dict[str, int] = {}
     for t in types:
         try:
             s = catalog.spec(t)
         except UnknownInstanceType:
             continue
-        bounds = [math.floor(float(parse_quantity(q)) / per + 1e-9) for r, q in limits.items()
-                  if (per := _per_instance(s, r)) > 0]
-        if bounds:
-            out[t] = max(0, min(bounds))
+        bounds = [_nodes(q, per) for r, q in limits.items() if (per := _per_instance(s, r)) > 0]
+        known = [b for b in bounds if b is not None]
+        if known:
+            out[t] = min(known)
     return out
+
+
+def _nodes(quantity: Any, per_instance: float) -> int | None:
+    """Nodes a limit allows, within 0 and NODES_MAX; None for a limit that is not a finite, non-negative quantity
+    (Karpenter refuses one; it bounds nothing here)."""
+    try:
+        q = Decimal(parse_quantity(quantity))
+    except (ValueError, TypeError, ArithmeticError):
+        return None
+    if not q.is_finite() or q < 0:
+        return None
+    return min(NODES_MAX, math.floor(q / Decimal(per_instance) + Decimal("1e-9")))
 
 
 def max_nodes(api_client: k8s.ApiClient, request_timeout: float = 30) -> dict[str, int]:
@@ -64,6 +82,6 @@ def max_nodes(api_client: k8s.ApiClient, request_timeout: float = 30) -> dict[st
                                  f"{PLURAL}.{GROUP}: docs/deploy/kueue-access.md)") from e
         raise TransientError(f"Kubernetes list {PLURAL}.{GROUP}: {e.status} {e.reason}") from e
     total: Counter[str] = Counter()
-    for pool in listed.get("items", []) or []:
+    for pool in list_of(dig(listed, "items")):
         total.update(ceiling(pool))
-    return dict(sorted(total.items()))
+    return {t: min(n, NODES_MAX) for t, n in sorted(total.items())}

@@ -13,9 +13,10 @@ the pod template's instance-type node selector, or by the only flavor the Cluste
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -28,8 +29,11 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
+from rebalancer.domain.quotas import AMOUNT_RANGE
 from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
+from rebalancer.parsing.lookup import dig, list_of
+from rebalancer.parsing.text import Lines, clean_text, cut_utf8, printable, short
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")  # newest first; the next is tried when the API server answers 404
@@ -40,6 +44,99 @@ GIB = Decimal(2**30)
 # Kubernetes resource name → (Resources field, divide by). NeuronCores are converted to devices per instance type.
 ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neurondevice", "aws.amazon.com/neuron")
 NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"
+
+
+# What one namespace can put in front of collect is bounded here: anyone who can write to a team's namespace can write
+# its Workloads. Each Workload is read on its own and skipped whole, with one warning naming it, when it is malformed,
+# so that a bad one neither stops the collect nor cancels the demand of the team's others; the text and the lists
+# kept of a team are cut, so the snapshot's size depends on the cluster's size, never on what a tenant writes.
+NAME_MAX = 253  # characters of an object's name: a Kubernetes name is a DNS subdomain
+NAMESPACE_MAX = 63  # a namespace's name is a DNS label
+POD_SETS_MAX = 8  # Kueue's Workload CRD: spec.podSets maxItems
+CONTAINERS_MAX = 1000  # containers and init containers of one pod set (the API server's own bound is the object size)
+COUNT_MAX = 2**31 - 1  # a pod set's count is an int32
+# Of one resource, a workload asking for more than a quota can hold (the API's maximum, in accelerators, vCPUs, GiB
+# or partitions) can never be admitted: an absurd request, not demand.
+AMOUNT_MAX = Decimal(AMOUNT_RANGE[1])
+TOPOLOGY_MAX = 317  # characters of a topology level: a label key (a 253-character prefix, "/", a 63-character name)
+LISTED_PER_POOL = 200  # pending workloads listed per team and instance type: its first in admission order
+LISTED_TOTAL = 10_000  # over every team and type (each cut to the same count, the largest that fits)
+TOPOLOGY_LISTED = 10  # per team, the pending workloads asking for a topology level that are named; the rest counted
+WARNINGS_MAX = 50  # collect's warnings from Kueue, each once; the rest counted
+WARNING_MAX_BYTES = 1024
+SHOWN = 80  # characters of a name or value a warning shows
+OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+class _Malformed(ValueError):
+    """Why one object read from the cluster is skipped: one line naming the field and the value. Never leaves this
+    module: `demand_of` makes it a warning."""
+
+
+def _shown(value: Any) -> str:
+    """A value in a warning: its repr, cut (control characters escaped)."""
+    return short(value, SHOWN)
+
+
+def _named(value: Any) -> str:
+    """An object's name in a warning: as written when text, cut, with unsafe characters escaped."""
+    return printable(cut_utf8(value, SHOWN)) if isinstance(value, str) else _shown(value)
+
+
+def _object(value: Any, field: str) -> dict[str, Any]:
+    """`value` as a JSON object ({} when absent); _Malformed when it is something else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Malformed(f"{field} is not an object: {_shown(value)}")
+    return value
+
+
+def _array(value: Any, field: str, limit: int) -> list[Any]:
+    """`value` as a JSON array ([] when absent) of at most `limit` entries; _Malformed otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Malformed(f"{field} is not an array: {_shown(value)}")
+    if len(value) > limit:
+        raise _Malformed(f"{field} has {len(value)} entries, more than {limit}")
+    return value
+
+
+def _quantity(value: Any, field: str) -> Decimal:
+    """A Kubernetes quantity ("8", "500m", "1Ti"), finite and not negative; _Malformed otherwise."""
+    try:
+        q = Decimal(parse_quantity(value)) if isinstance(value, str | int) and not isinstance(value, bool) else None
+    except (ValueError, TypeError, ArithmeticError):
+        q = None
+    if q is None or not q.is_finite():
+        raise _Malformed(f"{field} is not a quantity: {_shown(value)}")
+    if q < 0:
+        raise _Malformed(f"{field} is negative: {_shown(value)}")
+    return q
+
+
+def _name(meta: dict[str, Any]) -> str:
+    """metadata.name, a Kubernetes object name (a DNS subdomain: what the API server admits, so safe to show)."""
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise _Malformed(f"metadata.name is not a name: {_shown(name)}")
+    if len(name) > NAME_MAX:
+        raise _Malformed(f"metadata.name is longer than {NAME_MAX} characters ({len(name)})")
+    if not OBJECT_NAME.fullmatch(name):
+        raise _Malformed(f"metadata.name is not a Kubernetes object name: {_shown(name)}")
+    return name
+
+
+def _within(resource: str, total: Decimal, field: str) -> Decimal:
+    """`total` of a resource when a quota could hold it (memory in GiB); _Malformed when it is absurd."""
+    amount = total / GIB if resource == "memory" else total
+    if amount > AMOUNT_MAX:
+        unit = " GiB" if resource == "memory" else ""
+        raise _Malformed(f"{field} asks for {float(amount):.6g}{unit} of {resource}, more than any quota can hold "
+                        f"({AMOUNT_MAX:,}{unit})")
+    return total
 
 
 @dataclass
@@ -63,6 +160,8 @@ class KueueDemand:
     api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # team → its pending topology requests
     workloads: tuple[PendingWorkload, ...] = ()  # each pending workload's size per instance type, as listed
+    topology_unlisted: dict[str, int] = field(default_factory=dict)  # team → topology requests beyond those named
+    skipped: int = 0  # malformed workloads and queue entries left out (each has its warning, up to WARNINGS_MAX)
 
 
 # Topology-aware scheduling (task-governance add-on >= 1.2.2): a pod set asks for one topology domain (a block, a
@@ -72,16 +171,68 @@ TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.
 
 
 def topology_asked(pod_set: dict[str, Any]) -> str | None:
-    """The topology level a pod set asks for (required, else preferred), or None."""
-    request = pod_set.get("topologyRequest") or {}
-    annotations = ((pod_set.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    """The topology level a pod set asks for (required, else preferred), or None: cleaned and cut to a label key's
+    length. Of the pod template's annotations only these keys are read."""
     for key in ("required", "podSetSliceRequiredTopology", "preferred"):
-        if request.get(key):
-            return f"{key} {request[key]}"
+        if value := dig(pod_set, "topologyRequest", key):
+            return _level(key, value)
     for key in TOPOLOGY_ANNOTATIONS:
-        if annotations.get(key):
-            return f"{key.rsplit('/', 1)[-1]} {annotations[key]}"
+        if value := dig(pod_set, "template", "metadata", "annotations", key):
+            return _level(key.rsplit("/", 1)[-1], value)
     return None
+
+
+def _level(key: str, value: Any) -> str:
+    return f"{key} {clean_text(value, TOPOLOGY_MAX) if isinstance(value, str) else _shown(value)}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetRead:
+    """One pod set of a pending workload, validated: the instance type it waits for (None: not said), its requests
+    of the resources collect reads, count × per pod (Kubernetes units: cores, bytes, devices), its pods and the
+    topology level it asks for."""
+
+    flavor: str | None
+    requests: dict[str, Decimal]
+    pods: int
+    topology: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRead:
+    """A pending Workload as collect reads it: its name, creation time and pod sets."""
+
+    name: str
+    created: datetime | None
+    pod_sets: tuple[PodSetRead, ...]
+
+
+def read_workload(wl: dict[str, Any]) -> WorkloadRead:
+    """A Workload's name, creation time and pod sets, every field collect reads checked; _Malformed (naming the field
+    and the value) when one is not what Kueue's API allows or asks for more than any quota holds."""
+    meta = _object(wl.get("metadata"), "metadata")
+    name = _name(meta)
+    spec = _object(wl.get("spec"), "spec")
+    pod_sets = []
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for i, raw in enumerate(_array(spec.get("podSets"), "spec.podSets", POD_SETS_MAX)):
+        where = f"spec.podSets[{i}]"
+        pod_set = _object(raw, where)
+        read = PodSetRead(flavor=pod_set_instance_type(pod_set), requests=pod_set_requests(pod_set, where),
+                          pods=_count(pod_set, where), topology=topology_asked(pod_set))
+        for resource, q in read.requests.items():
+            totals[resource] += q
+        pod_sets.append(read)
+    for resource, total in totals.items():
+        _within(resource, total, "spec.podSets")
+    return WorkloadRead(name=name, created=_created(meta), pod_sets=tuple(pod_sets))
+
+
+def _count(pod_set: dict[str, Any], where: str) -> int:
+    count = pod_set.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= COUNT_MAX:
+        raise _Malformed(f"{where}.count is not a count of pods (0 to {COUNT_MAX}): {_shown(count)}")
+    return count
 
 
 @dataclass
@@ -98,43 +249,77 @@ class _Gang:
         self.topology = self.topology or topology
 
 
+class _Listed:
+    """A team's pending workloads on one pool: the first `limit` in admission order (Kueue's BestEffortFIFO), kept
+    in the order listed; how many there were."""
+
+    __slots__ = ("entries", "seen")
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[tuple[datetime, str, str], int, PendingWorkload]] = []
+        self.seen = 0
+
+    def add(self, seq: int, w: PendingWorkload, limit: int) -> None:
+        self.seen += 1
+        self.entries.append((w.admission_order, seq, w))
+        if len(self.entries) >= 2 * limit:  # amortised: sort and cut once per `limit` additions
+            self.cut(limit)
+
+    def cut(self, limit: int) -> None:
+        if len(self.entries) > limit:
+            self.entries = sorted(self.entries, key=lambda e: (e[0], e[1]))[:limit]
+
+
 class _Accumulator:
     def __init__(self) -> None:
         self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
         self.pending: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
-        self.topology: dict[str, list[str]] = defaultdict(list)
+        self.topology: dict[str, dict[str, None]] = defaultdict(dict)
+        self.topology_unlisted: dict[str, int] = defaultdict(int)
         self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
-        self.warnings: list[str] = []
-        self.workloads: list[PendingWorkload] = []
+        self.warnings = Lines(WARNINGS_MAX, WARNING_MAX_BYTES)
+        self.listed: dict[tuple[str, str], _Listed] = defaultdict(_Listed)  # (team, pool) → its pending workloads
+        self.seq = 0
+        self.skipped = 0
 
-    def add_pending(self, team: str, wl: dict[str, Any], offered: dict[str, set[str]]) -> None:
+    def skip(self, what: str, error: _Malformed) -> None:
+        self.skipped += 1
+        self.warnings.add(f"{what}: skipped, {error}")
+
+    def add_pending(self, team: str, namespace: str, wl: WorkloadRead, offered: dict[str, set[str]]) -> None:
         """A pending workload's requests, on the flavor each waits for; and its size on each instance type (its
         gang: Kueue admits it whole), as a PendingWorkload."""
-        meta = wl.get("metadata", {})
-        where = f"Workload {meta.get('namespace')}/{meta.get('name')}"
-        since = _created(meta)
+        where = f"Workload {namespace}/{wl.name}"
         sizes: dict[str, _Gang] = {}
-        for pod_set in wl.get("spec", {}).get("podSets", []) or []:
-            level = topology_asked(pod_set)
-            if level is not None:
-                self.topology[team].append(f"{meta.get('name')} ({level})")
-            chosen = pod_set_instance_type(pod_set)
-            for resource, quantity in pod_set_requests(pod_set).items():
-                flavor = chosen
+        levels: dict[str, None] = {}
+        for pod_set in wl.pod_sets:
+            if pod_set.topology is not None:
+                levels[f"{wl.name} ({pod_set.topology})"] = None
+            for resource, quantity in pod_set.requests.items():
+                flavor = pod_set.flavor
                 if flavor is None and len(offered.get(resource, ())) == 1:
                     flavor = next(iter(offered[resource]))
                 if flavor is None:
                     if resource in ACCELERATOR_RESOURCES or resource == NEURONCORE_RESOURCE:
-                        self.warnings.append(f"{where}: cannot tell which instance type its {resource} request "
-                                             f"waits for (no instance-type node selector, no single flavor)")
+                        self.warnings.add(f"{where}: cannot tell which instance type its {resource} request "
+                                          f"waits for (no instance-type node selector, no single flavor)")
                     continue
-                added = self.add(self.pending, team, flavor, resource, quantity, where, since)
+                added = self.add(self.pending, team, flavor, resource, quantity, where, wl.created)
                 if added:
-                    sizes.setdefault(flavor, _Gang()).add(added, int(pod_set.get("count", 1)), level)
-        self.workloads += [PendingWorkload(name=str(meta.get("name", "")), team=team, pool=flavor,
-                                           accelerators=float(g.accelerators), pods=g.pods, created=since,
-                                           topology=g.topology)
-                           for flavor, g in sorted(sizes.items())]
+                    sizes.setdefault(flavor, _Gang()).add(added, pod_set.pods, pod_set.topology)
+        named = self.topology[team]
+        for level in levels:
+            if level in named:
+                continue
+            if len(named) < TOPOLOGY_LISTED:
+                named[level] = None
+            else:
+                self.topology_unlisted[team] += 1
+        for flavor, g in sorted(sizes.items()):
+            self.seq += 1
+            self.listed[(team, flavor)].add(self.seq, PendingWorkload(
+                name=wl.name, team=team, pool=flavor, accelerators=float(g.accelerators), pods=g.pods,
+                created=wl.created, topology=g.topology), LISTED_PER_POOL)
 
     def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
             quantity: Decimal, where: str, since: datetime | None = None) -> Decimal:
@@ -143,11 +328,15 @@ class _Accumulator:
         try:
             spec = catalog.spec(flavor)
         except UnknownInstanceType:
-            self.warnings.append(f"{where}: flavor {flavor!r} is not a HyperPod instance type; ignored")
+            self.warnings.add(f"{where}: flavor {_shown(flavor)} is not a HyperPod instance type; ignored")
+            return Decimal(0)
+        profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX) if resource.startswith(MIG_RESOURCE_PREFIX) \
+            else None
+        if profile is not None and profile not in spec.mig_profiles:
+            self.warnings.add(f"{where}: {_shown(resource)} is not a MIG profile of {flavor}; ignored")
             return Decimal(0)
         if since is not None:
-            pool = (pool_name(flavor, "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX))
-                    if resource.startswith(MIG_RESOURCE_PREFIX) else flavor)
+            pool = pool_name(flavor, profile) if profile else flavor
             oldest = self.oldest[team]
             oldest[pool] = min(since, oldest.get(pool, since))
         if resource in ACCELERATOR_RESOURCES:
@@ -160,10 +349,25 @@ class _Accumulator:
             into[team][flavor].add("vcpu", quantity)
         elif resource == "memory":
             into[team][flavor].add("memory_gib", quantity / GIB)
-        elif resource.startswith(MIG_RESOURCE_PREFIX):
-            profile = "mig-" + resource.removeprefix(MIG_RESOURCE_PREFIX)
+        elif profile is not None:
             into[team][pool_name(flavor, profile)].add("partitions", quantity)
         return Decimal(0)
+
+    def workloads(self) -> tuple[PendingWorkload, ...]:
+        """Each team's pending workloads per pool, the first LISTED_PER_POOL in admission order, all of them cut to
+        the same count when they are more than LISTED_TOTAL together; in the order listed. A warning per pool cut."""
+        for listed in self.listed.values():
+            listed.cut(LISTED_PER_POOL)
+        limit = _fair_count([len(x.entries) for x in self.listed.values()], LISTED_TOTAL)
+        kept: list[tuple[int, PendingWorkload]] = []
+        for (team, pool), listed in sorted(self.listed.items()):
+            listed.cut(limit)
+            kept += [(seq, w) for _, seq, w in listed.entries]
+            if listed.seen > len(listed.entries):
+                self.warnings.add(f"{team}: {listed.seen} workloads pending on {pool}; the first "
+                                  f"{len(listed.entries)} in admission order are listed (gang sizes, `why`), "
+                                  "demand counts them all")
+        return tuple(w for _, w in sorted(kept, key=lambda e: e[0]))
 
     def result(self) -> dict[str, dict[str, Demand]]:
         out: dict[str, dict[str, Demand]] = {}
@@ -174,10 +378,25 @@ class _Accumulator:
         return out
 
 
+def _fair_count(sizes: list[int], total: int) -> int:
+    """The largest k with Σ min(size, k) ≤ total: every list cut to k entries fits in `total` together, and no
+    list is cut more than another."""
+    if sum(sizes) <= total:
+        return max(sizes, default=0)
+    low, high = 0, max(sizes)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(min(n, mid) for n in sizes) <= total:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 def _created(meta: dict[str, Any]) -> datetime | None:
     """A workload's metadata.creationTimestamp (RFC 3339, UTC `Z`), or None when absent or unreadable."""
     raw = meta.get("creationTimestamp")
-    if not isinstance(raw, str):
+    if not isinstance(raw, str) or len(raw) > 64:
         return None
     try:
         at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
@@ -187,62 +406,103 @@ def _created(meta: dict[str, Any]) -> datetime | None:
 
 
 def _condition(obj: dict[str, Any], kind: str) -> bool:
-    return any(c.get("type") == kind and c.get("status") == "True"
-               for c in obj.get("status", {}).get("conditions", []) or [])
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    return any(isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True"
+               for c in (conditions if isinstance(conditions, list) else ()))
 
 
 def is_pending(workload: dict[str, Any]) -> bool:
     """Waiting for quota: active, not finished, holding no quota reservation."""
-    if workload.get("spec", {}).get("active") is False:
+    spec, status = workload.get("spec"), workload.get("status")
+    if isinstance(spec, dict) and spec.get("active") is False:
         return False
     if _condition(workload, "Finished") or _condition(workload, "QuotaReserved"):
         return False
-    return not workload.get("status", {}).get("admission")
+    return not (isinstance(status, dict) and status.get("admission"))
 
 
-def pod_set_requests(pod_set: dict[str, Any]) -> dict[str, Decimal]:
+def _read_resource(resource: str) -> bool:
+    """The resources collect reads of a request: accelerators, NeuronCores, CPU, memory and MIG partitions."""
+    return (resource in ACCELERATOR_RESOURCES or resource in (NEURONCORE_RESOURCE, "cpu", "memory")
+            or resource.startswith(MIG_RESOURCE_PREFIX))
+
+
+def pod_set_requests(pod_set: dict[str, Any], where: str = "pod set") -> dict[str, Decimal]:
     """Total requests of a pod set: count × per-pod requests (containers summed; an init container counts when it
-    asks for more than the containers together, as the scheduler does). Limits stand in for missing requests."""
-    pod_spec = pod_set.get("template", {}).get("spec", {})
+    asks for more than the containers together, as the scheduler does). Limits stand in for missing requests. Only
+    the resources collect reads are parsed; _Malformed for a field that is not what the API allows."""
+    template = _object(pod_set.get("template"), f"{where}.template")
+    pod_spec = _object(template.get("spec"), f"{where}.template.spec")
     per_pod: dict[str, Decimal] = defaultdict(Decimal)
-    for c in pod_spec.get("containers", []) or []:
-        for name, q in _requests(c).items():
+    for i, c in enumerate(_array(pod_spec.get("containers"), f"{where}.containers", CONTAINERS_MAX)):
+        for name, q in _requests(c, f"{where}.containers[{i}]").items():
             per_pod[name] += q
-    for c in pod_spec.get("initContainers", []) or []:
-        for name, q in _requests(c).items():
+    for i, c in enumerate(_array(pod_spec.get("initContainers"), f"{where}.initContainers", CONTAINERS_MAX)):
+        for name, q in _requests(c, f"{where}.initContainers[{i}]").items():
             per_pod[name] = max(per_pod[name], q)
-    count = Decimal(int(pod_set.get("count", 1)))
+    count = Decimal(_count(pod_set, where))
     return {name: q * count for name, q in per_pod.items()}
 
 
-def _requests(container: dict[str, Any]) -> dict[str, Decimal]:
-    resources = container.get("resources", {}) or {}
-    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return {name: Decimal(parse_quantity(q)) for name, q in merged.items()}
+def _requests(container: Any, where: str) -> dict[str, Decimal]:
+    resources = _object(_object(container, where).get("resources"), f"{where}.resources")
+    limits = _object(resources.get("limits"), f"{where}.resources.limits")
+    requests = _object(resources.get("requests"), f"{where}.resources.requests")
+    merged = {**limits, **requests}
+    return {name: _quantity(q, f"{where} {name} request") for name, q in merged.items() if _read_resource(name)}
 
 
 def pod_set_instance_type(pod_set: dict[str, Any]) -> str | None:
-    pod_spec = pod_set.get("template", {}).get("spec", {})
-    selector = pod_spec.get("nodeSelector") or {}
+    template = pod_set.get("template")
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    if not isinstance(pod_spec, dict):
+        return None
+    selector = pod_spec.get("nodeSelector")
+    selector = selector if isinstance(selector, dict) else {}
     for label in INSTANCE_TYPE_LABELS:
-        if label in selector:
+        if isinstance(selector.get(label), str):
             return str(selector[label])
-    terms = (pod_spec.get("affinity", {}).get("nodeAffinity", {})
-             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", []))
-    values = {v for term in terms for expr in term.get("matchExpressions", []) or []
-              if expr.get("key") in INSTANCE_TYPE_LABELS and expr.get("operator") == "In"
-              for v in expr.get("values", [])}
+    terms = list_of(dig(pod_spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                         "nodeSelectorTerms"))
+    values = {v for term in terms for expr in list_of(dig(term, "matchExpressions"))
+              if dig(expr, "key") in INSTANCE_TYPE_LABELS and dig(expr, "operator") == "In"
+              for v in list_of(dig(expr, "values")) if isinstance(v, str)}
     return values.pop() if len(values) == 1 else None
 
 
 def flavors_offered(cluster_queue: dict[str, Any]) -> dict[str, set[str]]:
     """resource name → the flavors the ClusterQueue's resource groups offer for it."""
     offered: dict[str, set[str]] = defaultdict(set)
-    for group in cluster_queue.get("spec", {}).get("resourceGroups", []) or []:
-        for flavor in group.get("flavors", []) or []:
-            for resource in flavor.get("resources", []) or []:
-                offered[resource["name"]].add(flavor["name"])
+    for group in list_of(dig(cluster_queue, "spec", "resourceGroups")):
+        for flavor in list_of(dig(group, "flavors")):
+            for resource in list_of(dig(flavor, "resources")):
+                name, offering = dig(resource, "name"), dig(flavor, "name")
+                if isinstance(name, str) and isinstance(offering, str):
+                    offered[name].add(offering)
     return offered
+
+
+def cluster_queue_usage(cq: dict[str, Any]) -> list[tuple[str, str, Decimal]]:
+    """(flavor, resource, total) of a ClusterQueue's `status.flavorsReservation` (else `flavorsUsage`), the
+    resources collect reads; _Malformed when an entry is not what the API allows."""
+    status = _object(cq.get("status"), "status")
+    usage = _array(status.get("flavorsReservation") or status.get("flavorsUsage"), "status.flavorsReservation",
+                   CONTAINERS_MAX)
+    out = []
+    for i, raw in enumerate(usage):
+        flavor = _object(raw, f"status.flavorsReservation[{i}]")
+        name = flavor.get("name")
+        if not isinstance(name, str):
+            raise _Malformed(f"status.flavorsReservation[{i}].name is not a name: {_shown(name)}")
+        for j, r in enumerate(_array(flavor.get("resources"), f"status.flavorsReservation[{i}].resources",
+                                     CONTAINERS_MAX)):
+            r = _object(r, f"status.flavorsReservation[{i}].resources[{j}]")
+            resource = r.get("name")
+            if isinstance(resource, str) and _read_resource(resource):
+                total = _quantity(r.get("total", 0), f"{name} {resource} total")
+                out.append((name, resource, _within(resource, total, f"status.flavorsReservation[{i}]")))
+    return out
 
 
 class KueueReader:
@@ -291,29 +551,50 @@ class KueueReader:
                 return
 
     def read(self) -> KueueDemand:
-        acc = _Accumulator()
-        queues: dict[str, dict[str, Any]] = {}
-        for cq in self._list("clusterqueues"):
-            team = team_of_cluster_queue(cq.get("metadata", {}).get("name", ""))
-            if team is None:
+        demand = demand_of(self._list("clusterqueues"), self._list("workloads"))
+        return replace(demand, api_version=f"{GROUP}/{self.version}" if self.version else None)
+
+
+def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueDemand:
+    """Demand per team from the ClusterQueues and Workloads as listed (streams: each object is read once and only
+    what is kept of it stays in memory). A malformed object is skipped with a warning naming it."""
+    acc = _Accumulator()
+    queues: dict[str, dict[str, set[str]]] = {}  # team → the flavors its ClusterQueue offers per resource
+    for cq in cluster_queues:
+        name = dig(cq, "metadata", "name")
+        team = team_of_cluster_queue(name) if isinstance(name, str) else None
+        if team is None:
+            continue
+        queues[team] = flavors_offered(cq)
+        try:
+            usage = cluster_queue_usage(cq)
+        except _Malformed as e:  # its in-use amounts are unknown; its workloads are still read
+            acc.skip(f"ClusterQueue {_named(name)}", e)
+            continue
+        for flavor, resource, total in usage:
+            acc.add(acc.in_use, team, flavor, resource, total, f"ClusterQueue {_named(name)}")
+    for wl in workloads:
+        namespace = dig(wl, "metadata", "namespace")
+        team = team_of_namespace(namespace) if isinstance(namespace, str) else None
+        if team is None:
+            continue
+        try:
+            if not is_pending(wl):
                 continue
-            queues[team] = cq
-            status = cq.get("status", {}) or {}
-            usage = status.get("flavorsReservation") or status.get("flavorsUsage") or []
-            for flavor in usage:
-                for r in flavor.get("resources", []) or []:
-                    acc.add(acc.in_use, team, flavor["name"], r["name"], Decimal(parse_quantity(r.get("total", 0))),
-                            f"ClusterQueue {cq['metadata']['name']}")
-        for wl in self._list("workloads"):
-            meta = wl.get("metadata", {})
-            team = team_of_namespace(meta.get("namespace", ""))
-            if team is not None and is_pending(wl):
-                acc.add_pending(team, wl, flavors_offered(queues.get(team, {})))
-        return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
-                           warnings=tuple(dict.fromkeys(acc.warnings)),
-                           api_version=f"{GROUP}/{self.version}" if self.version else None,
-                           topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())},
-                           workloads=tuple(acc.workloads))
+            if len(namespace) > NAMESPACE_MAX or not NAMESPACE_NAME.fullmatch(namespace):
+                raise _Malformed("metadata.namespace is not a Kubernetes namespace name")
+            read = read_workload(wl)
+        except _Malformed as e:
+            acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
+            continue
+        acc.add_pending(team, namespace, read, queues.get(team, {}))
+    workloads_kept = acc.workloads()
+    return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
+                       warnings=tuple(acc.warnings.lines("… and {n} more Kueue warnings like these")),
+                       topology={t: tuple(v) for t, v in sorted(acc.topology.items()) if v},
+                       workloads=workloads_kept,
+                       topology_unlisted={t: n for t, n in sorted(acc.topology_unlisted.items()) if n},
+                       skipped=acc.skipped)
 
 
 class NodeReader:

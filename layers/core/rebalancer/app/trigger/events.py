@@ -9,6 +9,7 @@ from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from rebalancer.parsing.lookup import dig
 from rebalancer.parsing.text import clean_text, cut_utf8
 
 STATE_CHANGE = "SageMaker HyperPod Cluster State Change"
@@ -120,20 +121,10 @@ class AlarmStateChange(Detail):
         metrics = self.configuration.get("metrics")
         names: list[str] = []
         for metric in metrics if isinstance(metrics, list) else []:
-            name = _dig(metric, "metricStat", "metric", "dimensions", "ClusterName")
+            name = dig(metric, "metricStat", "metric", "dimensions", "ClusterName")
             if isinstance(name, str) and name:
                 names.append(name)
         return tuple(dict.fromkeys(names))
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    """value[k1][k2]…, or None where a level is missing or not an object (alarm metrics come in several shapes:
-    metricStat, expression, anomaly detection)."""
-    for key in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
 
 
 class StateChangeEvent(EventBridgeModel):
@@ -202,8 +193,15 @@ SUMMARY_MAX_BYTES = 2048
 ID_MAX_BYTES = 256  # event ids, cluster and execution names (HyperPod: 63, Step Functions: 80), ARNs of them
 
 
-def _summary(text: str) -> str:
+def summary_text(text: str) -> str:
+    """Event text as it is recorded and carried: one clean line of at most SUMMARY_MAX_BYTES of UTF-8, reading at
+    most a few times that of `text` however long it is."""
     return cut_utf8(clean_text(text, SUMMARY_MAX_BYTES), SUMMARY_MAX_BYTES)
+
+
+def id_text(text: str) -> str:
+    """An id from outside (an event's) as it is recorded: one clean line of at most ID_MAX_BYTES."""
+    return cut_utf8(clean_text(text, ID_MAX_BYTES), ID_MAX_BYTES)
 
 
 def _identifier(text: str) -> str:
@@ -212,7 +210,7 @@ def _identifier(text: str) -> str:
     return text
 
 
-Summary = Annotated[str, AfterValidator(_summary)]
+Summary = Annotated[str, AfterValidator(summary_text)]
 Identifier = Annotated[str, AfterValidator(_identifier)]
 
 
@@ -224,7 +222,9 @@ class Trigger(BaseModel):
 
     event_id: Identifier
     kind: str
-    clusters: tuple[Identifier, ...] = Field(default=(), max_length=100)
+    # Every cluster the event names, however many (an alarm's metrics may name thousands, ours among them); the
+    # trigger keeps the managed ones in one pass.
+    clusters: tuple[Identifier, ...] = ()
     summary: Summary
     relevant: bool = True
     finished: Identifier | None = None  # a run-finished event: the name of the execution that ended
@@ -233,8 +233,7 @@ class Trigger(BaseModel):
 
 
 def event_id_of(event: Any) -> str:
-    return cut_utf8(clean_text(str(event.get("id", "(no id)")), ID_MAX_BYTES), ID_MAX_BYTES) \
-        if isinstance(event, dict) else "(not an object)"
+    return id_text(str(event.get("id", "(no id)"))) if isinstance(event, dict) else "(not an object)"
 
 
 def parse_trigger(event: Any) -> Trigger:

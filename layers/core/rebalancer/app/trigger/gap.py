@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 from rebalancer.adapters.aws import aws_call
 from rebalancer.app.observability import logger
-from rebalancer.app.trigger.events import Trigger
+from rebalancer.app.trigger.events import SUMMARY_MAX_BYTES, Trigger, id_text, summary_text
 from rebalancer.app.workflow.audit import AuditLog, cluster_event_seen
 from rebalancer.errors import RebalancerError
+from rebalancer.parsing.text import cut_utf8
 
 # HyperPod's own events: each is recorded as seen (the schedule, alarms and run ends are not cluster events).
 CLUSTER_KINDS = frozenset({"cluster-state", "node-health", "cluster-event"})
@@ -68,8 +69,10 @@ class Watch:
             logger.warning("cluster events after a gap not read", extra={"cluster": cluster, "error": str(e)})
             return 0
         for event in events[:REPLAY_MAX_EVENTS]:
-            cluster_event_seen(self.audit, cluster, via="ListClusterEvents", event_id=str(event.get("EventId")),
-                               at=event.get("EventTime"), summary=_summary(event))
+            at = event.get("EventTime")
+            cluster_event_seen(self.audit, cluster, via="ListClusterEvents",
+                               event_id=id_text(str(event.get("EventId"))), at=at if isinstance(at, datetime) else None,
+                               summary=_summary(event))
         logger.info("events replayed after a gap", extra={"cluster": cluster, "since": since.isoformat(),
                                                           "events": len(events)})
         return len(events)
@@ -88,9 +91,11 @@ def list_events(sagemaker: Any, cluster: str, since: datetime, until: datetime) 
 
 
 def _summary(event: dict[str, Any]) -> str:
-    """`Warn on InstanceGroup workers (i-0abc…): Description (operation …)`, from a ClusterEventSummary."""
-    where = " ".join(str(event[k]) for k in ("InstanceGroupName", "InstanceId") if event.get(k))
-    level = event.get("EventLevel") or "Info"
-    text = f"{level} on {event.get('ResourceType', 'Cluster')}{' ' + where if where else ''}: " \
-           f"{event.get('Description') or 'no description'}"
-    return text + (f" (operation {event['OperationId']})" if event.get("OperationId") else "")
+    """`Warn on InstanceGroup workers (i-0abc…): Description (operation …)`, from a ClusterEventSummary: cleaned and
+    cut as an EventBridge event's summary is (a Description may be hundreds of KB, with control characters)."""
+    where = "".join(f" {id_text(str(event[k]))}" for k in ("InstanceGroupName", "InstanceId") if event.get(k))
+    level = id_text(str(event.get("EventLevel") or "Info"))
+    head = f"{level} on {id_text(str(event.get('ResourceType') or 'Cluster'))}{where}: "
+    tail = f" (operation {id_text(str(event['OperationId']))})" if event.get("OperationId") else ""
+    room = SUMMARY_MAX_BYTES - len(head.encode()) - len(tail.encode())  # ≥ 700 B: five ids of ≤ 256 B at most
+    return head + cut_utf8(summary_text(str(event.get("Description") or "no description")), room) + tail

@@ -100,6 +100,7 @@ class Starter:
         self.sfn = sfn
         self.state_machine_arn = state_machine_arn
         self.managed = managed
+        self._managed = frozenset(managed)  # looked up once per cluster an event names (an alarm may name 10,000)
         self.lock_ttl = lock_ttl
         self.debounce = debounce
 
@@ -115,10 +116,11 @@ class Starter:
             return TriggerOutcome(event_id, "irrelevant", reason=trigger.summary)
         if trigger.finished is not None:
             return self.after_run(event_id, trigger, trigger.finished)
-        clusters = [c for c in (trigger.clusters or self.managed) if c in self.managed]
+        clusters = [c for c in trigger.clusters if c in self._managed] if trigger.clusters else list(self.managed)
         if not clusters:
-            logger.info("event of an unmanaged cluster", extra={"event_id": event_id, "clusters": trigger.clusters})
-            return TriggerOutcome(event_id, "ignored", reason=f"not a managed cluster: {', '.join(trigger.clusters)}")
+            named = _named(trigger.clusters)
+            logger.info("event of an unmanaged cluster", extra={"event_id": event_id, "clusters": named})
+            return TriggerOutcome(event_id, "ignored", reason=f"not a managed cluster: {named}")
         outcome = TriggerOutcome(event_id, "debounced", reason=trigger.summary)
         for cluster in clusters:
             outcome.replayed += self.watch.saw(cluster, trigger)
@@ -135,7 +137,7 @@ class Starter:
         outcome = TriggerOutcome(event_id, "irrelevant", reason=trigger.summary)
         followup = trigger.model_copy(update={"kind": "follow-up",
                                               "summary": f"changes that arrived during run {finished}"})
-        for cluster in (c for c in trigger.clusters if c in self.managed):
+        for cluster in (c for c in trigger.clusters if c in self._managed):
             name = followup_name(cluster, finished, self.clock(), self.debounce)
             lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
             if lock.acquired and self._start(cluster, name, followup):
@@ -184,6 +186,12 @@ class Starter:
                 return now - acquired_at < STARTING_GRACE
             raise
         return bool(status == "RUNNING")
+
+
+def _named(clusters: tuple[str, ...], shown: int = 3) -> str:
+    """The first few cluster names and how many more."""
+    rest = len(clusters) - shown
+    return ", ".join(clusters[:shown]) + (f" and {rest:,} more" if rest > 0 else "")
 
 
 def _first_error(e: Exception) -> str:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstra
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.parsing.text import bounded_lines
 from rebalancer.parsing.validation import load_model
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
                "failed", "budget", "budget_summary", "reservation_started", "reservation_ended"]
 MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
+MAX_STATE_LINE_BYTES = 1024
 
 
 class RunRef(BaseModel):
@@ -133,10 +135,10 @@ def run_of(event: Any, step: str) -> RunRef:
 
 
 def summarised(lines: Sequence[str], limit: int = MAX_STATE_LINES) -> list[str]:
-    """At most `limit` lines for the execution's state (Step Functions allows 256 KB), the last one counting the
-    rest; the stored plan and apply report keep every line."""
-    if len(lines) <= limit:
-        return list(lines)
-    return [*lines[:limit - 1], f"… and {len(lines) - limit + 1} more (all of them are in the run's stored record)"]
+    """At most `limit` lines for the execution's state (Step Functions allows 256 KB), each once and cut to
+    MAX_STATE_LINE_BYTES, the last one counting the rest: a list in the state is at most `limit` × that, whatever
+    the plan holds. The stored plan and apply report keep every line."""
+    return bounded_lines(lines, limit=limit, line_bytes=MAX_STATE_LINE_BYTES,
+                         rest="… and {n} more (all of them are in the run's stored record)")
 
 

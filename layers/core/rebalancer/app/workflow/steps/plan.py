@@ -10,7 +10,7 @@ from typing import Any
 from rebalancer.app import budgets, reservations
 from rebalancer.app.notifications.messages import field_line
 from rebalancer.app.workflow import run_plan
-from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, summarised
+from rebalancer.app.workflow.state import RunRef, summarised
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import PermanentError
 
@@ -35,7 +35,7 @@ def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Pol
     result = planned.plan
     return {"decision": planned.decision, "changes": len(result.changes), "requests": len(result.requests),
             "scheduler_requests": len(result.scheduler_requests),
-            "console_edits": [field_line(f) for f in result.console_edits[:MAX_STATE_LINES]],
+            "console_edits": summarised([field_line(f) for f in result.console_edits]),
             "moved_accelerators": result.moved(), "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
             "approval_reasons": summarised(result.approval_reasons), "warnings": summarised(result.warnings),
-            "budget_messages": announced[:MAX_STATE_LINES]}
+            "budget_messages": summarised(announced)}
