@@ -15,6 +15,8 @@ from botocore.exceptions import ClientError
 from rebalancer.adapters.dynamodb.table import AUDIT_RETENTION, KEY, SORT, TTL, Table, conditional_failed, epoch
 from rebalancer.domain.reservation import Reservation, ReservationStatus
 from rebalancer.errors import ReservationNotPending, UnknownReservation
+from rebalancer.parsing.text import printable
+from rebalancer.parsing.validation import stored_model
 
 MUTABLE = ("status", "decided_by", "started_at", "ended_at")
 
@@ -75,5 +77,11 @@ class TableReservations:
 
 
 def _of(item: dict[str, Any]) -> Reservation:
-    doc = json.loads(str(item["doc"]))
-    return Reservation.model_validate({**doc, **{name: item[name] for name in MUTABLE if name in item}})
+    what = f"reservation {printable(item.get(SORT))[:80]}"
+    then = "cancel it (`rebalancer reservations cancel`) and reserve again"
+    try:
+        doc = json.loads(str(item["doc"]))
+    except (KeyError, ValueError):
+        doc = None
+    return stored_model(Reservation, {**doc, **{name: item[name] for name in MUTABLE if name in item}}
+                        if isinstance(doc, dict) else doc, what, then)
