@@ -26,7 +26,7 @@ TRANSIENT_CODES = frozenset({
     "ThrottlingException", "Throttling", "ThrottledException", "RequestThrottledException", "TooManyRequestsException",
     "RequestLimitExceeded", "RequestThrottled", "SlowDown", "LimitExceededException", "ServiceUnavailable",
     "ServiceUnavailableException", "InternalFailure", "InternalServerError", "InternalError", "RequestTimeout",
-    "RequestTimeoutException",
+    "RequestTimeoutException", "ProvisionedThroughputExceededException",
 })
 CONFLICT_CODES = frozenset({"ConflictException"})
 
