@@ -236,10 +236,11 @@ class Reservation(Frozen):
 
     @property
     def schedule(self) -> str:
-        """Its windows in words: `2026-12-01 08:00 → 2026-12-04 18:00 UTC` or `Mon-Fri 18:00-08:00 Europe/Berlin
-        from 2026-12-01 until 2027-03-31`."""
+        """Its windows in words: `from 2026-12-01 08:00 until 2026-12-04 18:00 UTC` or `Mon-Fri 18:00-08:00
+        Europe/Berlin from 2026-12-01 00:00 until 2027-03-31 00:00`."""
         if self.every is None:
-            return f"{self.start.astimezone(UTC):%Y-%m-%d %H:%M} → {self.until.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+            start, until = self.start.astimezone(UTC), self.until.astimezone(UTC)
+            return f"from {start:%Y-%m-%d %H:%M} until {until:%Y-%m-%d %H:%M} UTC"
         zone = time_zone(self.timezone)
         return (f"{self.every} {self.timezone} from {self.start.astimezone(zone):%Y-%m-%d %H:%M} until "
                 f"{self.until.astimezone(zone):%Y-%m-%d %H:%M}")
