@@ -160,11 +160,12 @@ class Reservation(Frozen):
         for start, end, key in self._occurrences(since, before):
             yield Window(start=start, end=end, key=key)
 
-    def _occurrences(self, since: datetime, before: datetime) -> Iterator[tuple[datetime, datetime, str]]:
-        """windows() as (start, end, key): what the checks sweep over, thousands at a time."""
+    def _occurrences(self, since: datetime, before: datetime,
+                     keyed: bool = True) -> Iterator[tuple[datetime, datetime, str]]:
+        """windows() as (start, end, key) (key "" unless `keyed`): what the checks sweep over, thousands at once."""
         if self.every is None:
             if self.start < before and since < self.until:
-                yield self.start, self.until, _key(self.start)
+                yield self.start, self.until, _key(self.start) if keyed else ""
             return
         lo, hi = max(since, self.start), min(before, self.until)
         if lo >= hi:
@@ -173,20 +174,23 @@ class Reservation(Frozen):
         skipped = set(self.skipped)
         day: date = lo.astimezone(zone).date() - timedelta(days=1)  # the day before may hold a window still open
         last = hi.astimezone(zone).date()
+        one_day, closes_later = timedelta(days=1), timedelta(days=rule.overnight)
         while day <= last:
             if day.weekday() in rule.days:
                 opens = datetime.combine(day, rule.begins, zone).astimezone(UTC)
-                closes = datetime.combine(day + timedelta(days=rule.overnight), rule.ends, zone).astimezone(UTC)
-                start, end = max(opens, self.start), min(closes, self.until)
-                if start < end and end > since and start < before and _key(opens) not in skipped:
-                    yield start, end, _key(opens)
-            day += timedelta(days=1)
+                start = max(opens, self.start)
+                if start < before:
+                    end = min(datetime.combine(day + closes_later, rule.ends, zone).astimezone(UTC), self.until)
+                    key = _key(opens) if keyed or skipped else ""
+                    if start < end and end > since and not (skipped and key in skipped):
+                        yield start, end, key
+            day += one_day
 
     def holds(self, since: datetime, before: datetime) -> Iterator[tuple[datetime, datetime]]:
         """When its quota is held, [window start − lead, window end), for the windows whose hold meets
         [since, before): holds that meet or overlap are one (never counted twice)."""
         current: tuple[datetime, datetime] | None = None
-        for start, end, _ in self._occurrences(since, before + self.lead):
+        for start, end, _ in self._occurrences(since, before + self.lead, keyed=False):
             begin = start - self.lead
             if begin >= before or end <= since:
                 continue
