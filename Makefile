@@ -63,12 +63,13 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
-bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst; SageMaker calls per collect at 1,000 teams
+bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst; SageMaker calls per collect at 1,000 teams; the reservation check against thousands stored
 	$(PY) benchmarks/plan_bench.py
 	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/backtest_bench.py
 	$(PY) benchmarks/burst_bench.py
 	$(PY) benchmarks/collect_bench.py
+	$(PY) benchmarks/reservations_bench.py
 
 bench-sim: $(STAMP) ## the five simulator scenarios (Philly 512, 1024, 1024 + failures; synthetic overloaded, GPU + Trainium) × four strategies; tables and goals into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md --workers 2
