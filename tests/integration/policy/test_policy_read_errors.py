@@ -149,3 +149,21 @@ def test_ssm_throttling_past_the_sdks_retries_is_transient_and_a_missing_paramet
         with pytest.raises(TransientError, match=r"^ssm:GetParameter on ssm:/p/c1: ThrottlingException"):
             policy_loader(cfg, clients)("c1")  # the next invocation's loader (this one keeps the value a minute)
         assert throttled.attempts == clients.max_attempts
+
+
+def test_a_secret_that_cannot_be_reached_is_transient_and_one_that_is_not_there_is_not(
+        monkeypatch: pytest.MonkeyPatch, emulator: None) -> None:
+    """The Slack and signing secrets (Powertools' get_secret wraps the AWS error the same way)."""
+    from aws_lambda_powertools.utilities import parameters
+
+    from rebalancer.app.notifications.outlets import secret
+    from rebalancer.errors import PermanentError
+
+    parameters.clear_caches()  # type: ignore[no-untyped-call]
+    with pytest.raises(PermanentError, match=r"^secretsmanager:GetSecretValue on arn:nope: ResourceNotFound"):
+        secret("arn:nope")
+    parameters.clear_caches()  # type: ignore[no-untyped-call]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    with pytest.raises(TransientError, match=r"^secretsmanager on arn:nope: cannot reach the endpoint"):
+        secret("arn:nope")
+    parameters.clear_caches()  # type: ignore[no-untyped-call]

@@ -22,9 +22,8 @@ from typing import Any
 from aws_lambda_powertools.utilities import parameters
 from aws_lambda_powertools.utilities.parameters import AppConfigProvider, SSMProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
-from rebalancer.adapters.aws import AwsClients, classify, one_line
+from rebalancer.adapters.aws import AwsClients, cause_of, one_line
 from rebalancer.app import wiring
 from rebalancer.app.config import PlanConfig
 from rebalancer.domain.policy import Policy
@@ -70,19 +69,13 @@ def load_appconfig_policy(application: str, environment: str, profile: str, *, p
 
 
 def read_failed(e: GetParameterError, service: str, source: str, what: str) -> RebalancerError:
-    """What a failed read is, from the error Powertools wrapped (it raises GetParameterError from inside its
-    `except`, so the AWS error is the context): TransientError for throttling, 5xx and a lost connection, an
-    InvalidInput saying what AWS said otherwise."""
-    cause = e.__context__
-    if isinstance(cause, ClientError):
-        kind = classify(f"{service}:{cause.operation_name}", source, cause)
-        if isinstance(kind, TransientError):
-            return TransientError(f"{kind} (still failing after the SDK's retries: the run is retried, the policy "
-                                  "is not blamed)")
-        return InvalidInput(f"cannot read {what}: {kind}", source=source)
-    if isinstance(cause, ConnectionError | HTTPClientError):
-        return TransientError(f"{service} on {source}: cannot reach the endpoint: {one_line(cause)}")
-    return InvalidInput(f"cannot read {what}: {one_line(e)}", source=source)
+    """TransientError for throttling, 5xx and a lost connection (adapters.aws.cause_of), an InvalidInput saying
+    what AWS said otherwise."""
+    kind = cause_of(e, service, source)
+    if isinstance(kind, TransientError):
+        return TransientError(f"{kind} (still failing after the SDK's retries: the run is retried, the policy is not "
+                              "blamed)")
+    return InvalidInput(f"cannot read {what}: {kind or one_line(e)}", source=source)
 
 
 def policy_loader(cfg: PlanConfig, clients: AwsClients | None = None) -> Callable[[str], Policy]:
