@@ -229,8 +229,9 @@ class Reservation(Frozen):
 
     @property
     def held_from(self) -> datetime:
-        """When the planner begins to honour it (its start less the lead)."""
-        return self.start - self.lead
+        """When the planner began or begins to honour it: its start less the lead, never before it was asked for
+        (what the cooldown counts from: engine.reservations.began_since)."""
+        return max(self.start - self.lead, self.requested_at)
 
     @property
     def label(self) -> str:
