@@ -69,7 +69,7 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
-bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; `/rebalancer why` cold against Slack's 3 s; backtest; 1,000-event burst; SageMaker calls per collect at 1,000 teams; an alarm of 10,001 metrics
+bench: $(STAMP) $(SAM_STAMP) ## planning, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check
 	$(PY) benchmarks/plan_bench.py
 	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/why_bench.py
@@ -77,6 +77,7 @@ bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less);
 	$(PY) benchmarks/burst_bench.py
 	$(PY) benchmarks/collect_bench.py
 	$(PY) benchmarks/trigger_bench.py
+	$(PY) benchmarks/reservations_bench.py
 
 bench-sim: $(STAMP) ## the five simulator scenarios (Philly 512, 1024, 1024 + failures; synthetic overloaded, GPU + Trainium) × four strategies; tables and goals into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md --workers 2

@@ -7,7 +7,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
 from rebalancer.app.notifications.outlets import BudgetOutlet
-from rebalancer.app.observability import logger, tracer
+from rebalancer.app.observability import logger, tracer, transient_failures_counted
 from rebalancer.app.policy_source import policy_loader
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.plan import plan
@@ -18,6 +18,7 @@ from rebalancer.app.workflow.steps.plan import plan
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.PlanConfig)
     run = state.run_of(event, "plan")
-    return plan(run, store=wiring.store(), load_policy=policy_loader(cfg),
-                now=wiring.clock(), mode_override=cfg.mode_override,
-                budget_outlet=BudgetOutlet(cfg, run.cluster_name))
+    with transient_failures_counted("plan"):
+        return plan(run, store=wiring.store(), load_policy=policy_loader(cfg),
+                    now=wiring.clock(), mode_override=cfg.mode_override,
+                    budget_outlet=BudgetOutlet(cfg, run.cluster_name))

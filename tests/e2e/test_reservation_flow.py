@@ -5,7 +5,8 @@ announced once each on SNS and Slack; the first run after its end brings the quo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -42,14 +43,19 @@ def p5_quota(emu: EmulatorHandle, team: str) -> int:
     return emu.accelerators(CLUSTER, team, P5) or 0
 
 
-@pytest.fixture
-def flow() -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]]:
-    clock = ticking()
+@contextmanager
+def stack_at(clock: TickingClock) -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]]:
     with (in_process_emulator(seed_demo=True, clock=clock) as emu, serve() as (url, kube),
           SlackReceiver() as slack):
         kube.add(workload("research", "pretrain", [pod_set(4, {"nvidia.com/gpu": 8}, P5)]))  # wants all 32
         with LocalStack(clusters={CLUSTER: POLICY}, kube_url=url, slack_webhook_url=slack.url, now=clock) as stack:
             yield stack, emu, slack, clock
+
+
+@pytest.fixture
+def flow() -> Iterator[tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]]:
+    with stack_at(ticking()) as world:
+        yield world
 
 
 def run(stack: LocalStack, clock: TickingClock, minutes: float) -> None:
@@ -105,3 +111,39 @@ def test_a_reservation_holds_its_window_and_is_announced_at_both_ends(
     assert steps == ["started:approved", "ended:approved"]
 
 
+
+
+def run_at(stack: LocalStack, clock: TickingClock, at: datetime) -> None:
+    """The schedule's run at `at` (UTC)."""
+    clock.advance(minutes=(at - clock()).total_seconds() / 60)
+    run(stack, clock, 0)
+
+
+def test_a_recurring_windows_quota_is_in_place_when_it_opens_before_and_after_the_dst_change() -> None:
+    """Mon-Fri 18:00-08:00 Europe/Berlin, lead 30 min: Friday 23 Oct 2026 (summer time) the window opens at 16:00
+    UTC, Monday 26 Oct (winter time) at 17:00 UTC. Runs on the 15-minute schedule's ticks around each opening."""
+    start = datetime(2026, 10, 23, 12, 0, tzinfo=UTC)
+    with stack_at(TickingClock(start)) as (stack, emu, slack, clock):
+        store = Store(wiring.store().table_name, resource=boto3.resource("dynamodb", region_name=stack.region))
+        store.reservations.put(Reservation(
+            reservation_id="r-nightly", cluster=CLUSTER, team="data-science", pool=P5, accelerators=16, start=start,
+            until=start + timedelta(days=7), reason="nightly evaluation", status="approved", requested_by="alice",
+            requested_at=start, every="Mon-Fri 18:00-08:00", timezone="Europe/Berlin", lead_minutes=30))
+        seen = {}
+        for at in ("2026-10-23T15:15Z",  # before Friday's lead: the policy's quota
+                   "2026-10-23T15:45Z",  # inside it, 15 min before the window opens at 16:00 UTC (18:00 CEST)
+                   "2026-10-24T06:15Z",  # Saturday after 08:00 CEST: back to the policy
+                   "2026-10-26T16:15Z",  # Monday: 17:15 CET, 45 min before it opens; in summer it would be open
+                   "2026-10-26T16:45Z"):  # inside Monday's lead, 15 min before 18:00 CET (17:00 UTC)
+            run_at(stack, clock, datetime.fromisoformat(at))
+            seen[at] = p5_quota(emu, "data-science")
+        assert seen == {"2026-10-23T15:15Z": 0, "2026-10-23T15:45Z": 16, "2026-10-24T06:15Z": 0,
+                        "2026-10-26T16:15Z": 0, "2026-10-26T16:45Z": 16}
+        posts = [p["blocks"][0]["text"]["text"] for p in slack.posts]
+        assert [t for t in posts if t.startswith("Reservation")] == [
+            f"Reservation started on {CLUSTER}", f"Reservation ended on {CLUSTER}: quotas return to the policy",
+            f"Reservation started on {CLUSTER}"]
+        started = [body for s, body in subjects(stack) if s == f"Reservation started on {CLUSTER}"]
+        assert "window of Fri 23 Oct 18:00" in started[0]
+        assert "window of Mon 26 Oct 18:00" in started[1]
+        assert "(the window opens at 17:00 UTC)" in started[1]

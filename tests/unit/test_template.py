@@ -70,8 +70,12 @@ def test_powertools_settings_match_the_observability_module() -> None:
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == observability.NAMESPACE
     for alarm in t.resources("AWS::CloudWatch::Alarm").values():
         p = alarm["Properties"]
-        if p["Namespace"] == observability.NAMESPACE:
+        if p.get("Namespace") == observability.NAMESPACE:
             assert p["Dimensions"] == [{"Name": "service", "Value": observability.SERVICE}]
+        for m in p.get("Metrics", ()):  # a metric-math alarm's metrics
+            metric = m.get("MetricStat", {}).get("Metric", {})
+            if metric.get("Namespace") == observability.NAMESPACE:
+                assert {"Name": "service", "Value": observability.SERVICE} in metric["Dimensions"]
 
 
 def test_table_keys_and_ttl_match_the_table_layout() -> None:

@@ -8,6 +8,7 @@ Documents and audit fields go through JSON as the table's do, so what comes back
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,9 +16,10 @@ from typing import Any
 from rebalancer.budgets.metering import Fact, MeterResult, Reading, fact_between
 from rebalancer.domain.clock import Clock, system_clock
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, LockResult, RunContext
-from rebalancer.domain.reservation import Reservation, ReservationStatus
+from rebalancer.domain.reservation import Book, Flag, Reservation, ReservationStatus
 from rebalancer.domain.sample import DemandSample
 from rebalancer.errors import ApprovalNotPending, ReservationNotPending, UnknownReservation
+from rebalancer.parsing.text import printable
 
 
 def _json(value: Any) -> Any:
@@ -203,39 +205,73 @@ class MemorySamples:
 
 
 class MemoryReservations:
+    """One lock makes each write atomic, as DynamoDB's conditional writes and transactions are (tests check the
+    version protocol with threads against this and against the table)."""
+
     def __init__(self) -> None:
         self.kept: dict[str, dict[str, str]] = {}  # cluster → id → the reservation's JSON
+        self.versions: dict[str, int] = {}
+        self._lock = threading.Lock()
 
-    def put(self, rec: Reservation) -> bool:
-        kept = self.kept.setdefault(rec.cluster, {})
-        if rec.reservation_id in kept:
-            return False
-        kept[rec.reservation_id] = rec.model_dump_json(exclude={"decided_by", "started_at", "ended_at"})
-        return True
+    def put(self, rec: Reservation, *, version: int | None = None) -> bool:
+        with self._lock:
+            kept = self.kept.setdefault(rec.cluster, {})
+            if rec.reservation_id in kept or (version is not None and self.versions.get(rec.cluster, 0) != version):
+                return False
+            kept[rec.reservation_id] = rec.model_dump_json(exclude={"decided_by", "started_at", "ended_at",
+                                                                    "skipped", "announced"})
+            self.versions[rec.cluster] = self.versions.get(rec.cluster, 0) + 1
+            return True
+
+    def book(self, cluster: str) -> Book:
+        with self._lock:
+            version = self.versions.get(cluster, 0)
+        return Book(version=version, reservations=tuple(self.of_cluster(cluster)))
 
     def get(self, cluster: str, reservation_id: str) -> Reservation | None:
         text = self.kept.get(cluster, {}).get(reservation_id)
         return None if text is None else Reservation.model_validate_json(text)
 
     def of_cluster(self, cluster: str) -> list[Reservation]:
-        kept = self.kept.get(cluster, {})
+        kept = dict(self.kept.get(cluster, {}))
         return [Reservation.model_validate_json(kept[i]) for i in sorted(kept)]
 
     def decide(self, cluster: str, reservation_id: str, status: ReservationStatus, who: str,
                allowed: Sequence[ReservationStatus]) -> Reservation:
+        with self._lock:
+            current = self._current(cluster, reservation_id, allowed)
+            return self._set(current.model_copy(update={"status": status, "decided_by": who}))
+
+    def skip(self, cluster: str, reservation_id: str, occurrence: str,
+             allowed: Sequence[ReservationStatus]) -> Reservation:
+        with self._lock:
+            current = self._current(cluster, reservation_id, allowed)
+            return self._set(current.model_copy(update={"skipped": tuple(sorted({*current.skipped, occurrence}))}))
+
+    def mark(self, cluster: str, reservation_id: str, flag: Flag, at: datetime,
+             occurrence: str | None = None) -> bool:
+        with self._lock:
+            current = self.get(cluster, reservation_id)
+            if current is None:
+                return False
+            if occurrence is None:
+                if getattr(current, f"{flag}_at") is not None:
+                    return False
+                self._set(current.model_copy(update={f"{flag}_at": at}))
+                return True
+            key = f"{occurrence}/{flag}"
+            if key in current.announced:
+                return False
+            self._set(current.model_copy(update={"announced": {**current.announced, key: at}}))
+            return True
+
+    def _current(self, cluster: str, reservation_id: str, allowed: Sequence[ReservationStatus]) -> Reservation:
         current = self.get(cluster, reservation_id)
         if current is None:
-            raise UnknownReservation(f"no reservation {reservation_id} on {cluster}")
+            raise UnknownReservation(f"no reservation {reservation_id} on {printable(cluster)}")
         if current.status not in allowed:
             raise ReservationNotPending(f"reservation {reservation_id} is {current.status}")
-        return self._set(current.model_copy(update={"status": status, "decided_by": who}))
-
-    def mark(self, cluster: str, reservation_id: str, flag: str, at: datetime) -> bool:
-        current = self.get(cluster, reservation_id)
-        if current is None or getattr(current, flag) is not None:
-            return False
-        self._set(current.model_copy(update={flag: at}))
-        return True
+        return current
 
     def _set(self, rec: Reservation) -> Reservation:
         self.kept[rec.cluster][rec.reservation_id] = rec.model_dump_json()

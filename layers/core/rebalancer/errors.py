@@ -12,6 +12,7 @@
       │   ├── ReservationNotPending                       approved or cancelled already
       │   └── FormAlreadySubmitted
       ├── NotFound ── UnknownApproval, UnknownReservation
+      ├── RecordUnreadable    a stored document this version cannot read (recorded by an older one)
       ├── MethodNotAllowed, SignInRequired                a request the approval API does not take
       ├── RunNotWaiting       the run no longer waits for a decision
       ├── DecisionNotDelivered  recorded, but Step Functions did not take it
@@ -141,6 +142,11 @@ class DecisionNotDelivered(PermanentError):
 
 class FormAlreadySubmitted(ConflictError):
     """A review form posted a second time."""
+
+
+class RecordUnreadable(PermanentError):
+    """A document the table holds (a run's plan or snapshot, a reservation, an approval) that no longer validates:
+    recorded by an older version of the controller, or edited by hand. The message names it and says what to do."""
 
 
 class NotFound(PermanentError):

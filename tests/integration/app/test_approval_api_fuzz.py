@@ -29,8 +29,10 @@ PATHS = st.one_of(
 TEXT = st.text(max_size=200)
 FIELDS = st.dictionaries(st.sampled_from(["decision", "link", "expires", "sig", "nonce", "name", "comment",
                                           "payload", "x"]), TEXT, max_size=8)
+NUMBERS = st.integers(1, 6000).map(lambda n: "9" * n)  # a numeric header far beyond any bound
 HEADERS = st.dictionaries(st.sampled_from(["content-type", "x-slack-signature", "x-slack-request-timestamp",
-                                           "authorization", "cookie", "x-forwarded-for"]), TEXT, max_size=4)
+                                           "authorization", "cookie", "x-forwarded-for"]),
+                          st.one_of(TEXT, NUMBERS), max_size=4)
 CLAIMS = st.one_of(st.none(), st.dictionaries(st.sampled_from(["iss", "sub", "email", "preferred_username"]),
                                               TEXT, max_size=4))
 

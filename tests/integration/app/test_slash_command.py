@@ -16,6 +16,7 @@ from support.approval_api import BASE, Api, approval_api, slack_headers
 from support.why_runs import P5, record_runs
 
 from rebalancer.app.approvals.http import ApprovalApi
+from rebalancer.app.notifications.messages import escaped
 from rebalancer_tools.http_api import http_api_event
 
 SECRET = "slack-secret"
@@ -84,7 +85,8 @@ def test_the_cluster_may_be_named(api: Api) -> None:
     ("why a elsewhere", "cluster: this controller manages test"),
 ])
 def test_bad_text_is_one_ephemeral_line(api: Api, text: str, line: str) -> None:
-    assert _reply(_post(api, text)) == {"response_type": "ephemeral", "text": line}
+    """As Slack's mrkdwn escapes (`<team>` shows as typed; unescaped, Slack reads it as a link)."""
+    assert _reply(_post(api, text)) == {"response_type": "ephemeral", "text": escaped(line)}
 
 
 def test_a_bad_signature_is_refused(api: Api) -> None:
@@ -114,5 +116,5 @@ def test_a_cluster_without_a_stored_run_is_one_line() -> None:
 def test_several_clusters_need_one_named(api: Api) -> None:
     api.http = ApprovalApi(api.approvals, slack_signing_secret=SECRET, clusters=("test", "other"),
                            runs=api.approvals.store)
-    assert _reply(_post(api, "why a"))["text"] == ("name the cluster: /rebalancer why a <cluster> (one of test, "
-                                                   "other)")
+    assert _reply(_post(api, "why a"))["text"] == ("name the cluster: /rebalancer why a &lt;cluster&gt; (one of "
+                                                   "test, other)")

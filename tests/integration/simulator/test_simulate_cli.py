@@ -213,3 +213,12 @@ def test_node_events_number_the_nodes_across_the_pools(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert "node: must be a node number from 0 to 2, got '3'" in result.stderr
+
+
+def test_a_node_event_at_an_absurd_time_is_one_line(tmp_path: Path) -> None:
+    events = tmp_path / "nodes.csv"
+    events.write_text("time_s,node,event\n3600,1,fail\n1e15,1,repair\n")
+    code, _, err = run("--node-events", str(events))
+    assert code == 2
+    assert f"{events}:3: time_s: must be a number of seconds from 0 to 346896000" in err
+    assert err.count("\n") == 1

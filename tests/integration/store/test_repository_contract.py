@@ -295,10 +295,48 @@ def test_a_reservation_is_stored_once_decided_once_and_flagged_once(store: Any) 
         store.reservations.decide("c1", "r-2", "approved", "bob", ("pending",))
     with pytest.raises(UnknownReservation):
         store.reservations.decide("c1", "r-9", "approved", "bob", ("pending",))
-    assert store.reservations.mark("c1", "r-2", "started_at", T0)
-    assert not store.reservations.mark("c1", "r-2", "started_at", T0 + GAP)
-    assert not store.reservations.mark("c1", "r-9", "started_at", T0)
+    assert store.reservations.mark("c1", "r-2", "started", T0)
+    assert not store.reservations.mark("c1", "r-2", "started", T0 + GAP)
+    assert not store.reservations.mark("c1", "r-9", "started", T0)
     assert store.reservations.get("c1", "r-2").started_at == T0
     assert store.reservations.get("c1", "r-2").ended_at is None
     assert store.reservations.decide("c1", "r-2", "cancelled", "carol", ("pending", "approved")).status == "cancelled"
     assert store.reservations.get("c2", "r-1").status == "pending"
+
+
+def test_a_reservation_is_stored_only_while_the_version_its_check_read_holds(store: Any) -> None:
+    book = store.reservations.book("c1")
+    assert (book.version, book.reservations) == (0, ())
+    assert store.reservations.put(_reservation("r-1"), version=0)
+    assert not store.reservations.put(_reservation("r-2"), version=0)  # another was stored since the reading
+    assert [r.reservation_id for r in store.reservations.of_cluster("c1")] == ["r-1"]
+    book = store.reservations.book("c1")
+    assert (book.version, [r.reservation_id for r in book.reservations]) == (1, ["r-1"])
+    assert store.reservations.put(_reservation("r-2"), version=1)
+    assert not store.reservations.put(_reservation("r-2"), version=2)  # its id is taken
+    assert store.reservations.put(_reservation("r-3"))  # no version given: stored, the version moves on
+    assert store.reservations.book("c1").version == 3
+    assert store.reservations.book("c2").version == 0  # one version per cluster
+
+
+def test_a_recurring_reservation_round_trips_and_its_windows_are_cancelled_and_flagged_one_by_one(store: Any) -> None:
+    from rebalancer.errors import ReservationNotPending
+
+    rec = _reservation("r-1", status="approved", every="Mon-Fri 18:00-08:00", timezone="Europe/Berlin",
+                       lead_minutes=30, until=T0 + timedelta(days=14))
+    assert store.reservations.put(rec)
+    assert store.reservations.get("c1", "r-1") == rec
+    first, second = [w.key for w in rec.windows(T0, rec.until)][:2]
+    skipped = store.reservations.skip("c1", "r-1", second, ("pending", "approved"))
+    assert skipped.skipped == (second,)
+    assert second not in [w.key for w in skipped.windows(T0, rec.until)]
+    assert store.reservations.mark("c1", "r-1", "started", T0, occurrence=first)
+    assert not store.reservations.mark("c1", "r-1", "started", T0 + GAP, occurrence=first)
+    assert store.reservations.mark("c1", "r-1", "ended", T0 + GAP, occurrence=first)
+    assert store.reservations.mark("c1", "r-1", "started", T0 + GAP, occurrence=second)
+    got = store.reservations.get("c1", "r-1")
+    assert got.announced == {f"{first}/started": T0, f"{first}/ended": T0 + GAP, f"{second}/started": T0 + GAP}
+    assert (got.started_at, got.ended_at) == (None, None)
+    store.reservations.decide("c1", "r-1", "cancelled", "bob", ("pending", "approved"))
+    with pytest.raises(ReservationNotPending, match="r-1 is cancelled"):
+        store.reservations.skip("c1", "r-1", first, ("pending", "approved"))

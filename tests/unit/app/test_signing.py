@@ -106,3 +106,28 @@ def test_the_slack_check_agrees_with_slack_sdks_signature_verifier(secret: str, 
         return
     theirs = SignatureVerifier(secret, clock=_At(NOW)).is_valid_request(sent, headers)
     assert ours == theirs
+
+
+@properties()
+@given(timestamp=st.one_of(st.integers(12, 20_000).map(lambda n: "9" * n),
+                           st.text(alphabet="0123456789٠١٢٣٤٥٦٧٨٩_+- ", min_size=1, max_size=30)))
+def test_a_slack_timestamp_is_parsed_within_its_bound_or_refused(timestamp: str) -> None:
+    """Ten ASCII digits today, eleven at most: anything else (thousands of digits, other scripts' digits, signs,
+    underscores, spaces) is a request we refuse, never an exception."""
+    body = "payload=%7B%7D"
+    sig = "v0=" + hmac.new(b"s3cret", f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": sig}
+    ok = slack_request_is_valid("s3cret", body, headers, NOW)
+    assert ok == (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 11
+                  and abs(int(timestamp) - NOW.timestamp()) <= 300)
+
+
+@properties()
+@given(expires=st.one_of(st.integers(12, 20_000).map(lambda n: "9" * n), st.from_regex(r"[0-9٠-٩_+ -]{1,14}",
+                                                                                       fullmatch=True)))
+def test_a_links_expiry_is_parsed_within_its_bound_or_the_link_is_malformed(expires: str) -> None:
+    approval_id, params = _params(SIGNER.link("https://x", "abc123", "approve", NOW + timedelta(hours=1)))
+    if expires.isascii() and expires.isdigit() and len(expires) <= 11:
+        return  # a number: the signature decides (test_an_altered_link_is_refused)
+    with pytest.raises(BadLink, match="malformed"):
+        SIGNER.check(approval_id, {**params, "expires": expires}, NOW)

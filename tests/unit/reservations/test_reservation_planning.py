@@ -143,3 +143,19 @@ def test_a_hold_that_keeps_a_reservation_short_is_a_warning() -> None:
     plan = make_plan(snap, COOLING, T0, context=planning_context(snap, COOLING, reservations=[r]))
     assert plan.changes == ()
     assert any(w.startswith(f"research holds 0 of the 32 it reserves on {P5}") for w in plan.warnings)
+
+
+def test_the_cooldown_counts_from_when_the_reservation_began_to_be_held_never_before_it_was_asked_for() -> None:
+    """A lead of 30 minutes: a reservation asked for now and starting now is held from now, not from 30 minutes ago
+    (quotas changed 5 minutes ago are not held by their cooldown); one starting in an hour is held from its lead,
+    and a change made after that is held."""
+    now = reservation(start=T0, lead_minutes=30, requested_at=T0)
+    snap = cooling({"research": T0 - timedelta(minutes=5), "inference": T0 - timedelta(minutes=5)})
+    assert after(snap, [now], COOLING) == {"research": 32, "inference": 32}
+    later = reservation(start=T0 + timedelta(hours=1), lead_minutes=30, requested_at=T0 - timedelta(hours=1),
+                        until=UNTIL + timedelta(hours=1))
+    at = T0 + timedelta(minutes=40)  # inside its lead (from T0 + 30 min)
+    changed_after = cooling({"inference": T0 + timedelta(minutes=35)}).model_copy(update={"taken_at": at})
+    assert after(changed_after, [later], COOLING) == {"inference": 64}
+    changed_before = cooling({"research": T0, "inference": T0}).model_copy(update={"taken_at": at})
+    assert after(changed_before, [later], COOLING) == {"research": 32, "inference": 32}

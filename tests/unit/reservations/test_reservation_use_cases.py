@@ -95,8 +95,9 @@ def test_start_and_end_are_announced_once_each_with_the_reason() -> None:
     def run(hours: float) -> list[str]:
         return reservations.announce(store.reservations, store.audit, "test", T0 + timedelta(hours=hours), outlet)
 
-    assert run(0.5) == []  # not begun
-    started = run(1)
+    assert run(0.25) == []  # not begun
+    started = run(0.5)  # the policy's default lead: a run interval (15 min) and 15 min to settle
+    assert rec.lead_minutes == 30
     assert len(started) == 1
     assert "for launch" in started[0]
     assert "research is guaranteed at least 16 of" in started[0]

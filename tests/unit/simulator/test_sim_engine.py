@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rebalancer_tools.simulator.engine import ControllerView, Decision, Failures, NodeEvent, SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
 from rebalancer_tools.simulator.run import Scenario, run_strategy
 from rebalancer_tools.simulator.teams import TeamSpec
-from rebalancer_tools.simulator.trace import TraceJob
+from rebalancer_tools.simulator.trace import HORIZON_S, TraceJob
 
 
 def test_quota_change_takes_effect_after_the_apply_delay() -> None:
@@ -78,3 +80,44 @@ def test_a_run_ends_when_a_node_fails_for_good_and_a_job_no_longer_fits() -> Non
     assert raw.job_done == [False, True]
     assert raw.failure_kills == [1]
     assert raw.end_s == 200
+
+
+def test_a_repair_far_ahead_is_one_step_not_one_controller_run_per_interval() -> None:
+    """A job waits for a node repaired at the run's horizon: the controller is asked a handful of times while the run
+    waits, not once every 15 minutes for eleven years (before: the run never ended in useful time)."""
+    calls: list[float] = []
+
+    def controller(view: ControllerView) -> Decision | None:
+        calls.append(view.now_s)
+        return None
+
+    queues = [QueueSpec("a", 16)]
+    jobs = [TraceJob("big", "a", 0, 1000, 16)]
+    failures = Failures(explicit=(NodeEvent(5, 0, "fail"), NodeEvent(HORIZON_S, 0, "repair")))
+    cfg = SimConfig(nodes=2, gpus_per_node=8, controller_interval_s=900, failures=failures)
+    raw = Simulation(jobs, ["a"], queues, [0], cfg, controller).run()
+    assert raw.job_done == [True]
+    assert raw.end_s == HORIZON_S + 1000
+    assert raw.job_wait_s == [HORIZON_S - 5]  # killed by the failure at 5 s, requeued
+    assert len(calls) <= 12  # 8 idle runs, the one at the repair, the ones until the job ends
+    assert len(raw.timeline.times_s) <= 4  # samples too: none while nothing can change
+
+
+def test_waiting_for_a_repair_keeps_the_periodic_events_on_their_grid() -> None:
+    calls: list[float] = []
+
+    def controller(view: ControllerView) -> Decision | None:
+        calls.append(view.now_s)
+        return None
+
+    failures = Failures(explicit=(NodeEvent(5, 0, "fail"), NodeEvent(100 * 900 + 1, 0, "repair")))
+    cfg = SimConfig(nodes=2, gpus_per_node=8, controller_interval_s=900, failures=failures)
+    Simulation([TraceJob("big", "a", 0, 1000, 16)], ["a"], [QueueSpec("a", 16)], [0], cfg, controller).run()
+    assert all(t % 900 == 0 for t in calls)
+    assert 101 * 900 in calls  # the first run after the repair, on the controller's interval
+
+
+def test_a_node_event_beyond_the_horizon_is_refused() -> None:
+    cfg = SimConfig(nodes=1, gpus_per_node=8, failures=Failures(explicit=(NodeEvent(1e15, 0, "repair"),)))
+    with pytest.raises(ValueError, match="outside the run's"):
+        Simulation([TraceJob("j", "a", 0, 10, 1)], ["a"], [QueueSpec("a", 8)], [0], cfg).run()

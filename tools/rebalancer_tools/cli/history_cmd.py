@@ -17,7 +17,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from rebalancer.errors import InvalidInput, PermanentError
+from rebalancer.errors import InvalidInput, PermanentError, RebalancerError
 from rebalancer.parsing.text import printable
 from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
@@ -102,6 +102,11 @@ def reading(table_name: str, what: str = "the table") -> Iterator[None]:
     except ClientError as e:
         err = e.response.get("Error", {})
         raise PermanentError(f"reading {what} {table_name}: {err.get('Code')}: {err.get('Message')}") from None
+    except RebalancerError as e:  # the table's reads say their kind (aws_call): kept, with this line's words
+        if not isinstance(e.__cause__, ClientError):
+            raise
+        err = e.__cause__.response.get("Error", {})
+        raise type(e)(f"reading {what} {table_name}: {err.get('Code')}: {err.get('Message')}") from None
     except BotoCoreError as e:
         raise PermanentError(f"reading {what} {table_name}: {e}") from None
 

@@ -1,6 +1,7 @@
 """Extend moto's SageMaker backend and response class at run time (no fork): the task-governance operations,
 UpdateCluster, every ClusterInstanceType of the SDK, real-shaped cluster ARNs, node health messages, working
-ListClusterNodes pagination and wire faults. `install()` is idempotent and safe to call from any test or server.
+ListClusterNodes pagination and wire faults; DynamoDB's isolation (emulator/dynamodb.py). `install()` is idempotent
+and safe to call from any test or server.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from moto.core.responses import ActionResult, EmptyResult
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.responses import SageMakerResponse
 
-from rebalancer_tools.emulator import appconfig, cluster_operations, cluster_ops, cluster_state, prerequisites
+from rebalancer_tools.emulator import (
+    appconfig,
+    cluster_operations,
+    cluster_ops,
+    cluster_state,
+    dynamodb,
+    prerequisites,
+)
 from rebalancer_tools.emulator.errors import ResourceNotFound
 from rebalancer_tools.emulator.faults import WIRE_FAULTS, FaultKind
 from rebalancer_tools.emulator.governance import governance
@@ -264,4 +272,5 @@ def install() -> None:
         setattr(node, "arn", property(lambda self: f"{self.cluster_name}/{self.instance_id}"))  # noqa: B010
         prerequisites.install()
         appconfig.install()
+        dynamodb.install()
         setattr(SageMakerResponse, _MARK, True)

@@ -24,7 +24,7 @@ from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
 from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
-from rebalancer_tools.simulator.trace import TraceJob
+from rebalancer_tools.simulator.trace import HORIZON_S, TraceJob
 
 # event kinds, in the order they are handled at one instant
 COMPLETE, NODE, APPLY, ARRIVE, TICK, SAMPLE, NODES_UP, SCALE_CHECK = range(8)
@@ -202,14 +202,26 @@ class Simulation:
         self.seq += 1
         heapq.heappush(self.events, (t, kind, self.seq, a, b))
 
-    def _active(self) -> bool:
+    def _busy(self) -> bool:
+        """Something will change without a node coming back: arrivals, running work, an apply, a controller that
+        still decides."""
         if self.arrival < len(self.submit) or any(self.used) or self.pending_applies or any(self.unplaced_gpus):
             return True
-        if not any(any(c) for c in self.pending_count):
-            return False
+        return any(any(c) for c in self.pending_count) and self.controller is not None and self.idle_ticks < 8
+
+    def _active(self) -> bool:
         # Waiting jobs may still run once a failed node is back, if a repair is due (a node failed for good, or a
         # gang larger than the cluster, would keep the run alive forever).
-        return (self.controller is not None and self.idle_ticks < 8) or self.repairs_due > 0
+        return self._busy() or (any(any(c) for c in self.pending_count) and self.repairs_due > 0)
+
+    def _again(self, interval_s: float) -> float:
+        """When a periodic event (controller run, sample, scale check) comes next. While the run only waits for a
+        node to come back nothing it would see changes, so it comes at its first instant on or after that node
+        event: a repair far ahead is one step, not one per interval."""
+        if self._busy():
+            return self.now + interval_s
+        wake = min((t for t, kind, *_ in self.events if kind == NODE), default=self.now)
+        return self.now + interval_s * max(1, math.ceil((wake - self.now) / interval_s))
 
     def run(self, progress: Callable[[float], None] | None = None) -> RawResult:
         cfg = self.cfg
@@ -220,6 +232,8 @@ class Simulation:
             if not 0 <= ev.node < len(self.node_pool):
                 raise ValueError(f"node event for node {ev.node}, but the cluster has nodes "
                                  f"0..{len(self.node_pool) - 1}")
+            if not 0 <= ev.time_s <= HORIZON_S:
+                raise ValueError(f"node event at {ev.time_s!r} s, outside the run's 0..{HORIZON_S:.0f} s")
             self._push(ev.time_s, NODE, ev.node, 0 if ev.kind == "fail" else 1)
             self.repairs_due += ev.kind != "fail"
         if self.controller is not None:
@@ -613,7 +627,7 @@ class Simulation:
                 del since[:n]
                 self._set_nodes(p, self.up_count[p] - n)
         if self._active():
-            self._push(self.now + self.scale_check_s, SCALE_CHECK)
+            self._push(self._again(self.scale_check_s), SCALE_CHECK)
 
     def node_hours(self) -> dict[str, float]:
         """Per pool, nodes × hours present over the run (to its last arrival or completion)."""
@@ -693,7 +707,7 @@ class Simulation:
         else:
             self.idle_ticks += 1
         if self._active():
-            self._push(self.now + self.cfg.controller_interval_s, TICK)
+            self._push(self._again(self.cfg.controller_interval_s), TICK)
 
     def _pending_jobs(self) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
         """Per team and pool, every pending job as (id, GPUs, when (re)queued), in admission order (priority, then
@@ -748,4 +762,4 @@ class Simulation:
             tl.demand[t].append(sum(run[i] + pend[i] for run, pend in zip(self.team_run, self.team_pending,
                                                                          strict=True)))
         if self._active():
-            self._push(self.now + self.cfg.sample_interval_s, SAMPLE)
+            self._push(self._again(self.cfg.sample_interval_s), SAMPLE)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rebalancer.errors import InvalidInput
-from rebalancer.parsing.loading import MAX_NUMBER
 from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.csv_rows import csv_rows
 from rebalancer_tools.simulator.engine import NodeEvent
+from rebalancer_tools.simulator.trace import HORIZON_S
 
 
 def load_node_events(path: str | Path, nodes: int) -> tuple[NodeEvent, ...]:
@@ -18,9 +18,9 @@ def load_node_events(path: str | Path, nodes: int) -> tuple[NodeEvent, ...]:
             time_s = float(raw_time)
         except ValueError:
             time_s = -1.0
-        if not 0 <= time_s <= MAX_NUMBER:
-            raise InvalidInput(f"must be a number of seconds >= 0, got {short(raw_time)}", source=where, field="time_s",
-                               value=raw_time)
+        if not 0 <= time_s <= HORIZON_S:
+            raise InvalidInput(f"must be a number of seconds from 0 to {HORIZON_S:.0f} (the longest trace and its "
+                               f"last job), got {short(raw_time)}", source=where, field="time_s", value=raw_time)
         if not (raw_node.isascii() and raw_node.isdigit()) or int(raw_node) >= nodes:
             raise InvalidInput(f"must be a node number from 0 to {nodes - 1}, got {short(raw_node)}", source=where,
                                field="node", value=raw_node)

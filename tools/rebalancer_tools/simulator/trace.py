@@ -25,6 +25,7 @@ COLUMNS = ("job_id", "team", "submit_s", "duration_s", "gpus")
 # failure and repair within it is an event; beyond these a run does not end in useful time.
 MAX_SUBMIT_S = 10 * 365 * 86400.0  # ten years of trace
 MAX_DURATION_S = 365 * 86400.0  # a job of a year
+HORIZON_S = MAX_SUBMIT_S + MAX_DURATION_S  # the latest instant of a run: no event (a node's repair) lies beyond it
 MAX_TEAMS = 1000  # team labels of one trace
 MAX_GPUS = 100_000  # of one job
 TYPE_COLUMN = "instance_type"

@@ -15,7 +15,14 @@ import boto3
 import botocore.loaders
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionError,
+    EndpointConnectionError,
+    HTTPClientError,
+    NoCredentialsError,
+)
 
 from rebalancer.errors import ConflictError, PermanentError, RebalancerError, TransientError
 
@@ -26,7 +33,7 @@ TRANSIENT_CODES = frozenset({
     "ThrottlingException", "Throttling", "ThrottledException", "RequestThrottledException", "TooManyRequestsException",
     "RequestLimitExceeded", "RequestThrottled", "SlowDown", "LimitExceededException", "ServiceUnavailable",
     "ServiceUnavailableException", "InternalFailure", "InternalServerError", "InternalError", "RequestTimeout",
-    "RequestTimeoutException",
+    "RequestTimeoutException", "ProvisionedThroughputExceededException",
 })
 CONFLICT_CODES = frozenset({"ConflictException"})
 
@@ -118,3 +125,14 @@ def aws_call(call: str, resource: str) -> Iterator[None]:
         raise TransientError(f"{call} on {resource}: cannot reach the endpoint: {one_line(e)}") from e
     except BotoCoreError as e:  # e.g. ParamValidationError, whose message spans lines
         raise PermanentError(f"{call} on {resource}: {one_line(e)}") from e
+
+
+def cause_of(e: BaseException, call: str, resource: str) -> RebalancerError | None:
+    """The kind of an AWS error a library wrapped (Powertools' parameters raise GetParameterError from inside their
+    `except`, so the AWS error is its context): None when the context is no AWS error."""
+    cause = e.__cause__ or e.__context__
+    if isinstance(cause, ClientError):
+        return classify(f"{call}:{cause.operation_name}", resource, cause)
+    if isinstance(cause, ConnectionError | HTTPClientError):
+        return TransientError(f"{call} on {resource}: cannot reach the endpoint: {one_line(cause)}")
+    return None

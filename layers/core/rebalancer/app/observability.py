@@ -4,11 +4,17 @@ Globals (POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE, POWERTOOLS_LOG_L
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from rebalancer.errors import TransientError
 
 SERVICE = "hyperpod-rebalancer"
 NAMESPACE = "HyperPodRebalancer"
+TRANSIENT_FAILURES = "TransientFailures"  # per Step; template.yaml's PolicyPlanErrorsAlarm subtracts it
 
 # X-Ray patches every library it knows that is installed unless told which: requests and sqlite3 among them, which
 # nothing here calls (boto3 goes through botocore; Slack and the Kueue API through http.client). Importing them to
@@ -26,3 +32,15 @@ BODY_LOGGERS = ("botocore", "boto3", "urllib3", "slack_sdk")
 for _name in BODY_LOGGERS:
     _library = logging.getLogger(_name)
     _library.setLevel(max(_library.getEffectiveLevel(), logging.INFO))
+
+
+@contextmanager
+def transient_failures_counted(step: str) -> Iterator[None]:
+    """Counts a TransientError leaving the step (metric TransientFailures, dimension Step) before it goes on to the
+    state machine's Retry: Lambda's own Errors metric counts every failure alike, this one tells the transient apart."""
+    try:
+        yield
+    except TransientError:
+        with single_metric(name=TRANSIENT_FAILURES, unit=MetricUnit.Count, value=1, namespace=NAMESPACE) as metric:
+            metric.add_dimension(name="Step", value=step)
+        raise

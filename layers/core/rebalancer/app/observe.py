@@ -17,7 +17,7 @@ from rebalancer.app.observability import NAMESPACE
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.sample import DemandSample, sample_of
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer.errors import UnknownInstanceType
+from rebalancer.errors import RebalancerError, UnknownInstanceType
 
 
 class Samples(Protocol):
@@ -103,11 +103,11 @@ def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
         out.append(measure(snapshot))
         try:
             budgets.meter(store.meter, snapshot)
-        except (ClientError, BotoCoreError) as e:
+        except (ClientError, BotoCoreError, RebalancerError) as e:  # a read of the table says its kind (aws_call)
             warn(f"use of {name} not metered this time (the next reading covers the interval): {e}")
         try:
             store.samples.put(sample_of(snapshot), retention)
-        except (ClientError, BotoCoreError) as e:
+        except (ClientError, BotoCoreError, RebalancerError) as e:
             warn(f"demand sample of {name} not stored: {e}")
     return out
 

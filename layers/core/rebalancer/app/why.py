@@ -18,6 +18,7 @@ from rebalancer.domain.pools import holdings
 from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput, NotFound
+from rebalancer.parsing.validation import stored_model
 from rebalancer.planning.why import Explanation, LastChange, explain
 
 TEAM = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # a team name is part of the quota's EntityName
@@ -101,7 +102,9 @@ def _stored_run(artifacts: Artifacts, execution: str) -> tuple[str, Snapshot, Pl
     if doc is None:  # expired, or a run that stopped before collect
         return None
     plan = artifacts.get(execution, "PLAN")
-    return execution, Snapshot.model_validate(doc), None if plan is None else Plan.model_validate(plan)
+    then = "the cluster's next run records one this version reads (`rebalancer why --live` answers now)"
+    return (execution, stored_model(Snapshot, doc, f"the snapshot of run {execution}", then),
+            None if plan is None else stored_model(Plan, plan, f"the plan of run {execution}", then))
 
 
 def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[str, Any]], team: str, *,

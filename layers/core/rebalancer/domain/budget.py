@@ -17,11 +17,12 @@ the tz database, not one of its folders (`America`).
 
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import Field, field_validator, model_validator
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.clock import time_zone
 from rebalancer.domain.frozen import Frozen, Written
 from rebalancer.errors import UnknownInstanceType
 
@@ -51,10 +52,7 @@ class Budget(Written):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, name: str) -> str:
-        try:
-            ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of the tz database, e.g. America
-            raise ValueError(f"{name!r} is not a time zone name (e.g. UTC, Europe/Berlin, America/New_York)") from None
+        time_zone(name)
         return name
 
     @field_validator("scope")

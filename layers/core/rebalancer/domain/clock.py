@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 class Clock(Protocol):
@@ -17,3 +18,11 @@ class Clock(Protocol):
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
+
+
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA time zone `name` (UTC, Europe/Berlin); ValueError naming it otherwise."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of the tz database, e.g. America
+        raise ValueError(f"{name!r} is not a time zone name (e.g. UTC, Europe/Berlin, America/New_York)") from None

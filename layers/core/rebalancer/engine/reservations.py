@@ -18,21 +18,16 @@ from rebalancer.domain.snapshot import Snapshot
 
 def began_since(team: str, holds: Mapping[str, float], reservations: Sequence[Reservation],
                 last_changed: datetime | None) -> bool:
-    """Whether a reservation of the team, or on a pool it holds quota in, began after its quota last changed: the
-    changes it brings are not held by the cooldown (the admin asked for them at that time), later ones are."""
-    return any((r.team == team or holds.get(r.pool)) and (last_changed is None or r.start > last_changed)
+    """Whether a reservation of the team, or on a pool it holds quota in, began to be held (its window's start less
+    its lead) after its quota last changed: the changes it brings are not held by the cooldown (the admin asked for
+    them at that time), later ones are."""
+    return any((r.team == team or holds.get(r.pool)) and (last_changed is None or r.held_from > last_changed)
                for r in reservations)
 
 
 def pool_total(snapshot: Snapshot, instance_type: str) -> float:
     """The type's healthy amount in its primary unit (what a percent guarantee or cap is of)."""
     return float(snapshot.healthy_nodes()[instance_type] * catalog.spec(instance_type).primary_per_instance)
-
-
-def family_key(team: TeamPolicy, instance_type: str) -> str | None:
-    """The family key of the team's guarantee or cap that covers `instance_type`, if any."""
-    return next((key for field in (team.guarantee, team.cap) for key in field
-                 if instance_type in family_types(key)), None)
 
 
 def reserved(policy: Policy, snapshot: Snapshot,
@@ -46,7 +41,7 @@ def reserved(policy: Policy, snapshot: Snapshot,
     warnings: list[str] = []
     for r in reservations:
         team = policy.teams.get(r.team)
-        why = _unhonoured(r, team)
+        why = unhonoured(r.team, r.pool, team)
         if why:
             warnings.append(f"{r.label}: not honoured: {why}")
             continue
@@ -59,12 +54,16 @@ def reserved(policy: Policy, snapshot: Snapshot,
     return policy.model_copy(update={"teams": teams}), notes, warnings
 
 
-def _unhonoured(r: Reservation, team: TeamPolicy | None) -> str | None:
+def unhonoured(name: str, pool: str, team: TeamPolicy | None) -> str | None:
+    """Why a reservation of team `name` on `pool` cannot be honoured under this policy, or None: the one rule the
+    check at creation (rebalancer.planning.reservations) and the planner both apply."""
     if team is None or team.remove:
-        return f"team {r.team} is not managed by the policy"
-    family = family_key(team, r.pool)
-    if family is not None:
-        return f"team {r.team}'s policy names the family {family}: reserve on a team that names the type"
+        return f"team {name} is not managed by the policy"
+    for field, amounts in (("guarantee", team.guarantee), ("cap", team.cap)):
+        family = next((key for key in amounts if pool in family_types(key)), None)
+        if family is not None:
+            return (f"team {name}'s {field} names the family {family}: a reservation raises a guarantee of one type, "
+                    "which the policy cannot hold beside it")
     return None
 
 

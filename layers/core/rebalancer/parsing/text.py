@@ -95,6 +95,14 @@ def printable(value: Any) -> str:
     return "".join(ch.encode("unicode_escape").decode("ascii") if _unsafe(ch) else ch for ch in text)
 
 
+def whole_number(value: Any, max_digits: int) -> int | None:
+    """`value` as a whole number when it is 1 to `max_digits` ASCII digits, else None: a header or a query parameter
+    is parsed within a bound (int() takes thousands of digits, signs, underscores and other scripts' digits)."""
+    if not isinstance(value, str) or not 0 < len(value) <= max_digits or not (value.isascii() and value.isdigit()):
+        return None
+    return int(value)
+
+
 def short(value: Any, limit: int = VALUE_SHOWN) -> str:
     """repr(value) cut to `limit` characters, for one-line error messages."""
     text = repr(value) if not isinstance(value, str | bytes) or len(value) <= limit * 4 else repr(value[:limit * 4])

@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rebalancer.errors import InvalidInput
+from rebalancer.errors import InvalidInput, RecordUnreadable
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,3 +42,14 @@ def load_model(model: type[M], data: Any, source: str) -> M:
         return model.model_validate(data)
     except ValidationError as e:
         raise invalid_input(e, source) from None
+
+
+def stored_model(model: type[M], data: Any, what: str, then: str) -> M:
+    """A document read back from the table. One that fails validation was written by an older version (or by hand):
+    RecordUnreadable naming `what`, the first field at fault and `then` (what to do), never a traceback."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise RecordUnreadable(f"{what} was recorded by an older version; this version cannot read it "
+                               f"({_cut(_loc(first['loc']), 120)}: {_cut(first['msg'], 120)}); {then}") from None

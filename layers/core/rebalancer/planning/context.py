@@ -12,7 +12,7 @@ from rebalancer.budgets.metering import Ledger
 from rebalancer.budgets.trailing import TrailingUsage
 from rebalancer.domain.context import PlanningContext, RecentChange
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.reservation import Reservation
+from rebalancer.domain.reservation import Reservation, current
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.capacity import unavailable_for_now
 
@@ -25,11 +25,11 @@ def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapp
     """The planner's inputs for `snapshot` under `policy`. `known_versions`: taken as given (the plan step and
     `apply` pass `run_plan.known_versions_for` of the audit log's record). `metered`: the use metered so far, read
     at the snapshot's time (nothing when None). `changes`: writes the caller recorded, beside what the snapshot's
-    quotas say of their last modification. `reservations`: the cluster's stored reservations; those approved and
-    active at the snapshot's time are kept (a pending, cancelled or past one is not honoured). `unavailable_seen`:
-    the previous run's `unavailable_since` (what the store kept; nothing when None): a node still in the same state
-    keeps its first-seen time. `trailing`: what each team received over the fair-share window, read at the
-    snapshot's time (only for a policy with `fairness.window_hours`)."""
+    quotas say of their last modification. `reservations`: the cluster's stored reservations; the window of each
+    approved one held at the snapshot's time is kept (a pending, cancelled or past one is not honoured).
+    `unavailable_seen`: the previous run's `unavailable_since` (what the store kept; nothing when None): a node still
+    in the same state keeps its first-seen time. `trailing`: what each team received over the fair-share window,
+    read at the snapshot's time (only for a policy with `fairness.window_hours`)."""
     modified = {q.team: q.LastModifiedTime for q in snapshot.quotas}  # one quota per team: the last one listed
     recent = [RecentChange(team, at) for team, at in modified.items() if at is not None]
     last = {c.team: c.at for c in recent}
@@ -42,8 +42,8 @@ def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapp
         budget_usage=metered.usage(snapshot.taken_at, policy.prices) if metered is not None else {},
         recent_changes=tuple(recent), last_changed=last,
         pending_since=_pending_since(snapshot) if policy.fairness.age_doubling_hours is not None else {},
-        reservations=tuple(sorted((r for r in reservations if r.active_at(snapshot.taken_at)
-                                   and r.cluster == snapshot.cluster.ClusterName), key=lambda r: r.reservation_id)),
+        reservations=tuple(sorted(current([r for r in reservations if r.cluster == snapshot.cluster.ClusterName],
+                                          snapshot.taken_at), key=lambda r: r.reservation_id)),
         unavailable_since=_unavailable_since(snapshot, unavailable_seen or {}),
         trailing_usage=trailing.hours(snapshot.taken_at)
         if trailing is not None and policy.fairness.window_hours is not None else {})

@@ -20,7 +20,7 @@ from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import held, holdings
 from rebalancer.domain.quotas import ComputeQuota
-from rebalancer.domain.reservation import Reservation
+from rebalancer.domain.reservation import Reservation, current
 from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, PendingWorkload, Snapshot
 from rebalancer.errors import UnknownInstanceType
 
@@ -167,7 +167,7 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
     changes = last_changes or {}
     quota = snapshot.quota_of(team)
     notes = tuple(w.removeprefix(f"{team}: ") for w in (plan.warnings if plan else ()) if w.startswith(f"{team}: "))
-    active = [r for r in reservations if r.active_at(snapshot.taken_at)]
+    active = list(current(reservations, snapshot.taken_at))  # a recurring one as its window held now
     waiting = [_waiting(snapshot, quota, w, notes, active) for w in _pending(snapshot, team)]
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),

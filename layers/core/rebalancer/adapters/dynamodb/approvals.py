@@ -20,7 +20,8 @@ from rebalancer.adapters.dynamodb.table import (
     epoch,
 )
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, RunContext
-from rebalancer.errors import ApprovalNotPending
+from rebalancer.errors import ApprovalNotPending, RecordUnreadable
+from rebalancer.parsing.text import printable
 
 
 class TableApprovals:
@@ -38,10 +39,15 @@ class TableApprovals:
         item = self.t.get(f"APPROVAL#{approval_id}", "APPROVAL")
         if item is None:
             return None
-        return ApprovalRecord(approval_id=approval_id, task_token=str(item["task_token"]),
-                              execution_arn=str(item["execution_arn"]), cluster_name=str(item["cluster_name"]),
-                              status=item["status"], decide_by=datetime.fromisoformat(str(item["decide_by"])),
-                              decided_by=item.get("decided_by"))
+        try:
+            return ApprovalRecord(approval_id=approval_id, task_token=str(item["task_token"]),
+                                  execution_arn=str(item["execution_arn"]), cluster_name=str(item["cluster_name"]),
+                                  status=item["status"], decide_by=datetime.fromisoformat(str(item["decide_by"])),
+                                  decided_by=item.get("decided_by"))
+        except (KeyError, ValueError) as e:
+            raise RecordUnreadable(f"approval {approval_id} was recorded by an older version; this version cannot "
+                                   f"read it ({type(e).__name__}: {printable(e)[:120]}); the run it belongs to "
+                                   "expires on its own, nothing was changed") from None
 
     def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord:
         """Pending → decided, once. Raises ApprovalNotPending (with the current status) for a replay or a late
@@ -76,7 +82,10 @@ class TableApprovals:
         item = self.t.get(f"APPROVAL#{approval_id}", "CONTEXT")
         if item is None:
             return RunContext(trigger={})
-        trigger = json.loads(str(item.get("trigger") or "{}"))
+        try:
+            trigger = json.loads(str(item.get("trigger") or "{}"))
+        except ValueError:  # recorded by an older version, or by hand: the page shows no trigger
+            trigger = {}
         return RunContext(trigger=trigger if isinstance(trigger, dict) else {},
                           started_at=str(item.get("started_at") or "") or None)
 

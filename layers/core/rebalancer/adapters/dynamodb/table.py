@@ -56,6 +56,7 @@ import boto3
 from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
+from rebalancer.adapters.aws import aws_call
 from rebalancer.domain.clock import Clock, system_clock
 from rebalancer.errors import PermanentError
 
@@ -126,7 +127,11 @@ class Table:
         return self._table
 
     def get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        item: dict[str, Any] | None = self.table.get_item(Key={KEY: pk, SORT: sk}, ConsistentRead=True).get("Item")
+        """The item, or None. A read that fails leaves as aws_call classifies it (throttled past the SDK's retries:
+        TransientError), as every read of the table does."""
+        with aws_call("dynamodb:GetItem", f"table {self.name}"):
+            item: dict[str, Any] | None = self.table.get_item(Key={KEY: pk, SORT: sk},
+                                                              ConsistentRead=True).get("Item")
         return item
 
     def put_new(self, item: dict[str, Any]) -> bool:
@@ -186,7 +191,8 @@ class Table:
         """Every item matching the key condition, page after page, in sort-key order (unless options say not)."""
         kwargs: dict[str, Any] = {"KeyConditionExpression": condition, "ConsistentRead": True, **options}
         while True:
-            page = self.table.query(**kwargs)
+            with aws_call("dynamodb:Query", f"table {self.name}"):
+                page = self.table.query(**kwargs)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return

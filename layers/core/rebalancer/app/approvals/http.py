@@ -47,6 +47,7 @@ from rebalancer.app.approvals.review_page import (
     trigger_text,
 )
 from rebalancer.app.approvals.signing import DECISIONS, Decision, slack_request_is_valid
+from rebalancer.app.notifications.messages import escaped
 from rebalancer.app.notifications.notify import execution_url
 from rebalancer.app.workflow.state import RunRef, load_plan
 from rebalancer.domain.records import ApprovalRecord
@@ -59,8 +60,10 @@ from rebalancer.errors import (
     LinkExpired,
     MethodNotAllowed,
     NotFound,
+    RecordUnreadable,
     RunNotWaiting,
     SignInRequired,
+    TransientError,
     UnknownApproval,
 )
 from rebalancer.parsing.text import clean_text
@@ -279,9 +282,9 @@ def _refusal(status: int, title: str, e: Exception, *, allow: str | None = None,
     if app.current_event.path == SLASH_PATH:
         from rebalancer.app.approvals.slash_command import one_line
 
-        return _json(one_line(str(e)))
+        return _json(one_line(escaped(str(e))))
     if to_slack and app.current_event.path == SLACK_PATH:
-        return _slack_reply(str(e))
+        return _slack_reply(escaped(str(e)))
     return _html(status, message_page(title, str(e), execution_url=app.context.get("execution_url")), allow=allow)
 
 
@@ -297,6 +300,8 @@ REFUSALS: tuple[tuple[type[Exception], int, str, bool], ...] = (
     (ConflictError, 409, "Nothing changed", True),  # ApprovalNotPending (decided, expired), FormAlreadySubmitted
     (RunNotWaiting, 410, "Nothing changed", True),
     (DecisionNotDelivered, 502, "Not delivered", True),
+    (RecordUnreadable, 409, "Recorded by an older version", True),  # a stored plan, snapshot or approval
+    (TransientError, 503, "Try again in a moment", True),  # the table throttled past the SDK's retries
 )
 
 

@@ -13,9 +13,13 @@ from typing import Literal
 from urllib.parse import urlencode
 
 from rebalancer.errors import BadLink, LinkExpired
+from rebalancer.parsing.text import whole_number
 
 Decision = Literal["approve", "reject"]
 SLACK_MAX_AGE_SECONDS = 5 * 60
+# Epoch seconds (a link's expiry, Slack's request timestamp) have 10 digits until 2286; 11 reach the year 5138,
+# within what a datetime holds, so a parsed value always becomes a time.
+EPOCH_DIGITS_MAX = 11
 DECISIONS: tuple[Decision, ...] = ("approve", "reject")
 
 
@@ -41,10 +45,9 @@ class LinkSigner:
             raise BadLink("This link is incomplete.")
         if decision not in DECISIONS:
             raise BadLink("This link names no valid decision.")
-        try:
-            expires = int(expires_raw)
-        except ValueError:
-            raise BadLink("This link is malformed.") from None
+        expires = whole_number(expires_raw, EPOCH_DIGITS_MAX)
+        if expires is None:
+            raise BadLink("This link is malformed.")
         if not hmac.compare_digest(self.signature(approval_id, decision, expires), sig):
             raise BadLink("This link is not valid (its signature does not match).")
         if now.timestamp() >= expires:
@@ -57,10 +60,10 @@ def slack_request_is_valid(signing_secret: str, body: str, headers: dict[str, st
     requests more than five minutes from now either way (replays)."""
     lower = {k.lower(): v for k, v in headers.items()}
     timestamp, signature = lower.get("x-slack-request-timestamp"), lower.get("x-slack-signature")
-    if not timestamp or not signature or not signing_secret.strip() or not (timestamp.isascii()
-                                                                             and timestamp.isdigit()):
+    sent = whole_number(timestamp, EPOCH_DIGITS_MAX)
+    if sent is None or not signature or not signing_secret.strip():
         return False
-    if abs(now.timestamp() - int(timestamp)) > SLACK_MAX_AGE_SECONDS:
+    if abs(now.timestamp() - sent) > SLACK_MAX_AGE_SECONDS:
         return False
     expected = hmac.new(signing_secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256).hexdigest()
     return hmac.compare_digest(f"v0={expected}", signature)

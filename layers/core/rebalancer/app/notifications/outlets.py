@@ -5,14 +5,23 @@ from __future__ import annotations
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
+from rebalancer.adapters.aws import cause_of, one_line
 from rebalancer.app import config, wiring
 from rebalancer.app.notifications.messages import Channel, Message, SlackChannel, SnsChannel
 from rebalancer.app.observability import NAMESPACE, logger
+from rebalancer.errors import PermanentError
 
 
 def secret(arn: str) -> str:
-    value = parameters.get_secret(arn, max_age=300)
+    """The secret's value; a read AWS throttled or failed (past the SDK's retries) is a TransientError, any other
+    failure a PermanentError naming the secret and what AWS said."""
+    try:
+        value = parameters.get_secret(arn, max_age=300)
+    except GetParameterError as e:
+        raise (cause_of(e, "secretsmanager", arn) or PermanentError(f"secretsmanager on {arn}: {one_line(e)}")) \
+            from None
     return value if isinstance(value, str) else bytes(value).decode()
 
 

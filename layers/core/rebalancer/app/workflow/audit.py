@@ -157,9 +157,11 @@ def notified(log: AuditLog, run: RunRef, kind: str, results: Sequence[DeliveryRe
 
 
 # --- reservations ------------------------------------------------------------------------------------------------
-def reservation(log: AuditLog, rec: Reservation, step: str, who: str | None, *, note: str | None = None) -> None:
-    """A reservation requested (approved or pending, with why it waits), approved, cancelled, started or ended:
-    recorded under its id, with the reservation as it stood."""
+def reservation(log: AuditLog, rec: Reservation, step: str, who: str | None, *, note: str | None = None,
+                occurrence: str | None = None) -> None:
+    """A reservation requested (approved or pending, with why it waits), approved, cancelled, started or ended
+    (`occurrence`: which window of a recurring one): recorded under its id, with the reservation as it stood."""
     log.append(rec.cluster, rec.reservation_id, "reservation", outcome=f"{step}:{rec.status}", who=who,
                after={rec.team: {rec.pool: rec.accelerators}},
-               detail={"reservation": rec.model_dump(mode="json"), **({"needs_approval": note} if note else {})})
+               detail={"reservation": rec.model_dump(mode="json"), **({"needs_approval": note} if note else {}),
+                       **({"occurrence": occurrence} if occurrence else {})})

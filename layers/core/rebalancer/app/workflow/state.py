@@ -14,7 +14,7 @@ from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer.parsing.text import bounded_lines
-from rebalancer.parsing.validation import load_model
+from rebalancer.parsing.validation import load_model, stored_model
 
 if TYPE_CHECKING:
 
@@ -78,7 +78,8 @@ def load_plan(artifacts: Artifacts, run: RunRef) -> Plan:
     doc = artifacts.get(run.execution_name, "PLAN")
     if doc is None:
         raise PermanentError(f"no plan stored for execution {run.execution_name}")
-    return Plan.model_validate(doc)
+    return stored_model(Plan, doc, f"the plan of run {run.execution_name}",
+                        "the cluster's next run records one it reads (`rebalancer history` shows this one's outcome)")
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=80)]
