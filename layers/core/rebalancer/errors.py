@@ -16,6 +16,7 @@
       ├── RunNotWaiting       the run no longer waits for a decision
       ├── DecisionNotDelivered  recorded, but Step Functions did not take it
       ├── ApprovalRejected    the error name a rejection ends RequestApproval with (SendTaskFailure)
+      ├── CredentialsError    the caller's AWS configuration: profile, credentials, region
       └── ApplyFailed, VerifyTimedOut, RollbackFailed
 
 Mapped in one place each: the state machine's Retry / Catch (statemachines/rebalance.asl.json) match these class
@@ -78,6 +79,11 @@ class InvalidName(InvalidInput):
 class ReservationRefused(InvalidInput):
     """A reservation refused when made: above the pool's capacity or the team's cap, overlapping others beyond the
     capacity, or a window that is empty, past or has no time zone."""
+
+
+class CredentialsError(PermanentError):
+    """No usable AWS configuration: a profile that does not exist, no credentials, expired or invalid ones, no or an
+    unknown region. About the caller, not the request: one line naming the cause (rebalancer.adapters.aws)."""
 
 
 class ConflictError(PermanentError):

@@ -14,7 +14,7 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_document, load_model_file
 from rebalancer.parsing.text import short
-from rebalancer_tools.cli.params import InputFile
+from rebalancer_tools.cli.params import InputFile, profile_option
 from rebalancer_tools.drift import find_drift
 
 DRIFTED = 3
@@ -55,7 +55,7 @@ def _known_versions(path: str | None) -> dict[str, int] | None:
               help="A snapshot file instead of --cluster.")
 @click.option("--policy", "policy_file", required=True, type=InputFile(), help="Policy file.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", help="AWS profile.")
+@profile_option()
 @click.option("--known-versions", type=InputFile(),
               help='JSON {team: version} our last apply left (from the audit); a quota at another version '
                    'was edited outside the rebalancer. Without it, every setting that differs may be a console edit.')

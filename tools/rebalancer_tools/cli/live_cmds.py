@@ -23,7 +23,7 @@ from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
-from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, write_atomically
+from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, profile_option, write_atomically
 from rebalancer_tools.cli.run_ids import resolve_run
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
 from rebalancer_tools.render import render_plan
@@ -91,7 +91,7 @@ def live_options(*, required: bool) -> Callable[[F], F]:
         options = [
             click.option("--cluster", required=required, help="HyperPod cluster name (reads it live)."),
             click.option("--region", help="AWS region (default: your AWS configuration)."),
-            click.option("--profile", help="AWS profile."),
+            profile_option(),
             click.option("--kube-context", help="Read Kueue through this kubeconfig context instead of EKS auth."),
             click.option("--kube-url", help="Read Kueue from this API server URL without auth (local fake)."),
             click.option("--no-kube", is_flag=True, help="Do not read Kueue: every team's demand is zero."),
@@ -270,10 +270,9 @@ def _run_log(live: LiveSource, table: str | None, stack: str | None) -> RunLog:
 
 def _caller(live: LiveSource) -> str:
     """Who runs the command, for the audit records."""
-    from rebalancer.adapters.aws import aws_call
+    from rebalancer_tools.cli.identity import caller
 
-    with aws_call("GetCallerIdentity", "the caller"):
-        return str(live.clients().client("sts").get_caller_identity()["Arn"])
+    return caller(live.clients()).arn
 
 
 @click.command()

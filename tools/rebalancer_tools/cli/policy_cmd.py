@@ -17,6 +17,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file, parse_document
 from rebalancer.parsing.validation import load_model
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
+from rebalancer_tools.cli.params import profile_option
 
 
 @click.group()
@@ -60,7 +61,7 @@ def init(live: LiveSource | None, snapshot_file: str | None, output: str | None)
               help="Deployment strategy id (the stack's PolicyDeploymentStrategy output).")
 @click.option("--description", default="", help="Recorded with the hosted version and the deployment.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", "aws_profile", help="AWS profile.")
+@profile_option("aws_profile")
 def push(policy_file: str, target: str, strategy: str, description: str, region: str | None,
          aws_profile: str | None) -> None:
     """Publish a policy to AppConfig: a hosted configuration version and its deployment."""

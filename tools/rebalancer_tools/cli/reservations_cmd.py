@@ -18,8 +18,9 @@ from rich.table import Table
 from rebalancer.domain.reservation import Reservation
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.cli.history_cmd import open_store, table_options
+from rebalancer_tools.cli.identity import caller
 from rebalancer_tools.cli.output import console
-from rebalancer_tools.cli.params import InputFile, Whole
+from rebalancer_tools.cli.params import InputFile, Whole, profile_option
 
 REASON_MAX = 200
 
@@ -34,13 +35,6 @@ def parse_time(value: str, option: str) -> datetime:
         raise InvalidInput(f"{value} names no time zone: write it as {value}Z (UTC) or with an offset like +01:00",
                            field=option, value=value)
     return at.astimezone(UTC)
-
-
-def caller(session: Any) -> str:
-    from rebalancer.adapters.aws import aws_call
-
-    with aws_call("sts:GetCallerIdentity", "the caller"):
-        return str(session.client("sts").get_caller_identity()["Arn"])
 
 
 def _snapshot(snapshot_file: str | None, cluster: str, region: str | None, profile: str | None, now: datetime) -> Any:
@@ -75,8 +69,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
             pool: str, accelerators: int, start: str | None, until: str, reason: str, policy_file: str,
             snapshot_file: str | None) -> None:
     """Reserve accelerators of one type for a team in a window; refused when it cannot fit."""
-    import boto3
-
+    from rebalancer.adapters.aws import AwsClients
     from rebalancer.app import reservations
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import load_model_file
@@ -91,7 +84,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
     begins = parse_time(start, "--from") if start else now
     policy = load_model_file(Policy, policy_file)
     snap = _snapshot(snapshot_file, cluster, region, profile, now)
-    who = caller(boto3.Session(region_name=region, profile_name=profile))
+    who = caller(AwsClients(region=region, profile=profile)).arn
     request = reservations.Request(cluster, team, pool, accelerators, begins, ends, text)
     rec = reservations.reserve(store.reservations, store.audit, request, policy=policy, snapshot=snap, now=now,
                                new_id=lambda: f"r-{uuid.uuid4().hex[:8]}", who=who)
@@ -107,7 +100,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
 @click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE).")
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", help="AWS profile.")
+@profile_option()
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_context
 def reservations(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
@@ -144,12 +137,11 @@ def _decision_command(decision: str) -> click.Command:
     @click.argument("reservation_id")
     def command(reservation_id: str, cluster: str, table: str | None, stack: str | None, region: str | None,
                 profile: str | None) -> None:
-        import boto3
-
+        from rebalancer.adapters.aws import AwsClients
         from rebalancer.app import reservations as use_case
 
         store = open_store(table, stack, region, profile)
-        who = caller(boto3.Session(region_name=region, profile_name=profile))
+        who = caller(AwsClients(region=region, profile=profile)).arn
         rec = use_case.decide(store.reservations, store.audit, cluster, reservation_id.strip(),
                               "approve" if decision == "approve" else "cancel", who)
         click.echo(f"{'approved' if decision == 'approve' else 'cancelled'} by {who}: {_line(rec)}")
