@@ -16,6 +16,7 @@
       ├── RunNotWaiting       the run no longer waits for a decision
       ├── DecisionNotDelivered  recorded, but Step Functions did not take it
       ├── ApprovalRejected    the error name a rejection ends RequestApproval with (SendTaskFailure)
+      ├── ApprovalRequired    a plan that needs approval, written without one (the command line's --approve)
       ├── CredentialsError    the caller's AWS configuration: profile, credentials, region
       └── ApplyFailed, VerifyTimedOut, RollbackFailed
 
@@ -107,6 +108,10 @@ class RollbackFailed(PermanentError):
 class ApprovalRejected(PermanentError):
     """Not raised here: the error a rejection sends to the waiting RequestApproval task (SendTaskFailure), which the
     state machine catches by this class's name."""
+
+
+class ApprovalRequired(PermanentError):
+    """A plan that needs an admin's approval was about to be written without one: nothing is written."""
 
 
 _NOT_PENDING = {"approved": "This change was already approved.",
