@@ -63,7 +63,7 @@ def run(name: str, tmp: Path, *extra: str) -> Any:
 def one_line(result: Any) -> str:
     assert result.exit_code == 1, (result.exit_code, result.output, result.exception)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = result.stderr.strip().splitlines()
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ")
     assert "Traceback" not in result.output
