@@ -133,8 +133,8 @@ def test_a_team_added_to_the_policy_gets_a_quota_even_without_demand() -> None:
     assert (req.operation, req.team) == ("CreateComputeQuota", "new-team")
     assert req.parameters["ComputeQuotaTarget"] == {"TeamName": "new-team", "FairShareWeight": 2}
     # Its name is permanent once created: an admin approves it (approval.new_teams, on by default).
-    assert plan.approval_reasons == ("creates a quota for new-team, which has none yet (a quota's team name can "
-                                     "never be changed); approval.new_teams is on",)
+    assert plan.approval_reasons == ("new team new-team: the plan creates its quota, and a quota's team name can "
+                                     "never be changed; approval.new_teams is on",)
     off = make_plan(snap, policy({"a": {}, "new-team": {"weight": 2}}, approval={"new_teams": False}), T0)
     assert off.requests == plan.requests
     assert not off.requires_approval

@@ -37,6 +37,8 @@ def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence
             reasons.append(f"console edit will be replaced: {team} ({', '.join(names)}); "
                            "approval.console_edits is on")
     if rules.new_teams and created:
-        reasons.append(f"creates a quota for {', '.join(sorted(created))}, which has none yet (a quota's team name "
-                       "can never be changed); approval.new_teams is on")
+        many = len(set(created)) > 1
+        reasons.append(f"new team{'s' if many else ''} {', '.join(sorted(set(created)))}: the plan creates "
+                       f"{'their quotas' if many else 'its quota'}, and a quota's team name can never be changed; "
+                       "approval.new_teams is on")
     return reasons

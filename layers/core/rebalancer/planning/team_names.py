@@ -1,6 +1,7 @@
 """No permanent name by accident: a quota's TeamName can never be changed, so a policy team that has no quota yet and
 whose name is close to an existing team's (equal up to case, `-` and `_`, or a few edits away: `reserch` beside
-`research`) is refused with "did you mean research?", unless the policy marks it `new: true`.
+`research`) is refused with "did you mean research?", unless the policy marks it `new: true`. Names of a series
+(`team-0002` beside `team-0001`, `team-b` beside `team-a`) are not typos of one another.
 
 The policy alone cannot tell a typo from a new team: the existing names are the cluster's quotas' (a snapshot's, at
 plan time). So the check lives here, and every path that plans or publishes a policy against a cluster runs it: the
@@ -26,12 +27,25 @@ def within(name: str) -> int:
     return 0 if len(name) <= SHORT_NAME else 1 if len(name) <= LONG_NAME else 2
 
 
+def siblings(a: str, b: str) -> bool:
+    """Names of a series, not a typo of one another: they differ in one `-`-separated part only, and there both are
+    numbers (`team-0001`, `team-0002`) or a letter or two (`team-a`, `team-b`)."""
+    pa, pb = a.split("-"), b.split("-")
+    if len(pa) != len(pb):
+        return False
+    differ = [(x, y) for x, y in zip(pa, pb, strict=True) if x != y]
+    return len(differ) == 1 and all((x.isdigit() and y.isdigit()) or (len(x) <= 2 and len(y) <= 2)
+                                    for x, y in differ)
+
+
 def close_to(name: str, existing: Iterable[str]) -> str | None:
     """The existing name `name` is most likely a typo of, or None."""
     best: tuple[int, str] | None = None
     for other in sorted(set(existing)):
         if other == name:
             return None
+        if folded(other) != folded(name) and siblings(name, other):
+            continue
         d = 0 if folded(other) == folded(name) else edit_distance(name, other)
         if d <= within(name) and (best is None or d < best[0]):
             best = (d, other)
