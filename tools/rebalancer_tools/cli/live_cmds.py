@@ -320,7 +320,8 @@ def _run_log(live: LiveSource, table: str | None, stack: str | None) -> RunLog:
     from rebalancer_tools.cli.history_cmd import audit_table_name
 
     session = live.clients().session
-    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"),
+                  now=lambda: _now())  # looked up at each reading: the tests put their clock in its place
     with aws_call("DescribeTable", f"audit table {store.table_name}"):
         store.table.table.load()
     return table_log(store)
