@@ -282,7 +282,8 @@ def test_apply_failing_midway_is_rolled_back_to_the_exact_before_state(world: Wo
 def test_a_created_quota_that_fails_is_deleted_by_the_rollback(world: World, status: str) -> None:
     emu, _kube, _slack = world
     # Created without an admin (approval.new_teams off): the test is about the rollback of a failed create.
-    policy = AUTO.replace("max_decrease_percent: 100}", "max_decrease_percent: 100, new_teams: false}") + "  vision: {weight: 1, guarantee: {ml.p5.48xlarge: 4}}\n"
+    policy = AUTO.replace("max_decrease_percent: 100}", "max_decrease_percent: 100, new_teams: false}") \
+    + "  vision: {weight: 1, guarantee: {ml.p5.48xlarge: 4}}\n"
     with stack_for(world, policy) as stack:
         before = quotas(emu)
         assert "vision" not in before
