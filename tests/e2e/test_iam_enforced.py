@@ -22,7 +22,9 @@ CLUSTER = DEMO.cluster_name
 P5 = "ml.p5.48xlarge"
 AUTO = APPROVE.replace("mode: approve", "mode: auto")
 # A team the policy names that has no quota yet: the run creates one.
-WITH_NEW_TEAM = AUTO + "  newteam: {weight: 1, guarantee: {ml.g5.12xlarge: 4}}\n"
+# A team created without an admin (approval.new_teams off): these tests are about the rollback's permissions.
+WITH_NEW_TEAM = AUTO.replace("max_decrease_percent: 100}", "max_decrease_percent: 100, new_teams: false}") \
+    + "  newteam: {weight: 1, guarantee: {ml.g5.12xlarge: 4}}\n"
 
 
 @pytest.fixture

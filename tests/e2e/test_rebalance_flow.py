@@ -281,7 +281,9 @@ def test_apply_failing_midway_is_rolled_back_to_the_exact_before_state(world: Wo
 @pytest.mark.parametrize("status", ["CreateFailed", "CreateRollbackFailed"])
 def test_a_created_quota_that_fails_is_deleted_by_the_rollback(world: World, status: str) -> None:
     emu, _kube, _slack = world
-    policy = AUTO + "  vision: {weight: 1, guarantee: {ml.p5.48xlarge: 4}}\n"
+    # Created without an admin (approval.new_teams off): the test is about the rollback of a failed create.
+    policy = AUTO.replace("max_decrease_percent: 100}", "max_decrease_percent: 100, new_teams: false}") \
+    + "  vision: {weight: 1, guarantee: {ml.p5.48xlarge: 4}}\n"
     with stack_for(world, policy) as stack:
         before = quotas(emu)
         assert "vision" not in before

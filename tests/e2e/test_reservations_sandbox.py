@@ -57,7 +57,11 @@ def test_a_reservation_read_against_the_live_cluster_is_honoured_by_apply(sandbo
                            "1", "--until", until, "--reason", "more", "--policy", POLICY)
     assert code == 2
     assert "would hold 33 of its 32 accelerators" in out
+    # The plan takes all of two teams' quotas (above approval.max_decrease_percent): --yes alone writes nothing.
     code, out = rebalancer("apply", "--cluster", CLUSTER, "--policy", POLICY, "--yes")
+    assert code == 1, out
+    assert "error: the plan needs approval (" in out
+    code, out = rebalancer("apply", "--cluster", CLUSTER, "--policy", POLICY, "--yes", "--approve", "the launch")
     assert code == 0, out
     platform = next(line for line in out.splitlines() if "│ platform" in line)
     assert "0 → 12 acc" in platform

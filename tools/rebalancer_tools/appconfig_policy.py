@@ -116,6 +116,15 @@ class Target:
         return cls(*parts)
 
 
+def profile_name(appconfig: Any, target: Target) -> str:
+    """The configuration profile's name: the stack names it after the cluster whose policy it holds."""
+    from rebalancer.adapters.aws import aws_call
+
+    with aws_call("appconfig:GetConfigurationProfile", f"{target.application}/{target.profile}"):
+        return str(appconfig.get_configuration_profile(ApplicationId=target.application,
+                                                       ConfigurationProfileId=target.profile)["Name"])
+
+
 @dataclass(frozen=True)
 class Pushed:
     version: int

@@ -118,31 +118,62 @@ class MemoryApprovals:
 class MemoryLocks:
     def __init__(self, now: Clock) -> None:
         self.now = now
-        self.locks: dict[str, dict[str, Any]] = {}  # cluster → holder, acquired_at, expires (epoch s), followup
+        # cluster → holder, acquired_at, expires (epoch s), run_arn, by, followup, followup_machine, followup_lease
+        self.locks: dict[str, dict[str, Any]] = {}
 
     def acquire(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
-                if_followup: bool = False) -> LockResult:
+                if_followup: bool = False, run_arn: str | None = None, by: str | None = None) -> LockResult:
         now = self.now()
         lock = self.locks.get(cluster_name)
         if replace is not None and if_followup:
             free = lock is not None and lock["holder"] == replace and "followup" in lock
         else:
             free = (lock is None or lock["expires"] < int(now.timestamp())
-                    or (replace is not None and lock["holder"] == replace))
+                    or (replace is not None and lock["holder"] == replace and (by is None or "followup" not in lock)))
         if free:
-            self.locks[cluster_name] = {"holder": holder, "acquired_at": now,
-                                        "expires": int((now + ttl).timestamp())}
-            return LockResult(True, holder, now)
+            self.locks[cluster_name] = {"holder": holder, "acquired_at": now, "expires": int((now + ttl).timestamp()),
+                                        "run_arn": run_arn, "by": by}
+            return LockResult(True, holder, now, expires_at=datetime.fromtimestamp(int((now + ttl).timestamp()), UTC),
+                              run_arn=run_arn, by=by)
         if lock is None:
             return LockResult(False, "", now)
-        return LockResult(False, lock["holder"], lock["acquired_at"])
+        held = self.holding(cluster_name)
+        assert held is not None
+        return held
 
-    def request_followup(self, cluster_name: str, holder: str, reason: str) -> bool:
+    def holding(self, cluster_name: str) -> LockResult | None:
+        lock = self.locks.get(cluster_name)
+        if lock is None:
+            return None
+        return LockResult(False, lock["holder"], lock["acquired_at"],
+                          expires_at=datetime.fromtimestamp(lock["expires"], UTC), run_arn=lock.get("run_arn"),
+                          by=lock.get("by"), followup=lock.get("followup"),
+                          followup_machine=lock.get("followup_machine"),
+                          followup_lease_seconds=lock.get("followup_lease"))
+
+    def request_followup(self, cluster_name: str, holder: str, reason: str, *, machine: str | None = None,
+                         lease: timedelta | None = None) -> bool:
         lock = self.locks.get(cluster_name)
         if lock is None or lock["holder"] != holder:
             return False
         lock["followup"], lock["followup_at"] = reason[:500], self.now()
+        if machine is not None and lease is not None:
+            lock["followup_machine"], lock["followup_lease"] = machine, int(lease.total_seconds())
         return True
+
+    def renew(self, cluster_name: str, holder: str, ttl: timedelta) -> bool:
+        lock = self.locks.get(cluster_name)
+        if lock is None or lock["holder"] != holder:
+            return False
+        lock["expires"] = int((self.now() + ttl).timestamp())
+        return True
+
+    def release(self, cluster_name: str, holder: str) -> LockResult | None:
+        lock = self.locks.get(cluster_name)
+        if lock is not None and lock["holder"] == holder and "followup" not in lock:
+            del self.locks[cluster_name]
+            return None
+        return self.holding(cluster_name)
 
 
 class MemoryVersions:

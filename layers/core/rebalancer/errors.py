@@ -17,6 +17,8 @@
       ├── RunNotWaiting       the run no longer waits for a decision
       ├── DecisionNotDelivered  recorded, but Step Functions did not take it
       ├── ApprovalRejected    the error name a rejection ends RequestApproval with (SendTaskFailure)
+      ├── ApprovalRequired    a plan that needs approval, written without one (the command line's --approve)
+      ├── CredentialsError    the caller's AWS configuration: profile, credentials, region
       └── ApplyFailed, VerifyTimedOut, RollbackFailed
 
 Mapped in one place each: the state machine's Retry / Catch (statemachines/rebalance.asl.json) match these class
@@ -81,6 +83,11 @@ class ReservationRefused(InvalidInput):
     capacity, or a window that is empty, past or has no time zone."""
 
 
+class CredentialsError(PermanentError):
+    """No usable AWS configuration: a profile that does not exist, no credentials, expired or invalid ones, no or an
+    unknown region. About the caller, not the request: one line naming the cause (rebalancer.adapters.aws)."""
+
+
 class ConflictError(PermanentError):
     """Someone changed a quota between our read and our write. We never overwrite an edit we did not see."""
 
@@ -102,6 +109,10 @@ class RollbackFailed(PermanentError):
 class ApprovalRejected(PermanentError):
     """Not raised here: the error a rejection sends to the waiting RequestApproval task (SendTaskFailure), which the
     state machine catches by this class's name."""
+
+
+class ApprovalRequired(PermanentError):
+    """A plan that needs an admin's approval was about to be written without one: nothing is written."""
 
 
 _NOT_PENDING = {"approved": "This change was already approved.",

@@ -46,7 +46,8 @@ def test_list_then_approve_by_run_id_resumes_the_run(waiting: Waiting, monkeypat
     assert audit["outcome"] == "approved"
     assert audit["who"].startswith("arn:aws:sts::")  # the caller's identity, not a typed name
     assert audit["detail"] == {"comment": "from the terminal",
-                               "identity": {"sts_arn": audit["who"], "via": "rebalancer approvals"}}
+                               "identity": {"sts_arn": audit["who"], "user_id": "AKIAIOSFODNN7EXAMPLE",
+                                            "via": "rebalancer approvals"}}  # moto's caller
 
     code, out = rebalancer("approvals", "list", "--cluster", CLUSTER, "--table", table)
     assert code == 0, out

@@ -127,11 +127,41 @@ def test_policy_push_publishes_and_says_what_it_did(world: Any, tmp_path: Path) 
     target = f"{t.application}/{t.environment}/{t.profile}"
     result = CliRunner().invoke(cli, ["policy", "push", str(path), "--appconfig", target, "--region", emu.region])
     assert result.exit_code == 0, result.output
-    assert result.output.strip().startswith("policy of 2 teams (")
-    assert "hosted version 1, deployment 1 COMPLETE (strategy AppConfig.AllAtOnce)" in result.output
+    assert result.stdout.strip().startswith("policy of 2 teams (")
+    assert "hosted version 1, deployment 1 COMPLETE (strategy AppConfig.AllAtOnce)" in result.stdout
+    # The profile is named after the stack's cluster; there is none here: said, not checked.
+    assert result.stderr.startswith("warning: not checked against cluster c1 (the profile's name): DescribeCluster")
     versions = client.list_hosted_configuration_versions(ApplicationId=t.application,
                                                          ConfigurationProfileId=t.profile)["Items"]
     assert len(versions) == 1
+
+
+def test_policy_push_reads_the_policy_against_its_cluster_first(world: Any, tmp_path: Path) -> None:
+    """As the planner and `diff`: a typo of an existing team is refused (nothing pushed), guarantees above the
+    cluster's healthy capacity are said."""
+    emu, client, t = world
+    p5 = "ml.p5.48xlarge"
+    arn = emu.emulator.create_cluster("c1", [("p5", p5, 2)])  # 16 GPUs
+    emu.sagemaker.create_compute_quota(
+        Name="research-quota", ClusterArn=arn, ComputeQuotaTarget={"TeamName": "research", "FairShareWeight": 1},
+        ComputeQuotaConfig={"ComputeQuotaResources": [{"InstanceType": p5, "Accelerators": 8}]})
+    path, target = tmp_path / "policy.yaml", f"{t.application}/{t.environment}/{t.profile}"
+
+    def push_text(text: str) -> Any:
+        path.write_text(text)
+        return CliRunner().invoke(cli, ["policy", "push", str(path), "--appconfig", target, "--region", emu.region])
+
+    typo = push_text("mode: dry-run\nteams:\n  research: {}\n  reserch: {}\n")
+    assert typo.exit_code == 2, typo.output
+    assert "did you mean research?" in typo.stderr
+    assert client.list_hosted_configuration_versions(ApplicationId=t.application,
+                                                     ConfigurationProfileId=t.profile)["Items"] == []
+    over = push_text(f"mode: dry-run\nteams:\n  research: {{guarantee: {{{p5}: 12}}}}\n"
+                     f"  training: {{guarantee: {{{p5}: 8}}, new: true}}\n")
+    assert over.exit_code == 0, over.output
+    assert (f"warning: c1: guarantees and reservations on {p5} sum to 20, above its healthy capacity of 16 "
+            "(guarantees are scaled down to fit, and a team without one may get nothing): research 12 guaranteed, "
+            "training 8 guaranteed") in over.stderr
 
 
 @pytest.mark.parametrize(("text", "args", "says"), [

@@ -176,9 +176,17 @@ def test_apply_command_reconciles_the_scheduler_config_then_the_quotas(
     policy_file = tmp_path / "policy.json"
     teams = {**DEMO_TEAMS, "research": {**DEMO_TEAMS["research"], "preempt_team_tasks": "Never"}}
     policy_file.write_text(json.dumps({**HOLD, "teams": teams, "cluster": {"fair_share": "Disabled"}}))
+    unchanged = read(demo_emulator)
     result = CliRunner().invoke(cli, ["apply", "--cluster", DEMO.cluster_name, "--policy", str(policy_file),
                                       "--region", "us-east-1", "--no-kube", "--metrics-window", "0", "--yes",
                                       "--poll-interval", "0.1"])
+    # Without the audit table every rewritten setting may be a console edit, which needs approval: --yes is not one.
+    assert result.exit_code == 1, result.output
+    assert "error: the plan needs approval (console edit will be replaced" in result.stderr
+    assert read(demo_emulator).scheduler_config == unchanged.scheduler_config
+    result = CliRunner().invoke(cli, ["apply", "--cluster", DEMO.cluster_name, "--policy", str(policy_file),
+                                      "--region", "us-east-1", "--no-kube", "--metrics-window", "0", "--yes",
+                                      "--poll-interval", "0.1", "--approve", "fair share off for the launch"])
     assert result.exit_code == 0, result.output
     # The workflow's outcome lines (rebalancer.app.workflow.runs): the scheduler config first, then the quota.
     lines = result.stdout.splitlines()

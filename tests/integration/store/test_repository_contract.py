@@ -164,6 +164,48 @@ def test_a_follow_up_is_asked_of_the_holder_only_and_taken_once(store: Any) -> N
     assert (again.acquired, again.holder) == (False, "run-2")
 
 
+def test_a_lease_names_its_holder_renews_and_is_released_unless_a_run_waits_for_it(store: Any,
+                                                                                   clock: TickingClock) -> None:
+    ten, day = timedelta(minutes=10), timedelta(days=1)
+    arn = "arn:aws:states:us-east-1:1:execution:m:run-1"
+    assert store.locks.holding("c1") is None
+    run = store.locks.acquire("c1", "run-1", day, run_arn=arn)
+    assert store.locks.holding("c1")[:3] == (False, "run-1", run.acquired_at)
+    assert store.locks.holding("c1").run_arn == arn
+    # A command's lease never takes over a run whose follow-up is still to start.
+    store.locks.request_followup("c1", "run-1", "a node failed", machine="arn:sm", lease=day)
+    refused = store.locks.acquire("c1", "cli-1", ten, replace="run-1", by="arn:aws:iam::1:user/ann")
+    assert (refused.acquired, refused.holder, refused.followup, refused.followup_machine,
+            refused.followup_lease_seconds) == (False, "run-1", "a node failed", "arn:sm", 86400)
+
+    lease = store.locks.acquire("c2", "cli-1", ten, by="arn:aws:iam::1:user/ann")
+    assert (lease.acquired, lease.by) == (True, "arn:aws:iam::1:user/ann")
+    assert lease.expires_at is not None
+    assert abs((lease.expires_at - (clock.t + ten)).total_seconds()) < 1
+    clock.t += timedelta(minutes=9)
+    assert store.locks.renew("c2", "cli-1", ten)  # good for ten more minutes from now
+    clock.t += timedelta(minutes=9)
+    assert not store.locks.acquire("c2", "run-2", day).acquired
+    assert not store.locks.renew("c2", "someone-else", ten)
+    assert store.locks.release("c2", "cli-1") is None  # nobody waited: gone
+    assert store.locks.holding("c2") is None
+    assert store.locks.release("c2", "cli-1") is None  # twice is harmless
+
+    store.locks.acquire("c3", "cli-2", ten, by="ann")
+    assert store.locks.request_followup("c3", "cli-2", "a node failed", machine="arn:sm", lease=day)
+    kept = store.locks.release("c3", "cli-2")  # a run waits: the lock stays for the hand-over
+    assert kept is not None
+    assert (kept.holder, kept.followup) == ("cli-2", "a node failed")
+    handed = store.locks.acquire("c3", "run-3", day, replace="cli-2", if_followup=True)
+    assert handed.acquired
+    clock.t += timedelta(minutes=30)
+    store.locks.acquire("c4", "cli-3", ten, by="ann")
+    clock.t += timedelta(minutes=11)
+    assert store.locks.acquire("c4", "run-4", day).acquired  # the lease expired
+    assert not store.locks.renew("c4", "cli-3", ten)
+    assert store.locks.release("c4", "cli-3").holder == "run-4"  # ours had passed on
+
+
 # --- versions ----------------------------------------------------------------------------------------------------
 def test_the_versions_our_writes_left_are_the_latest_per_team_and_cluster(store: Any) -> None:
     assert store.versions.known("c1") == {}

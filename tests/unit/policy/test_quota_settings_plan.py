@@ -132,7 +132,12 @@ def test_a_team_added_to_the_policy_gets_a_quota_even_without_demand() -> None:
     (req,) = plan.requests
     assert (req.operation, req.team) == ("CreateComputeQuota", "new-team")
     assert req.parameters["ComputeQuotaTarget"] == {"TeamName": "new-team", "FairShareWeight": 2}
-    assert not plan.requires_approval
+    # Its name is permanent once created: an admin approves it (approval.new_teams, on by default).
+    assert plan.approval_reasons == ("new team new-team: the plan creates its quota, and a quota's team name can "
+                                     "never be changed; approval.new_teams is on",)
+    off = make_plan(snap, policy({"a": {}, "new-team": {"weight": 2}}, approval={"new_teams": False}), T0)
+    assert off.requests == plan.requests
+    assert not off.requires_approval
 
 
 def test_removed_team_is_deactivated_only_with_remove_true_and_its_share_freed() -> None:

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
-from rebalancer.errors import InvalidInput, RebalancerError
+from rebalancer.errors import CredentialsError, InvalidInput, RebalancerError
+from rebalancer_tools.cli.params import AWS_PROFILE_KEY
 
 # name → "module:attribute" of a click command. One line per command.
 COMMANDS: dict[str, str] = {
@@ -51,9 +53,15 @@ class LazyGroup(click.Group):
 
 
 class Rebalancer(LazyGroup):
-    """Errors become one clear line on stderr: exit 2 for invalid input, 1 for anything else (unless --debug)."""
+    """Errors become one clear line on stderr: exit 2 for invalid input, 1 for anything else (unless --debug). A
+    problem with the caller's AWS configuration (profile, credentials, region) is one line wherever it arises, naming
+    the profile in use."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from rebalancer.adapters.aws import credentials_problem
+
         try:
             return super().invoke(ctx)
         except InvalidInput as e:
@@ -61,11 +69,28 @@ class Rebalancer(LazyGroup):
                 raise
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+        except CredentialsError as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {_with_profile(str(e), ctx)}", err=True)
+            sys.exit(1)
         except RebalancerError as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
+        except (BotoCoreError, ClientError) as e:  # raised outside every aws_call
+            problem = credentials_problem(e)
+            if problem is None or (ctx.obj and ctx.obj.get("debug")):
+                raise
+            click.echo(f"error: {_with_profile(problem, ctx)}", err=True)
+            sys.exit(1)
+
+
+def _with_profile(problem: str, ctx: click.Context) -> str:
+    """The problem, and the profile it concerns unless the problem names it already."""
+    profile = (ctx.obj or {}).get(AWS_PROFILE_KEY) or os.environ.get("AWS_PROFILE")
+    return problem if not profile or repr(profile) in problem else f"{problem} [AWS profile {profile!r}]"
 
 
 @click.group(cls=Rebalancer)

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.cli.history_cmd import open_store, table_options
+from rebalancer_tools.cli.identity import caller
 from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.run_ids import short_run
 
@@ -100,18 +101,17 @@ def list_(cluster: str, table: str | None, stack: str | None, region: str | None
 
 def _decide(decision: str, given: str, cluster: str, table: str | None, stack: str | None, region: str | None,
             profile: str | None, comment: str | None, yes: bool) -> None:
-    import boto3
-
-    from rebalancer.adapters.aws import aws_call
+    from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.stepfunctions import TaskTokens
     from rebalancer.app.approvals.decisions import Approvals
     from rebalancer.app.approvals.signing import LinkSigner
 
     store = open_store(table, stack, region, profile)
     chosen = resolve(given, pending_approvals(store, cluster, store.now()), cluster)
-    session = boto3.Session(region_name=region, profile_name=profile)
-    with aws_call("sts:GetCallerIdentity", "the caller"):
-        who = str(session.client("sts").get_caller_identity()["Arn"])
+    clients = AwsClients(region=region, profile=profile)
+    session = clients.session
+    me = caller(clients)
+    who = me.arn
     click.echo(f"run {short_run(chosen.execution, cluster)} of {cluster}: moves {chosen.moves}")
     for reason in chosen.reasons:
         click.echo(f"  needs approval: {reason}")
@@ -122,7 +122,7 @@ def _decide(decision: str, given: str, cluster: str, table: str | None, stack: s
                          channels=[], clock=store.now)
     # A decision already taken, or a run that no longer waits, raises its kind (errors.py): one line, exit 2.
     click.echo(use_case.decide(chosen.approval_id, "approve" if decision == "approve" else "reject", who, comment,
-                               identity={"sts_arn": who, "via": "rebalancer approvals"}))
+                               identity=me.identity("rebalancer approvals")))
 
 
 def _decision_command(decision: str) -> click.Command:

@@ -20,7 +20,7 @@ from rich.text import Text
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError
 from rebalancer.parsing.text import printable
 from rebalancer_tools.cli.output import console
-from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
+from rebalancer_tools.cli.params import OutputFile, atomic_output, profile_option, write_atomically
 from rebalancer_tools.cli.run_ids import resolve_run, short_run
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
@@ -84,11 +84,10 @@ def audit_table_name(session: Any, table: str | None, stack: str | None) -> str:
 
 def open_store(table: str | None, stack: str | None, region: str | None, profile: str | None) -> Any:
     """The controller's table (rebalancer.adapters.dynamodb.store.Store) through the caller's AWS configuration."""
-    import boto3
-
+    from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.dynamodb.store import Store
 
-    session = boto3.Session(region_name=region, profile_name=profile)
+    session = AwsClients(region=region, profile=profile).session
     return Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
 
 
@@ -97,18 +96,26 @@ def reading(table_name: str, what: str = "the table") -> Iterator[None]:
     """A DynamoDB refusal or a transport failure as one line naming the table, not a traceback."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from rebalancer.adapters.aws import credentials_problem
+    from rebalancer.errors import CredentialsError
+
     try:
         yield
-    except ClientError as e:
-        err = e.response.get("Error", {})
-        raise PermanentError(f"reading {what} {table_name}: {err.get('Code')}: {err.get('Message')}") from None
+    except (ClientError, BotoCoreError) as e:
+        problem = credentials_problem(e)
+        if problem is not None:
+            raise CredentialsError(problem) from None
+        if isinstance(e, ClientError):
+            err = e.response.get("Error", {})
+            raise PermanentError(f"reading {what} {table_name}: {err.get('Code')}: {err.get('Message')}") from None
+        raise PermanentError(f"reading {what} {table_name}: {e}") from None
+    except CredentialsError:
+        raise
     except RebalancerError as e:  # the table's reads say their kind (aws_call): kept, with this line's words
         if not isinstance(e.__cause__, ClientError):
             raise
         err = e.__cause__.response.get("Error", {})
         raise type(e)(f"reading {what} {table_name}: {err.get('Code')}: {err.get('Message')}") from None
-    except BotoCoreError as e:
-        raise PermanentError(f"reading {what} {table_name}: {e}") from None
 
 
 SINCE = re.compile(r"([0-9]{1,18})([mhdw])")
@@ -159,7 +166,7 @@ def table_options(f: Any) -> Any:
             click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE)."),
             click.option("--stack", help="Or the SAM stack name: its TableName output is the table."),
             click.option("--region", help="AWS region (default: your AWS configuration)."),
-            click.option("--profile", help="AWS profile."))):
+            profile_option())):
         f = option(f)
     return f
 
@@ -169,7 +176,7 @@ def table_options(f: Any) -> Any:
 @click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE).")
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", help="AWS profile.")
+@profile_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON lines.")
 @click.option("--snapshot-of", "snapshot_of", metavar="RUN",
               help="Write the snapshot run RUN started from (the quotas before its change) instead.")

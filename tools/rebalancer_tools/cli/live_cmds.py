@@ -21,9 +21,9 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer.errors import InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
+from rebalancer.errors import ApprovalRequired, InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
-from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, write_atomically
+from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, profile_option, write_atomically
 from rebalancer_tools.cli.run_ids import resolve_run
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
 from rebalancer_tools.render import render_plan
@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the c
     from rebalancer.adapters.sagemaker.quota_writer import QuotaWriter
     from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
     from rebalancer.app.workflow.state import RunRef
+    from rebalancer_tools.cli.cluster_lock import Lease
+    from rebalancer_tools.cli.identity import Caller
 
 F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
@@ -91,7 +93,7 @@ def live_options(*, required: bool) -> Callable[[F], F]:
         options = [
             click.option("--cluster", required=required, help="HyperPod cluster name (reads it live)."),
             click.option("--region", help="AWS region (default: your AWS configuration)."),
-            click.option("--profile", help="AWS profile."),
+            profile_option(),
             click.option("--kube-context", help="Read Kueue through this kubeconfig context instead of EKS auth."),
             click.option("--kube-url", help="Read Kueue from this API server URL without auth (local fake)."),
             click.option("--no-kube", is_flag=True, help="Do not read Kueue: every team's demand is zero."),
@@ -178,55 +180,111 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 @click.command()
 @live_options(required=True)
 @click.option("--policy", "policy_file", required=True, type=InputFile(), help="Policy file.")
-@click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
+@click.option("--yes", "-y", is_flag=True, help="Apply without asking (a plan that needs approval still needs "
+                                                  "--approve).")
+@click.option("--approve", "approve_reason", metavar="REASON",
+              help="Approve a plan that needs approval (mode approve, a threshold, a new team), as your AWS "
+                   "identity, with this reason; recorded in the audit table as the approval page's decisions are.")
 @click.option("--save-snapshot", type=OutputFile(),
               help="Also write the snapshot the plan was made from (the state to roll back to).")
 @audit_options
 @with_poll_options
-def apply(live: LiveSource, policy_file: str, yes: bool, save_snapshot: str | None, table: str | None,
-          stack: str | None, poll_interval: float, timeout: float) -> None:
+def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | None, save_snapshot: str | None,
+          table: str | None, stack: str | None, poll_interval: float, timeout: float) -> None:
     """Plan on the live cluster, show the plan, ask, apply (the scheduler config first, then the quotas,
     decreases first), verify and print each outcome. On a failure after the first write, what this run wrote is
     restored. The same use cases as the controller's run (rebalancer.app.workflow.runs): given its audit table, the plan
-    takes the versions the controller's writes left for its own, and the run is recorded there like one of the
-    controller's (plan, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it left."""
+    takes the versions the controller's writes left for its own, the run holds the controller's per-cluster lock from
+    the read to the last write, and it is recorded there like one of the controller's (plan, approval, apply,
+    rollback; the snapshot, for `history --snapshot-of`) with the versions it left. A plan that needs approval is
+    written only with --approve; --yes skips the question, nothing more."""
     from rebalancer.app.workflow import run_plan, runs, state
+    from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
 
     policy = load_model_file(Policy, policy_file)
+    reason = _approval_reason(approve_reason)
     log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
-    now = _now()
-    snap = live.collect(now).snapshot
-    if save_snapshot:
-        write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
-    planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
     if not log.recorded:
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
-    plan = planned.plan
-    render_plan(plan, Console())
-    if plan.is_empty:
-        click.echo("nothing to apply")
-        return
-    if plan.mode == "dry-run":
-        click.echo("the policy's mode is dry-run: nothing applied")
-        return
-    if not yes:
-        click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
-                      f"{snap.cluster.ClusterName}?", abort=True)
-    run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=cli_execution(snap.cluster.ClusterName,
-                                                                                           log.now()),
-                      execution_arn="", trigger={"command": "rebalancer apply"}, source="cli")
+    name = cli_execution(live.cluster, log.now())
     who = _caller(live) if log.recorded else None
-    state.record_snapshot(log.store.artifacts, run, snap)
-    run_plan.record_plan(log.store, run, planned, who=who)
-    writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
-    try:
-        done = runs.apply_run(run, store=log.store, writer=writer, configs=configs, who=who)
-    except RebalancerError as e:
-        _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
-        raise
+    with cluster_lock(log, live.cluster, name, who=who, lease=lease_for(timeout),
+                      sfn=lambda: live.clients().client("stepfunctions")) as lease:
+        now = _now()
+        snap = live.collect(now).snapshot
+        if save_snapshot:
+            write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
+        planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
+        plan = planned.plan
+        render_plan(plan, Console())
+        if plan.is_empty:
+            click.echo("nothing to apply")
+            return
+        if plan.mode == "dry-run":
+            click.echo("the policy's mode is dry-run: nothing applied")
+            return
+        approver = _approver(live, plan.approval_reasons, reason)
+        if not yes:
+            click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
+                          f"{snap.cluster.ClusterName}?", abort=True)
+        if lease is not None:
+            lease.renew()  # the answer may have come late: write only on a lock still ours
+        run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=name, execution_arn="",
+                           trigger={"command": "rebalancer apply"}, source="cli")
+        state.record_snapshot(log.store.artifacts, run, snap)
+        run_plan.record_plan(log.store, run, planned, who=who)
+        if approver is not None:
+            _record_approval(log, run, approver, str(reason))
+        writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
+        try:
+            done = runs.apply_run(run, store=log.store, writer=writer, configs=configs, who=who)
+        except RebalancerError as e:
+            if lease is not None:
+                lease.renew()
+            _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
+            raise
     for line in done.lines():
         click.echo(line)
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
+
+
+def _approval_reason(given: str | None) -> str | None:
+    """--approve's reason, one clean line; refused when empty."""
+    if given is None:
+        return None
+    from rebalancer.app.approvals.review_page import COMMENT_MAX
+    from rebalancer.parsing.text import clean_text
+
+    reason = clean_text(given, COMMENT_MAX)
+    if not reason:
+        raise InvalidInput("give the reason for approving (one line)", field="--approve", value=given)
+    return reason
+
+
+def _approver(live: LiveSource, reasons: tuple[str, ...], reason: str | None) -> Caller | None:
+    """The approval gate: a plan that needs approval goes on only with --approve, approved by the caller's STS
+    identity (None when the plan needs none)."""
+    if not reasons:
+        if reason is not None:
+            click.echo("note: the plan needs no approval; --approve is not recorded", err=True)
+        return None
+    if reason is None:
+        raise ApprovalRequired(f"the plan needs approval ({'; '.join(reasons)}): nothing applied; give "
+                               '--approve "REASON" to approve it as your AWS identity (recorded)')
+    from rebalancer_tools.cli.identity import caller
+
+    approver = caller(live.clients())
+    click.echo(f"approved by {approver.arn}: {reason}")
+    return approver
+
+
+def _record_approval(log: RunLog, run: RunRef, approver: Caller, reason: str) -> None:
+    """As the approval page and Slack record a decision: kind approval, outcome approved, the approver and how
+    they were verified."""
+    from rebalancer.app.workflow import audit
+
+    audit.approval_decided(log.store.audit, run.cluster_name, run.execution_name, "approved", approver.arn,
+                           comment=reason, identity=approver.identity("rebalancer apply --approve"))
 
 
 def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: RunLog, writer: QuotaWriter,
@@ -262,7 +320,8 @@ def _run_log(live: LiveSource, table: str | None, stack: str | None) -> RunLog:
     from rebalancer_tools.cli.history_cmd import audit_table_name
 
     session = live.clients().session
-    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
+    store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"),
+                  now=lambda: _now())  # looked up at each reading: the tests put their clock in its place
     with aws_call("DescribeTable", f"audit table {store.table_name}"):
         store.table.table.load()
     return table_log(store)
@@ -270,10 +329,9 @@ def _run_log(live: LiveSource, table: str | None, stack: str | None) -> RunLog:
 
 def _caller(live: LiveSource) -> str:
     """Who runs the command, for the audit records."""
-    from rebalancer.adapters.aws import aws_call
+    from rebalancer_tools.cli.identity import caller
 
-    with aws_call("GetCallerIdentity", "the caller"):
-        return str(live.clients().client("sts").get_caller_identity()["Arn"])
+    return caller(live.clients()).arn
 
 
 @click.command()
@@ -294,18 +352,26 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
     """Restore the quotas of a snapshot (--to), with fresh versions, decreases first; or undo what one run wrote
     (--run). Given the controller's audit table, the rollback is recorded there and shows in `rebalancer
     history`."""
+    from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
+
     if (to_file is None) == (run_name is None):
         raise InvalidInput("give --to FILE (a snapshot to restore) or --run RUN (a run to undo)", field="--to")
     log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any write
-    if run_name is not None:
-        _rollback_run(live, run_name, yes, log, poll_interval, timeout)
-    else:
-        assert to_file is not None
-        _restore_snapshot(live, to_file, yes, allow_over_capacity, log, poll_interval, timeout)
+    if run_name is not None and not log.recorded:
+        raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
+                           value=run_name)
+    name = cli_execution(live.cluster, log.now())
+    with cluster_lock(log, live.cluster, name, who=_caller(live) if log.recorded else None,
+                      lease=lease_for(timeout), sfn=lambda: live.clients().client("stepfunctions")) as lease:
+        if run_name is not None:
+            _rollback_run(live, run_name, yes, log, poll_interval, timeout, lease)
+        else:
+            assert to_file is not None
+            _restore_snapshot(live, to_file, yes, allow_over_capacity, log, poll_interval, timeout, name, lease)
 
 
 def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capacity: bool, log: RunLog,
-                      poll_interval: float, timeout: float) -> None:
+                      poll_interval: float, timeout: float, name: str, lease: Lease | None) -> None:
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
     from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
     from rebalancer.app.workflow import restore, runs, state
@@ -341,9 +407,10 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capa
         return
     if not yes:
         click.confirm(f"Restore {len(checked.changed)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
-    run = state.RunRef(cluster_name=cluster.ClusterName, execution_name=cli_execution(cluster.ClusterName,
-                                                                                     log.now()),
-                      execution_arn="", trigger={"command": "rebalancer rollback"}, source="cli")
+    if lease is not None:
+        lease.renew()
+    run = state.RunRef(cluster_name=cluster.ClusterName, execution_name=name, execution_arn="",
+                       trigger={"command": "rebalancer rollback"}, source="cli")
     # Versions as shown above: a quota edited after this point is left alone, not overwritten unseen.
     report = runs.restore_quotas(run, cluster.ClusterArn, target.quotas, current, store=log.store,
                                  writer=_writer(live, poll_interval, timeout),
@@ -355,13 +422,10 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capa
 
 
 def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_interval: float,
-                  timeout: float) -> None:
+                  timeout: float, lease: Lease | None) -> None:
     """The controller's Rollback step for one stored run, from the command line."""
     from rebalancer.app.workflow import run_plan, runs, state
 
-    if not log.recorded:
-        raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
-                           value=run_name)
     run_name = resolve_run(run_name, (str(r.get("execution", "")) for r in log.store.audit.records(live.cluster)),
                            live.cluster, option="--run")
     run = state.RunRef(cluster_name=live.cluster, execution_name=run_name, execution_arn="", source="cli")
@@ -396,6 +460,8 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_
         click.echo(f"(cluster): scheduler config {scheduler.config_id} v{scheduler.version} → {back}")
     if not yes:
         click.confirm(f"Undo what run {run_name} wrote to {live.cluster}?", abort=True)
+    if lease is not None:
+        lease.renew()
     done = runs.rollback_run(run, None, store=log.store, writer=_writer(live, poll_interval, timeout),
                              configs=_configs(live, poll_interval, timeout))
     for line in done.lines():

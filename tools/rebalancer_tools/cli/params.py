@@ -16,10 +16,10 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import click
 
@@ -196,3 +196,21 @@ def atomic_output(path: str | Path, *, binary: bool = False) -> Iterator[IO[Any]
 def write_atomically(path: str | Path, content: str | bytes) -> None:
     with atomic_output(path, binary=isinstance(content, bytes)) as f:
         f.write(content)
+
+
+# --- the AWS configuration a command runs with -------------------------------------------------------------------
+FC = TypeVar("FC", bound=Callable[..., Any])
+AWS_PROFILE_KEY = "aws_profile"  # where the root context keeps --profile, for the one-line credentials error
+
+
+def _remember_profile(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    root = ctx.find_root()
+    if value and isinstance(root.obj, dict):
+        root.obj[AWS_PROFILE_KEY] = value
+    return value
+
+
+def profile_option(name: str = "profile") -> Callable[[FC], FC]:
+    """--profile; the command receives it as `name`. Kept on the root context too, so that a credentials error
+    anywhere in the command names the profile (rebalancer_tools.cli.Rebalancer)."""
+    return click.option("--profile", name, callback=_remember_profile, expose_value=True, help="AWS profile.")

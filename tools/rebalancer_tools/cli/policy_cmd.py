@@ -17,6 +17,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file, parse_document
 from rebalancer.parsing.validation import load_model
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
+from rebalancer_tools.cli.params import profile_option
 
 
 @click.group()
@@ -59,9 +60,12 @@ def init(live: LiveSource | None, snapshot_file: str | None, output: str | None)
 @click.option("--strategy", default="AppConfig.AllAtOnce", show_default=True,
               help="Deployment strategy id (the stack's PolicyDeploymentStrategy output).")
 @click.option("--description", default="", help="Recorded with the hosted version and the deployment.")
+@click.option("--cluster", help="Check the policy against this cluster first (default: the configuration profile's "
+                                "name, which the stack gives its cluster's): a team name close to an existing "
+                                "team's is refused, guarantees above its healthy capacity are reported.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", "aws_profile", help="AWS profile.")
-def push(policy_file: str, target: str, strategy: str, description: str, region: str | None,
+@profile_option("aws_profile")
+def push(policy_file: str, target: str, strategy: str, description: str, cluster: str | None, region: str | None,
          aws_profile: str | None) -> None:
     """Publish a policy to AppConfig: a hosted configuration version and its deployment."""
     from rebalancer.adapters.aws import AwsClients
@@ -72,6 +76,30 @@ def push(policy_file: str, target: str, strategy: str, description: str, region:
     text = read_text(policy_file, what="the policy", max_bytes=POLICY_MAX_BYTES)
     content, checked = ac.policy_json(text, policy_file)
     client = AwsClients(region=region, profile=aws_profile).client("appconfig")
+    _check_against_cluster(checked, policy_file, cluster or ac.profile_name(client, where), region, aws_profile,
+                           named=cluster is not None)
     done = ac.push(client, where, content, checked, strategy=strategy, description=description)
     click.echo(f"policy of {done.teams} teams ({done.size:,} bytes) pushed to {target}: hosted version "
                f"{done.version}, deployment {done.deployment} {done.state} (strategy {strategy})")
+
+
+def _check_against_cluster(policy: Policy, source: str, cluster: str, region: str | None, profile: str | None, *,
+                           named: bool) -> None:
+    """As the planner and `diff` read the policy against the cluster: a team name close to an existing team's is
+    refused (nothing is pushed), promises above its healthy capacity are said. A cluster the stack's profile names
+    but that cannot be read is said and skipped; one named with --cluster must be read."""
+    from rebalancer.errors import RebalancerError
+    from rebalancer.planning.commitments import commitment_warnings
+    from rebalancer.planning.team_names import check_team_names
+    from rebalancer_tools.cli.diff_cmd import live_snapshot
+
+    try:
+        snapshot = live_snapshot(cluster, region, profile)
+    except RebalancerError as e:
+        if named:
+            raise
+        click.echo(f"warning: not checked against cluster {cluster} (the profile's name): {e}", err=True)
+        return
+    check_team_names(policy, (q.team for q in snapshot.quotas), source=source)
+    for line in commitment_warnings(snapshot, policy):
+        click.echo(f"warning: {cluster}: {line}", err=True)

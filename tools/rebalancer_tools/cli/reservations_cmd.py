@@ -27,8 +27,9 @@ from rebalancer.domain.reservation import LEAD_MAX_MINUTES, Reservation, Window
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.text import printable, short
 from rebalancer_tools.cli.history_cmd import open_store, table_options
+from rebalancer_tools.cli.identity import caller
 from rebalancer_tools.cli.output import console
-from rebalancer_tools.cli.params import InputFile, Whole
+from rebalancer_tools.cli.params import InputFile, Whole, profile_option
 
 REASON_MAX = 200
 
@@ -46,13 +47,6 @@ def parse_time(value: str, option: str) -> datetime:
         return at.astimezone(UTC)
     except OverflowError:  # 0001-01-01T00:00-01:00 and the like: no such instant in UTC
         raise InvalidInput(f"{short(value)} is outside the calendar", field=option, value=value) from None
-
-
-def caller(session: Any) -> str:
-    from rebalancer.adapters.aws import aws_call
-
-    with aws_call("sts:GetCallerIdentity", "the caller"):
-        return str(session.client("sts").get_caller_identity()["Arn"])
 
 
 def _snapshot(snapshot_file: str | None, cluster: str, region: str | None, profile: str | None, now: datetime) -> Any:
@@ -103,8 +97,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
             lead_minutes: int | None, reason: str, policy_file: str, snapshot_file: str | None) -> None:
     """Reserve accelerators of one type for a team in a window (or in windows that come back); refused when it
     cannot fit."""
-    import boto3
-
+    from rebalancer.adapters.aws import AwsClients
     from rebalancer.app import reservations
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import load_model_file
@@ -121,7 +114,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
     begins = parse_time(start, "--from") if start else now
     policy = load_model_file(Policy, policy_file)
     snap = _snapshot(snapshot_file, cluster, region, profile, now)
-    who = caller(boto3.Session(region_name=region, profile_name=profile))
+    who = caller(AwsClients(region=region, profile=profile)).arn
     request = reservations.Request(cluster, team, pool, accelerators, begins, ends, text, every=every,
                                    timezone=timezone or "UTC", lead_minutes=lead_minutes)
     rec = reservations.reserve(store.reservations, store.audit, request, policy=policy, snapshot=snap, now=now,
@@ -140,7 +133,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
 @click.option("--table", envvar="REBALANCER_TABLE", help="The audit table (env REBALANCER_TABLE).")
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", help="AWS profile.")
+@profile_option()
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.pass_context
 def reservations(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
@@ -193,13 +186,12 @@ def _decision_command(decision: str) -> click.Command:
     @click.argument("reservation_id")
     def command(reservation_id: str, cluster: str, table: str | None, stack: str | None, region: str | None,
                 profile: str | None, occurrence: str | None = None) -> None:
-        import boto3
-
+        from rebalancer.adapters.aws import AwsClients
         from rebalancer.app import reservations as use_case
 
         rid = use_case.known(reservation_id.strip())
         store = open_store(table, stack, region, profile)
-        who = caller(boto3.Session(region_name=region, profile_name=profile))
+        who = caller(AwsClients(region=region, profile=profile)).arn
         if occurrence is not None:
             rec, window = use_case.cancel_occurrence(store.reservations, store.audit, cluster, rid,
                                                      _day(occurrence), who)

@@ -16,12 +16,16 @@ from rebalancer_tools.memory_store import MemoryStore
 if TYPE_CHECKING:
     from rebalancer.adapters.dynamodb.store import Store
     from rebalancer.app.workflow import run_plan, runs
+    from rebalancer_tools.cli.cluster_lock import Locks
 
     class RunStore(run_plan.Store, runs.Store, Protocol):
-        """What the CLI's runs record in: the plan's store and the writing use cases' alike."""
+        """What the CLI's runs record in: the plan's store and the writing use cases' alike, and the cluster's
+        lock."""
 
         @property
         def versions(self) -> runs.Versions: ...
+        @property
+        def locks(self) -> Locks: ...
 
 
 NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the versions the controller's writes "
@@ -32,7 +36,9 @@ CALLS = {("artifacts", "put"): "PutItem", ("artifacts", "get"): "GetItem", ("aud
          ("audit", "records"): "Query", ("versions", "record"): "PutItem", ("versions", "known"): "Query",
          ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem",
          ("reservations", "of_cluster"): "Query", ("sightings", "unavailable"): "GetItem",
-         ("sightings", "record_unavailable"): "PutItem"}
+         ("sightings", "record_unavailable"): "PutItem", ("locks", "acquire"): "PutItem",
+         ("locks", "holding"): "GetItem", ("locks", "request_followup"): "UpdateItem", ("locks", "renew"): "UpdateItem",
+         ("locks", "release"): "DeleteItem"}
 R = TypeVar("R")
 
 
@@ -79,6 +85,7 @@ class _TableRecords:
         self.meter = _one_line(store.meter, "meter", store.table_name)
         self.reservations = _one_line(store.reservations, "reservations", store.table_name)
         self.sightings = _one_line(store.sightings, "sightings", store.table_name)
+        self.locks = _one_line(store.locks, "locks", store.table_name)
 
 
 def table_log(store: Store) -> RunLog:

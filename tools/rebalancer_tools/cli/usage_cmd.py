@@ -13,7 +13,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name, reading
-from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output
+from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output, profile_option
 
 
 @click.command()
@@ -29,12 +29,11 @@ from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output
 @click.option("--table", envvar="REBALANCER_TABLE", help="The controller's table (env REBALANCER_TABLE).")
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
-@click.option("--profile", help="AWS profile.")
+@profile_option()
 def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_file: str | None, at_text: str | None,
           table: str | None, stack: str | None, region: str | None, profile: str | None) -> None:
     """Accelerator-hours per team against its budget, with cost and a forecast to the period's end."""
-    import boto3
-
+    from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.dynamodb.store import Store
 
     policy = load_model_file(Policy, policy_file)
@@ -44,7 +43,7 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
                   [usage_report.window_for(None, now, period)]
     except ValueError as e:
         raise InvalidInput(str(e), field="--period", value=period) from None
-    session = boto3.Session(region_name=region, profile_name=profile)
+    session = AwsClients(region=region, profile=profile).session
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"))
     since, until = min(w.start for w in windows), min(now, max(w.end for w in windows))
     with reading(store.table_name):

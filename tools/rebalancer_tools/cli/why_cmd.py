@@ -69,9 +69,9 @@ def _live(cluster: str, region: str | None, profile: str | None, team: str, poli
     now = datetime.now(UTC)
     snapshot = LiveSource(cluster=cluster, region=region, profile=profile, metrics_window_minutes=None) \
         .collect(now).snapshot
-    plan = None
+    plan, policy = None, None
     if policy_file:
         policy = load_model_file(Policy, policy_file)
         plan = run_plan.make_run_plan(snapshot, policy, now, store=store or MemoryStore()).plan
     newest = islice(store.audit.newest(cluster), READ_MAX) if store is not None else iter(())
-    return explain_team(snapshot, plan, list(newest)[::-1], team)
+    return explain_team(snapshot, plan, list(newest)[::-1], team, policy=policy)

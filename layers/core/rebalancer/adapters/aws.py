@@ -6,6 +6,7 @@ the CLI and the tests point at the emulator; nothing here special-cases it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -19,12 +20,21 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     ConnectionError,
+    CredentialRetrievalError,
     EndpointConnectionError,
     HTTPClientError,
+    InvalidRegionError,
     NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+    ProfileNotFound,
+    RefreshWithMFAUnsupportedError,
+    SSOError,
+    TokenRetrievalError,
 )
 
-from rebalancer.errors import ConflictError, PermanentError, RebalancerError, TransientError
+from rebalancer.domain.spelling import nearest
+from rebalancer.errors import ConflictError, CredentialsError, PermanentError, RebalancerError, TransientError
 
 RetryMode = Literal["standard", "adaptive"]
 
@@ -36,6 +46,12 @@ TRANSIENT_CODES = frozenset({
     "RequestTimeoutException", "ProvisionedThroughputExceededException",
 })
 CONFLICT_CODES = frozenset({"ConflictException"})
+# Error codes that say the request's credentials, not the request, are wrong.
+EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException"})
+INVALID_CREDENTIAL_CODES = frozenset({"InvalidClientTokenId", "UnrecognizedClientException", "AuthFailure",
+                                      "InvalidSignatureException", "SignatureDoesNotMatch"})
+NO_REGION = "no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION (or the profile's region)"
+ENDPOINT_OVERRIDE = "AWS_ENDPOINT_URL"  # botocore's own setting (and its per-service AWS_ENDPOINT_URL_<SERVICE>)
 
 
 class AwsClients:
@@ -57,14 +73,20 @@ class AwsClients:
         if self._session is None:
             core = botocore.session.get_session()
             core.register_component("data_loader", _shared_loader())
-            self._session = boto3.Session(botocore_session=core, region_name=self.region, profile_name=self.profile)
+            try:
+                self._session = boto3.Session(botocore_session=core, region_name=self.region,
+                                              profile_name=self.profile)
+            except ProfileNotFound as e:
+                raise CredentialsError(credentials_problem(e) or str(e)) from e
+            if self._session.region_name:
+                check_region(self._session.region_name)
         return self._session
 
     @property
     def region_name(self) -> str:
         region = self.session.region_name
         if not region:
-            raise PermanentError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
+            raise CredentialsError(NO_REGION)
         return region
 
     def client(self, service: str) -> Any:
@@ -112,19 +134,63 @@ def classify(call: str, resource: str, e: ClientError) -> RebalancerError:
     return PermanentError(message)
 
 
+def known_regions() -> frozenset[str]:
+    """Every region of every partition botocore's endpoint data names."""
+    data = _shared_loader().load_data("endpoints")
+    return frozenset(r for p in data.get("partitions", ()) for r in p.get("regions", {}))
+
+
+def check_region(region: str) -> None:
+    """CredentialsError for a region botocore does not know (a typo would otherwise surface as an endpoint that
+    cannot be reached), unless an endpoint is set explicitly (the emulator takes any region)."""
+    if any(k.startswith(ENDPOINT_OVERRIDE) for k in os.environ) or region in known_regions():
+        return
+    near = nearest(region, known_regions(), within=3)
+    hint = f"; did you mean {near}?" if near else ""
+    raise CredentialsError(f"unknown AWS region {region!r}: botocore {botocore.__version__} knows no such region "
+                           f"(check --region, AWS_REGION / AWS_DEFAULT_REGION and the profile's region){hint}")
+
+
+def credentials_problem(e: BaseException) -> str | None:
+    """One line saying what is wrong with the caller's AWS configuration (profile, credentials, region), or None when
+    `e` is about something else. The one place these are worded: `aws_call`, `AwsClients` and the CLI use it."""
+    if isinstance(e, ProfileNotFound):
+        return (f"AWS profile {e.kwargs.get('profile')!r} not found in the AWS config or credentials file "
+                "(~/.aws/config, ~/.aws/credentials; AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE)")
+    if isinstance(e, NoCredentialsError | PartialCredentialsError):
+        return f"no AWS credentials found: pass --profile, set AWS_PROFILE, or configure credentials ({one_line(e)})"
+    if isinstance(e, SSOError | TokenRetrievalError):
+        return f"the AWS SSO session has expired or is not signed in: run `aws sso login` ({one_line(e)})"
+    if isinstance(e, CredentialRetrievalError | RefreshWithMFAUnsupportedError):
+        return f"the AWS credentials could not be loaded: {one_line(e)}"
+    if isinstance(e, NoRegionError):
+        return NO_REGION
+    if isinstance(e, InvalidRegionError):
+        return f"unknown AWS region {e.kwargs.get('region_name')!r}: not a region name"
+    if isinstance(e, ClientError):
+        code = error_code(e)
+        if code in EXPIRED_CODES:
+            return f"the AWS credentials have expired ({code}): refresh them (for SSO: `aws sso login`) and run again"
+        if code in INVALID_CREDENTIAL_CODES:
+            return f"the AWS credentials are not valid ({code}: {error_message(e)})"
+    return None
+
+
 @contextmanager
 def aws_call(call: str, resource: str) -> Iterator[None]:
-    """Run one AWS call; any failure leaves as a TransientError, PermanentError or ConflictError of one line."""
+    """Run one AWS call; any failure leaves as a TransientError, PermanentError, ConflictError or CredentialsError of
+    one line."""
     try:
         yield
-    except ClientError as e:
-        raise classify(call, resource, e) from e
-    except NoCredentialsError as e:
-        raise PermanentError(f"{call} on {resource}: no AWS credentials found ({e})") from e
-    except EndpointConnectionError as e:
-        raise TransientError(f"{call} on {resource}: cannot reach the endpoint: {one_line(e)}") from e
-    except BotoCoreError as e:  # e.g. ParamValidationError, whose message spans lines
-        raise PermanentError(f"{call} on {resource}: {one_line(e)}") from e
+    except (ClientError, BotoCoreError) as e:
+        problem = credentials_problem(e)
+        if problem is not None:
+            raise CredentialsError(problem) from e
+        if isinstance(e, ClientError):
+            raise classify(call, resource, e) from e
+        if isinstance(e, EndpointConnectionError):
+            raise TransientError(f"{call} on {resource}: cannot reach the endpoint: {one_line(e)}") from e
+        raise PermanentError(f"{call} on {resource}: {one_line(e)}") from e  # e.g. ParamValidationError's lines
 
 
 def cause_of(e: BaseException, call: str, resource: str) -> RebalancerError | None:

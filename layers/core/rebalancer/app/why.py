@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 from itertools import islice
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import Artifacts
@@ -20,6 +20,9 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput, NotFound
 from rebalancer.parsing.validation import stored_model
 from rebalancer.planning.why import Explanation, LastChange, explain
+
+if TYPE_CHECKING:  # the policy only when a caller has one (`why --live --policy`)
+    from rebalancer.domain.policy import Policy
 
 TEAM = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # a team name is part of the quota's EntityName
 TEAMS_NAMED = 20  # an unknown team's error names this many of the known ones
@@ -108,9 +111,10 @@ def _stored_run(artifacts: Artifacts, execution: str) -> tuple[str, Snapshot, Pl
 
 
 def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[str, Any]], team: str, *,
-                 execution: str | None = None, reservations: Sequence[Reservation] = ()) -> Explanation:
+                 execution: str | None = None, reservations: Sequence[Reservation] = (),
+                 policy: Policy | None = None) -> Explanation:
     """The answer for a snapshot at hand (the stored run's, or one collected now by `rebalancer why --live`), with
-    the last changes from the audit `records`."""
+    the last changes from the audit `records`; `policy` when the caller has it (its guarantees bound the advice)."""
     _team_name(team)
     known = teams_of(snapshot, plan)
     if team not in known:
@@ -118,7 +122,7 @@ def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[s
         raise InvalidInput(f"no team {team!r} in the latest snapshot of {snapshot.cluster.ClusterName} (teams: "
                            f"{named})", field="team", value=team)
     return explain(snapshot, plan, team, last_changes=last_changes(records, team), reservations=reservations,
-                   execution=execution)
+                   execution=execution, policy=policy)
 
 
 def _team_name(team: str) -> None:

@@ -168,6 +168,9 @@ class TeamPolicy(Written):
     fair_share_weight: Annotated[int, Field(ge=0, le=100)] | None = None  # None: `weight` rounded into 0-100
     preempt_team_tasks: Literal["Never", "LowerPriority"] | None = None
     remove: bool = False  # deactivate the team's quota (ActivationState Disabled); it is never deleted
+    # A team without a quota whose name is close to an existing team's is refused as a likely typo (a quota's team
+    # name can never be changed), unless marked new here (rebalancer.planning.team_names).
+    new: bool = False
     budget: Budget | None = None  # accelerator-hours or money per period; see rebalancer.domain.budget
 
     @field_validator("weight")
@@ -268,6 +271,8 @@ class Approval(Written):
     timeout_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
     # A plan that replaces an edit made outside the rebalancer (in the console) needs approval.
     console_edits: bool = True
+    # A plan that creates a quota for a team that has none needs approval: the name it is created under is permanent.
+    new_teams: bool = True
 
 
 PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

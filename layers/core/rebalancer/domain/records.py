@@ -29,6 +29,14 @@ class RunContext(NamedTuple):
 
 
 class LockResult(NamedTuple):
+    """The per-cluster lock as it stands after an attempt to take it (or to release it)."""
+
     acquired: bool
-    holder: str
+    holder: str  # a controller run's execution name, or a CLI command's run name
     acquired_at: datetime
+    expires_at: datetime | None = None
+    run_arn: str | None = None  # a controller run's execution ARN (whether it still runs is Step Functions' answer)
+    by: str | None = None  # a lease taken from the command line: who holds it (their AWS identity)
+    followup: str | None = None  # why a run must follow the holder's (a change came during it)
+    followup_machine: str | None = None  # the state machine that follow-up runs on, as the trigger asked for it
+    followup_lease_seconds: int | None = None  # and the lock's time-to-live for that run

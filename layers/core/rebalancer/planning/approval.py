@@ -9,9 +9,11 @@ from rebalancer.domain.policy import Policy
 from rebalancer.engine.allocation import EPS
 
 
-def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence[FieldChange]) -> list[str]:
-    """One line per rule the plan trips; none when it may be applied as it is (or a dry run never applies)."""
-    if policy.mode == "dry-run" or not (changes or fields):
+def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence[FieldChange],
+                     created: Sequence[str] = ()) -> list[str]:
+    """One line per rule the plan trips; none when it may be applied as it is (or a dry run never applies).
+    `created`: the teams the plan creates a quota for."""
+    if policy.mode == "dry-run" or not (changes or fields or created):
         return []
     if policy.mode == "approve":
         return ["mode is approve: every plan needs an admin"]
@@ -34,4 +36,9 @@ def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence
         for team, names in edited.items():
             reasons.append(f"console edit will be replaced: {team} ({', '.join(names)}); "
                            "approval.console_edits is on")
+    if rules.new_teams and created:
+        many = len(set(created)) > 1
+        reasons.append(f"new team{'s' if many else ''} {', '.join(sorted(set(created)))}: the plan creates "
+                       f"{'their quotas' if many else 'its quota'}, and a quota's team name can never be changed; "
+                       "approval.new_teams is on")
     return reasons

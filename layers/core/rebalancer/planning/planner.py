@@ -30,9 +30,11 @@ from rebalancer.parsing.text import bounded_lines
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.capacity import topology_warnings
 from rebalancer.planning.cluster_policy import plan_scheduler_config
+from rebalancer.planning.commitments import commitment_warnings
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.pools import build_pools, pool_inputs, split_family
 from rebalancer.planning.requests import Move, edited_outside, quota_requests, setting_changes
+from rebalancer.planning.team_names import check_team_names
 
 __all__ = ["build_pools", "edited_outside", "held", "holdings", "make_plan", "setting_changes", "split_family"]
 
@@ -54,13 +56,19 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: Pla
     edited outside the rebalancer, and what the plan rewrites there is marked "console edit will be replaced".
     With no known versions, every setting that differs from the policy is marked so (it may be a console edit);
     allocation changes are then ordinary rebalancing.
+
+    A policy team without a quota whose name is close to an existing team's is refused (InvalidInput, "did you
+    mean …?": rebalancer.planning.team_names) unless the policy marks it new.
     """
+    check_team_names(policy, (q.team for q in snapshot.quotas))
     if context is None:
         context = planning_context(snapshot, policy)
     effective = stability.effective(policy, snapshot, context)  # budget caps and ownership, once for every stage
     plan = stability.explain(_make_plan(snapshot, effective, now, context), effective)
     short = shortfalls(plan.allocations, context.reservations) if context.reservations else []
-    warnings = bounded_lines((*plan.warnings, *short), limit=WARNINGS_MAX, line_bytes=WARNING_MAX_BYTES,
+    promised = commitment_warnings(snapshot, policy, context.reservations,
+                                   unavailable_since=context.unavailable_since)
+    warnings = bounded_lines((*plan.warnings, *short, *promised), limit=WARNINGS_MAX, line_bytes=WARNING_MAX_BYTES,
                              rest="… and {n} more warnings")
     return plan.model_copy(update={"warnings": tuple(warnings)}) if warnings != list(plan.warnings) else plan
 
@@ -88,7 +96,8 @@ def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime
         fields = cluster_fields + fields
     if snapshot.topology_pending:
         warnings.extend(topology_warnings(snapshot, {c.team for c in changes if c.after > c.before}))
-    approval = approval_reasons(policy, changes, fields)
+    created = [r.team for r in written.requests if r.operation == "CreateComputeQuota"]
+    approval = approval_reasons(policy, changes, fields, created)
     # Every field is a validated model (changes, requests, field changes from their constructors; the snapshot's
     # and policy's own fields) or built here with the declared types (allocations: floats from the engine), so
     # the plan is not validated a second time (15k allocation amounts, ~10 ms at 1,000 teams). Reading a stored

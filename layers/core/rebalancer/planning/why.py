@@ -11,7 +11,7 @@ pool), a topology level asked for, the team's budget spent, another team's reser
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
 
@@ -23,6 +23,9 @@ from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.reservation import Reservation, current
 from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS, PendingWorkload, Snapshot
 from rebalancer.errors import UnknownInstanceType
+
+if TYPE_CHECKING:  # the policy only when a caller has one (`why --live --policy`)
+    from rebalancer.domain.policy import Policy
 
 WaitKind = Literal["over_quota", "borrow_limit", "gang_larger_than_free", "larger_than_pool", "topology",
                    "budget_cut", "reservation"]
@@ -161,14 +164,16 @@ def borrow_limit(quota: ComputeQuota | None, pool: str) -> float:
 
 # --- the answer -----------------------------------------------------------------------------------------------------
 def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: Mapping[str, LastChange] | None = None,
-            reservations: Sequence[Reservation] = (), execution: str | None = None) -> Explanation:
+            reservations: Sequence[Reservation] = (), execution: str | None = None,
+            policy: Policy | None = None) -> Explanation:
     """`last_changes`: pool → the last change of the team's quota there; `reservations`: the cluster's stored
-    reservations (those approved and active at the snapshot's time hold capacity for their teams)."""
+    reservations (those approved and active at the snapshot's time hold capacity for their teams); `policy`, when
+    known: the other teams' guarantees, which a guarantee advised here must leave room for."""
     changes = last_changes or {}
     quota = snapshot.quota_of(team)
     notes = tuple(w.removeprefix(f"{team}: ") for w in (plan.warnings if plan else ()) if w.startswith(f"{team}: "))
     active = list(current(reservations, snapshot.taken_at))  # a recurring one as its window held now
-    waiting = [_waiting(snapshot, quota, w, notes, active) for w in _pending(snapshot, team)]
+    waiting = [_waiting(snapshot, quota, w, notes, active, policy) for w in _pending(snapshot, team)]
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
                        waiting=tuple(waiting), notes=notes)
@@ -207,12 +212,13 @@ def _pending(snapshot: Snapshot, team: str) -> list[PendingWorkload]:
 
 
 def _waiting(snapshot: Snapshot, quota: ComputeQuota | None, w: PendingWorkload, notes: Sequence[str],
-             reservations: Sequence[Reservation]) -> Waiting:
+             reservations: Sequence[Reservation], policy: Policy | None) -> Waiting:
     pool = _Pool(snapshot, w.pool)
     reasons = _reasons(pool, quota, w, notes, reservations)
     return Waiting(name=w.name or None, pool=w.pool, accelerators=w.accelerators, pods=w.pods or None,
                    created=w.created, topology=w.topology, reasons=tuple(reasons),
-                   would_start=_would_start(pool, w, reasons, reservations))
+                   would_start=_would_start(pool, w, reasons, reservations, _guaranteed_to_others(pool, w.team,
+                                                                                                   policy)))
 
 
 def _reasons(pool: _Pool, quota: ComputeQuota | None, w: PendingWorkload, notes: Sequence[str],
@@ -276,8 +282,27 @@ def _held_for_others(pool: _Pool, team: str, reservations: Sequence[Reservation]
     return sum(max(0.0, amount - pool.in_use.get(t, 0.0)) for t, amount in reserved.items())
 
 
+def _guaranteed_to_others(pool: _Pool, team: str, policy: Policy | None) -> float:
+    if policy is None:
+        return 0.0
+    return sum(tp.guarantee_for(pool.pool, pool.capacity) for name, tp in policy.teams.items()
+               if name != team and not tp.remove)
+
+
+def _guarantee_advice(pool: _Pool, needed: float, own: float, others: float, extra: str) -> str:
+    """A guarantee that lets it start, only one the pool can keep: within its healthy capacity, less what other
+    teams' guarantees hold there (when the policy is known)."""
+    room = pool.capacity - others
+    if needed <= room:
+        return f"a guarantee of {needed:g} in {pool.pool} (now {own:g}){extra}"
+    held = f", {others:g} of them guaranteed to other teams" if others else ""
+    short = needed - max(room, own)
+    return (f"{short:g} of the team's own running work in {pool.pool} ends (no guarantee can hold {needed:g}: the "
+            f"pool has {pool.capacity:g} healthy accelerators{held})")
+
+
 def _would_start(pool: _Pool, w: PendingWorkload, reasons: Sequence[WaitReason],
-                 reservations: Sequence[Reservation]) -> str:
+                 reservations: Sequence[Reservation], others: float = 0.0) -> str:
     """The smallest changes that let it start, as alternatives ("or"), each with what else it needs ("and")."""
     kinds = {r.kind for r in reasons}
     if not kinds:
@@ -296,7 +321,7 @@ def _would_start(pool: _Pool, w: PendingWorkload, reasons: Sequence[WaitReason],
         reclaim_short = a - pool.free - pool.borrowed_by_others(team)
         extra = f" and {reclaim_short:g} accelerators free up" if reclaim_short > 0 else ""
         if needed > own:
-            options.append(f"a guarantee of {needed:g} in {w.pool} (now {own:g}){extra}")
+            options.append(_guarantee_advice(pool, needed, own, others, extra))
         elif extra:
             options.append(f"{reclaim_short:g} accelerators in {w.pool} free up")
     if "reservation" in kinds:

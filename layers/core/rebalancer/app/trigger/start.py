@@ -3,7 +3,11 @@ start the state machine under a deterministic execution name. Never raises on a 
 
 No change is lost: an event that finds a run under way marks the lock (`request_followup`); when that run ends,
 Step Functions' status-change event comes back here and starts one follow-up run, which reads the cluster after
-the change. A burst during a run thus costs one more run, not one per event."""
+the change. A burst during a run thus costs one more run, not one per event.
+
+The command line's apply and rollback take the same lock as a lease that expires (`by` names who holds it). A run
+meets it as it meets another run: it waits (the lock is marked, with what the follow-up run needs), and the command,
+letting go, starts that follow-up through `hand_over` as a run's end does here."""
 
 from __future__ import annotations
 
@@ -35,8 +39,9 @@ class Locks(Protocol):
     """The per-cluster lock: rebalancer.adapters.dynamodb.locks; rebalancer_tools.memory_store.MemoryLocks."""
 
     def acquire(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
-                if_followup: bool = False) -> LockResult: ...
-    def request_followup(self, cluster_name: str, holder: str, reason: str) -> bool: ...
+                if_followup: bool = False, run_arn: str | None = None, by: str | None = None) -> LockResult: ...
+    def request_followup(self, cluster_name: str, holder: str, reason: str, *, machine: str | None = None,
+                         lease: timedelta | None = None) -> bool: ...
 
 
 class Store(Protocol):
@@ -84,6 +89,21 @@ def followup_name(cluster_name: str, previous: str, now: datetime, debounce: tim
 
 def execution_arn(state_machine_arn: str, name: str) -> str:
     return state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+
+
+def holder_busy(sfn: Any, lock: LockResult, now: datetime) -> bool:
+    """Whether the lock's holder is still at work: a command-line lease until it expires (the lock could not be
+    taken, so it has not); a run while Step Functions says it runs, or, not started yet, for STARTING_GRACE; a
+    holder whose execution is not recorded in the lock (written before runs were) until the lock expires."""
+    if lock.by is not None or lock.run_arn is None:
+        return lock.expires_at is None or lock.expires_at > now
+    try:
+        status = sfn.describe_execution(executionArn=lock.run_arn)["status"]
+    except ClientError as e:
+        if e.response["Error"]["Code"] == "ExecutionDoesNotExist":
+            return now - lock.acquired_at < STARTING_GRACE
+        raise
+    return bool(status == "RUNNING")
 
 
 class Starter:
@@ -138,30 +158,41 @@ class Starter:
         followup = trigger.model_copy(update={"kind": "follow-up",
                                               "summary": f"changes that arrived during run {finished}"})
         for cluster in (c for c in trigger.clusters if c in self._managed):
-            name = followup_name(cluster, finished, self.clock(), self.debounce)
-            lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=finished, if_followup=True)
-            if lock.acquired and self._start(cluster, name, followup):
+            name = self.hand_over(cluster, finished, followup)
+            if name is not None:
                 outcome.executions.append(name)
                 outcome.status = "started"
         return outcome
+
+    def hand_over(self, cluster: str, finished: str, followup: Trigger) -> str | None:
+        """`finished` lets go of the lock: the follow-up run a change during it asked for takes it and starts (None
+        when none was asked for, or another run took over)."""
+        name = followup_name(cluster, finished, self.clock(), self.debounce)
+        lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=finished, if_followup=True,
+                                        run_arn=execution_arn(self.state_machine_arn, name))
+        return name if lock.acquired and self._start(cluster, name, followup) else None
 
     def start(self, cluster: str, trigger: Trigger) -> str | None:
         """The execution name started, or None when a run of this cluster is already under way (which then asks
         for a follow-up run after it)."""
         now = self.clock()
         name = execution_name(cluster, now, self.debounce)
-        lock = self.store.locks.acquire(cluster, name, self.lock_ttl)
+        lock = self.store.locks.acquire(cluster, name, self.lock_ttl,
+                                        run_arn=execution_arn(self.state_machine_arn, name))
         if not lock.acquired:
             holder = lock.holder
-            if self._holder_busy(holder, lock.acquired_at, now):
-                followup = self.store.locks.request_followup(cluster, holder, trigger.summary)
+            if self._holder_busy(lock, now):
+                followup = self.store.locks.request_followup(cluster, holder, trigger.summary,
+                                                             machine=self.state_machine_arn, lease=self.lock_ttl)
                 # The run may have ended before the mark landed (its finish event then found none): look again.
-                if not followup or self._holder_busy(holder, lock.acquired_at, now):
+                if not followup or self._holder_busy(lock, now):
                     logger.info("run already under way; a follow-up run will plan this change",
-                                extra={"cluster": cluster, "holder": holder, "event_id": trigger.event_id})
+                                extra={"cluster": cluster, "holder": holder, "by": lock.by,
+                                       "event_id": trigger.event_id})
                     return None
             name = followup_name(cluster, holder, now, self.debounce)
-            lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=holder)
+            lock = self.store.locks.acquire(cluster, name, self.lock_ttl, replace=holder,
+                                            run_arn=execution_arn(self.state_machine_arn, name))
             if not lock.acquired:
                 return None  # another invocation took over: its run reads the cluster after this change
         return name if self._start(cluster, name, trigger) else None
@@ -178,14 +209,10 @@ class Starter:
         trigger_started(self.store.audit, cluster, name, described)
         return True
 
-    def _holder_busy(self, holder: str, acquired_at: datetime, now: datetime) -> bool:
-        try:
-            status = self.sfn.describe_execution(executionArn=execution_arn(self.state_machine_arn, holder))["status"]
-        except ClientError as e:
-            if e.response["Error"]["Code"] == "ExecutionDoesNotExist":
-                return now - acquired_at < STARTING_GRACE
-            raise
-        return bool(status == "RUNNING")
+    def _holder_busy(self, lock: LockResult, now: datetime) -> bool:
+        if lock.run_arn is None and lock.by is None:  # written before locks named their run: it is one of ours
+            lock = lock._replace(run_arn=execution_arn(self.state_machine_arn, lock.holder))
+        return holder_busy(self.sfn, lock, now)
 
 
 def _named(clusters: tuple[str, ...], shown: int = 3) -> str:

@@ -12,7 +12,7 @@ from rebalancer.app.notifications.messages import field_line
 from rebalancer.app.workflow import run_plan
 from rebalancer.app.workflow.state import RunRef, summarised
 from rebalancer.domain.policy import Policy
-from rebalancer.errors import PermanentError
+from rebalancer.errors import InvalidInput, PermanentError
 
 
 def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Policy], now: datetime,
@@ -27,7 +27,11 @@ def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Pol
         raise
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
-    planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
+    try:
+        planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
+    except InvalidInput as e:  # the policy against this cluster: a team name that looks like a typo
+        run_plan.record_invalid_policy(store, run, e)
+        raise
     announced = (budgets.announce(store.meter, policy, snapshot, planned.context.budget_usage, budget_outlet)
                  if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
