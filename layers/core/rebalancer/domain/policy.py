@@ -268,6 +268,9 @@ class Approval(Written):
     timeout_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
     # A plan that replaces an edit made outside the rebalancer (in the console) needs approval.
     console_edits: bool = True
+    # An approved plan older than this is made again on the cluster as it is before anything is written, even when
+    # nothing it was made from has moved (docs/stale-plans.md).
+    max_plan_age_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
 
 
 PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

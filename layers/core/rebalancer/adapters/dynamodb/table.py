@@ -2,8 +2,8 @@
 has its repository beside this module; only this package builds keys or calls the table.
 
 Item layout (pk / sk), by repository:
-  artifacts    RUN#<execution>        / SNAPSHOT | PLAN | APPLY | SCHEDULER  gzip'd JSON, too big for Step
-                                                                             Functions state
+  artifacts    RUN#<execution>        / SNAPSHOT | PLAN | BASIS | APPLY |    gzip'd JSON, too big for Step
+                                        SCHEDULER                            Functions state
   deliveries   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries
                                                                        skip it)
   audit        AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome

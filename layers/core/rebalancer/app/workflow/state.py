@@ -8,8 +8,9 @@ DynamoDB)."""
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, StringConstraints, model_validator
 
+from rebalancer.domain.basis import PlanBasis
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import InvalidInput, PermanentError
@@ -39,7 +40,7 @@ class RunRef(BaseModel):
 
 
 class Artifacts(Protocol):
-    """A run's stored documents (SNAPSHOT, PLAN, APPLY, SCHEDULER): rebalancer.adapters.dynamodb.artifacts;
+    """A run's stored documents (SNAPSHOT, PLAN, BASIS, APPLY, SCHEDULER): rebalancer.adapters.dynamodb.artifacts;
     rebalancer_tools.memory_store.MemoryArtifacts."""
 
     def put(self, execution: str, kind: Any, document: Any) -> None: ...
@@ -79,6 +80,18 @@ def load_plan(artifacts: Artifacts, run: RunRef) -> Plan:
     return Plan.model_validate(doc)
 
 
+def load_basis(artifacts: Artifacts, run: RunRef) -> PlanBasis | None:
+    """What the run's plan was made from; None for a plan stored without it."""
+    doc = artifacts.get(run.execution_name, "BASIS")
+    return None if doc is None else PlanBasis.model_validate(doc)
+
+
+def ceilings(artifacts: Artifacts, run: RunRef) -> dict[str, float]:
+    """Per instance type, what the autoscaler lets the run's quotas reach (the capacity guard's limits)."""
+    basis = load_basis(artifacts, run)
+    return dict(basis.ceilings) if basis else {}
+
+
 Name = Annotated[str, StringConstraints(min_length=1, max_length=80)]
 M = TypeVar("M", bound=BaseModel)
 
@@ -100,6 +113,16 @@ class RunInput(StepInput):
             if not value or len(value) > 2048:
                 raise ValueError(f"run.{field} must be a non-empty name (got {value[:60]!r})")
         return self
+
+
+class Recheck(StepInput):
+    """Plan, run again once an approval arrives: compare the approved plan with the cluster collected again."""
+
+    approval_round: PositiveInt = 1  # the round of approval that was decided
+
+
+class PlanInput(RunInput):
+    recheck: Recheck | None = None
 
 
 class VerifyApply(StepInput):
