@@ -77,7 +77,8 @@ def test_after_a_node_failed_the_plan_is_made_again_and_written_within_the_appro
     assert [r["outcome"] for r in records(store, "plan")] == ["approve", "replanned"]
     assert store.approvals.get(APPROVED).status == "approved"  # type: ignore[union-attr]
     basis = state.load_basis(store.artifacts, RUN)
-    assert basis is not None and basis.capacity[P5] == 16  # the write is checked against the new basis
+    assert basis is not None
+    assert basis.capacity[P5] == 16  # the write is checked against the new basis
 
 
 def test_after_a_console_edit_the_approval_is_superseded_and_asked_again(store: MemoryStore) -> None:
