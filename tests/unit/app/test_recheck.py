@@ -49,7 +49,7 @@ def again(store: MemoryStore, snap: Snapshot, *, minutes: int = 10, approval_rou
     """The cluster collected again `minutes` after the plan, and the recheck."""
     state.record_snapshot(store.artifacts, RUN, snap.model_copy(update={"taken_at": T0 + timedelta(minutes=minutes)}))
     return recheck(RUN, the_policy, T0 + timedelta(minutes=minutes), store=store, approval_round=approval_round,
-                   approval_id=approval_id_of(RUN.execution_arn, approval_round))
+                   approvals=store.approvals, approval_id=approval_id_of(RUN.execution_arn, approval_round))
 
 
 def changes(s: MemoryStore) -> list[tuple[str, float, float]]:

@@ -70,11 +70,15 @@ class Rechecked(Frozen):
                 *(f"beyond the approval: {b}" for b in self.beyond)]
 
 
-def recheck(run: RunRef, policy: Policy, now: datetime, *, store: Store, approval_round: int,
-            approval_id: str | None) -> Rechecked:
+def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Store, approval_round: int,
+            approvals: Supersede | None = None, approval_id: str | None = None,
+            policy_may_approve: bool = True) -> Rechecked:
     """The run's approved plan (PLAN, made from BASIS) against the snapshot the run collected again. Records the
-    plan made again (when it replaces the approved one), marks `approval_id` superseded when a new approval is
-    needed, and one `recheck` audit record."""
+    plan made again (when it replaces the approved one), marks `approval_id` superseded in `approvals` when a new
+    approval is needed (the workflow's; the CLI asks at its prompt), and one `recheck` audit record.
+    `policy_may_approve`: a plan made again that the policy would apply without approval is written (as a run of
+    the controller would write it); False holds it to what was approved all the same (the CLI: a person said yes to
+    the plan shown)."""
     approved = load_plan(store.artifacts, run)
     then = load_basis(store.artifacts, run)
     planned = run_plan.make_run_plan(run_plan.load_snapshot(store.artifacts, run), policy, now, store=store)
@@ -91,15 +95,15 @@ def recheck(run: RunRef, policy: Policy, now: datetime, *, store: Store, approva
     elif new.is_empty:
         outcome = "no_change"
     else:
-        beyond = beyond_approval(approved, new) if new.requires_approval else ()
+        beyond = beyond_approval(approved, new) if new.requires_approval or not policy_may_approve else ()
         outcome = "replanned" if not beyond else "gave_up" if approval_round >= MAX_APPROVAL_ROUNDS else "superseded"
     result = Rechecked(outcome=outcome, plan=approved if outcome in ("fresh", "gave_up") else new,
                        approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond)
     if outcome not in ("fresh", "gave_up"):
         run_plan.record_plan(store, run, planned, decision=outcome)
-    if outcome == "superseded" and approval_id is not None:
+    if outcome == "superseded" and approvals is not None and approval_id is not None:
         why = [*stale, *beyond]
-        store.approvals.supersede(approval_id, "; ".join(why))
+        approvals.supersede(approval_id, "; ".join(why))
         audit.approval_superseded(store.audit, run, approval_id, why)
     audit.rechecked(store.audit, run, outcome, stale=stale, beyond=beyond, approval_round=result.approval_round)
     return result

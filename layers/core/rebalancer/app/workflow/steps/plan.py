@@ -35,6 +35,7 @@ def plan(run: RunRef, *, store: rechecking.Store, load_policy: Callable[[str], P
         policy = policy.model_copy(update={"mode": mode_override})
     if recheck is not None:
         checked = rechecking.recheck(run, policy, now, store=store, approval_round=recheck.approval_round,
+                                     approvals=store.approvals,
                                      approval_id=approval_id_of(run.execution_arn, recheck.approval_round))
         return _output(checked.plan, checked.decision, policy, approval_round=checked.approval_round,
                        notes=checked.notes(), rechecked=checked.outcome)
