@@ -199,17 +199,24 @@ class QuotaWriter:
         """The cluster's quotas and healthy capacity, read now."""
         return Guard(self.reader.quotas(cluster_arn), limits(self.capacity.healthy(cluster_arn), ceilings))
 
+    def _start(self, steps: Sequence[Step], cluster_arn: str, ceilings: Mapping[str, float]) -> _Run:
+        """A pass over `steps`, with the capacity guard read now when one of them raises a quota. A failed read
+        stops it before any write."""
+        run = _Run()
+        try:
+            run.guard = self.guard(cluster_arn, ceilings) if any(s.increases for s in steps) else None
+        except RebalancerError as e:
+            run.error = f"reading the cluster's capacity before writing: {e}"
+            run.transient = isinstance(e, TransientError)
+            run.outcomes += [_not_attempted(s) for s in steps]
+        return run
+
     def _execute(self, steps: Sequence[Step], cluster_arn: str, ceilings: Mapping[str, float], *,
                  stop_on_refusal: bool) -> _Run:
         """The steps in order. A step the capacity guard refuses stops the pass (`stop_on_refusal`, an apply) or is
         left out (a rollback: the rest still fits)."""
-        run = _Run()
-        try:
-            run.guard = self.guard(cluster_arn, ceilings) if any(s.increases for s in steps) else None
-        except RebalancerError as e:  # nothing was written
-            run.error, run.transient = f"reading the cluster's capacity before writing: {e}", isinstance(
-                e, TransientError)
-            run.outcomes += [_not_attempted(s) for s in steps]
+        run = self._start(steps, cluster_arn, ceilings)
+        if run.error is not None:
             return run
         for i, step in enumerate(steps):
             needs_settled = (step.increases and run.decrease_in_flight) or step.quota_id in run.unsettled
@@ -217,14 +224,13 @@ class QuotaWriter:
                 run.outcomes += [_not_attempted(s) for s in steps[i:]]
                 return run
             refused = run.guard.refusal(step.quota_id, step.after) if run.guard and step.increases else None
+            if refused is not None and not stop_on_refusal:
+                run.outcomes.append(_outcome(step, "refused", message=f"left as it is: {refused}"))
+                continue
             if refused is not None:
-                if not stop_on_refusal:
-                    run.outcomes.append(_outcome(step, "refused", message=f"left as it is: {refused}"))
-                    continue
                 run.error = (f"{step.operation} for team {step.team} refused: {refused}; stopped (the cluster "
                              "changed since the plan was made: plan again)")
-                run.outcomes.append(_outcome(step, "refused", message=refused))
-                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
+                run.outcomes += [_outcome(step, "refused", message=refused), *map(_not_attempted, steps[i + 1:])]
                 self._settle_all(run, keep_error=True)
                 return run
             expected = run.versions.get(step.quota_id or "")
@@ -390,38 +396,9 @@ class QuotaWriter:
         for qid in created_ids:
             decreases.append(Step("(created)", "DeleteComputeQuota", {"ComputeQuotaId": qid}, qid, False))
         for b in before:
-            qid = b.ComputeQuotaId
-            try:
-                status, now = self._status(qid)
-            except RebalancerError as e:
-                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
-                                             result="failed", message=str(e)))
-                continue
-            if now is None:
-                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
-                                             result="failed", status=status, holds={},
-                                             message="the quota no longer exists; not recreated"))
-                continue
-            read[qid] = now
-            expected = (expected_versions or {}).get(qid)
-            if expected is not None and now.ComputeQuotaVersion != expected:
-                skipped.append(ChangeOutcome(
-                    team=b.team, operation="UpdateComputeQuota", quota_id=qid, result="conflict", status=status,
-                    message=f"changed by someone else after our write (our version {expected}, now "
-                            f"{now.ComputeQuotaVersion}); left as it is"))
-                continue
-            if same_state(now, b) and not is_failed(status):
-                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
-                                             result="unchanged", status=status))
-                continue
-            params: dict[str, Any] = {"ComputeQuotaId": qid, "TargetVersion": now.ComputeQuotaVersion,
-                                      "ComputeQuotaConfig": b.ComputeQuotaConfig.to_api(),
-                                      "ComputeQuotaTarget": b.ComputeQuotaTarget.to_api()}
-            if b.ActivationState:
-                params["ActivationState"] = b.ActivationState
-            after = now.updated(params)
-            step = Step(b.team, "UpdateComputeQuota", params, qid, raises_any(now, after), after)
-            (increases if step.increases else decreases).append(step)
+            step = self._restore_step(b, (expected_versions or {}).get(b.ComputeQuotaId), read, skipped)
+            if step is not None:
+                (increases if step.increases else decreases).append(step)
         steps = [*decreases, *increases]
         run = self._execute(steps, cluster_arn, ceilings or {}, stop_on_refusal=False)
         after_of = {s.quota_id: s.after for s in steps if s.quota_id}
@@ -432,6 +409,41 @@ class QuotaWriter:
                            conflict=run.conflict or any(o.result == "conflict" for o in outcomes),
                            transient=run.transient)
 
+    def _restore_step(self, b: ComputeQuota, expected: int | None, read: dict[str, ComputeQuota],
+                      skipped: list[ChangeOutcome]) -> Step | None:
+        """The write that puts quota `b` back, read now (into `read`); None, with the reason in `skipped`, when it
+        cannot be read, is gone, was changed by someone else since our write (`expected`: its version then), or
+        is already as `b`."""
+        qid = b.ComputeQuotaId
+        try:
+            status, now = self._status(qid)
+        except RebalancerError as e:
+            skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                         result="failed", message=str(e)))
+            return None
+        if now is None:
+            skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                         result="failed", status=status, holds={},
+                                         message="the quota no longer exists; not recreated"))
+            return None
+        read[qid] = now
+        if expected is not None and now.ComputeQuotaVersion != expected:
+            skipped.append(ChangeOutcome(
+                team=b.team, operation="UpdateComputeQuota", quota_id=qid, result="conflict", status=status,
+                message=f"changed by someone else after our write (our version {expected}, now "
+                        f"{now.ComputeQuotaVersion}); left as it is"))
+            return None
+        if same_state(now, b) and not is_failed(status):
+            skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                         result="unchanged", status=status))
+            return None
+        params: dict[str, Any] = {"ComputeQuotaId": qid, "TargetVersion": now.ComputeQuotaVersion,
+                                  "ComputeQuotaConfig": b.ComputeQuotaConfig.to_api(),
+                                  "ComputeQuotaTarget": b.ComputeQuotaTarget.to_api()}
+        if b.ActivationState:
+            params["ActivationState"] = b.ActivationState
+        after = now.updated(params)
+        return Step(b.team, "UpdateComputeQuota", params, qid, raises_any(now, after), after)
 
 def _holdings(quota: ComputeQuota | None) -> dict[str, float] | None:
     """Per pool what the quota holds (nothing when disabled or deleted); None when a type is not known."""
