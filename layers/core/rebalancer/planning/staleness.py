@@ -62,20 +62,24 @@ def _moved(then: PlanBasis, now: PlanBasis) -> list[str]:
     return out
 
 
-def _primary(c: Change) -> bool:
-    """Whether the change is of its pool's unit (not explicit vCPU or memory beside accelerators)."""
+def _unit(pool: str) -> str | None:
+    """A pool's unit (its primary resource), None for a pool the catalog does not know."""
     try:
-        return c.resource == PoolKey.parse(c.pool).resource
+        return PoolKey.parse(pool).resource
     except ValueError:
-        return False
+        return None
 
 
 def _increases_that_no_longer_fit(then: PlanBasis, now: PlanBasis, changes: Iterable[Change]) -> list[str]:
     out = []
     raised: dict[str, float] = {}
     net: dict[str, float] = {}
+    units: dict[str, str | None] = {}
     for c in changes:
-        if not _primary(c):
+        pool = c.pool
+        if pool not in units:
+            units[pool] = _unit(pool)
+        if c.resource != units[pool]:  # explicit vCPU or memory beside a pool's accelerators
             continue
         net[c.pool] = net.get(c.pool, 0.0) + c.delta
         if c.delta > EPS:
