@@ -47,7 +47,8 @@ def main() -> None:
     print(f"{TEAMS} teams x {len(bench.instance_types())} types, {len(plan.changes)} changes, "
           f"{len(snap.nodes)} nodes (median of {bench.RUNS}, CPU ms)")
     print(f"  make_plan           {plan_ms:8.1f} ms")
-    print(f"  basis_of            {basis_ms:8.1f} ms  ({statistics.median(b / p for p, b, _ in pairs):.2f} x make_plan)")
+    print(f"  basis_of            {basis_ms:8.1f} ms  ({statistics.median(b / p for p, b, _ in pairs):.2f} x "
+          "make_plan)")
     print(f"  staleness checks    {compare_ms:8.1f} ms  ({statistics.median(c / p for p, _, c in pairs):.2f} x "
           "make_plan)")
     calls = math.ceil(len(snap.quotas) / PAGE) + math.ceil(len(snap.nodes) / PAGE)

@@ -14,6 +14,7 @@ from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.app.workflow import run_plan, state
 from rebalancer.app.workflow.recheck import MAX_APPROVAL_ROUNDS, Rechecked, recheck
 from rebalancer.app.workflow.state import RunRef
+from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.records import ApprovalRecord
 from rebalancer.domain.snapshot import Snapshot
@@ -76,7 +77,7 @@ def test_after_a_node_failed_the_plan_is_made_again_and_written_within_the_appro
     assert done.notes()[0].startswith("The approved plan was made again before writing, and stays within")
     assert [r["outcome"] for r in records(store, "plan")] == ["approve", "replanned"]
     assert store.approvals.get(APPROVED).status == "approved"  # type: ignore[union-attr]
-    basis = state.load_basis(store.artifacts, RUN)
+    basis = load_basis(store.artifacts, RUN)
     assert basis is not None
     assert basis.capacity[P5] == 16  # the write is checked against the new basis
 

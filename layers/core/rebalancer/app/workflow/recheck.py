@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from rebalancer.app.workflow import audit, run_plan
-from rebalancer.app.workflow.state import RunRef, load_basis, load_plan
+from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple, Protocol
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
 from rebalancer.app.workflow import audit
-from rebalancer.app.workflow.state import Artifacts, RunRef, Started, ceilings, load_plan, load_started
+from rebalancer.app.workflow.state import Artifacts, RunRef, Started, load_plan, load_started
+from rebalancer.app.workflow.stored_basis import ceilings
 from rebalancer.domain.plan import CLUSTER, QuotaRequest, SchedulerRequest
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError

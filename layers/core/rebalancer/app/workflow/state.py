@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, StringConstraints, model_validator
 
-from rebalancer.domain.basis import PlanBasis
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import InvalidInput, PermanentError
@@ -78,18 +77,6 @@ def load_plan(artifacts: Artifacts, run: RunRef) -> Plan:
     if doc is None:
         raise PermanentError(f"no plan stored for execution {run.execution_name}")
     return Plan.model_validate(doc)
-
-
-def load_basis(artifacts: Artifacts, run: RunRef) -> PlanBasis | None:
-    """What the run's plan was made from; None for a plan stored without it."""
-    doc = artifacts.get(run.execution_name, "BASIS")
-    return None if doc is None else PlanBasis.model_validate(doc)
-
-
-def ceilings(artifacts: Artifacts, run: RunRef) -> dict[str, float]:
-    """Per instance type, what the autoscaler lets the run's quotas reach (the capacity guard's limits)."""
-    basis = load_basis(artifacts, run)
-    return dict(basis.ceilings) if basis else {}
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=80)]
