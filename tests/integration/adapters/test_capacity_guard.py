@@ -5,14 +5,29 @@ that raised a pool above its capacity: none here."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import pytest
 from support import five_teams
 from support.fake_clock import FakeClock
-from support.five_teams import AFTER, BEFORE, P5, config, gpus, plan_requests, raised, writer
+from support.five_teams import AFTER, BEFORE, P5, config, gpus, plan_requests, queueing_kube, raised, writer
 
 from rebalancer.adapters.aws import AwsClients
+from rebalancer.adapters.collect import KubeAccess, collect_snapshot
+from rebalancer.app.workflow.state import RunRef
+from rebalancer.app.workflow.steps.apply import apply
+from rebalancer.app.workflow.steps.collect import collect
+from rebalancer.app.workflow.steps.plan import plan
+from rebalancer.app.workflow.steps.rollback import rollback
 from rebalancer.domain.plan import QuotaRequest
+from rebalancer.domain.policy import Policy
 from rebalancer.domain.quotas import ComputeQuota
+from rebalancer.errors import RollbackFailed
 from rebalancer_tools.emulator.control import Emulator
+from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.ticking_clock import TickingClock
+
+NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 
 
 def setup_cluster(emu: Emulator, aws: AwsClients) -> tuple[str, tuple[ComputeQuota, ...]]:
@@ -85,3 +100,39 @@ def test_the_autoscaler_s_ceiling_lets_quotas_above_today_s_nodes(emu: Emulator,
     report = writer(aws, clock).apply(arn, grow, before, ceilings={P5: 40.0})
     assert report.succeeded, report.lines()
     assert sum(gpus(emu).values()) == 38
+
+
+POLICY = Policy.model_validate({
+    "mode": "auto", "stability": {"min_step": 1, "cooldown_minutes": 0, "max_move": 64},
+    "approval": {"moved_accelerators": 64, "max_decrease_percent": 100},
+    "teams": {t: {"weight": 1, "guarantee": {P5: 2}} for t in "abcde"}})
+
+
+def test_the_workflow_s_rollback_after_a_node_failed_restores_what_fits_and_records_what_it_left(
+        emu: Emulator, aws: AwsClients, clock: FakeClock) -> None:
+    """The steps as the Lambdas run them: Collect, Plan and Apply on 32 GPUs; then a node fails and something
+    sends the run to Rollback. Undoing the cuts would raise the pool above the 24 left: those quotas are left, the
+    step fails as RollbackFailed naming them, and the record holds what each quota holds after, not the plan
+    read backwards."""
+    setup_cluster(emu, aws)
+    with queueing_kube() as kube:
+        store = MemoryStore(now=TickingClock(NOW))
+        run = RunRef(cluster_name="c1", execution_name="c1-run", execution_arn="arn:aws:states:::execution:x:c1-run")
+        collect(run, store=store, read_snapshot=lambda c: collect_snapshot(
+            c, aws, now=NOW, kube=KubeAccess(mode="url", url=kube), metrics_window=None).snapshot)
+        plan(run, store=store, load_policy=lambda _c: POLICY, now=NOW)
+        w = writer(aws, clock)
+        apply(run, store=store, writer=w)
+    assert gpus(emu) == {"a": 4, "b": 4, "c": 8, "d": 8, "e": 8}
+    emu.fail_node("c1", "p5-0")
+    with pytest.raises(RollbackFailed, match=r"refused +UpdateComputeQuota a .*: left as it is: ml.p5.48xlarge: the "
+                                             r"enabled quotas would hold 28, the cluster has 24 healthy"):
+        rollback(run, {"Error": "VerifyTimedOut"}, store=store, writer=w)
+    # c, d, e back down first (32 → 22); a 4→10 would hold 28 and b 4→8 26, of 24: both left.
+    assert gpus(emu) == {"a": 4, "b": 4, "c": 6, "d": 4, "e": 4}
+    [record] = [r for r in store.audit.records("c1") if r["kind"] == "rollback"]
+    assert record["outcome"] == "incomplete"
+    assert record["before"] == {"a": {P5: 4}, "b": {P5: 4}, "c": {P5: 8}, "d": {P5: 8}, "e": {P5: 8}}
+    assert record["after"] == {"a": {P5: 4}, "b": {P5: 4}, "c": {P5: 6}, "d": {P5: 4}, "e": {P5: 4}}
+    assert sorted(record["detail"]["left"]) == ["a", "b"]
+    assert raised(emu, emu.cluster_arn("c1")) == []
