@@ -127,7 +127,9 @@ def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Ch
         with contextlib.suppress(ApprovalNotPending):
             store.approvals.decide(approval_id, "expired", "timeout")
     # Who decided comes from the approval record: the store is the source of truth, not the task's output.
-    approval = store.approvals.get(approval_id) if plan and plan.requires_approval else None
+    # A plan made again after an approval may need none itself: the run's state says one was decided.
+    asked = plan is not None and (plan.requires_approval or "approval" in state)
+    approval = store.approvals.get(approval_id) if asked else None
     decided_by = approval.decided_by if approval and approval.status in ("approved", "rejected") else None
     results = deliver(store.deliveries, channels, run.execution_name, message_for(kind, run, plan, state, decided_by),
                       rounds)

@@ -8,10 +8,10 @@ use case is `app.run_plan` (apart, so that the steps that write never load the p
 - rollback: only what this run wrote, back to the snapshot's state; the scheduler config too, unless someone
   edited it after our write;
 - restore: the quotas of a saved snapshot (the CLI's `rollback --to`), recorded like a rollback;
+- history: the audit records of a cluster and the snapshot a run started from.
 Every quota write passes the writer's capacity guard (no instance type raised above the healthy capacity read just
 before, rebalancer.domain.healthy), with the autoscaler's reach the run's plan read; a rollback's record says, per
 quota, what it held before and holds after, and which quotas it left as they were and why.
-- history: the audit records of a cluster and the snapshot a run started from.
 """
 
 from __future__ import annotations
