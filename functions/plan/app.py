@@ -1,5 +1,6 @@
 """Plan: policy (SSM or AppConfig) + snapshot + period-to-date budget use → plan with reasons, and the decision: no
-change, dry run, approve, or apply. Budget thresholds and period summaries are announced from here (once each)."""
+change, dry run, approve, or apply. Budget thresholds and period summaries are announced from here (once each).
+After an approval (Recheck), the approved plan against the cluster collected again."""
 
 from typing import Any
 
@@ -17,8 +18,9 @@ from rebalancer.app.workflow.steps.plan import plan
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.PlanConfig)
-    run = state.run_of(event, "plan")
+    given = state.parse(state.PlanInput, event, "plan")
+    run = given.run
     with transient_failures_counted("plan"):
         return plan(run, store=wiring.store(), load_policy=policy_loader(cfg),
                     now=wiring.clock(), mode_override=cfg.mode_override,
-                    budget_outlet=BudgetOutlet(cfg, run.cluster_name))
+                    budget_outlet=BudgetOutlet(cfg, run.cluster_name), recheck=given.recheck)

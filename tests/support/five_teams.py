@@ -8,13 +8,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
+from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
+from rebalancer.domain.plan import QuotaRequest
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer_tools.emulator.control import Emulator
+from support.fake_clock import FakeClock
 from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
 
 P5 = "ml.p5.48xlarge"
 BEFORE = {"a": 10, "b": 8, "c": 6, "d": 4, "e": 4}
+AFTER = {"a": 6, "b": 6, "c": 8, "d": 6, "e": 6}  # moves 6 GPUs: a and b down first, then c, d, e up
+ORDER = ["a", "b", "c", "d", "e"]
 
 
 def config(gpus: int) -> dict[str, Any]:
@@ -31,6 +37,19 @@ def setup_cluster(emu: Emulator, sm: Any, name: str = "c1") -> tuple[str, tuple[
                                 ComputeQuotaTarget={"TeamName": team, "FairShareWeight": 10})
     emu.settle()
     return arn, SageMakerReader(sm).quotas(arn)
+
+
+def plan_requests(quotas: tuple[ComputeQuota, ...], after: dict[str, int] = AFTER) -> list[QuotaRequest]:
+    """The UpdateComputeQuota requests from BEFORE to `after`, in ORDER (the decreases of AFTER first)."""
+    by_team = {q.team: q for q in quotas}
+    return [QuotaRequest(operation="UpdateComputeQuota", team=t, parameters={
+        "ComputeQuotaId": by_team[t].ComputeQuotaId, "TargetVersion": by_team[t].ComputeQuotaVersion,
+        "ComputeQuotaConfig": config(after[t]), "ComputeQuotaTarget": {"TeamName": t, "FairShareWeight": 10}})
+        for t in ORDER if after[t] != BEFORE[t]]
+
+
+def writer(aws: AwsClients, clock: FakeClock) -> QuotaWriter:
+    return QuotaWriter(aws.client("sagemaker"), Poller(sleep=clock.sleep, clock=clock, interval=2, timeout=60))
 
 
 def gpus(emu: Emulator) -> dict[str, int]:
@@ -63,3 +82,8 @@ def queueing_kube() -> Iterator[str]:
     )
     with serve(state) as (url, _):
         yield url
+
+
+def raised(emu: Emulator, arn: str) -> list[Any]:
+    """API writes that raised a pool of the cluster above its healthy capacity (whatever it held before)."""
+    return [r for r in emu.monitor.raised_above_capacity() if r.cluster_arn == arn]

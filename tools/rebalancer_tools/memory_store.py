@@ -102,6 +102,13 @@ class MemoryApprovals:
         self.approvals[approval_id] = decided
         return decided
 
+    def supersede(self, approval_id: str, why: str) -> bool:
+        current = self.approvals.get(approval_id)
+        if current is None:
+            return False
+        self.approvals[approval_id] = current._replace(status="superseded")
+        return True
+
     def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None:
         self.contexts[approval_id] = RunContext(trigger=_json(context.trigger), started_at=context.started_at or None)
 

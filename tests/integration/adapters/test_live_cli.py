@@ -8,10 +8,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from support.five_teams import BEFORE, P5, config, gpus, queueing_kube, setup_cluster, violations
+from support.five_teams import BEFORE, P5, config, gpus, queueing_kube, raised, setup_cluster, violations
 from support.kube_api import KubeState, node, serve
 from support.template import create_table
 
@@ -347,26 +348,31 @@ def test_rollback_refuses_a_snapshot_of_another_cluster_given_this_cluster_s_arn
     assert emu.quotas() == before  # neither c1's nor c2's quotas were written
 
 
-def test_rollback_above_healthy_capacity_is_refused_unless_allowed_after_the_warning(
+def test_a_restore_above_healthy_capacity_restores_what_fits_and_says_what_it_left(
         emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
     arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    table = create_table(aws.session.resource("dynamodb"))
     snap = json.loads(run("snapshot", "--cluster", "c1", "--no-kube").stdout)
-    [a] = [q for q in snap["quotas"] if q["ComputeQuotaTarget"]["TeamName"] == "a"]
-    a["ComputeQuotaConfig"] = config(14)  # 14 + 8 + 6 + 4 + 4 = 36 of 32 healthy GPUs
+    for q in snap["quotas"]:  # a 10 → 14, b 8 → 6, c 6 → 8: 36 of 32 healthy GPUs
+        team = q["ComputeQuotaTarget"]["TeamName"]
+        q["ComputeQuotaConfig"] = config({"a": 14, "b": 6, "c": 8}.get(team, BEFORE[team]))
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(snap))
 
-    refused = run("rollback", "--cluster", "c1", "--to", str(path), "--yes")
-    assert refused.exit_code == 2
-    assert f"warning: above healthy capacity: {P5}: the restored quotas hold 36, the cluster has 32" in refused.stderr
-    assert "--allow-over-capacity" in refused.stderr
-    assert gpus(emu) == BEFORE
-
-    allowed = run("rollback", "--cluster", "c1", "--to", str(path), "--allow-over-capacity", input="y\n")
-    assert allowed.exit_code == 0, allowed.output
-    assert "warning: above healthy capacity" in allowed.stderr
-    assert gpus(emu) == {**BEFORE, "a": 14}
-    assert violations(emu, arn)  # the emulator's monitor saw what the warning said
+    result = run("rollback", "--cluster", "c1", "--to", str(path), "--table", table, "--yes")
+    assert result.exit_code == 1, result.output
+    assert (f"warning: above healthy capacity: {P5}: the restored quotas would hold 36, the cluster has 32 healthy; "
+            "a quota whose restore would raise it is left as it is") in result.stderr
+    # b's decrease first (30), then a's raise would hold 34: left; c's holds 32: restored.
+    assert gpus(emu) == {**BEFORE, "b": 6, "c": 8}
+    [left] = [line for line in result.stdout.splitlines() if line.startswith("refused")]
+    assert f"left as it is: {P5}: the enabled quotas would hold 34, the cluster has 32 healthy" in left
+    assert "restored in part: what is listed above as refused, conflict or failed was left as it is" in result.stderr
+    assert raised(emu, arn) == []
+    history = run("history", "--cluster", "c1", "--table", table)
+    assert history.exit_code == 0, history.output
+    assert "a p5.48xlarge left at 10" in history.stdout
+    assert "b p5.48xlarge 8→6" in history.stdout
 
 
 def test_rollback_preview_lists_only_the_quotas_that_change(emu: Emulator, aws: AwsClients, tmp_path: Path) -> None:
@@ -385,3 +391,47 @@ def test_rollback_preview_lists_only_the_quotas_that_change(emu: Emulator, aws: 
     again = run("rollback", "--cluster", "c1", "--to", str(saved), "--yes")
     assert again.exit_code == 0
     assert "nothing to restore" in again.stdout
+
+
+def test_apply_checks_the_plan_again_after_the_prompt_and_never_writes_above_capacity(
+        emu: Emulator, aws: AwsClients, kube: str, policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node fails while the plan waits at the prompt: the plan is made again on the 24 GPUs left, stays within
+    what was said yes to (a and b cut as shown, d and e raised less), and is written without asking again."""
+    arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    asked: list[str] = []
+
+    def answer_while_a_node_fails(text: str, **_: object) -> bool:
+        asked.append(text)
+        emu.fail_node("c1", "p5-0")
+        return True
+
+    monkeypatch.setattr("click.confirm", answer_while_a_node_fails)
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy)
+    assert result.exit_code == 0, result.output
+    assert asked == ["Apply 5 request(s) to c1?"]
+    assert "The approved plan was made again before writing, and stays within the approval:" in result.stdout
+    assert f"changed since the plan: the healthy capacity of {P5} fell from 32 to 24" in result.stdout
+    assert gpus(emu) == {"a": 4, "b": 4, "c": 6, "d": 5, "e": 5}  # shown on 32: 4, 4, 8, 8, 8
+    assert raised(emu, arn) == []
+
+
+def test_apply_asks_again_when_the_plan_made_again_goes_beyond_what_was_shown(
+        emu: Emulator, aws: AwsClients, kube: str, policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone cuts a's quota in the console while the plan waits at the prompt: the plan made again moves other
+    amounts than the one shown, so it is shown and asked about again; saying no writes nothing."""
+    setup_cluster(emu, aws.client("sagemaker"))
+    asked: list[str] = []
+
+    def answer(text: str, **_: object) -> bool:
+        asked.append(text)
+        if len(asked) == 1:
+            emu.external_edit("c-quota", {"ComputeQuotaConfig": config(2)})
+            return True
+        raise click.exceptions.Abort
+
+    monkeypatch.setattr("click.confirm", answer)
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy)
+    assert result.exit_code == 1, result.output
+    assert len(asked) == 2
+    assert f"beyond the approval: c {P5} accelerators 2→8: larger than the approved 6→8" in result.stdout
+    assert gpus(emu) == {**BEFORE, "c": 2}

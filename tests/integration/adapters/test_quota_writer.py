@@ -10,34 +10,19 @@ from __future__ import annotations
 import pytest
 from support import five_teams
 from support.fake_clock import FakeClock, FakeTime
-from support.five_teams import BEFORE, config, gpus, violations
+from support.five_teams import AFTER, BEFORE, ORDER, config, gpus, plan_requests, violations, writer
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
-from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter, raise_for_report
+from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
 from rebalancer.domain.plan import QuotaRequest
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, TransientError
 from rebalancer_tools.emulator.control import Emulator
 
-AFTER = {"a": 6, "b": 6, "c": 8, "d": 6, "e": 6}
-ORDER = ["a", "b", "c", "d", "e"]
-
 
 def setup_cluster(emu: Emulator, aws: AwsClients) -> tuple[str, tuple[ComputeQuota, ...]]:
     return five_teams.setup_cluster(emu, aws.client("sagemaker"))
-
-
-def plan_requests(quotas: tuple[ComputeQuota, ...], after: dict[str, int] = AFTER) -> list[QuotaRequest]:
-    by_team = {q.team: q for q in quotas}
-    return [QuotaRequest(operation="UpdateComputeQuota", team=t, parameters={
-        "ComputeQuotaId": by_team[t].ComputeQuotaId, "TargetVersion": by_team[t].ComputeQuotaVersion,
-        "ComputeQuotaConfig": config(after[t]), "ComputeQuotaTarget": {"TeamName": t, "FairShareWeight": 10}})
-        for t in ORDER if after[t] != BEFORE[t]]
-
-
-def writer(aws: AwsClients, clock: FakeClock) -> QuotaWriter:
-    return QuotaWriter(aws.client("sagemaker"), Poller(sleep=clock.sleep, clock=clock, interval=2, timeout=60))
 
 
 def test_apply_settles_decreases_before_increases(emu: Emulator, aws: AwsClients, clock: FakeClock) -> None:
@@ -169,7 +154,7 @@ def test_standalone_rollback_restores_a_snapshot(emu: Emulator, aws: AwsClients,
 
 def test_created_quota_is_deleted_by_the_rollback(emu: Emulator, aws: AwsClients, clock: FakeClock) -> None:
     arn, before = setup_cluster(emu, aws)
-    requests = [*plan_requests(before, {**BEFORE, "a": 8}),
+    requests = [*plan_requests(before, {**BEFORE, "a": 7}),  # 32 → 29, +2 for f, +1 for b: within the 32
                 QuotaRequest(operation="CreateComputeQuota", team="f", parameters={
                     "Name": "f-quota", "ClusterArn": arn, "ComputeQuotaConfig": config(2),
                     "ComputeQuotaTarget": {"TeamName": "f", "FairShareWeight": 10}}),

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from rebalancer.adapters.sagemaker.outcomes import ApplyReport, ChangeOutcome
 from rebalancer.app.notifications.messages import DeliveryResult
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.state import RunRef
@@ -41,8 +42,11 @@ def test_a_runs_records_carry_its_source_and_the_controllers_own_do_not() -> Non
     audit.trigger_started(records, "c1", RUN.execution_name, {"kind": "schedule", "event_id": "e1"})
     the_plan = plan(("a", "ml.p5.48xlarge", 8, 16))
     audit.planned(records, RUN, the_plan, decision="apply", known_versions={"a": 3}, who="alice")
-    audit.rolled_back(records, RUN, the_plan, ok=False, cause="ApplyFailed", outcomes=["a: conflict"],
-                      scheduler_line=None)
+    left = ChangeOutcome(team="a", operation="UpdateComputeQuota", quota_id="q-a", result="conflict",
+                         message="changed by someone else after our write; left as it is",
+                         held={"ml.p5.48xlarge": 12}, holds={"ml.p5.48xlarge": 12})
+    undo = ApplyReport(cluster_arn="arn:c1", outcomes=(left,), succeeded=False, conflict=True)
+    audit.rolled_back(records, RUN, the_plan, undo, ok=False, cause="ApplyFailed", scheduler_line=None)
     trigger, planned, rolled = records.records("c1")
     assert (trigger["kind"], trigger["outcome"], trigger["detail"]) == (
         "trigger", "started", {"kind": "schedule", "event_id": "e1"})
@@ -52,8 +56,28 @@ def test_a_runs_records_carry_its_source_and_the_controllers_own_do_not() -> Non
     assert planned["detail"]["trigger"] == {"kind": "schedule"}
     assert (planned["before"], planned["after"]) == ({"a": {"ml.p5.48xlarge": 8}}, {"a": {"ml.p5.48xlarge": 16}})
     assert (rolled["kind"], rolled["outcome"]) == ("rollback", "incomplete")
-    assert (rolled["before"], rolled["after"]) == (planned["after"], planned["before"])  # the plan read backwards
-    assert rolled["detail"] == {"source": "cli", "cause": "ApplyFailed", "outcomes": ["a: conflict"]}
+    # What the quota holds, not the plan read backwards: someone else set it to 12 after our write, and it was left.
+    assert (rolled["before"], rolled["after"]) == ({"a": {"ml.p5.48xlarge": 12}}, {"a": {"ml.p5.48xlarge": 12}})
+    assert rolled["detail"] == {"source": "cli", "cause": "ApplyFailed", "outcomes": undo.lines(),
+                                "left": {"a": "changed by someone else after our write; left as it is"}}
+
+
+def test_a_rollback_record_holds_each_quotas_state_after_it_and_names_what_it_left() -> None:
+    records = log()
+    the_plan = plan(("a", "ml.p5.48xlarge", 8, 16), ("b", "ml.p5.48xlarge", 16, 8), ("c", "ml.p5.48xlarge", 0, 4))
+    undo = ApplyReport(cluster_arn="arn:c1", succeeded=False, outcomes=(
+        ChangeOutcome(team="a", operation="UpdateComputeQuota", quota_id="q-a", result="applied",
+                      held={"ml.p5.48xlarge": 16}, holds={"ml.p5.48xlarge": 8}),
+        ChangeOutcome(team="b", operation="UpdateComputeQuota", quota_id="q-b", result="refused",
+                      message="left as it is: ml.p5.48xlarge: the enabled quotas would hold 40, the cluster has 32 "
+                              "healthy", held={"ml.p5.48xlarge": 8}, holds={"ml.p5.48xlarge": 8}),
+        ChangeOutcome(team="c", operation="DeleteComputeQuota", quota_id="q-c", result="applied", holds={})))
+    audit.rolled_back(records, RUN, the_plan, undo, ok=False, cause=None, scheduler_line=None)
+    [rolled] = records.records("c1")
+    # a restored; b left where a node failure put the pool; c's quota (created by the run, never read) deleted.
+    assert rolled["before"] == {"a": {"ml.p5.48xlarge": 16}, "b": {"ml.p5.48xlarge": 8}, "c": {"ml.p5.48xlarge": 4}}
+    assert rolled["after"] == {"a": {"ml.p5.48xlarge": 8}, "b": {"ml.p5.48xlarge": 8}, "c": {}}
+    assert list(rolled["detail"]["left"]) == ["b"]
 
 
 def test_an_approval_without_comment_or_identity_stores_no_detail() -> None:

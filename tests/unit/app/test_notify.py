@@ -3,12 +3,14 @@ never loses the others."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from rebalancer.app.notifications.messages import DeliveryResult, Message
-from rebalancer.app.notifications.notify import error_text, notify
+from rebalancer.app.notifications.notify import approval_id_of, error_text, notify
+from rebalancer.domain.records import ApprovalRecord
 from rebalancer.errors import TransientError
 from rebalancer_tools.memory_store import MemoryStore
 
@@ -59,3 +61,21 @@ def test_when_every_channel_fails_the_step_raises_a_transient_error_for_the_stat
 ])
 def test_error_text_is_one_line_people_can_read(error: Any, text: str | None) -> None:
     assert error_text(error) == text
+
+
+def test_a_later_round_of_approval_is_told_apart_its_message_goes_out_and_says_why() -> None:
+    """The run asked again after its approved plan went stale: the round's expiry and messages are its own."""
+    store, sns = MemoryStore(now=lambda: datetime(2026, 12, 1, tzinfo=UTC)), FakeChannel("sns", True)
+    first, second = approval_id_of(RUN["execution_arn"]), approval_id_of(RUN["execution_arn"], 2)
+    assert first != second
+    for approval_id, status in ((first, "superseded"), (second, "pending")):
+        store.approvals.put(ApprovalRecord(approval_id=approval_id, task_token="t", execution_arn=RUN["execution_arn"],
+                                           cluster_name="c1", status=status,  # type: ignore[arg-type]
+                                           decide_by=datetime(2026, 12, 2, tzinfo=UTC) + timedelta(hours=1)))
+    notify("expired", {"run": RUN}, store=store, channels=[sns])
+    why = ["The approved plan was not written: …", "changed since the plan: the quota of team a moved"]
+    notify("expired", {"run": RUN, "plan": {"approval_round": 2, "notes": why}}, store=store, channels=[sns])
+    assert len(sns.sent) == 2  # the second round's expiry is not taken for a resend of the first's
+    assert sns.sent[1].notes == tuple(why)
+    assert store.approvals.get(second).status == "expired"  # type: ignore[union-attr]
+    assert store.approvals.get(first).status == "superseded"  # type: ignore[union-attr]

@@ -10,6 +10,7 @@ import pytest
 from support.clock import T0, ticking
 from support.why_runs import CLUSTER, FIRST, P5, SECOND, record_runs, run
 
+from rebalancer.adapters.sagemaker.outcomes import ApplyReport, ChangeOutcome, Result
 from rebalancer.app.why import why
 from rebalancer.app.workflow import audit
 from rebalancer.domain.plan import Change, Plan
@@ -49,14 +50,33 @@ def test_a_planned_change_never_applied_is_not_a_last_change(store: MemoryStore)
     assert got.quotas[0].last_change.execution == FIRST
 
 
+def rollback_of_a(result: Result, held: float, holds: float, message: str = "") -> ApplyReport:
+    outcome = ChangeOutcome(team="a", operation="UpdateComputeQuota", quota_id="cq-a", result=result,
+                            held={P5: held}, holds={P5: holds}, message=message)
+    return ApplyReport(cluster_arn="arn", outcomes=(outcome,), succeeded=result == "applied")
+
+
 def test_a_rollback_is_the_last_change(store: MemoryStore) -> None:
     plan = Plan.model_validate(store.artifacts.get(FIRST, "PLAN"))
-    audit.rolled_back(store.audit, run(FIRST), plan, ok=True, cause="verify timed out", outcomes=[],
-                      scheduler_line=None)
+    audit.rolled_back(store.audit, run(FIRST), plan, rollback_of_a("applied", 8, 24), ok=True,
+                      cause="verify timed out", scheduler_line=None)
     change = why(store, CLUSTER, "a").quotas[0].last_change
     assert change is not None
     assert (change.before, change.after, change.outcome) == (8, 24, "rolled back")
     assert change.reason == f"run {FIRST} rolled back (idle 90 % of its quota)"
+
+
+def test_a_quota_a_rollback_left_alone_shows_what_it_holds_and_why(store: MemoryStore) -> None:
+    """Someone set a's quota to 12 after the run wrote 8: the rollback left it, and `why` says so, at 12."""
+    plan = Plan.model_validate(store.artifacts.get(FIRST, "PLAN"))
+    left = "changed by someone else after our write (our version 2, now 3); left as it is"
+    audit.rolled_back(store.audit, run(FIRST), plan, rollback_of_a("conflict", 12, 12, left), ok=False,
+                      cause="ApplyFailed", scheduler_line=None)
+    answer = why(store, CLUSTER, "a")
+    change = answer.quotas[0].last_change
+    assert change is not None
+    assert (change.after, change.outcome, change.reason) == (12, "left", left)
+    assert f"left at 12 by the rollback of run {FIRST} on " in "\n".join(answer.lines())
 
 
 def test_bad_input_is_one_line(store: MemoryStore) -> None:

@@ -26,16 +26,19 @@ from rebalancer_tools.cli.run_ids import resolve_run, short_run
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
 
-def _changes(before: Any, after: Any) -> str:
-    """{team: {type: n}} before/after → 'research ml.p5.48xlarge 12→8; …'."""
+def _changes(before: Any, after: Any, left: Any = None) -> str:
+    """{team: {type: n}} before/after → 'research ml.p5.48xlarge 12→8; …'; a team a rollback `left` as it was:
+    'research ml.p5.48xlarge left at 12'."""
     if not isinstance(before, dict) or not isinstance(after, dict):
         return ""
+    left = left if isinstance(left, dict) else {}
     parts = []
     for team in sorted(set(before) | set(after)):
         b, a = before.get(team) or {}, after.get(team) or {}
         for pool in sorted(set(b) | set(a)):
-            parts.append(printable(f"{team} {pool.removeprefix('ml.')} {_number(b.get(pool, 0))}→"
-                                   f"{_number(a.get(pool, 0))}"))
+            moved = (f"left at {_number(a.get(pool, 0))}" if team in left
+                     else f"{_number(b.get(pool, 0))}→{_number(a.get(pool, 0))}")
+            parts.append(printable(f"{team} {pool.removeprefix('ml.')} {moved}"))
     return "; ".join(parts)
 
 
@@ -55,7 +58,10 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
     previous = None
     for r in records:
         run = str(r.get("execution", ""))
-        what = "; ".join(x for x in (printable(r.get("who") or ""), _changes(r.get("before"), r.get("after"))) if x)
+        detail = r.get("detail")
+        detail = detail if isinstance(detail, dict) else {}
+        what = "; ".join(x for x in (printable(r.get("who") or ""),
+                                     _changes(r.get("before"), r.get("after"), detail.get("left"))) if x)
         cells = (short_run(run, cluster) if run != previous else "", str(r.get("at", ""))[11:19],
                  str(r.get("kind", "")), str(r.get("outcome", "")))
         table.add_row(*(Text(printable(c)) for c in cells), Text(what))

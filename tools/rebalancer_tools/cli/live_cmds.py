@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -192,12 +191,14 @@ def snapshot(live: LiveSource, output: str | None) -> None:
 def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | None, save_snapshot: str | None,
           table: str | None, stack: str | None, poll_interval: float, timeout: float) -> None:
     """Plan on the live cluster, show the plan, ask, apply (the scheduler config first, then the quotas,
-    decreases first), verify and print each outcome. On a failure after the first write, what this run wrote is
-    restored. The same use cases as the controller's run (rebalancer.app.workflow.runs): given its audit table, the plan
-    takes the versions the controller's writes left for its own, the run holds the controller's per-cluster lock from
-    the read to the last write, and it is recorded there like one of the controller's (plan, approval, apply,
-    rollback; the snapshot, for `history --snapshot-of`) with the versions it left. A plan that needs approval is
-    written only with --approve; --yes skips the question, nothing more."""
+    decreases first), verify and print each outcome. Once you answer, the cluster is read again: a plan that went
+    stale meanwhile is made again, applied if it stays within what you said yes to, else shown and asked about
+    again. No write raises an instance type above its healthy capacity. On a failure after the first write, what
+    this run wrote is restored. The same use cases as the controller's run (rebalancer.app.workflow.runs): given
+    its audit table, the plan takes the versions the controller's writes left for its own, the run holds the
+    controller's per-cluster lock from the read to the last write, and it is recorded there like one of the
+    controller's (plan, approval, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it
+    left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more."""
     from rebalancer.app.workflow import run_plan, runs, state
     from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
 
@@ -235,6 +236,10 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
         run_plan.record_plan(log.store, run, planned, who=who)
         if approver is not None:
             _record_approval(log, run, approver, str(reason))
+        if not yes and not _still_approved(live, policy, run, log, save_snapshot):
+            return
+        if lease is not None:
+            lease.renew()
         writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
         try:
             done = runs.apply_run(run, store=log.store, writer=writer, configs=configs, who=who)
@@ -285,6 +290,36 @@ def _record_approval(log: RunLog, run: RunRef, approver: Caller, reason: str) ->
 
     audit.approval_decided(log.store.audit, run.cluster_name, run.execution_name, "approved", approver.arn,
                            comment=reason, identity=approver.identity("rebalancer apply --approve"))
+
+
+def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, save_snapshot: str | None) -> bool:
+    """After the prompt (a wait), the plan shown is checked against the cluster read again, as the controller checks
+    an approved plan (rebalancer.app.workflow.recheck): True when the run's stored plan (the one shown, or one made
+    again within it) may be written; a plan made again beyond it is shown and asked about again (rounds bounded).
+    False when nothing is to be written; raises when the rounds ran out."""
+    from rebalancer.app.workflow import recheck, state
+
+    rounds = 1
+    while True:
+        fresh = live.collect(_now()).snapshot
+        state.record_snapshot(log.store.artifacts, run, fresh)
+        if save_snapshot:  # the quotas as they are just before the write: the state to roll back to
+            write_atomically(save_snapshot, fresh.model_dump_json(indent=2, exclude_none=True) + "\n")
+        checked = recheck.recheck(run, policy, _now(), store=log.store, approval_round=rounds,
+                                  policy_may_approve=False)
+        for line in checked.notes():
+            click.echo(line)
+        if checked.decision == "apply":
+            return True
+        if checked.decision == "stale":
+            raise PermanentError("the cluster kept changing while the plan was shown; nothing applied: run it again")
+        if checked.decision != "approve":
+            click.echo("nothing applied")
+            return False
+        render_plan(checked.plan, Console())
+        click.confirm(f"Apply {len(checked.plan.requests) + len(checked.plan.scheduler_requests)} request(s) to "
+                      f"{run.cluster_name}?", abort=True)
+        rounds = checked.approval_round
 
 
 def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: RunLog, writer: QuotaWriter,
@@ -343,15 +378,14 @@ def _caller(live: LiveSource) -> str:
                    "it; needs the audit table), as the controller's Rollback step: its quotas and its scheduler "
                    "config, each left alone if edited after the run's write.")
 @click.option("--yes", "-y", is_flag=True, help="Roll back without asking.")
-@click.option("--allow-over-capacity", is_flag=True,
-              help="With --to: restore even when the restored quotas sum above today's healthy capacity (warned).")
 @audit_options
 @with_poll_options
-def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, allow_over_capacity: bool,
-             table: str | None, stack: str | None, poll_interval: float, timeout: float) -> None:
+def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: bool, table: str | None,
+             stack: str | None, poll_interval: float, timeout: float) -> None:
     """Restore the quotas of a snapshot (--to), with fresh versions, decreases first; or undo what one run wrote
-    (--run). Given the controller's audit table, the rollback is recorded there and shows in `rebalancer
-    history`."""
+    (--run). No write raises an instance type above today's healthy capacity: a quota whose restore would is left
+    as it is, the rest restored, and what was left is listed. Given the controller's audit table, the rollback is
+    recorded there and shows in `rebalancer history`."""
     from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
 
     if (to_file is None) == (run_name is None):
@@ -367,15 +401,14 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
             _rollback_run(live, run_name, yes, log, poll_interval, timeout, lease)
         else:
             assert to_file is not None
-            _restore_snapshot(live, to_file, yes, allow_over_capacity, log, poll_interval, timeout, name, lease)
+            _restore_snapshot(live, to_file, yes, log, poll_interval, timeout, name, lease)
 
 
-def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capacity: bool, log: RunLog,
+def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: RunLog,
                       poll_interval: float, timeout: float, name: str, lease: Lease | None) -> None:
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
-    from rebalancer.adapters.sagemaker.quota_writer import raise_for_report
+    from rebalancer.adapters.sagemaker.healthy import NodeCapacity
     from rebalancer.app.workflow import restore, runs, state
-    from rebalancer.domain.snapshot import HEALTHY_NODE_STATUS
 
     target = load_model_file(Snapshot, to_file)
     sm = SageMakerReader(live.clients().client("sagemaker"))
@@ -385,14 +418,10 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capa
                            source=to_file, field="cluster.ClusterArn", value=target.cluster.ClusterArn)
     current = {q.ComputeQuotaId: q for q in sm.quotas(cluster.ClusterArn)}
     restore.check_ownership(cluster.ClusterArn, target.quotas, current, to_file)
-    healthy = Counter(n.InstanceType for n in sm.nodes(cluster.ClusterName)
-                      if n.InstanceStatus.Status == HEALTHY_NODE_STATUS)
-    checked = restore.plan_restore(target.quotas, current, healthy)
+    checked = restore.plan_restore(target.quotas, current, NodeCapacity(sm.sm).healthy(cluster.ClusterArn))
     for line in checked.over_capacity:
-        click.echo(f"warning: above healthy capacity: {line}", err=True)
-    if checked.over_capacity and not allow_over_capacity:
-        raise InvalidInput("the restored quotas would sum above today's healthy capacity (see the warnings); give "
-                           "--allow-over-capacity to restore them anyway", source=to_file, field="quotas")
+        click.echo(f"warning: above healthy capacity: {line}; a quota whose restore would raise it is left as it is",
+                   err=True)
     for q in checked.changed:
         now_q = current[q.ComputeQuotaId]
         click.echo(f"{q.team}: {quota_summary(now_q)} (v{now_q.ComputeQuotaVersion}) → {quota_summary(q)}")
@@ -417,7 +446,9 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, allow_over_capa
                                  who=_caller(live) if log.recorded else None, detail={"to": to_file})
     for line in report.lines():
         click.echo(line)
-    raise_for_report(report)
+    if not report.succeeded:
+        raise PermanentError(report.error or "restored in part: what is listed above as refused, conflict or "
+                                             "failed was left as it is")
     click.echo("restored")
 
 
@@ -467,6 +498,6 @@ def _rollback_run(live: LiveSource, run_name: str, yes: bool, log: RunLog, poll_
     for line in done.lines():
         click.echo(line)
     if not done.ok:
-        raise PermanentError(done.undo.error or "rollback incomplete: what is listed above as conflict or failed "
-                                                "was left as it is")
+        raise PermanentError(done.undo.error or "rollback incomplete: what is listed above as refused, conflict or "
+                                                "failed was left as it is")
     click.echo("restored")

@@ -154,12 +154,14 @@ class Governance:
             cached = self._asks[r.resource_id] = (config, asked)
         return cached[1]
 
-    def check_invariant(self, operation: str, cluster_arn: str, target: str | None) -> InvariantRecord | None:
+    def check_invariant(self, operation: str, cluster_arn: str, target: str | None,
+                        before: dict[capacity.Key, float] | None = None) -> InvariantRecord | None:
+        """`before`: what the cluster's quotas asked for before the write (None: not a quota write)."""
         cluster = self.cluster(cluster_arn)
         if cluster is None:
             return None
         return self.monitor.record(operation, cluster_arn, target, self.cluster_allocated(cluster_arn),
-                                   self.cluster_capacity(cluster))
+                                   self.cluster_capacity(cluster), before)
 
     # ---- semantic checks -------------------------------------------------------------------------------------
 
@@ -277,13 +279,14 @@ class Governance:
             team = (body.get("ComputeQuotaTarget") or {}).get("TeamName")
             self._check_unique(kind, cluster.arn, params["Name"], team, None)
             rid = self._new_id(kind)
+            asked = self.cluster_allocated(cluster.arn) if kind is Kind.COMPUTE_QUOTA else None
             now = self.clock()
             r = Resource(kind, rid, self._arn(kind, rid), params["Name"], cluster.arn, body,
                          params.get("Description"), now, now, tags=copy.deepcopy(params.get("Tags") or []))
             self.resources[rid] = r
             self._begin(r, "Creating", operation)
             if kind is Kind.COMPUTE_QUOTA:
-                self.check_invariant(operation, cluster.arn, r.name)
+                self.check_invariant(operation, cluster.arn, r.name, asked)
             return r
 
     def by_arn(self, arn: str) -> Resource | None:
@@ -326,6 +329,7 @@ class Governance:
             self._check_unique(kind, r.cluster_arn, r.name, (body.get("ComputeQuotaTarget") or {}).get("TeamName"),
                                r.resource_id)
             before = copy.deepcopy(r.body)
+            asked = self.cluster_allocated(r.cluster_arn) if kind is Kind.COMPUTE_QUOTA else None
             r.body = body
             if params.get("Description") is not None:
                 r.description = params["Description"]
@@ -333,7 +337,7 @@ class Governance:
             r.modified = self.clock()
             self._begin(r, "Updating", operation, restore=before)
             if kind is Kind.COMPUTE_QUOTA:
-                self.check_invariant(operation, r.cluster_arn, r.name)
+                self.check_invariant(operation, r.cluster_arn, r.name, asked)
             return r
 
     def delete(self, kind: Kind, resource_id: str, operation: str) -> None:
@@ -342,9 +346,10 @@ class Governance:
             if not r.live:
                 raise ResourceNotFound(f"{_LABEL[kind]} {resource_id} is already being deleted.")
             r.modified = self.clock()
+            asked = self.cluster_allocated(r.cluster_arn) if kind is Kind.COMPUTE_QUOTA else None
             self._begin(r, "Deleting", operation)
             if kind is Kind.COMPUTE_QUOTA:
-                self.check_invariant(operation, r.cluster_arn, r.name)
+                self.check_invariant(operation, r.cluster_arn, r.name, asked)
 
     def list(self, kind: Kind, params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
         with self.lock:
@@ -373,6 +378,7 @@ class Governance:
         Without `edit`, a small change that can only lower what the quota asks for."""
         with self.lock:
             body = copy.deepcopy(r.body)
+            asked = self.cluster_allocated(r.cluster_arn) if r.kind is Kind.COMPUTE_QUOTA else None
             if edit:
                 body.update(copy.deepcopy(edit))
             elif r.kind is Kind.COMPUTE_QUOTA:
@@ -388,7 +394,7 @@ class Governance:
             r.modified = self.clock()
             r.record_history()
             if r.kind is Kind.COMPUTE_QUOTA:
-                self.check_invariant("control:external-edit", r.cluster_arn, r.name)
+                self.check_invariant("control:external-edit", r.cluster_arn, r.name, asked)
             return r
 
 

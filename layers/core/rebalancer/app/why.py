@@ -32,6 +32,16 @@ READ_MAX = 100  # one page of TableAudit.newest
 CHANGES = (("apply", "applied"), ("rollback", "restored"))  # the records that changed a quota
 
 
+def says_quota_states(record: dict[str, Any]) -> bool:
+    """Whether the record says what the team's quotas hold after it: an applied apply, a rollback that restored
+    everything, or one that restored part and names what it left (`detail.left`: records written before rollbacks
+    said so claim every change undone, so an incomplete one of those is not read)."""
+    if (record.get("kind"), record.get("outcome")) in CHANGES:
+        return True
+    detail = record.get("detail")
+    return record.get("kind") == "rollback" and isinstance(detail, dict) and isinstance(detail.get("left"), dict)
+
+
 class Reservations(Protocol):
     def of_cluster(self, cluster: str) -> list[Reservation]: ...
 
@@ -90,7 +100,7 @@ class _Scan:
             self.planned.add(execution)
             if self.run is None:
                 self.run = _stored_run(self.artifacts, execution)
-        elif (record.get("kind"), record.get("outcome")) in CHANGES:
+        elif says_quota_states(record):
             for pool in _amounts(record, self.team):
                 self.changed.setdefault(pool, execution)
         if self.run is None:
@@ -138,7 +148,8 @@ def teams_of(snapshot: Snapshot, plan: Plan | None) -> set[str]:
 
 
 def last_changes(records: Sequence[dict[str, Any]], team: str) -> dict[str, LastChange]:
-    """pool → the last applied (or rolled back) change of the team's quota there, with the plan's reason."""
+    """pool → the last applied (or rolled back) change of the team's quota there, with the plan's reason; after a
+    rollback that left the quota as it was, what it holds and why it was left."""
     reasons: dict[tuple[str, str], str] = {}
     out: dict[str, LastChange] = {}
     for record in records:
@@ -150,14 +161,19 @@ def last_changes(records: Sequence[dict[str, Any]], team: str) -> dict[str, Last
                 if isinstance(c, dict) and c.get("team") == team:
                     pool = c["instance_type"] + (f":{c['mig_profile']}" if c.get("mig_profile") else "")
                     reasons[(execution, pool)] = str(c.get("reason", ""))
-        elif (kind, record.get("outcome")) in CHANGES:
+        elif says_quota_states(record):
+            left = (detail.get("left") or {}).get(team) if kind == "rollback" else None
             for pool, (before, after) in _amounts(record, team).items():
                 reason = reasons.get((execution, pool), "")
-                if kind == "rollback":
-                    reason = f"run {execution} rolled back ({reason or 'its change undone'})"
+                if left is not None:
+                    reason, outcome = left, "left"
+                elif kind == "rollback":
+                    reason, outcome = f"run {execution} rolled back ({reason or 'its change undone'})", "rolled back"
+                else:
+                    outcome = "applied"
                 out[pool] = LastChange(pool=pool, at=datetime.fromisoformat(str(record["at"])), execution=execution,
                                        before=before, after=after, reason=reason or "(no reason recorded)",
-                                       outcome="applied" if kind == "apply" else "rolled back")
+                                       outcome=outcome)
     return out
 
 

@@ -273,6 +273,9 @@ class Approval(Written):
     console_edits: bool = True
     # A plan that creates a quota for a team that has none needs approval: the name it is created under is permanent.
     new_teams: bool = True
+    # An approved plan older than this is made again on the cluster as it is before anything is written, even when
+    # nothing it was made from has moved (docs/stale-plans.md).
+    max_plan_age_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
 
 
 PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

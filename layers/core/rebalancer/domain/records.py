@@ -8,7 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
+# superseded: approved, but the plan went stale before it was written and was made again beyond what was approved;
+# a new approval was asked for the new plan.
+ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "superseded"]
 
 
 class ApprovalRecord(NamedTuple):

@@ -31,13 +31,12 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.domain.healthy import FOR_NOW_STATUSES, SCHEDULABLE_STATUS
 from rebalancer.domain.policy import CapacityPolicy, Policy
 from rebalancer.domain.pools import PoolKey, holdings
 from rebalancer.domain.snapshot import ClusterNode, InstanceGroup, Snapshot
 from rebalancer.engine.allocation import EPS, Claims
 
-SCHEDULABLE_STATUS = "Running"
-FOR_NOW_STATUSES = frozenset({"SystemUpdating", "DeepHealthCheckInProgress", "AttachInProgress", "DetachInProgress"})
 FOR_NOW_LABELS = frozenset({"Unschedulable"})  # "The node is running deep health checks"
 HOLDING_OPERATIONS = frozenset({"Scaling", "DeepHealthCheck"})
 

@@ -41,7 +41,9 @@ class LastChange(Frozen):
     before: float
     after: float
     reason: str
-    outcome: str  # "applied", "rolled back", or the plan's decision when it was never applied
+    # "applied", "rolled back", "left" (a rollback left the quota as it was: `after` is what it holds), or the
+    # plan's decision when it was never applied
+    outcome: str
 
 
 class QuotaLine(Frozen):
@@ -102,7 +104,9 @@ def quota_line(q: QuotaLine) -> str:
     if q.planned is not None and q.planned != q.quota:
         text += f"; the latest plan makes it {q.planned:g}"
     c = q.last_change
-    if c is not None:
+    if c is not None and c.outcome == "left":
+        text += f"; left at {c.after:g} by the rollback of run {c.execution} on {c.at:%Y-%m-%d %H:%M}: {c.reason}"
+    elif c is not None:
         text += f"; last changed {c.before:g}→{c.after:g} on {c.at:%Y-%m-%d %H:%M} ({c.outcome}): {c.reason}"
     return text
 

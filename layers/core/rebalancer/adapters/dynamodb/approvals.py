@@ -71,6 +71,22 @@ class TableApprovals:
         assert rec is not None
         return rec
 
+    def supersede(self, approval_id: str, why: str) -> bool:
+        """An approved plan that went stale was made again beyond what was approved: the approval no longer stands.
+        False when there is no such approval."""
+        try:
+            self.t.table.update_item(
+                Key={KEY: f"APPROVAL#{approval_id}", SORT: "APPROVAL"},
+                UpdateExpression="SET #s = :s, superseded_because = :w, superseded_at = :t",
+                ConditionExpression=Attr(KEY).exists(),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":s": "superseded", ":w": why, ":t": self.t.now().isoformat()})
+        except ClientError as e:
+            if not conditional_failed(e):
+                raise
+            return False
+        return True
+
     def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None:
         self.t.table.put_item(Item={KEY: f"APPROVAL#{approval_id}", SORT: "CONTEXT",
                                     "trigger": json.dumps(context.trigger, sort_keys=True, default=str),

@@ -2,8 +2,8 @@
 has its repository beside this module; only this package builds keys or calls the table.
 
 Item layout (pk / sk), by repository:
-  artifacts    RUN#<execution>        / SNAPSHOT | PLAN | APPLY | SCHEDULER  gzip'd JSON, too big for Step
-                                                                             Functions state (in parts when
+  artifacts    RUN#<execution>        / SNAPSHOT | PLAN | BASIS | APPLY |    gzip'd JSON, too big for Step
+                                        SCHEDULER                            Functions state (in parts when
                                                                              larger than PART_BYTES)
   deliveries   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries
                                                                        skip it)

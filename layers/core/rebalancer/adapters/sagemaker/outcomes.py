@@ -5,7 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Result = Literal["applied", "failed", "conflict", "not-attempted", "unchanged"]
+# refused: not written, because it would have raised an instance type above its healthy capacity.
+Result = Literal["applied", "failed", "conflict", "not-attempted", "unchanged", "refused"]
 WriteOperation = Literal["UpdateComputeQuota", "CreateComputeQuota", "DeleteComputeQuota"]
 
 
@@ -20,6 +21,9 @@ class ChangeOutcome(BaseModel):
     version: int | None = None  # the version our write produced
     status: str | None = None  # the last status read
     message: str = ""
+    # A rollback's: per pool, what the quota held when it was read, and what it holds after this outcome.
+    held: dict[str, float] | None = None
+    holds: dict[str, float] | None = None
 
     def line(self) -> str:
         where = f"{self.team} ({self.quota_id})" if self.quota_id else self.team

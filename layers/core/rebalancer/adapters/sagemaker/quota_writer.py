@@ -10,24 +10,31 @@ Rules, in the order they matter:
   that stops the apply like any other failure.
 - After any failure once something was written, the quotas we wrote are restored to their before-state with
   fresh versions, decreases first again; a quota someone else changed after our write is left alone and reported.
+- No write raises the enabled quotas of an instance type above the healthy capacity read just before the first
+  write that raises anything (rebalancer.domain.healthy), unless they held as much already. The cluster's nodes and
+  quotas are read then, and each write is counted as it is made. An apply stops at a refused write (nothing after
+  it is attempted; the caller rolls back what was written); a rollback leaves that quota as it is, restores the
+  rest, and reports what it left.
 Polling is bounded and takes an injected sleep and clock.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from botocore.exceptions import ClientError
 
 from rebalancer.adapters.aws import aws_call, error_code
+from rebalancer.adapters.sagemaker.healthy import NodeCapacity
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport, ChangeOutcome, WriteOperation
 from rebalancer.adapters.sagemaker.quotas import QuotaReader
+from rebalancer.domain.healthy import Guard, limits
 from rebalancer.domain.plan import QuotaRequest
-from rebalancer.domain.pools import PoolKey, held
+from rebalancer.domain.pools import PoolKey, held, holdings
 from rebalancer.domain.quotas import ComputeQuota
-from rebalancer.errors import ApplyFailed, ConflictError, RebalancerError, TransientError
+from rebalancer.errors import ApplyFailed, ConflictError, InvalidInput, RebalancerError, TransientError
 
 SETTLED = frozenset({"Created", "Updated"})
 RAW_FIELDS = ("VCpu", "MemoryInGiB")
@@ -71,6 +78,13 @@ class Step(NamedTuple):
     parameters: dict[str, Any]
     quota_id: str | None
     increases: bool
+    after: ComputeQuota | None = None  # the quota once written (None: deleted)
+
+
+class HealthyCapacity(Protocol):
+    """rebalancer.adapters.sagemaker.healthy.NodeCapacity."""
+
+    def healthy(self, cluster: str) -> dict[str, float]: ...
 
 
 def _amounts(quota: ComputeQuota | None) -> dict[tuple[str, str | None, str], float]:
@@ -123,10 +137,11 @@ class _SettleFailed(Exception):
 class _Run:
     """State of one pass over a list of steps."""
 
-    __slots__ = ("conflict", "created", "decrease_in_flight", "error", "index_of", "outcomes", "transient",
+    __slots__ = ("conflict", "created", "decrease_in_flight", "error", "guard", "index_of", "outcomes", "transient",
                  "unsettled", "versions")
 
-    def __init__(self) -> None:
+    def __init__(self, guard: Guard | None = None) -> None:
+        self.guard = guard  # the capacity check, read before the first write when any step raises a quota
         self.outcomes: list[ChangeOutcome] = []
         self.index_of: dict[str, int] = {}  # quota id → its latest outcome
         self.versions: dict[str, int] = {}  # quota id → the version our last write produced
@@ -139,32 +154,36 @@ class _Run:
 
 
 class QuotaWriter:
-    def __init__(self, sagemaker: Any, poller: Poller | None = None, reader: QuotaReader | None = None):
+    def __init__(self, sagemaker: Any, poller: Poller | None = None, reader: QuotaReader | None = None,
+                 capacity: HealthyCapacity | None = None):
         self.sm = sagemaker
         self.poller = poller or Poller()
         self.reader = reader or QuotaReader(sagemaker)
+        self.capacity = capacity or NodeCapacity(sagemaker)
 
     # ---- apply ---------------------------------------------------------------------------------------------
 
     def apply(self, cluster_arn: str, requests: Sequence[QuotaRequest], before: Sequence[ComputeQuota], *,
-              rollback_on_failure: bool = True) -> ApplyReport:
-        """Run `requests` (a plan's, already ordered) against the quotas as they were read (`before`)."""
+              rollback_on_failure: bool = True, ceilings: Mapping[str, float] | None = None) -> ApplyReport:
+        """Run `requests` (a plan's, already ordered) against the quotas as they were read (`before`).
+        `ceilings`: per instance type, what the autoscaler lets the quotas reach, as the plan read it."""
         current: dict[str, ComputeQuota] = {q.ComputeQuotaId: q for q in before}
         steps: list[Step] = []
         for r in requests:
             qid = r.parameters.get("ComputeQuotaId")
             if r.operation == "CreateComputeQuota":
-                steps.append(Step(r.team, r.operation, dict(r.parameters), None,
-                                  raises_any(None, _created(r.parameters))))
+                new = _created(r.parameters)
+                steps.append(Step(r.team, r.operation, dict(r.parameters), None, raises_any(None, new), new))
                 continue
             was = current.get(qid) if isinstance(qid, str) else None
             if was is None:
                 raise ApplyFailed(f"UpdateComputeQuota for team {r.team}: quota {qid} is not among the quotas read "
                                   "for this plan; re-read the cluster and plan again")
             after = was.updated(r.parameters)
-            steps.append(Step(r.team, r.operation, dict(r.parameters), was.ComputeQuotaId, raises_any(was, after)))
+            steps.append(Step(r.team, r.operation, dict(r.parameters), was.ComputeQuotaId, raises_any(was, after),
+                              after))
             current[was.ComputeQuotaId] = after
-        run = self._execute(steps)
+        run = self._execute(steps, cluster_arn, ceilings or {}, stop_on_refusal=True)
         report = ApplyReport(cluster_arn=cluster_arn, outcomes=tuple(run.outcomes), succeeded=run.error is None,
                              error=run.error, conflict=run.conflict, transient=run.transient)
         if run.error is None or not (run.versions or run.created) or not rollback_on_failure:
@@ -173,15 +192,46 @@ class QuotaWriter:
         written = [qid for qid in run.versions if qid in before_by_id]
         created = list(run.created)
         undo = self.rollback(cluster_arn, [before_by_id[q] for q in written], created_ids=created,
-                             expected_versions=run.versions)
+                             expected_versions=run.versions, ceilings=ceilings)
         return report.model_copy(update={"rollback": undo.outcomes, "rolled_back": undo.succeeded})
 
-    def _execute(self, steps: Sequence[Step]) -> _Run:
+    def guard(self, cluster_arn: str, ceilings: Mapping[str, float]) -> Guard:
+        """The cluster's quotas and healthy capacity, read now."""
+        return Guard(self.reader.quotas(cluster_arn), limits(self.capacity.healthy(cluster_arn), ceilings))
+
+    def _start(self, steps: Sequence[Step], cluster_arn: str, ceilings: Mapping[str, float]) -> _Run:
+        """A pass over `steps`, with the capacity guard read now when one of them raises a quota. A failed read
+        stops it before any write."""
         run = _Run()
+        try:
+            run.guard = self.guard(cluster_arn, ceilings) if any(s.increases for s in steps) else None
+        except RebalancerError as e:
+            run.error = f"reading the cluster's capacity before writing: {e}"
+            run.transient = isinstance(e, TransientError)
+            run.outcomes += [_not_attempted(s) for s in steps]
+        return run
+
+    def _execute(self, steps: Sequence[Step], cluster_arn: str, ceilings: Mapping[str, float], *,
+                 stop_on_refusal: bool) -> _Run:
+        """The steps in order. A step the capacity guard refuses stops the pass (`stop_on_refusal`, an apply) or is
+        left out (a rollback: the rest still fits)."""
+        run = self._start(steps, cluster_arn, ceilings)
+        if run.error is not None:
+            return run
         for i, step in enumerate(steps):
             needs_settled = (step.increases and run.decrease_in_flight) or step.quota_id in run.unsettled
             if needs_settled and not self._settle_all(run):
                 run.outcomes += [_not_attempted(s) for s in steps[i:]]
+                return run
+            refused = run.guard.refusal(step.quota_id, step.after) if run.guard and step.increases else None
+            if refused is not None and not stop_on_refusal:
+                run.outcomes.append(_outcome(step, "refused", message=f"left as it is: {refused}"))
+                continue
+            if refused is not None:
+                run.error = (f"{step.operation} for team {step.team} refused: {refused}; stopped (the cluster "
+                             "changed since the plan was made: plan again)")
+                run.outcomes += [_outcome(step, "refused", message=refused), *map(_not_attempted, steps[i + 1:])]
+                self._settle_all(run, keep_error=True)
                 return run
             expected = run.versions.get(step.quota_id or "")
             target = step.parameters.get("TargetVersion")
@@ -229,6 +279,8 @@ class QuotaWriter:
             version = self._created_version(step, qid, run)
         if version is not None:
             run.versions[qid] = version
+        if run.guard is not None:
+            run.guard.wrote(qid, step.after)
         run.unsettled.add(qid)
         run.decrease_in_flight |= not step.increases
         run.index_of[qid] = len(run.outcomes)
@@ -330,51 +382,90 @@ class QuotaWriter:
     # ---- rollback ------------------------------------------------------------------------------------------
 
     def rollback(self, cluster_arn: str, before: Sequence[ComputeQuota], *, created_ids: Sequence[str] = (),
-                 expected_versions: dict[str, int] | None = None) -> ApplyReport:
+                 expected_versions: dict[str, int] | None = None,
+                 ceilings: Mapping[str, float] | None = None) -> ApplyReport:
         """Restore each quota in `before` to that state with a fresh version, and delete `created_ids`; decreases
-        first. With `expected_versions` (what our writes produced), a quota someone changed since is left alone."""
+        first. With `expected_versions` (what our writes produced), a quota someone changed since is left alone; so is
+        one whose restore would raise an instance type above its healthy capacity (`ceilings`: the autoscaler's
+        reach, as the run's plan read it). Each quota's outcome says what it held when read (`held`) and holds after
+        (`holds`), per pool, where known."""
         skipped: list[ChangeOutcome] = []
         decreases: list[Step] = []
         increases: list[Step] = []
+        read: dict[str, ComputeQuota] = {}  # quota id → as read now
         for qid in created_ids:
             decreases.append(Step("(created)", "DeleteComputeQuota", {"ComputeQuotaId": qid}, qid, False))
         for b in before:
-            qid = b.ComputeQuotaId
-            try:
-                status, now = self._status(qid)
-            except RebalancerError as e:
-                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
-                                             result="failed", message=str(e)))
-                continue
-            if now is None:
-                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
-                                             result="failed", status=status,
-                                             message="the quota no longer exists; not recreated"))
-                continue
-            expected = (expected_versions or {}).get(qid)
-            if expected is not None and now.ComputeQuotaVersion != expected:
-                skipped.append(ChangeOutcome(
-                    team=b.team, operation="UpdateComputeQuota", quota_id=qid, result="conflict", status=status,
-                    message=f"changed by someone else after our write (our version {expected}, now "
-                            f"{now.ComputeQuotaVersion}); left as it is"))
-                continue
-            if same_state(now, b) and not is_failed(status):
-                skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
-                                             result="unchanged", status=status))
-                continue
-            params: dict[str, Any] = {"ComputeQuotaId": qid, "TargetVersion": now.ComputeQuotaVersion,
-                                      "ComputeQuotaConfig": b.ComputeQuotaConfig.to_api(),
-                                      "ComputeQuotaTarget": b.ComputeQuotaTarget.to_api()}
-            if b.ActivationState:
-                params["ActivationState"] = b.ActivationState
-            step = Step(b.team, "UpdateComputeQuota", params, qid, raises_any(now, b))
-            (increases if step.increases else decreases).append(step)
-        run = self._execute([*decreases, *increases])
-        outcomes = (*skipped, *run.outcomes)
+            step = self._restore_step(b, (expected_versions or {}).get(b.ComputeQuotaId), read, skipped)
+            if step is not None:
+                (increases if step.increases else decreases).append(step)
+        steps = [*decreases, *increases]
+        run = self._execute(steps, cluster_arn, ceilings or {}, stop_on_refusal=False)
+        after_of = {s.quota_id: s.after for s in steps if s.quota_id}
+        outcomes = tuple(_with_holdings(o, read.get(o.quota_id or ""), after_of.get(o.quota_id or ""))
+                         for o in (*skipped, *run.outcomes))
         ok = run.error is None and all(o.result in ("applied", "unchanged") for o in outcomes)
         return ApplyReport(cluster_arn=cluster_arn, outcomes=outcomes, succeeded=ok, error=run.error,
                            conflict=run.conflict or any(o.result == "conflict" for o in outcomes),
                            transient=run.transient)
+
+    def _restore_step(self, b: ComputeQuota, expected: int | None, read: dict[str, ComputeQuota],
+                      skipped: list[ChangeOutcome]) -> Step | None:
+        """The write that puts quota `b` back, read now (into `read`); None, with the reason in `skipped`, when it
+        cannot be read, is gone, was changed by someone else since our write (`expected`: its version then), or
+        is already as `b`."""
+        qid = b.ComputeQuotaId
+        try:
+            status, now = self._status(qid)
+        except RebalancerError as e:
+            skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                         result="failed", message=str(e)))
+            return None
+        if now is None:
+            skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                         result="failed", status=status, holds={},
+                                         message="the quota no longer exists; not recreated"))
+            return None
+        read[qid] = now
+        if expected is not None and now.ComputeQuotaVersion != expected:
+            skipped.append(ChangeOutcome(
+                team=b.team, operation="UpdateComputeQuota", quota_id=qid, result="conflict", status=status,
+                message=f"changed by someone else after our write (our version {expected}, now "
+                        f"{now.ComputeQuotaVersion}); left as it is"))
+            return None
+        if same_state(now, b) and not is_failed(status):
+            skipped.append(ChangeOutcome(team=b.team, operation="UpdateComputeQuota", quota_id=qid,
+                                         result="unchanged", status=status))
+            return None
+        params: dict[str, Any] = {"ComputeQuotaId": qid, "TargetVersion": now.ComputeQuotaVersion,
+                                  "ComputeQuotaConfig": b.ComputeQuotaConfig.to_api(),
+                                  "ComputeQuotaTarget": b.ComputeQuotaTarget.to_api()}
+        if b.ActivationState:
+            params["ActivationState"] = b.ActivationState
+        after = now.updated(params)
+        return Step(b.team, "UpdateComputeQuota", params, qid, raises_any(now, after), after)
+
+def _holdings(quota: ComputeQuota | None) -> dict[str, float] | None:
+    """Per pool what the quota holds (nothing when disabled or deleted); None when a type is not known."""
+    if quota is None or quota.ActivationState == "Disabled":
+        return {}
+    try:
+        return holdings(quota)
+    except InvalidInput:
+        return None
+
+
+def _with_holdings(o: ChangeOutcome, read: ComputeQuota | None, written: ComputeQuota | None) -> ChangeOutcome:
+    """The outcome with what the quota held when the rollback read it, and what it holds after: what was written
+    if the write was made, else what was read (a quota left alone keeps it). A deleted quota holds nothing."""
+    update: dict[str, Any] = {}
+    if read is not None:
+        update["held"] = _holdings(read)
+    if o.result == "applied":
+        update["holds"] = {} if o.operation == "DeleteComputeQuota" else _holdings(written)
+    elif read is not None and o.holds is None:
+        update["holds"] = _holdings(read)
+    return o.model_copy(update=update) if update else o
 
 
 def _outcome(step: Step, result: str, *, quota_id: str | None = None, version: int | None = None,

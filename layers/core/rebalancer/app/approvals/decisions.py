@@ -12,7 +12,14 @@ from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app.approvals.review_page import COMMENT_MAX
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
-from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url
+from rebalancer.app.notifications.notify import (
+    Deliveries,
+    approval_id_of,
+    approval_round,
+    deliver,
+    execution_url,
+    recheck_notes,
+)
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan
@@ -31,6 +38,7 @@ class ApprovalRecords(Protocol):
     def put(self, rec: ApprovalRecord) -> bool: ...
     def get(self, approval_id: str) -> ApprovalRecord | None: ...
     def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord: ...
+    def supersede(self, approval_id: str, why: str) -> bool: ...
     def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None: ...
     def context(self, approval_id: str) -> RunContext: ...
     def claim_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool: ...
@@ -63,7 +71,8 @@ class Approvals:
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         run = RunRef.model_validate(payload["run"])
         plan = load_plan(self.store.artifacts, run)
-        approval_id = approval_id_of(run.execution_arn)
+        rounds = approval_round(payload)
+        approval_id = approval_id_of(run.execution_arn, rounds)
         timeout = int(payload["plan"]["approval_timeout_seconds"])
         decide_by = self.clock() + timedelta(seconds=timeout)
         created = self.store.approvals.put(ApprovalRecord(
@@ -78,8 +87,9 @@ class Approvals:
             approval_reasons=plan.approval_reasons,
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
-            reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by))
-        results = deliver(self.store.deliveries, self.channels, run.execution_name, message)
+            reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by),
+            notes=recheck_notes(payload))
+        results = deliver(self.store.deliveries, self.channels, run.execution_name, message, rounds)
         self.store.approvals.put_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
                                    existing.decide_by)
         if created:

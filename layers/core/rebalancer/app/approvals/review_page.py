@@ -54,7 +54,7 @@ class Review(NamedTuple):
 
     approval_id: str
     cluster: str
-    status: str  # pending | approved | rejected | expired
+    status: str  # pending | approved | rejected | expired | superseded
     decide_by: datetime
     now: datetime
     rows: Sequence[Row]

@@ -41,10 +41,26 @@ class Store(Protocol):
     def audit(self) -> AuditLog: ...
 
 
-def approval_id_of(execution_arn: str) -> str:
+def approval_id_of(execution_arn: str, approval_round: int = 1) -> str:
+    """The approval a run asks for; a run whose approved plan went stale and was made again asks again, in a later
+    round, under another id."""
     import hashlib
 
-    return hashlib.sha256(execution_arn.encode()).hexdigest()[:24]
+    key = execution_arn if approval_round <= 1 else f"{execution_arn}#{approval_round}"
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def approval_round(state: dict[str, Any]) -> int:
+    """The round of approval the run is in, from the execution's state (the Plan step's output)."""
+    plan = state.get("plan")
+    found = plan.get("approval_round") if isinstance(plan, dict) else None
+    return found if isinstance(found, int) and found > 0 else 1
+
+
+def delivery_kind(kind: str, approval_round: int) -> str:
+    """What a message's deliveries are marked under: its kind, and for a later round of approval the round, so the
+    new request (and its outcome) goes out although the first round's did."""
+    return kind if approval_round <= 1 else f"{kind}#{approval_round}"
 
 
 def execution_url(execution_arn: str) -> str:
@@ -75,20 +91,28 @@ def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any
                    warnings=plan.warnings if plan else (),
                    approval_reasons=plan.approval_reasons if plan and kind == "approval_request" else (),
                    error=error_text(error) if kind in ("failed", "rolled_back", "rollback_failed") else None,
-                   decided_by=decided_by)
+                   decided_by=decided_by, notes=recheck_notes(state))
+
+
+def recheck_notes(state: dict[str, Any]) -> tuple[str, ...]:
+    """What the check before the write said, when the approved plan was made again (the Plan step's `notes`)."""
+    plan = state.get("plan")
+    notes = plan.get("notes") if isinstance(plan, dict) else None
+    return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
 
 
 def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
-            message: Message) -> list[DeliveryResult]:
-    """Each channel at most once per run and kind, so a retry resends only what failed."""
+            message: Message, approval_round: int = 1) -> list[DeliveryResult]:
+    """Each channel at most once per run, kind and round of approval, so a retry resends only what failed."""
     results = []
+    kind = delivery_kind(message.kind, approval_round)
     for ch in channels:
-        if not deliveries.mark(execution, message.kind, ch.name):
+        if not deliveries.mark(execution, kind, ch.name):
             results.append(DeliveryResult(ch.name, True, "already sent"))
             continue
         result = ch.send(message)
         if not result.ok:
-            deliveries.unmark(execution, message.kind, ch.name)
+            deliveries.unmark(execution, kind, ch.name)
         results.append(result)
     return results
 
@@ -97,14 +121,18 @@ def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Ch
     run = RunRef.model_validate(state["run"])
     doc = store.artifacts.get(run.execution_name, "PLAN")
     plan = Plan.model_validate(doc) if doc else None
-    approval_id = approval_id_of(run.execution_arn)
+    rounds = approval_round(state)
+    approval_id = approval_id_of(run.execution_arn, rounds)
     if kind == "expired":
         with contextlib.suppress(ApprovalNotPending):
             store.approvals.decide(approval_id, "expired", "timeout")
     # Who decided comes from the approval record: the store is the source of truth, not the task's output.
-    approval = store.approvals.get(approval_id) if plan and plan.requires_approval else None
+    # A plan made again after an approval may need none itself: the run's state says one was decided.
+    asked = plan is not None and (plan.requires_approval or "approval" in state)
+    approval = store.approvals.get(approval_id) if asked else None
     decided_by = approval.decided_by if approval and approval.status in ("approved", "rejected") else None
-    results = deliver(store.deliveries, channels, run.execution_name, message_for(kind, run, plan, state, decided_by))
+    results = deliver(store.deliveries, channels, run.execution_name, message_for(kind, run, plan, state, decided_by),
+                      rounds)
     notified(store.audit, run, kind, results)
     failed = [r for r in results if not r.ok]
     if failed and len(failed) == len(results):

@@ -2,7 +2,7 @@
 `history` and the e2e tests read them back. Records of a run's use cases (plan, apply, rollback) carry the run's
 source ("controller" or "cli") in their detail; the trigger, approval and notify records are the controller's own.
 
-Kinds: trigger, plan, approval-requested, approval, apply, rollback, notify-<message kind>, reservation."""
+Kinds: trigger, plan, recheck, approval-requested, approval, apply, rollback, notify-<message kind>, reservation."""
 
 from __future__ import annotations
 
@@ -80,6 +80,14 @@ def planned(log: AuditLog, run: RunRef, plan: Plan, *, decision: str, known_vers
                         "known_versions": dict(known_versions)})
 
 
+def rechecked(log: AuditLog, run: RunRef, outcome: str, *, stale: Sequence[str], beyond: Sequence[str],
+              approval_round: int) -> None:
+    """An approved plan compared with the cluster read again before the write: `stale`, why it could not be written
+    as it was; `beyond`, what the plan made again does that was not approved."""
+    _run_record(log, run, "recheck", outcome=outcome, who=None, before=None, after=None,
+                detail={"stale": list(stale), "beyond_approval": list(beyond), "approval_round": approval_round})
+
+
 def invalid_policy(log: AuditLog, run: RunRef, error: Exception) -> None:
     _run_record(log, run, "plan", outcome="invalid-policy", who=None, before=None, after=None,
                 detail={"error": str(error)})
@@ -99,6 +107,12 @@ def approval_decided(log: AuditLog, cluster_name: str, execution: str, status: s
     and subject, the Slack user id), if any."""
     detail = {**({"comment": comment} if comment else {}), **({"identity": dict(identity)} if identity else {})}
     log.append(cluster_name, execution, "approval", outcome=status, who=who, detail=detail or None)
+
+
+def approval_superseded(log: AuditLog, run: RunRef, approval_id: str, why: Sequence[str]) -> None:
+    """An approval that no longer stands: the plan it approved went stale and was made again beyond it."""
+    log.append(run.cluster_name, run.execution_name, "approval", outcome="superseded",
+               detail={"approval_id": approval_id, "why": list(why)})
 
 
 def approval_not_delivered(log: AuditLog, cluster_name: str, execution: str, code: str, who: str) -> None:
@@ -130,21 +144,48 @@ def scheduler_failed(log: AuditLog, run: RunRef, plan: Plan, scheduler_line: str
 
 
 # --- rollback ----------------------------------------------------------------------------------------------------
-def rolled_back(log: AuditLog, run: RunRef, plan: Plan, *, ok: bool, cause: Any, outcomes: list[str],
+LEFT_RESULTS = frozenset({"conflict", "refused", "failed", "not-attempted"})
+
+
+def quota_states(report: ApplyReport, fallback: Mapping[str, Mapping[str, float]] | None = None
+                 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """Per team, what its quota held when a rollback read it and holds after it (each per pool), and the quotas it
+    left as they were, with why. `fallback`: what a team held before where the rollback did not read it (a quota
+    the run created, deleted without a read)."""
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    left: dict[str, str] = {}
+    for o in report.outcomes:
+        if o.held is not None:
+            before[o.team] = dict(o.held)
+        elif fallback is not None and o.team in fallback:
+            before[o.team] = dict(fallback[o.team])
+        if o.holds is not None:
+            after[o.team] = dict(o.holds)
+        if o.result in LEFT_RESULTS:
+            left[o.team] = o.message or o.result
+    return before, after, left
+
+
+def rolled_back(log: AuditLog, run: RunRef, plan: Plan, undo: ApplyReport, *, ok: bool, cause: Any,
                 scheduler_line: str | None) -> None:
-    """A run's writes undone: its plan read backwards."""
-    detail: dict[str, Any] = {"cause": cause, "outcomes": outcomes}
+    """A run's writes undone: per quota what it held before the rollback and holds after it; the quotas the
+    rollback left as they were (changed by someone else since, or no longer fitting the healthy capacity), with
+    why, are named in `left` and keep their amounts in `after`."""
+    before, after, left = quota_states(undo, by_team(plan.changes, "after"))
+    detail: dict[str, Any] = {"cause": cause, "outcomes": undo.lines(), "left": left}
     if scheduler_line is not None:
         detail["scheduler"] = scheduler_line
-    _run_record(log, run, "rollback", outcome="restored" if ok else "incomplete", who=None,
-                before=by_team(plan.changes, "after"), after=by_team(plan.changes, "before"), detail=detail)
+    _run_record(log, run, "rollback", outcome="restored" if ok else "incomplete", who=None, before=before,
+                after=after, detail=detail)
 
 
-def restored(log: AuditLog, run: RunRef, *, ok: bool, who: str | None, before: Mapping[str, Any],
-             after: Mapping[str, Any], outcomes: list[str], detail: Mapping[str, Any] | None = None) -> None:
+def restored(log: AuditLog, run: RunRef, report: ApplyReport, *, ok: bool, who: str | None,
+             detail: Mapping[str, Any] | None = None) -> None:
     """A saved snapshot's quotas put back (the CLI's `rollback --to`), recorded as a rollback."""
-    _run_record(log, run, "rollback", outcome="restored" if ok else "incomplete", who=who, before=dict(before),
-                after=dict(after), detail={**(detail or {}), "outcomes": outcomes})
+    before, after, left = quota_states(report)
+    _run_record(log, run, "rollback", outcome="restored" if ok else "incomplete", who=who, before=before,
+                after=after, detail={**(detail or {}), "outcomes": report.lines(), "left": left})
 
 
 # --- notify ------------------------------------------------------------------------------------------------------

@@ -1,19 +1,18 @@
 """What a restore (`rebalancer rollback --to SNAPSHOT`) would do, checked before anything is written: the snapshot's
 quotas must be this cluster's (its ARN, and quota ids the cluster holds now: a quota id names one quota in the
 account, so a snapshot of another cluster would rewrite that cluster's quotas); the quotas after the restore are
-summed per pool against today's healthy capacity; and only the quotas that would change are listed."""
+summed per instance type against today's healthy capacity (what the write path will refuse); and only the quotas
+that would change are listed."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rebalancer.adapters.sagemaker.quota_writer import same_state
-from rebalancer.catalog import specs as catalog
-from rebalancer.domain.pools import holdings
+from rebalancer.domain.healthy import EPS, total
 from rebalancer.domain.quotas import ComputeQuota
-from rebalancer.errors import InvalidInput, UnknownInstanceType
+from rebalancer.errors import InvalidInput
 from rebalancer.parsing.text import short
 
 SHOWN_IDS = 3
@@ -23,7 +22,7 @@ SHOWN_IDS = 3
 class Restore:
     changed: tuple[ComputeQuota, ...]  # the snapshot's quotas that differ from the cluster's now
     unchanged: int
-    over_capacity: tuple[str, ...]  # one line per pool the restore would put above its healthy capacity
+    over_capacity: tuple[str, ...]  # one line per instance type the restore would put above its healthy capacity
 
 
 def check_ownership(cluster_arn: str, target: Sequence[ComputeQuota], current: Mapping[str, ComputeQuota],
@@ -41,36 +40,15 @@ def check_ownership(cluster_arn: str, target: Sequence[ComputeQuota], current: M
                            field="quotas", value=foreign[0])
 
 
-def capacity(healthy: Mapping[str, int]) -> dict[str, float]:
-    """Healthy capacity per whole-instance pool, in the pool's unit (accelerators, or vCPUs of a CPU-only type).
-    MIG pools are left out: their capacity is known only from the Kubernetes nodes."""
-    out = {}
-    for itype, nodes in healthy.items():
-        try:
-            spec = catalog.spec(itype)
-        except UnknownInstanceType:
-            continue
-        out[itype] = float(nodes * (spec.accelerators or spec.vcpu))
-    return out
-
-
 def plan_restore(target: Sequence[ComputeQuota], current: Mapping[str, ComputeQuota],
-                 healthy: Counter[str]) -> Restore:
-    """The quotas that would change, and the pools the restored state would hold above healthy capacity (the
-    snapshot's quotas, and the cluster's quotas the snapshot leaves alone)."""
+                 healthy: Mapping[str, float]) -> Restore:
+    """The quotas that would change, and the instance types the restored state would hold above their healthy
+    capacity (`healthy`, per type as rebalancer.domain.healthy counts it; the snapshot's quotas and the cluster's
+    quotas the snapshot leaves alone). The write path refuses a write that would raise such a type: the restore
+    leaves those quotas as they are."""
     wanted = {q.ComputeQuotaId for q in target}
-    after: dict[str, float] = {}
-    for q in [*target, *(q for qid, q in current.items() if qid not in wanted)]:
-        if q.ActivationState == "Disabled":
-            continue
-        try:
-            held = holdings(q)
-        except InvalidInput:  # a type the catalog does not know: no capacity to compare with either
-            continue
-        for pool, amount in held.items():
-            after[pool] = after.get(pool, 0.0) + amount
-    limits = capacity(healthy)
-    over = tuple(f"{pool}: the restored quotas hold {after[pool]:g}, the cluster has {limits[pool]:g} healthy"
-                 for pool in sorted(after) if pool in limits and after[pool] > limits[pool] + 1e-9)
+    after = total([*target, *(q for qid, q in current.items() if qid not in wanted)])
+    over = tuple(f"{t}: the restored quotas would hold {after[t]:g}, the cluster has {healthy.get(t, 0.0):g} healthy"
+                 for t in sorted(after) if after[t] > healthy.get(t, 0.0) + EPS)
     changed = tuple(q for q in target if not same_state(current[q.ComputeQuotaId], q))
     return Restore(changed=changed, unchanged=len(target) - len(changed), over_capacity=over)

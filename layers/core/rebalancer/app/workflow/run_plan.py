@@ -12,10 +12,12 @@ from typing import Literal, NamedTuple, Protocol
 from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.state import Artifacts, RunRef, stored_snapshot
+from rebalancer.domain.basis import PlanBasis
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.basis import basis_of
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.requests import setting_changes
@@ -79,6 +81,7 @@ def decide(plan: Plan) -> Decision:
 class RunPlan(NamedTuple):
     plan: Plan
     context: PlanningContext  # what it was planned with beyond the snapshot: versions, period-to-date budget use
+    basis: PlanBasis  # what it was made from, for a write long after it to compare with the cluster then
 
     @property
     def known_versions(self) -> dict[str, int]:
@@ -101,16 +104,19 @@ def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: S
                                reservations=store.reservations.of_cluster(cluster),
                                unavailable_seen=store.sightings.unavailable(cluster),
                                trailing=budgets.trailing(store.meter, cluster, policy, snapshot.taken_at))
-    return RunPlan(make_plan(snapshot, policy, now, context=context), context)
+    return RunPlan(make_plan(snapshot, policy, now, context=context), context, basis_of(snapshot, policy, context))
 
 
-def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None) -> None:
-    """The plan becomes the run's (the apply reads it back) and its audit record; the nodes it saw unavailable
-    are kept for the next run's grace."""
+def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None,
+                decision: str | None = None) -> None:
+    """The plan becomes the run's (the apply reads it back, with what it was made from) and its audit record (its
+    outcome the decision, or `decision` when the caller decides otherwise: a plan made again after an approval);
+    the nodes it saw unavailable are kept for the next run's grace."""
     store.artifacts.put(run.execution_name, "PLAN", planned.plan.model_dump(mode="json"))
+    store.artifacts.put(run.execution_name, "BASIS", planned.basis.model_dump(mode="json"))
     store.sightings.record_unavailable(run.cluster_name, dict(planned.context.unavailable_since))
-    audit.planned(store.audit, run, planned.plan, decision=planned.decision, known_versions=planned.known_versions,
-                  who=who)
+    audit.planned(store.audit, run, planned.plan, decision=decision or planned.decision,
+                  known_versions=planned.known_versions, who=who)
 
 
 def record_invalid_policy(store: audit.Records, run: RunRef, error: Exception) -> None:

@@ -9,6 +9,9 @@ use case is `app.run_plan` (apart, so that the steps that write never load the p
   edited it after our write;
 - restore: the quotas of a saved snapshot (the CLI's `rollback --to`), recorded like a rollback;
 - history: the audit records of a cluster and the snapshot a run started from.
+Every quota write passes the writer's capacity guard (no instance type raised above the healthy capacity read just
+before, rebalancer.domain.healthy), with the autoscaler's reach the run's plan read; a rollback's record says, per
+quota, what it held before and holds after, and which quotas it left as they were and why.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.state import Artifacts, RunRef, Started, load_plan, load_started
+from rebalancer.app.workflow.stored_basis import ceilings
 from rebalancer.domain.plan import CLUSTER, QuotaRequest, SchedulerRequest
-from rebalancer.domain.pools import holdings
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.errors import ApplyFailed, ConflictError, PermanentError, RebalancerError
 
@@ -30,12 +33,13 @@ class Writer(Protocol):
     """rebalancer.adapters.sagemaker.quota_writer.QuotaWriter."""
 
     def apply(self, cluster_arn: str, requests: Sequence[QuotaRequest], before: Sequence[ComputeQuota], *,
-              rollback_on_failure: bool = True) -> ApplyReport: ...
+              rollback_on_failure: bool = True, ceilings: Mapping[str, float] | None = None) -> ApplyReport: ...
 
     def verify(self, quota_ids: Iterable[str]) -> dict[str, str]: ...
 
     def rollback(self, cluster_arn: str, before: Sequence[ComputeQuota], *, created_ids: Sequence[str] = (),
-                 expected_versions: dict[str, int] | None = None) -> ApplyReport: ...
+                 expected_versions: dict[str, int] | None = None,
+                 ceilings: Mapping[str, float] | None = None) -> ApplyReport: ...
 
 
 class SchedulerConfigs(Protocol):
@@ -145,7 +149,8 @@ def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerCo
         audit.scheduler_failed(store.audit, run, the_plan,
                                (load_scheduler(store.artifacts, run) or _no_outcome()).line(), str(e), who=who)
         raise
-    report = writer.apply(the_plan.cluster_arn, the_plan.requests, started.quotas, rollback_on_failure=False)
+    report = writer.apply(the_plan.cluster_arn, the_plan.requests, started.quotas, rollback_on_failure=False,
+                          ceilings=ceilings(store.artifacts, run))
     store.artifacts.put(run.execution_name, "APPLY", report.model_dump(mode="json"))
     versions = written_versions(report)
     if scheduler is not None and scheduler.version is not None:
@@ -203,14 +208,20 @@ def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, 
         # A create that then failed (CreateFailed, its version unreadable) still left a quota: delete it too.
         created = [o.quota_id for o in report.outcomes
                    if o.operation == "CreateComputeQuota" and o.result in ("applied", "failed") and o.quota_id]
-    undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None)
+    undo = writer.rollback(the_plan.cluster_arn, before, created_ids=created, expected_versions=expected or None,
+                           ceilings=ceilings(store.artifacts, run))
+    if report is not None:  # a deleted quota is named by the team the run created it for
+        team_of = {o.quota_id: o.team for o in report.outcomes if o.operation == "CreateComputeQuota"}
+        undo = undo.model_copy(update={"outcomes": tuple(
+            o.model_copy(update={"team": team_of.get(o.quota_id or "", o.team)})
+            if o.operation == "DeleteComputeQuota" else o for o in undo.outcomes)})
     done = RolledBack(undo, restore_scheduler(run, started, artifacts=store.artifacts, configs=configs))
     versions = written_versions(undo)
     config = done.scheduler
     if config is not None and config.result == "applied" and config.version is not None:
         versions[CLUSTER] = config.version
-    audit.rolled_back(store.audit, run, the_plan, ok=done.ok, cause=(error or {}).get("Error"),
-                      outcomes=undo.lines(), scheduler_line=config.line() if config is not None else None)
+    audit.rolled_back(store.audit, run, the_plan, undo, ok=done.ok, cause=(error or {}).get("Error"),
+                      scheduler_line=config.line() if config is not None else None)
     store.versions.record(run.cluster_name, versions, run.execution_name)
     return done
 
@@ -235,14 +246,12 @@ def restore_quotas(run: RunRef, cluster_arn: str, target: Sequence[ComputeQuota]
                    current: Mapping[str, ComputeQuota], *, store: Store, writer: Writer, who: str | None = None,
                    detail: Mapping[str, Any] | None = None) -> ApplyReport:
     """The quotas of a saved snapshot (`target`) put back, with fresh versions, decreases first; a quota whose
-    version is no longer the one in `current` (what was shown before asking) was edited since: left alone. One
-    rollback record, and the versions the writes left."""
+    version is no longer the one in `current` (what was shown before asking) was edited since: left alone; so is
+    one whose restore would raise an instance type above its healthy capacity now. One rollback record, and the
+    versions the writes left."""
     shown = {qid: q.ComputeQuotaVersion for qid, q in current.items()}
     report = writer.rollback(cluster_arn, target, expected_versions=shown)
-    audit.restored(store.audit, run, ok=report.succeeded, who=who,
-                   before={q.team: holdings(current[q.ComputeQuotaId]) for q in target
-                           if q.ComputeQuotaId in current},
-                   after={q.team: holdings(q) for q in target}, outcomes=report.lines(), detail=detail)
+    audit.restored(store.audit, run, report, ok=report.succeeded, who=who, detail=detail)
     store.versions.record(run.cluster_name, written_versions(report), run.execution_name)
     return report
 

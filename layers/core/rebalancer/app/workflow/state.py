@@ -8,7 +8,7 @@ DynamoDB)."""
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, StringConstraints, model_validator
 
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
@@ -41,7 +41,7 @@ class RunRef(BaseModel):
 
 
 class Artifacts(Protocol):
-    """A run's stored documents (SNAPSHOT, PLAN, APPLY, SCHEDULER): rebalancer.adapters.dynamodb.artifacts;
+    """A run's stored documents (SNAPSHOT, PLAN, BASIS, APPLY, SCHEDULER): rebalancer.adapters.dynamodb.artifacts;
     rebalancer_tools.memory_store.MemoryArtifacts."""
 
     def put(self, execution: str, kind: Any, document: Any) -> None: ...
@@ -103,6 +103,16 @@ class RunInput(StepInput):
             if not value or len(value) > 2048:
                 raise ValueError(f"run.{field} must be a non-empty name (got {value[:60]!r})")
         return self
+
+
+class Recheck(StepInput):
+    """Plan, run again once an approval arrives: compare the approved plan with the cluster collected again."""
+
+    approval_round: PositiveInt = 1  # the round of approval that was decided
+
+
+class PlanInput(RunInput):
+    recheck: Recheck | None = None
 
 
 class VerifyApply(StepInput):

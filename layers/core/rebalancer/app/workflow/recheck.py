@@ -1,0 +1,110 @@
+"""Recheck: an approved plan is compared with the cluster read again before anything is written, as Terraform
+refuses a saved plan whose state moved. The workflow collects again once the approval arrives and runs this through
+the Plan step; `rebalancer apply` runs it after its prompt. The comparison is rebalancer.planning.staleness.
+
+- The plan still holds (nothing it was made from moved, and it is younger than `approval.max_plan_age_minutes`):
+  it is written as approved.
+- It went stale: it is made again on the cluster as it is. The new plan is written on the old approval when it is
+  within it (or needs no approval under the policy); it is recorded and nothing is written when it is empty or the
+  policy is now a dry run; otherwise the old approval is marked superseded and a new one is asked for, saying why.
+- The rounds of asking are bounded (MAX_APPROVAL_ROUNDS): a cluster that keeps moving under an approval stops the
+  run (`gave_up`) instead of asking forever. That bounds the state machine's RequestApproval → Recollect → Recheck
+  loop: each round waits for a person, and the Recheck step ends it at the bound.
+Nothing is ever written that nobody approved: the decision is `apply` only for the approved plan or one within it."""
+
+from datetime import datetime, timedelta
+from typing import Literal, Protocol
+
+from rebalancer.app.workflow import audit, run_plan
+from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.app.workflow.stored_basis import load_basis
+from rebalancer.domain.frozen import Frozen
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.planning.staleness import beyond_approval, stale_reasons
+
+MAX_APPROVAL_ROUNDS = 3
+Outcome = Literal["fresh", "replanned", "superseded", "no_change", "dry_run", "gave_up"]
+RecheckDecision = Literal["apply", "approve", "no_change", "dry_run", "stale"]
+DECISIONS: dict[str, RecheckDecision] = {"fresh": "apply", "replanned": "apply", "superseded": "approve",
+                                         "no_change": "no_change", "dry_run": "dry_run", "gave_up": "stale"}
+
+
+class Supersede(Protocol):
+    """The part of the approval records a recheck uses (rebalancer.app.approvals.decisions.ApprovalRecords)."""
+
+    def supersede(self, approval_id: str, why: str) -> bool: ...
+
+
+class Store(run_plan.Store, Protocol):
+    @property
+    def approvals(self) -> Supersede: ...
+
+
+class Rechecked(Frozen):
+    """What the check found and what follows: `plan` is what is written (the approved plan itself when it still
+    holds), recorded, or asked for again."""
+
+    outcome: Outcome
+    plan: Plan
+    approval_round: int  # the round of approval the run is in now (a new one when superseded)
+    stale: tuple[str, ...] = ()  # why the approved plan could not be written as it was
+    beyond: tuple[str, ...] = ()  # what the plan made again does that was not approved
+
+    @property
+    def decision(self) -> RecheckDecision:
+        return DECISIONS[self.outcome]
+
+    def notes(self) -> list[str]:
+        """What the messages say about it: nothing when the approved plan is written as it was."""
+        if self.outcome == "fresh":
+            return []
+        lead = {"replanned": "The approved plan was made again before writing, and stays within the approval:",
+                "superseded": "The approved plan was not written: the cluster changed while it waited. This is the "
+                              "plan made on the cluster as it is now; it asks for a new approval because it goes "
+                              "beyond the one given:",
+                "no_change": "The approved plan was made again before writing: nothing is left to change.",
+                "dry_run": "The approved plan was made again before writing: the policy is a dry run now.",
+                "gave_up": f"Stopped without writing: the approved plan went stale in {self.approval_round} rounds "
+                           "of approval in a row."}[self.outcome]
+        return [lead, *(f"changed since the plan: {s}" for s in self.stale),
+                *(f"beyond the approval: {b}" for b in self.beyond)]
+
+
+def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Store, approval_round: int,
+            approvals: Supersede | None = None, approval_id: str | None = None,
+            policy_may_approve: bool = True) -> Rechecked:
+    """The run's approved plan (PLAN, made from BASIS) against the snapshot the run collected again. Records the
+    plan made again (when it replaces the approved one), marks `approval_id` superseded in `approvals` when a new
+    approval is needed (the workflow's; the CLI asks at its prompt), and one `recheck` audit record.
+    `policy_may_approve`: a plan made again that the policy would apply without approval is written (as a run of
+    the controller would write it); False holds it to what was approved all the same (the CLI: a person said yes to
+    the plan shown)."""
+    approved = load_plan(store.artifacts, run)
+    then = load_basis(store.artifacts, run)
+    planned = run_plan.make_run_plan(run_plan.load_snapshot(store.artifacts, run), policy, now, store=store)
+    store.sightings.record_unavailable(run.cluster_name, dict(planned.context.unavailable_since))
+    max_age = timedelta(minutes=policy.approval.max_plan_age_minutes)
+    stale = (stale_reasons(then, planned.basis, approved, now, max_age) if then is not None
+             else ("the plan was stored without what it was made from",))
+    new = planned.plan
+    beyond: tuple[str, ...] = ()
+    if new.mode == "dry-run":
+        outcome: Outcome = "dry_run"
+    elif not stale:
+        outcome = "fresh"
+    elif new.is_empty:
+        outcome = "no_change"
+    else:
+        beyond = beyond_approval(approved, new) if new.requires_approval or not policy_may_approve else ()
+        outcome = "replanned" if not beyond else "gave_up" if approval_round >= MAX_APPROVAL_ROUNDS else "superseded"
+    result = Rechecked(outcome=outcome, plan=approved if outcome in ("fresh", "gave_up") else new,
+                       approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond)
+    if outcome not in ("fresh", "gave_up"):
+        run_plan.record_plan(store, run, planned, decision=outcome)
+    if outcome == "superseded" and approvals is not None and approval_id is not None:
+        why = [*stale, *beyond]
+        approvals.supersede(approval_id, "; ".join(why))
+        audit.approval_superseded(store.audit, run, approval_id, why)
+    audit.rechecked(store.audit, run, outcome, stale=stale, beyond=beyond, approval_round=result.approval_round)
+    return result
