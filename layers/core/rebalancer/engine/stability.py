@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.budgets.enforcement import enforce
 from rebalancer.domain import ownership
 from rebalancer.domain.context import EMPTY, PlanningContext
-from rebalancer.domain.plan import Plan
+from rebalancer.domain.plan import Hold, Plan, until_text
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine.reservations import reserved
@@ -88,7 +88,7 @@ class Claims(Protocol):
     @property
     def protected(self) -> Sequence[bool]: ...
     @property
-    def cooldown(self) -> Sequence[str | None]: ...
+    def cooldown(self) -> Sequence[Hold | None]: ...
     def __len__(self) -> int: ...
 
 
@@ -118,8 +118,9 @@ class Said(NamedTuple):
     """What a policy rule did to the policy, and what the plan says about it."""
 
     policy: Policy
-    notes: Mapping[str, str] = EMPTY  # team → appended to the reason of each of its changes
+    notes: Mapping[str, str] = EMPTY  # team → a fact in the reason of each of its changes
     warnings: tuple[str, ...] = ()
+    held: Mapping[str, Hold] = EMPTY  # team → the hold that keeps its amounts below what the policy as written wants
 
 
 class PolicyRule(NamedTuple):
@@ -138,11 +139,15 @@ class Effective(NamedTuple):
     notes: Mapping[str, str] = EMPTY
     opening: tuple[str, ...] = ()
     closing: tuple[str, ...] = ()
+    held: Mapping[str, Hold] = EMPTY  # per team, a policy rule's hold (a budget): what it wants is planned without
+    unheld_notes: Mapping[str, str] = EMPTY  # per held team, its notes but the hold's (said by the hold instead)
 
 
 def _budget_caps(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
     enforced = enforce(policy, snapshot, context.budget_usage)
-    return Said(enforced.policy, enforced.notes, enforced.warnings)
+    held = {team: Hold(rule="budget", until=end, text=f"{enforced.notes[team]} until {until_text(end)}")
+            for team, end in enforced.held_until.items()}
+    return Said(enforced.policy, enforced.notes, enforced.warnings, held)
 
 
 def _reservations(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
@@ -171,33 +176,42 @@ def effective(policy: Policy, snapshot: Snapshot, context: PlanningContext,
     notes: dict[str, str] = {}
     opening: list[str] = []
     closing: list[str] = []
+    held: dict[str, Hold] = {}
+    others: dict[str, str] = {}
     for rule in POLICY_RULES if rules is None else rules:
         said = rule.apply(policy, snapshot, context)
         policy = said.policy
         for team, note in said.notes.items():
             notes[team] = f"{notes[team]}; {note}" if team in notes else note
+            if team not in said.held:
+                others[team] = f"{others[team]}; {note}" if team in others else note
+        held.update(said.held)
         (opening if rule.warns_first else closing).extend(said.warnings)
-    return Effective(policy, notes, tuple(opening), tuple(closing))
+    return Effective(policy, notes, tuple(opening), tuple(closing), held,
+                     {team: others.get(team, "") for team in held})
+
+
+def unheld(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Effective:
+    """The policy with every policy rule but the one that holds (budget caps): what the teams a budget holds
+    would be given without it, which the plan shows as what they want."""
+    return effective(policy, snapshot, context, tuple(r for r in POLICY_RULES if r is not BUDGET_CAPS))
 
 
 def explain(plan: Plan, held: Effective) -> Plan:
-    """The plan with each noted team's changes and setting changes giving the note as a reason, and the closing
-    warnings last."""
+    """The plan with each noted team's setting changes giving the note as a reason, and the closing warnings last
+    (its amount changes carry the note already: the planner gives it to rebalancer.engine.reasons)."""
     if not held.notes and not held.closing:
         return plan
     notes = held.notes
-    changes = tuple(c.model_copy(update={"reason": f"{c.reason}; {notes[c.team]}"}) if c.team in notes else c
-                    for c in plan.changes)
     fields = tuple(f.model_copy(update={"reason": f"{f.reason}; {notes[f.team]}" if f.reason else notes[f.team]})
                    if f.team in notes else f for f in plan.field_changes)
-    return plan.model_copy(update={"changes": changes, "field_changes": fields,
-                                   "warnings": (*plan.warnings, *held.closing)})
+    return plan.model_copy(update={"field_changes": fields, "warnings": (*plan.warnings, *held.closing)})
 
 
 # ---------------------------------------------------------------- claim rules: one team's amount in one pool
 
 
-ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, str] | None]
+ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, Hold] | None]
 
 
 class ClaimRule(NamedTuple):
@@ -211,33 +225,36 @@ class ClaimRule(NamedTuple):
     stage: Stage = "claim"
 
 
-def cooling_down(last_modified: datetime | None, now: datetime, minutes: float) -> str | None:
-    """Why a quota last changed at `last_modified` is in its cooldown at `now`, or None when it is not."""
+def cooling_down(last_modified: datetime | None, now: datetime, minutes: float) -> Hold | None:
+    """The cooldown a quota last changed at `last_modified` is in at `now`, or None when it is not."""
     if last_modified is None or minutes <= 0:
         return None
     age = (now - last_modified).total_seconds() / 60
     if age < minutes:
-        return f"cooldown: last changed {max(age, 0):.0f} min ago (cooldown {minutes:g} min)"
+        until = last_modified + timedelta(minutes=minutes)
+        return Hold(rule="cooldown", until=until,
+                    text=f"cooldown until {until_text(until)} (last changed {max(age, 0):.0f} min ago, cooldown "
+                         f"{minutes:g} min)")
     return None
 
 
-def _cooldown(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, str] | None:
-    why = claims.cooldown[i]
-    return (current, why) if why and amount != current else None
+def _cooldown(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, Hold] | None:
+    hold = claims.cooldown[i]
+    return (current, hold) if hold is not None and amount != current else None
 
 
-def _min_step(_claims: Claims, _i: int, amount: int, current: int, settings: Settings) -> tuple[int, str] | None:
+def _min_step(_claims: Claims, _i: int, amount: int, current: int, settings: Settings) -> tuple[int, Hold] | None:
     step = abs(amount - current)
     if 0 < step < settings.min_step:
-        return current, f"change of {step} below min_step {settings.min_step}"
+        return current, Hold(rule="min_step", text=f"a change of {step} is below min_step {settings.min_step}")
     return None
 
 
-def _protected(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, str] | None:
+def _protected(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, Hold] | None:
     if claims.protected[i] and amount < current:
         keep = min(current, math.ceil(claims.in_use[i] - EPS))
         if amount < keep:
-            return keep, f"{keep:g} in use is protected"
+            return keep, Hold(rule="protected", text=f"what it runs is protected ({claims.in_use[i]:g} running)")
     return None
 
 
@@ -269,7 +286,7 @@ class Tier(NamedTuple):
 class _Fit(NamedTuple):
     after: list[int]
     desired: Sequence[int]
-    holds: list[str | None]
+    holds: list[Hold | None]
     claims: Claims
     current: list[int]
     used: list[int]
@@ -310,7 +327,7 @@ SHRINK_TIERS = (
 )
 
 
-def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None], claims: Claims,
+def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[Hold | None], claims: Claims,
         settings: Settings, warnings: list[str], factor: float = 1.0) -> None:
     """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
     back to fit, tier by tier (`SHRINK_TIERS`), each cut proportional to the tier's room. Increases first; then,
@@ -331,31 +348,47 @@ def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds
     kept = [max(used[i], min(desired[i], math.floor(claims.guarantee[i] * factor + EPS))) for i in n]
     state = _Fit(after, desired, holds, claims, current, used, kept)
     excess = sum(after) - capacity
+    held = list(holds)  # each claim's hold before the shrink
+    start = list(after)
+    last: dict[int, Tier] = {}  # the last tier that cut each claim
     for tier in SHRINK_TIERS:
         if excess <= 0:
-            return
+            break
         if tier.idle and not settings.shrink_idle_first:
             continue
         before_cut = list(after)
         taken = cut(after, tier.room(state), excess, weights, names)
         excess -= taken
-        if tier.what is None or not taken:
+        if not taken:
             continue
         for i, was in enumerate(before_cut):
             if after[i] < was:
-                holds[i] = (f"{holds[i]}, overridden: quotas above capacity" if tier.overrides
-                            else f"{was - after[i]} unused taken first: capacity shrank")
+                last[i] = tier
+        if tier.what is None:
+            continue
         if tier.breaks_holds:
             warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {tier.what}; "
                             f"overrode them by {taken}")
         else:
             warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {tier.what}")
+    for i, tier in last.items():
+        if after[i] < start[i]:
+            holds[i] = _shrunk(capacity, held[i], tier)
+
+
+def _shrunk(capacity: int, hold: Hold | None, tier: Tier) -> Hold:
+    """Why a claim the shrink cut gets what it gets: the hold it had, overridden, or what was taken first."""
+    short = f"capacity {capacity} is below the quotas held"
+    if hold is not None:
+        return Hold(rule="capacity", text=f"{hold.text}, overridden: {short}")
+    return Hold(rule="capacity", text=f"{short}: {tier.what or 'increases'} cut first")
 
 
 class PoolRule(NamedTuple):
     name: str
     holds: str
-    apply: Callable[[str, int, list[int], Sequence[int], list[str | None], Claims, Settings, list[str], float], None]
+    apply: Callable[[str, int, list[int], Sequence[int], list[Hold | None], Claims, Settings, list[str], float],
+                    None]
     stage: Stage = "pool"
 
 
@@ -373,14 +406,14 @@ class Working(Protocol):
     @property
     def after(self) -> list[int]: ...
     @property
-    def holds(self) -> list[str | None]: ...
+    def holds(self) -> list[Hold | None]: ...
     @property
     def warnings(self) -> list[str]: ...
 
 
-def _limit_moves(p: Working, budget: int) -> int:
-    """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for. Returns what the
-    pool moves."""
+def _limit_moves(p: Working, budget: int, max_move: int) -> int:
+    """Hold back voluntary decreases beyond `budget` (what is left of `max_move`), and the increases they would
+    have paid for. Returns what the pool moves."""
     claims = p.input.claims
     weights, names = claims.weight, claims.team
     current = [round(c) for c in claims.current]
@@ -396,10 +429,16 @@ def _limit_moves(p: Working, budget: int) -> int:
         for i, b in enumerate(back):
             p.after[i] -= b  # b ≤ 0
             if b:
-                p.holds[i] = "max_move reached for this run"
+                p.holds[i] = Hold(rule="max_move", text=f"max_move {max_move} is reached for this run")
         excess = sum(p.after) - capacity
         room = [max(0, p.after[i] - current[i]) for i in range(len(claims))]
+        trimmed = list(p.after)
         cut(p.after, room, excess, weights, names)
+        for i, was in enumerate(trimmed):
+            if p.after[i] < was:
+                p.holds[i] = Hold(rule="max_move",
+                                  text=f"max_move {max_move} holds decreases back for a later run, and the "
+                                       "increases they make room for with them")
         p.warnings.append(f"{p.input.key}: max_move reached; {voluntary - allowed} of {voluntary} planned "
                           "decreases held back for a later run")
     return sum(max(0, current[i] - p.after[i]) for i in range(len(claims)))
@@ -408,12 +447,12 @@ def _limit_moves(p: Working, budget: int) -> int:
 def max_move(pools: Sequence[Working], settings: Settings) -> None:
     """`max_move` accelerators taken from teams in one run, shared by the accelerator pools in key order; decreases
     forced by lost capacity are never held back."""
-    budget = settings.max_move
-    if budget is None:
+    limit = budget = settings.max_move
+    if limit is None or budget is None:
         return
     for p in pools:
         if p.input.resource == "accelerators":
-            budget = max(0, budget - _limit_moves(p, budget))
+            budget = max(0, budget - _limit_moves(p, budget, limit))
 
 
 class PlanRule(NamedTuple):
@@ -430,12 +469,12 @@ MAX_MOVE = PlanRule("max_move", "at most max_move accelerators taken from teams 
 
 
 def hold_pool(key: str, capacity: int, desired: Sequence[int], claims: Claims, settings: Settings,
-              warnings: list[str], factor: float = 1.0) -> tuple[list[int], list[str | None]]:
+              warnings: list[str], factor: float = 1.0) -> tuple[list[int], list[Hold | None]]:
     """The claim rules, then the pool rules, in order, on one pool's rounded amounts (`desired`; `factor`: what the
     guarantees were scaled by). Returns the amounts held and, per claim, the reason of the last rule that held it."""
     current = [round(c) for c in claims.current]
     after = list(desired)
-    holds: list[str | None] = [None] * len(claims)
+    holds: list[Hold | None] = [None] * len(claims)
     for rule in CLAIM_RULES:
         if not rule.applies(claims, settings):
             continue

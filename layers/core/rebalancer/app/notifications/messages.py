@@ -35,6 +35,7 @@ class Message(BaseModel):
     cluster: str
     execution_url: str | None = None
     changes: tuple[Change, ...] = ()
+    held: tuple[Change, ...] = ()  # what the policy wants and a hold keeps back (Plan.held)
     field_changes: tuple[FieldChange, ...] = ()  # settings besides amounts, console edits among them
     warnings: tuple[str, ...] = ()
     approval_reasons: tuple[str, ...] = ()
@@ -56,8 +57,9 @@ def _amount(x: float) -> str:
 
 
 def change_line(c: Change) -> str:
-    pool = c.pool
-    return f"{c.team} {pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)} ({c.reason})"
+    """`research ml.p5.48xlarge accelerators: 12 -> 12, held, wants 8 (wants 8 because …; gets 12 because …)`."""
+    wants = f", held, wants {_amount(c.wanted)}" if c.wanted is not None else ""
+    return f"{c.team} {c.pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)}{wants} ({c.reason})"
 
 
 def _value(v: Any) -> str:
@@ -80,6 +82,10 @@ def render_text(m: Message) -> tuple[str, str]:
         lines.append(f"Moves: {movement(m.changes)}")
         lines.append("Changes (before -> after):")
         lines += [f"  - {change_line(c)}" for c in m.changes]
+        lines.append("")
+    if m.held:
+        lines.append("Held back (what the policy wants and a hold keeps back):")
+        lines += [f"  - {change_line(c)}" for c in m.held]
         lines.append("")
     if m.field_changes:
         lines.append("Settings (before -> after):")
@@ -108,6 +114,12 @@ def escaped(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _block_row(c: Change) -> str:
+    wants = f" (held, wants {_amount(c.wanted)})" if c.wanted is not None else ""
+    return (f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
+            f"*{_amount(c.before)} → {_amount(c.after)}*{wants}\n_{escaped(c.reason)}_")
+
+
 def render_blocks(m: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": m.title[:150]}}]
     if m.error:
@@ -117,15 +129,22 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
     if m.changes:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
-        rows = [f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
-                f"*{_amount(c.before)} → {_amount(c.after)}*\n_{escaped(c.reason)}_" for c in m.changes[:MAX_ROWS]]
-        for row in rows:
+        for row in [_block_row(c) for c in m.changes[:MAX_ROWS]]:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
         if len(m.changes) > MAX_ROWS:
             blocks.append({"type": "context", "elements": [
                 {"type": "mrkdwn", "text": f"…and {len(m.changes) - MAX_ROWS} more changes (see the execution)"}]})
-    if m.field_changes:
+    if m.held:
         room = max(MAX_ROWS - len(m.changes), 5)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn",
+                                                   "text": "*Held back:* what the policy wants and a hold keeps back"}})
+        for row in [_block_row(c) for c in m.held[:room]]:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.held) > room:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.held) - room} more held back (see the execution)"}]})
+    if m.field_changes:
+        room = max(MAX_ROWS - len(m.changes) - len(m.held), 5)
         rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
                 + (":pencil2: _console edit will be replaced_" if f.console_edit
                    else f"_{escaped(f.reason or 'policy')}_")
