@@ -341,3 +341,20 @@ def test_a_cooldown_that_holds_every_change_is_shown_with_its_end() -> None:
         update={"cooldown_minutes": 0})}), T0)
     assert [(c.team, c.after) for c in free.changes] == [("research", 8), ("training", 8)]
     assert free.held == ()
+
+
+def test_increases_a_quota_cannot_hold_are_held_back_and_say_why() -> None:
+    """A quota holds at most 15 resource entries: the increases that would need a 16th are not written, so they
+    are held back with that reason, not dropped."""
+    types = plan_bench.instance_types(16)
+    snap = snapshot(dict.fromkeys(types, 1), quotas={"a": dict.fromkeys(types[:15], 1)},
+                    pending={"a": dict.fromkeys(types, 64)})
+    plan = check_plan(snap, Policy.model_validate({"teams": {"a": {}}}), T0)
+    assert plan.changes == ()
+    assert plan.held  # every type of more than one accelerator per node
+    assert {c.hold.rule for c in plan.held if c.hold is not None} == {"entries"}
+    assert all(c.wanted is not None and c.wanted > c.before for c in plan.held)
+    [new] = [c for c in plan.held if c.before == 0]
+    assert new.instance_type == types[15]
+    assert new.reason == ("wants 1 because share 1 of 1 by weight 1 of 1 (demand 64, 0 running); gets 0 because its "
+                          "quota would need more than 15 resource entries")
