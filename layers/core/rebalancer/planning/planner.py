@@ -25,7 +25,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held, holdings
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import reasons, stability
-from rebalancer.engine.allocation import EPS, Allocation, allocate
+from rebalancer.engine.allocation import EPS, Allocation, PoolResult, allocate
 from rebalancer.engine.reservations import shortfalls
 from rebalancer.planning.approval import approval_reasons
 from rebalancer.planning.capacity import topology_warnings
@@ -128,6 +128,34 @@ class _Explained(NamedTuple):
     wanted: Wants
     unheld_notes: Mapping[str, str]  # a held team's notes but its hold's, for the changes that hold holds
 
+    def row(self, pool: PoolResult, i: int, after: int, planned: int, desired: int,
+            hold: Hold | None) -> dict[str, object] | None:
+        """Claim i's row of the plan (Change fields but where it is): a change, or what a hold keeps back with
+        what is wanted; None when it keeps its amount and is wanted to. `after` is `planned` unless its team's
+        increases cannot be written (BLOCKED)."""
+        team, before, reason = pool.teams[i], pool.before[i], pool.reasons[i]
+        wants = self.wanted.get((team, pool.key)) if self.wanted else None
+        clause = pool.wants[i] if pool.wants else ""
+        note = self.notes.get(team, "")
+        if after != planned:
+            hold = BLOCKED
+        elif wants is not None and hold is None and wants[0] != after:
+            desired, clause, hold = wants[0], wants[1], self.held[team]
+            note = self.unheld_notes[team]
+        elif wants is not None and not reason:
+            return None
+        if after == before and desired == before:
+            return None
+        if hold is not BLOCKED and wants is None and team not in self.notes:
+            said = reason
+        else:
+            said = reasons.reason(clause or pool.wants_of(i), after, desired, hold, (*pool.facts(i), note))
+        row: dict[str, object] = {"before": before, "after": float(after), "reason": said}
+        if desired != after:
+            row["wanted"] = float(desired)
+            row["hold"] = hold
+        return row
+
 
 class _Outcome(NamedTuple):
     """What the engine's result means for the plan, read in one pass over its 15k claims (at 1,000 teams × 15
@@ -148,7 +176,6 @@ class _Outcome(NamedTuple):
         downs: dict[str, list[dict[str, object]]] = defaultdict(list)
         ups: dict[str, list[dict[str, object]]] = defaultdict(list)
         held_back: dict[str, list[dict[str, object]]] = defaultdict(list)
-        notes, holding, unheld, unheld_notes = explained
         # Pools visited in (type, profile) order: each team's lists come out sorted, only team names need sorting.
         keyed = sorted(((PoolKey.parse(pool.key), pool) for pool in result.pools),
                        key=lambda kp: (kp[0].instance_type, kp[0].mig_profile or ""))
@@ -172,35 +199,12 @@ class _Outcome(NamedTuple):
                 moved = abs(planned - before) > EPS
                 if moved:
                     moves[team].append((name, before, planned))
-                wants = unheld.get((team, name)) if unheld else None
-                if not reason and wants is None:
-                    continue
-                clause = pool.wants[i] if pool.wants else ""
-                note = notes.get(team, "")
-                if after != planned:
-                    hold = BLOCKED
-                elif wants is not None and hold is None and wants[0] != after:
-                    desired, clause, hold = wants[0], wants[1], holding[team]
-                    note = unheld_notes[team]
-                elif wants is not None and not reason:
-                    continue
-                if after == before and desired == before:
-                    continue
-                if hold is not BLOCKED and wants is None and team not in notes:
-                    said = reason
-                else:
-                    clause = clause or pool.wants_of(i)
-                    said = reasons.reason(clause, after, desired, hold, (*pool.facts(i), note))
-                row: dict[str, object] = {
-                    "team": team, "instance_type": instance_type, "resource": resource, "mig_profile": profile,
-                    "before": before, "after": float(after), "reason": said}
-                if desired != after:
-                    row["wanted"] = float(desired)
-                    row["hold"] = hold
-                if after == before:
-                    held_back[team].append(row)
-                else:
-                    (ups if after > before else downs)[team].append(row)
+                if not reason and (team, name) not in explained.wanted:
+                    continue  # most claims: nothing moves, nothing is held
+                row = explained.row(pool, i, after, planned, desired, hold)
+                if row is not None:
+                    row.update(team=team, instance_type=instance_type, resource=resource, mig_profile=profile)
+                    (held_back if after == before else ups if after > before else downs)[team].append(row)
         if [pool for _, pool in keyed] != list(result.pools):  # a type name that sorts oddly around its MIG pools
             rank = {pool.key: i for i, pool in enumerate(result.pools)}
             for team_moves in moves.values():

@@ -120,6 +120,37 @@ def _block_row(c: Change) -> str:
             f"*{_amount(c.before)} → {_amount(c.after)}*{wants}\n_{escaped(c.reason)}_")
 
 
+def _rooms(m: Message) -> tuple[int, int, int]:
+    """How many changes, held-back changes and settings get a block of their own: MAX_ROWS in all, the changes
+    first, up to 5 of each of the others kept for them."""
+    held, fields = min(len(m.held), 5), min(len(m.field_changes), 5)
+    changes = min(len(m.changes), MAX_ROWS - held - fields)
+    held = min(len(m.held), MAX_ROWS - changes - fields)
+    return changes, held, min(len(m.field_changes), MAX_ROWS - changes - held)
+
+
+def _amount_blocks(m: Message, changes: int, held: int) -> list[dict[str, Any]]:
+    """The changes, then what a hold keeps back, each row with its reason; the first `changes` and `held` of them,
+    and a line counting the rest."""
+    blocks: list[dict[str, Any]] = []
+    if m.changes:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
+        for row in [_block_row(c) for c in m.changes[:changes]]:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.changes) > changes:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.changes) - changes} more changes (see the execution)"}]})
+    if m.held:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn",
+                                                   "text": "*Held back:* what the policy wants and a hold keeps back"}})
+        for row in [_block_row(c) for c in m.held[:held]]:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.held) > held:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.held) - held} more held back (see the execution)"}]})
+    return blocks
+
+
 def render_blocks(m: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": m.title[:150]}}]
     if m.error:
@@ -127,24 +158,9 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     if m.notes:
         listed = "\n".join(f"• {escaped(n)}" for n in m.notes[:MAX_ROWS])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
-    if m.changes:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
-        for row in [_block_row(c) for c in m.changes[:MAX_ROWS]]:
-            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
-        if len(m.changes) > MAX_ROWS:
-            blocks.append({"type": "context", "elements": [
-                {"type": "mrkdwn", "text": f"…and {len(m.changes) - MAX_ROWS} more changes (see the execution)"}]})
-    if m.held:
-        room = max(MAX_ROWS - len(m.changes), 5)
-        blocks.append({"type": "section", "text": {"type": "mrkdwn",
-                                                   "text": "*Held back:* what the policy wants and a hold keeps back"}})
-        for row in [_block_row(c) for c in m.held[:room]]:
-            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
-        if len(m.held) > room:
-            blocks.append({"type": "context", "elements": [
-                {"type": "mrkdwn", "text": f"…and {len(m.held) - room} more held back (see the execution)"}]})
+    changes, held, room = _rooms(m)
+    blocks += _amount_blocks(m, changes, held)
     if m.field_changes:
-        room = max(MAX_ROWS - len(m.changes) - len(m.held), 5)
         rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
                 + (":pencil2: _console edit will be replaced_" if f.console_edit
                    else f"_{escaped(f.reason or 'policy')}_")
