@@ -80,3 +80,13 @@ def test_changes_held_changes_and_settings_stay_within_slacks_50_blocks_and_each
     text = "\n".join(str(b) for b in blocks)
     assert ("*8 → 8* (held, wants 4)" in text) == bool(held)
     assert ("ComputeQuotaConfig.PreemptTeamTasks" in text) == bool(settings)
+
+
+def test_the_email_lists_at_most_40_held_back_changes_and_counts_the_rest() -> None:
+    kept = Change(team="k", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=8, wanted=4,
+                  reason="wants 4 because demand 4 (4 running); gets 8 because max_move 64 is reached for this run",
+                  hold=Hold(rule="max_move", text="max_move 64 is reached for this run"))
+    _, body = render_text(Message(kind="dry_run", cluster="c", held=(kept,) * 10_000))
+    assert body.count("held, wants 4") == 40
+    assert "  …and 9960 more held back (see the execution)" in body
+    assert len(body.encode()) < 256 * 1024 // 4

@@ -1,25 +1,32 @@
-"""Stability: every hold on a plan, as one ordered list of rules (`RULES`), each with the reason it gives.
+"""Stability: every hold on a plan, as one ordered list of rules (`RULES`), each with the hold it gives.
 
 Steps 1-4 of the engine say what each team should hold; the holds say what it may hold now, given its current
 quota and the policy as written (DESIGN.md "Allocation semantics", step 5). They apply in this order:
 
-  #  rule          stage   holds                                               reason it gives
-  1  reservations  policy  an active, approved reservation: its team's         "reservation r-1a2b for launch until
-                           guarantee in its pool at least what it reserves     Fri 04 Dec 18:00 UTC", on each of
-                                                                               its changes
+  #  rule          stage   holds                                               hold it gives (after "gets A because")
+  1  reservations  policy  an active, approved reservation: its team's         none: a fact of each of its changes,
+                           guarantee in its pool at least what it reserves     "reservation r-1a2b for launch until
+                                                                               Fri 04 Dec 18:00 UTC"
   2  budget caps   policy  a team past its budget: its ceiling at its          "budget 100 % used (…): quota held at
-                           guarantee, or no borrowing (`on_exhausted`)          its guarantee", on each of its changes
+                           guarantee, or no borrowing (`on_exhausted`)          its guarantee until Tue 01 Dec 00:00
+                                                                                UTC" (what it wants: without it)
   3  ownership     policy  a quota CloudFormation created: held outside the    a warning, "…: held outside the policy
                            policy, its amounts counted as taken                 and never rewritten …"
-  4  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown: last changed 12 min ago
-                           keeps its amount                                     (cooldown 30 min)"
-  5  min_step      claim   no change smaller than `min_step`                   "change of 2 below min_step 3"
-  6  protected     claim   a `protected_in_use` team never below what it runs  "5 in use is protected"
-  7  shrink tiers  pool    holds that leave a pool above its capacity give     "3 unused taken first: capacity
-                           way, tier by tier (`SHRINK_TIERS`)                   shrank", "…, overridden: quotas above
-                                                                                capacity", and a warning
-  8  max_move      plan    at most `max_move` accelerators taken from teams    "max_move reached for this run"
+  4  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown until Wed 02 Dec 10:42 UTC
+                           keeps its amount                                     (last changed 12 min ago, cooldown
+                                                                                30 min)"
+  5  min_step      claim   no change smaller than `min_step`                   "a change of 2 is below min_step 3"
+  6  protected     claim   a `protected_in_use` team never below what it runs  "what it runs is protected (5
+                                                                                running)"
+  7  shrink tiers  pool    holds that leave a pool above its capacity give     "capacity 24 is below the quotas held:
+                           way, tier by tier (`SHRINK_TIERS`)                   increases cut first", "…, overridden:
+                                                                                capacity 24 is below the quotas
+                                                                                held" (once), and a warning
+  8  max_move      plan    at most `max_move` accelerators taken from teams    "max_move 64 is reached for this run"
                            per run, over the accelerator pools in key order
+
+A hold is a record (rebalancer.domain.plan.Hold: the rule, its words, until when); the plan shows what the policy
+wants beside it, and rebalancer.engine.reasons writes the reason from both.
 
 A *policy* rule rewrites the policy once per plan, before anything reads it (`effective`): the pools, the engine's
 settings and the request writer all read that one effective policy. A *claim* rule holds one team's amount in one
@@ -28,11 +35,12 @@ nothing to raise). A *pool* rule fits a pool's held amounts back into its capaci
 
 Where a new rule goes, for instance "a team may lose at most N accelerators per day": its policy field
 (`Stability.max_daily_loss` in rebalancer.domain.policy), the rule in this module (a `PlanRule` after max_move in
-`RULES`, with its reason text, and its parameter on `Settings`, set in `settings_of`), its tests
-(tests/unit/allocation/test_stability.py, next to the others': what it holds, the reason it gives, its place in the
-order) and the README's policy reference ("Stability"). No other module changes: the engine applies whatever
-`RULES` lists, stage by stage, in the order listed. That rule also needs what each team lost over the trailing day,
-which is history: it reaches `settings_of` with the planning context (issue 21, item 2), not yet with the policy.
+`RULES`, with the Hold it gives, and its parameter on `Settings`, set in `settings_of`), its tests
+(tests/unit/allocation/test_stability.py, next to the others': what it holds, the hold it gives, its place in the
+order; tests/unit/planning/test_reason_figures.py reads its words back) and the policy reference. No other module
+changes: the engine applies whatever `RULES` lists, stage by stage, in the order listed. That rule also needs what
+each team lost over the trailing day, which is history: it reaches `settings_of` with the planning context, not yet
+with the policy.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ By responsibility: `rebalancer.engine.stability` makes the one effective policy 
 the context's budget use, ownership) and holds the amounts (cooldown, min_step, protection, shrink tiers,
 max_move), `pools` reads the snapshot and the context into the engine's input, `rebalancer.engine.allocation` (the
 engine) decides the amounts, `requests` writes them and the policy's settings as ordered quota requests, `approval`
-applies the approval rules; this module assembles the Plan (the validated model that is stored and sent).
+applies the approval rules; this module assembles the Plan (the validated model that is stored and sent): the
+changes, and what the policy wants that a hold keeps back (`Plan.held`), each with the reason
+rebalancer.engine.reasons writes from the row's figures. When a policy rule holds a team (a budget), what the team
+wants is what the pools would give it without that rule (`_unheld_wants`, planned only then).
 """
 
 from __future__ import annotations

@@ -84,8 +84,11 @@ def render_text(m: Message) -> tuple[str, str]:
         lines += [f"  - {change_line(c)}" for c in m.changes]
         lines.append("")
     if m.held:
+        # A contended cluster under max_move can hold back thousands: SNS takes 256 KB, the execution keeps all.
         lines.append("Held back (what the policy wants and a hold keeps back):")
-        lines += [f"  - {change_line(c)}" for c in m.held]
+        lines += [f"  - {change_line(c)}" for c in m.held[:MAX_ROWS]]
+        if len(m.held) > MAX_ROWS:
+            lines.append(f"  …and {len(m.held) - MAX_ROWS} more held back (see the execution)")
         lines.append("")
     if m.field_changes:
         lines.append("Settings (before -> after):")
