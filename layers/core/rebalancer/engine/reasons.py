@@ -9,6 +9,7 @@ share and the weights, guarantee, cap and capacity it was computed from, and the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from rebalancer.domain.plan import Hold
@@ -17,6 +18,7 @@ from rebalancer.engine.rounding import EPS
 INF = float("inf")
 
 
+@functools.lru_cache(maxsize=4096)  # a 1,000-team plan states ~12k figures, a few hundred distinct ones
 def figure(x: float) -> str:
     """An amount as reasons state it: whole numbers without a point, others to one decimal (`9.6`)."""
     if x == INF:
