@@ -58,6 +58,7 @@ class Figures:
     total: float
     guarantee: float
     scaled: float
+    guaranteed: float  # the pool's guarantees, scaled
     cap: float
     capacity: float
     facts: tuple[str, ...]
@@ -78,8 +79,8 @@ def _figures(snap: Snapshot, effective: stability.Effective, now: datetime,
         total = sum(r.weight)
         for i, team in enumerate(r.teams):
             out[team, r.key] = Figures(r.desired[i], r.share[i], r.weight[i], total, r.guarantee[i],
-                                       r.guarantee[i] * r.factor, r.cap[i], math.floor(max(r.capacity, 0) + EPS),
-                                       r.facts(i))
+                                       r.guarantee[i] * r.factor, sum(r.guarantee) * r.factor, r.cap[i],
+                                       math.floor(max(r.capacity, 0) + EPS), r.facts(i))
     return out
 
 
@@ -176,6 +177,7 @@ def check_row(c: Change, plan: Plan, snap: Snapshot, policy: Policy, now: dateti
         (rf"share {N} of {N} by weight {N} of {N}",
          lambda m: same(m[1], f.share) and same(m[2], f.capacity) and same(m[3], f.weight) and same(m[4], f.total)),
         (rf"its share by weight {N} of {N} is less", lambda m: same(m[1], f.weight) and same(m[2], f.total)),
+        (rf"guarantees take {N} of {N}", lambda m: same(m[1], f.guaranteed) and same(m[2], f.capacity)),
         (rf"surplus spread by weight {N} of {N}: share {N}",
          lambda m: same(m[1], f.weight) and same(m[2], f.total) and same(m[3], f.share)),
         (rf"guarantee {N}(?! scaled)", lambda m: same(m[1], f.guarantee)),
@@ -300,6 +302,20 @@ def test_a_team_running_all_its_demand_is_said_to_want_it() -> None:
     assert [(c.team, c.before, c.after, c.reason) for c in plan.changes] == [
         ("research", 12, 8, "wants 8 because demand 8 (8 running)"),
         ("training", 12, 8, "wants 8 because demand 8 (8 running)")]
+
+
+def test_a_team_cut_to_nothing_is_told_the_guarantees_take_the_pool() -> None:
+    """training 12 → 0 said `demand 8 < allocation 12` for a team running 8: the guarantees (a reservation's among
+    them) take all 32 GPUs."""
+    p5 = "ml.p5.48xlarge"
+    snap = snapshot({p5: 4}, quotas={"training": {p5: 12}, "research": {p5: 12}, "inference": {p5: 8}},
+                    in_use={"training": {p5: 8}, "research": {p5: 8}, "inference": {p5: 4}})
+    pol = Policy.model_validate({"teams": {"training": {"weight": 3}, "research": {"weight": 3, "guarantee": {p5: 16}},
+                                           "inference": {"weight": 2, "guarantee": {p5: 16}}}})
+    plan = check_plan(snap, pol, T0)
+    reasons = {c.team: c.reason for c in plan.changes}
+    assert reasons["training"] == "wants 0 because guarantees take 32 of 32 (demand 8, 8 running)"
+    assert reasons["research"] == "wants 16 because guarantee 16 (demand 8, 8 running)"
 
 
 def test_holds_overridden_by_lost_capacity_are_said_once() -> None:

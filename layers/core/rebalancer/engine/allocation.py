@@ -231,7 +231,7 @@ class PoolResult(NamedTuple):
         return reasons.wants(self.desired[i], share=self.share[i], demand=self.demand[i], running=self.running[i],
                              weight=self.weight[i], weight_total=sum(self.weight), guarantee=self.guarantee[i],
                              factor=self.factor, cap=self.cap[i], capacity=math.floor(max(self.capacity, 0.0) + EPS),
-                             spread=self.spread)
+                             spread=self.spread, guaranteed=sum(self.guarantee) * self.factor)
 
     @property
     def outcomes(self) -> tuple[Outcome, ...]:
@@ -487,6 +487,7 @@ def _reasons(p: _Pool) -> tuple[tuple[str, ...], tuple[str, ...]]:
     c = p.input.claims
     total = sum(c.weight)
     capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
+    guaranteed = sum(c.guarantee) * p.factor
     pool_notes = p.input.notes
     factor, spread = p.factor, p.spread
     written: dict[tuple[object, ...], tuple[str, str]] = {}
@@ -504,7 +505,7 @@ def _reasons(p: _Pool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if found is None:
             clause = reasons.wants(desired, share=share, demand=demand, running=running, weight=weight,
                                    weight_total=total, guarantee=guarantee, factor=factor, cap=cap,
-                                   capacity=capacity, spread=spread)
+                                   capacity=capacity, spread=spread, guaranteed=guaranteed)
             found = written[case] = (reasons.reason(clause, after, desired, hold, (*notes, *pool_notes)), clause)
         out.append(found[0])
         clauses.append(found[1])

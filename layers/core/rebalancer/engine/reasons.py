@@ -32,10 +32,11 @@ def _load(demand: float, running: float) -> str:
 
 
 def wants(wanted: float, *, share: float, demand: float, running: float, weight: float, weight_total: float,
-          guarantee: float, factor: float, cap: float, capacity: float, spread: bool) -> str:
+          guarantee: float, factor: float, cap: float, capacity: float, spread: bool, guaranteed: float = 0.0) -> str:
     """Why the policy wants `wanted`: the bound its continuous `share` sits at (steps 1-3 of the engine,
     rebalancer.engine.allocation): its demand, its cap, its guarantee (scaled by `factor` when guarantees exceed
-    the pool), its weighted share of the pool's `capacity`, or the surplus spread by weight."""
+    the pool), the pool's guarantees taking all of it (`guaranteed`: their sum, scaled), its weighted share of the
+    pool's `capacity`, or the surplus spread by weight."""
     floor = guarantee * factor
     ceiling = max(floor, min(demand, cap)) if weight > 0 else floor
     load = _load(demand, running)
@@ -52,6 +53,9 @@ def wants(wanted: float, *, share: float, demand: float, running: float, weight:
             basis = f"cap {figure(cap)} ({load})"
         else:
             basis = f"demand {figure(demand)} ({figure(running)} running)" if demand or running else "no demand"
+    elif abs(share - floor) <= EPS and guaranteed >= capacity - EPS:
+        full = f"guarantees take {figure(guaranteed)} of {figure(capacity)}"
+        basis = f"{pledged}: {full} ({load})" if floor > 0 else f"{full} ({load})"
     elif floor > 0 and abs(share - floor) <= EPS:
         basis = f"{pledged}: its share by {weighted} is less ({load})"
     else:
