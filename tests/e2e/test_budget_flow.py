@@ -7,12 +7,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
+import yaml
 from support.clock import ticking
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import cluster_queue, pod_set, serve, workload
 
+from rebalancer.adapters.dynamodb.store import Store
+from rebalancer.app import wiring
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.recorded_context import RecordedContext
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning.planner import make_plan
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
 from rebalancer_tools.ticking_clock import TickingClock
@@ -105,3 +113,12 @@ def test_a_team_is_told_at_80_percent_and_held_at_its_guarantee_past_100(
     run(stack, clock, 15)
     assert not [m for m in stack.sns_messages() if m["Subject"].startswith("Budget")]
     assert len(budget_posts(slack)) == 2
+
+    # That run, planned again offline from what it stored beside its snapshot: the same plan.
+    store = Store(wiring.store().table_name, resource=boto3.resource("dynamodb", region_name=stack.region))
+    execution = stack.executions()[-1].rsplit(":", 1)[-1]
+    recorded = RecordedContext.model_validate(store.artifacts.get(execution, "CONTEXT"))
+    assert recorded.budget_usage["training"].accelerator_hours > 10
+    again = make_plan(Snapshot.model_validate(store.artifacts.get(execution, "SNAPSHOT")),
+                      Policy.model_validate(yaml.safe_load(POLICY)), recorded.planned_at, context=recorded.context())
+    assert again.model_dump(mode="json") == store.artifacts.get(execution, "PLAN")

@@ -67,7 +67,13 @@ def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) ->
 
     code, out = rebalancer("plan", "--cluster", CLUSTER, "--policy", POLICY)
     assert code == 0, out
-    assert "no change needed" in out
+    # the quotas were just written: the policy wants research and training at what they run, the cooldown holds
+    assert "no change needed" not in out
+    assert "nothing changes now: 2 changes held back (cooldown until" in " ".join(out.split())
+    code, out = rebalancer("plan", "--cluster", CLUSTER, "--policy", POLICY, "--format", "json")
+    held = json.loads(out[out.index("{"):])["held"]
+    assert [(c["team"], c["before"], c["wanted"], c["hold"]["rule"]) for c in held] == [
+        ("research", 12, 8, "cooldown"), ("training", 12, 8, "cooldown")]
 
     code, out = rebalancer("emulator", "fail-node", "--group", "gpu-p5")
     assert code == 0, out

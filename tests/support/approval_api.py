@@ -22,7 +22,7 @@ from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.http import ApprovalApi
 from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer.app.notifications.messages import DeliveryResult, Message
-from rebalancer.domain.plan import Change, Plan
+from rebalancer.domain.plan import Change, Hold, Plan
 from rebalancer_tools.http_api import http_api_event
 from rebalancer_tools.ticking_clock import TickingClock
 from support.approval_page import review_form
@@ -60,11 +60,17 @@ PLAN = Plan(
     warnings=("node gpu-p5-0 <failed> health check",),
     allocations={"research": {"ml.p5.48xlarge": {"accelerators": 24.0}},
                  "inference": {"ml.p5.48xlarge": {"accelerators": 8.0}},
-                 "platform": {"ml.g5.8xlarge": {"accelerators": 2.0}}},
+                 "platform": {"ml.g5.8xlarge": {"accelerators": 2.0}},
+                 "training": {"ml.g5.8xlarge": {"accelerators": 6.0}}},
     changes=(Change(team="inference", instance_type="ml.p5.48xlarge", resource="accelerators", before=24, after=8,
                     reason="idle 90% of its quota"),
              Change(team="research", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=24,
-                    reason="3 jobs pending for 24 GPUs")))
+                    reason="3 jobs pending for 24 GPUs")),
+    held=(Change(team="training", instance_type="ml.g5.8xlarge", resource="accelerators", before=6, after=6,
+                 wanted=2, reason="wants 2 because demand 2 (2 running); gets 6 because cooldown until Mon 30 Nov "
+                                  "12:20 UTC (last changed 10 min ago, cooldown 30 min)",
+                 hold=Hold(rule="cooldown", text="cooldown until Mon 30 Nov 12:20 UTC (last changed 10 min ago, "
+                                                 "cooldown 30 min)", until=T0.replace(minute=20))),))
 
 
 @dataclass

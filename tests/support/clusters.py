@@ -8,13 +8,16 @@ from typing import Any
 
 from botocore.validate import ParamValidator
 
-from rebalancer.domain.plan import Plan, QuotaRequest
+from rebalancer.domain.plan import Hold, Plan, QuotaRequest
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer_tools.sdk_model import sagemaker_model
 from support.clock import T0
+
+# A claim in its cooldown (rebalancer.engine.stability.cooling_down makes them from a quota's last change).
+COOLING = Hold(rule="cooldown", text="cooldown until Mon 30 Nov 12:30 UTC (last changed 0 min ago, cooldown 30 min)")
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:cluster/test01"
 

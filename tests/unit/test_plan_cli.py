@@ -84,7 +84,7 @@ def test_other_failures_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_: object, **__: object) -> None:
         raise RebalancerError("planning failed")
 
-    monkeypatch.setattr("rebalancer_tools.cli.plan_cmd.make_plan", boom)
+    monkeypatch.setattr("rebalancer.app.workflow.run_plan.make_plan", boom)
     code, _, err = run("--snapshot", SNAPSHOT, "--policy", POLICY)
     assert code == 1
     assert "planning failed" in err

@@ -11,9 +11,14 @@ from rebalancer.domain.plan import Change, Plan
 UNITS = {"accelerators": "acc", "vcpu": "vCPU", "partitions": "part", "memory_gib": "GiB"}
 
 
-def _move(c: Change) -> Text:
-    style = "red" if c.after < c.before else "green"
-    return Text.assemble(f"{c.before:g} → ", (f"{c.after:g}", style), f" {UNITS.get(c.resource, c.resource)}")
+def plan_row(c: Change) -> tuple[str, str, Text, str]:
+    """One row of the plan: a change, or a change a hold keeps back (what the policy wants, and the hold, under
+    the amounts)."""
+    style = "red" if c.after < c.before else "green" if c.after > c.before else "yellow"
+    move = Text.assemble(f"{c.before:g} → ", (f"{c.after:g}", style), f" {UNITS.get(c.resource, c.resource)}")
+    if c.wanted is not None:
+        move.append(f"\nheld, wants {c.wanted:g}", style="yellow")
+    return c.team, c.pool, move, c.reason
 
 
 def plan_table(plan: Plan) -> Table:
@@ -23,17 +28,18 @@ def plan_table(plan: Plan) -> Table:
     table.add_column("pool", max_width=18, overflow="fold")
     table.add_column("before → after", no_wrap=True)
     table.add_column("why", ratio=1, min_width=20)
-    for c in plan.changes:
-        table.add_row(c.team, c.pool, _move(c), c.reason)
+    for c in (*plan.changes, *plan.held):
+        table.add_row(*plan_row(c))
     return table
 
 
 def plan_renderable(plan: Plan) -> RenderableType:
     parts: list[RenderableType] = []
-    if plan.changes:
+    headline = plan.headline()
+    if plan.changes or plan.held:
         parts.append(plan_table(plan))
-    elif not plan.field_changes:
-        parts.append(Text(f"{plan.cluster_name}: no change needed", style="bold"))
+    if headline:
+        parts.append(Text(headline, style="bold"))
     for f in plan.field_changes:
         line = Text(f"{f.team}: {f.field}: {_value(f.before)} → {_value(f.after)}")
         parts.append(line.append(f"  ({f.reason})", style="yellow" if f.console_edit else "dim"))

@@ -14,6 +14,7 @@ from support.approval_api import BASE, T0, Api, approval_api, slack_headers
 from support.approval_page import has_form
 
 from rebalancer.app.approvals.form_nonce import FormNonces
+from rebalancer.app.notifications.messages import render_blocks, render_text
 from rebalancer_tools.http_api import http_api_event
 
 
@@ -37,6 +38,26 @@ def test_the_review_page_shows_the_plan_and_decides_nothing(api: Api) -> None:
     assert "form-action 'self'" in page["headers"]["content-security-policy"]
     api.call("GET", api.link("reject"))
     assert (api.status(), api.sfn.calls, api.approval_audit()) == ("pending", [], [])
+
+
+def test_what_a_hold_keeps_back_is_in_the_approval_email_slack_and_the_page(api: Api) -> None:
+    """The approval request shows the change a cooldown keeps back beside the ones it asks for: what the policy
+    wants, what holds it and until when."""
+    held = "wants 2 because demand 2 (2 running); gets 6 because cooldown until Mon 30 Nov 12:20 UTC"
+    [message] = api.inbox.messages
+    _, body = render_text(message)
+    assert "Held back (what the policy wants and a hold keeps back):" in body
+    assert f"  - training ml.g5.8xlarge accelerators: 6 -> 6, held, wants 2 ({held}" in body
+    slack = "\n".join(str(b) for b in render_blocks(message))
+    assert "*Held back:*" in slack
+    assert "*6 → 6* (held, wants 2)" in slack
+    assert held in slack
+    page = api.call("GET", api.link())["body"]
+    row = page[page.index("<td>training</td>"):]
+    row = row[:row.index("</tr>")]
+    assert "held, wants 2" in row
+    assert held in row
+    assert "16 accelerators taken from teams, 16 given" in page  # held rows move nothing
 
 
 def test_approve_with_a_comment_decides_once_and_audits_it(api: Api) -> None:

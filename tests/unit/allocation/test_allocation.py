@@ -6,7 +6,7 @@ import math
 from datetime import timedelta
 
 import pytest
-from support.clusters import T0, allocation, apply_plan, snapshot
+from support.clusters import COOLING, T0, allocation, apply_plan, snapshot
 
 from rebalancer.domain.policy import Policy
 from rebalancer.engine.allocation import (
@@ -77,7 +77,7 @@ def test_surplus_spread_raises_by_weight_up_to_caps() -> None:
 
 
 def test_cooldown_holds_a_team_and_others_fit_around_it() -> None:
-    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=16, current=12, cooldown="cooldown"),
+    pool = PoolInput.of("p", "accelerators", 16, (Claim("a", 1, demand=16, current=12, cooldown=COOLING),
                                                Claim("b", 1, demand=16, current=4)))
     assert after(pool) == {"a": 12, "b": 4}
 
@@ -97,8 +97,8 @@ def test_protected_in_use_is_never_planned_away() -> None:
 
 def test_holds_give_way_when_capacity_is_lost() -> None:
     # Both cooling down, but only 8 are left: quotas must still fit, with a warning.
-    pool = PoolInput.of("p", "accelerators", 8, (Claim("a", 1, demand=8, current=8, cooldown="cd"),
-                                              Claim("b", 1, demand=8, current=8, cooldown="cd")))
+    pool = PoolInput.of("p", "accelerators", 8, (Claim("a", 1, demand=8, current=8, cooldown=COOLING),
+                                              Claim("b", 1, demand=8, current=8, cooldown=COOLING)))
     result = allocate([pool], Settings())
     assert sum(o.after for o in result.pools[0].outcomes) == 8
     assert any("capacity 8 is below the quotas" in w for w in result.warnings)
@@ -138,7 +138,7 @@ def test_reason_names_demand_weight_and_unhealthy_nodes() -> None:
                     pending={"research": {P5: 24}}, in_use={"infer": {P5: 2}})
     plan = make_plan(snap, policy({"research": {"weight": 3}, "infer": {"weight": 3}}), T0)
     up = next(c for c in plan.changes if c.team == "research")
-    assert up.reason.startswith("demand 24 > allocation 8; weight 3 of 6")
+    assert up.reason.startswith("wants 22 because share 22 of 24 by weight 3 of 6 (demand 24, 0 running)")
     assert "1 node of ml.p5.48xlarge unhealthy" in up.reason
 
 

@@ -7,6 +7,7 @@ import random
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.clusters import COOLING
 from support.props import properties
 
 from rebalancer.engine.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
@@ -132,7 +133,7 @@ def test_more_capacity_lowers_an_integer_allocation_by_at_most_one_unit(pool: Po
 @given(pools(), st.integers(0, 60), st.integers(1, 5))
 def test_stability_rules_never_break_capacity(pool: PoolInput, max_move: int, min_step: int) -> None:
     cooled = tuple(Claim(c.team, c.weight, c.guarantee, c.cap, c.demand, c.current, in_use=c.current / 2,
-                         protected=i % 2 == 0, cooldown="cd" if i % 3 == 0 else None)
+                         protected=i % 2 == 0, cooldown=COOLING if i % 3 == 0 else None)
                    for i, c in enumerate(pool.claims))
     p = PoolInput.of(pool.key, pool.resource, pool.capacity, cooled)
     result = allocate([p], Settings(min_step=min_step, max_move=max_move))

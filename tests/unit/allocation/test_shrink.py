@@ -7,6 +7,7 @@ import math
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.clusters import COOLING
 from support.props import properties
 
 from rebalancer.engine.allocation import EPS, INF, Claim, PoolInput, Settings, allocate, fair_shares
@@ -46,7 +47,7 @@ def test_an_unprotected_teams_running_work_is_not_held_on_a_shrink_so_the_next_r
 
 
 def test_quota_nobody_waits_for_goes_before_quota_pending_work_waits_for() -> None:
-    idle = Claim("c", 1, demand=0, current=8, in_use=0, cooldown="cooldown: last changed 5 min ago")
+    idle = Claim("c", 1, demand=0, current=8, in_use=0, cooldown=COOLING)
     result = allocate([lost_a_node(busy(), waiting(), idle, capacity=104)], Settings())
     assert {o.team: o.after for o in result.pools[0].outcomes} == {"a": 64, "b": 40, "c": 0}
     assert any("took 8 from held quota nobody runs on" in w for w in result.warnings)
@@ -67,8 +68,11 @@ def test_running_work_is_cut_only_when_no_idle_quota_is_left_and_the_warning_say
 def test_the_reason_says_unused_quota_was_taken_first() -> None:
     result = allocate([lost_a_node(busy(), waiting())], Settings())
     reasons = {o.team: o.reason for o in result.pools[0].outcomes}
-    assert reasons["b"].startswith("8 unused taken first: capacity shrank")
-    assert reasons["a"] == ""  # a keeps its quota: no change, no reason
+    assert reasons["b"] == ("wants 40 because demand 40 (8 running); gets 32 because capacity 96 is below the quotas "
+                            "held: quota nobody runs on (pending work waits for it) cut first")
+    # a keeps its quota, but the policy wants less: the reason says what holds it
+    assert reasons["a"] == ("wants 56 because share 56 of 96 by weight 1 of 2 (demand 96, 64 running); gets 64 "
+                            "because what it runs is protected (64 running)")
 
 
 def test_without_a_shrink_nothing_changes() -> None:
@@ -87,7 +91,7 @@ def shrunk_pools(draw: st.DrawFn) -> PoolInput:
         claims.append(Claim(f"t{i}", float(draw(st.integers(0, 4))), guarantee=guarantee, cap=cap,
                             demand=float(draw(st.integers(0, 60))), current=float(current),
                             in_use=float(draw(st.integers(0, current))), protected=draw(st.booleans()),
-                            cooldown="cd" if draw(st.booleans()) else None))
+                            cooldown=COOLING if draw(st.booleans()) else None))
     total = sum(int(c.current) for c in claims)
     return PoolInput.of("ml.p5.48xlarge", "accelerators", float(draw(st.integers(0, max(0, total - 1)))), claims)
 

@@ -14,6 +14,7 @@ from support.clusters import policy, snapshot
 from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.ownership import CLOUDFORMATION_STACK_TAG
+from rebalancer.domain.plan import Hold
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import Claim, Claims, PoolInput, Settings, allocate
@@ -26,9 +27,10 @@ STAGES = ("policy", "claim", "pool", "plan")
 
 def held(claims: list[Claim], desired: list[int], capacity: int = 100,
          settings: Settings | None = None) -> tuple[list[int], list[str | None], list[str]]:
+    """The amounts held, each claim's hold as its text (None: not held) and the pool's warnings."""
     warnings: list[str] = []
-    after, reasons = hold_pool("p", capacity, desired, Claims.of(claims), settings or Settings(), warnings)
-    return after, reasons, warnings
+    after, holds = hold_pool("p", capacity, desired, Claims.of(claims), settings or Settings(), warnings)
+    return after, [h.text if h is not None else None for h in holds], warnings
 
 
 # ---------------------------------------------------------------- the order
@@ -65,28 +67,34 @@ def test_the_shrink_takes_increases_then_idle_quota_then_breaks_holds_protection
 # ---------------------------------------------------------------- claim rules
 
 
-def test_cooldown_is_said_with_the_age_and_the_setting_and_ends_at_the_setting() -> None:
-    assert cooling_down(T0 - timedelta(minutes=12), T0, 30) == "cooldown: last changed 12 min ago (cooldown 30 min)"
+def test_cooldown_is_said_with_when_it_ends_the_age_and_the_setting_and_ends_at_the_setting() -> None:
+    hold = cooling_down(T0 - timedelta(minutes=12), T0, 30)
+    assert hold == Hold(rule="cooldown", until=T0 + timedelta(minutes=18),
+                        text="cooldown until Mon 30 Nov 12:18 UTC (last changed 12 min ago, cooldown 30 min)")
+    assert hold.label == "cooldown until Mon 30 Nov 12:18 UTC"
     assert cooling_down(T0 - timedelta(minutes=30), T0, 30) is None
     assert cooling_down(T0 - timedelta(minutes=1), T0, 0) is None  # cooldown off
     assert cooling_down(None, T0, 30) is None  # never modified (or not known)
     # a quota stamped after the snapshot (clocks apart) is cooling down, and says 0 minutes, not a negative age
-    assert cooling_down(T0 + timedelta(minutes=5), T0, 30) == "cooldown: last changed 0 min ago (cooldown 30 min)"
+    later = cooling_down(T0 + timedelta(minutes=5), T0, 30)
+    assert later is not None
+    assert "(last changed 0 min ago, cooldown 30 min)" in later.text
 
 
 def test_cooldown_holds_a_cooling_team_at_its_quota_either_way_and_says_why() -> None:
-    why = "cooldown: last changed 3 min ago (cooldown 30 min)"
+    why = cooling_down(T0 - timedelta(minutes=3), T0, 30)
     after, reasons, _ = held([Claim("a", 1, current=10, cooldown=why), Claim("b", 1, current=10, cooldown=why),
                               Claim("c", 1, current=10)], [4, 16, 4])
     assert after == [10, 10, 4]
-    assert reasons == [why, why, None]
+    assert why is not None
+    assert reasons == [why.text, why.text, None]
 
 
 def test_min_step_holds_a_change_smaller_than_the_step_only() -> None:
     after, reasons, _ = held([Claim("a", 1, current=10), Claim("b", 1, current=10), Claim("c", 1, current=10)],
                              [8, 13, 10], settings=Settings(min_step=3))
     assert after == [10, 13, 10]
-    assert reasons == ["change of 2 below min_step 3", None, None]
+    assert reasons == ["a change of 2 is below min_step 3", None, None]
 
 
 def test_protection_keeps_what_a_protected_team_runs_never_more_than_its_quota() -> None:
@@ -94,14 +102,14 @@ def test_protection_keeps_what_a_protected_team_runs_never_more_than_its_quota()
                               Claim("b", 1, current=10, in_use=6),
                               Claim("c", 1, current=10, in_use=14, protected=True)], [2, 2, 2])
     assert after == [6, 2, 10]
-    assert reasons == ["6 in use is protected", None, "10 in use is protected"]
+    assert reasons == ["what it runs is protected (6 running)", None, "what it runs is protected (14 running)"]
 
 
 def test_a_claim_rule_sees_what_the_one_before_it_held() -> None:
     # min_step holds a's decrease of 2 at its quota, so protection (after it) finds nothing to raise: one reason
     after, reasons, _ = held([Claim("a", 1, current=10, in_use=9, protected=True)], [8],
                              settings=Settings(min_step=3))
-    assert (after, reasons) == ([10], ["change of 2 below min_step 3"])
+    assert (after, reasons) == ([10], ["a change of 2 is below min_step 3"])
 
 
 # ---------------------------------------------------------------- pool rule
@@ -109,17 +117,19 @@ def test_a_claim_rule_sees_what_the_one_before_it_held() -> None:
 
 def test_the_shrink_takes_quota_nobody_runs_on_before_breaking_a_hold() -> None:
     # capacity fell to 12: both quotas are cooling down at 10; a runs 2 and wants nothing more, b runs 10
-    why = "cooldown: last changed 3 min ago (cooldown 30 min)"
+    why = cooling_down(T0 - timedelta(minutes=3), T0, 30)
+    assert why is not None
     after, reasons, warnings = held([Claim("a", 1, demand=2, current=10, in_use=2, cooldown=why),
                                      Claim("b", 1, demand=10, current=10, in_use=10, cooldown=why)], [2, 10],
                                     capacity=12)
     assert after == [2, 10]
-    assert reasons == [f"{why}, overridden: quotas above capacity", None]  # b's amount does not move: no hold
+    # said once, however many tiers cut it; b's amount does not move: no hold
+    assert reasons == [f"{why.text}, overridden: capacity 12 is below the quotas held", None]
     assert warnings == ["p: capacity 12 is below the quotas; took 8 from held quota nobody runs on"]
 
 
 def test_without_idle_first_the_shrink_breaks_holds_proportionally() -> None:
-    why = "cooldown: last changed 3 min ago (cooldown 30 min)"
+    why = cooling_down(T0 - timedelta(minutes=3), T0, 30)
     after, _, warnings = held([Claim("a", 1, demand=2, current=10, in_use=2, cooldown=why),
                                Claim("b", 1, demand=10, current=10, in_use=10, cooldown=why)], [6, 6],
                               capacity=12, settings=Settings(shrink_idle_first=False))
@@ -140,7 +150,9 @@ def test_max_move_is_shared_by_the_accelerator_pools_in_key_order_and_says_so() 
     moved = {p.key: [o.after for o in p.outcomes] for p in result.pools}
     assert moved == {"c": [0, 8], "p1": [0, 8], "p2": [3, 5]}  # p1 first takes 4, p2 the 1 left; vcpu not counted
     [p2] = [p for p in result.pools if p.key == "p2"]
-    assert p2.reasons[0].startswith("max_move reached for this run; ")
+    assert p2.reasons[0] == "wants 0 because no demand; gets 3 because max_move 5 is reached for this run"
+    assert p2.reasons[1] == ("wants 8 because demand 8 (0 running); gets 5 because max_move 5 holds decreases back "
+                             "for a later run, and the increases they make room for with them")
     assert "p2: max_move reached; 3 of 4 planned decreases held back for a later run" in result.warnings
 
 
@@ -189,10 +201,18 @@ def test_ownership_holds_a_stack_s_quota_outside_the_policy_and_says_so_first() 
 def test_every_stage_of_a_plan_reads_the_same_effective_policy() -> None:
     snap, pol, context = _budgeted(1040, stack=True)
     plan = make_plan(snap, pol, T0, context=context)
-    # the engine planned research at its budget cap, and its change says so
+    # the engine planned research at its budget cap, and its change says so: what the policy as written wants,
+    # what the budget holds it at, until the period ends
     [research] = [c for c in plan.changes if c.team == "research"]
     assert research.after == 8
-    assert research.reason.endswith("quota held at its guarantee")
+    assert research.wanted == 21
+    assert research.hold is not None
+    assert research.hold.rule == "budget"
+    assert research.hold.until == T0.replace(day=1, month=12, hour=0)
+    assert research.reason == (
+        "wants 21 because share 21 of 28 by weight 3 of 4 (demand 28, 20 running); gets 8 because budget 104 % used "
+        "(1,040 of 1,000 accelerator-hours, 2026-11): quota held at its guarantee until Tue 01 Dec 00:00 UTC; "
+        "4 held by teams outside the policy")
     # the request writer wrote the same amount, and nothing for the team held outside
     assert {r.team for r in plan.requests} == {"research"}
     assert "ops" not in {c.team for c in plan.changes}
@@ -217,11 +237,11 @@ def test_without_budget_or_stack_the_effective_policy_is_the_policy(used: float)
 def test_a_rule_added_to_the_list_is_applied_by_the_engine_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     """The seam: a new rule is an entry in the list; the engine applies what the list holds (here a made-up rule,
     "never below 3", after protection), and its reason reaches the change."""
-    def floor_of_3(claims: Any, i: int, amount: int, current: int, settings: Settings) -> tuple[int, str] | None:
-        return (3, "never below 3") if amount < 3 <= current else None
+    def floor_of_3(claims: Any, i: int, amount: int, current: int, settings: Settings) -> tuple[int, Hold] | None:
+        return (3, Hold(rule="floor", text="never below 3")) if amount < 3 <= current else None
 
     rule = stability.ClaimRule("floor", "never below 3", lambda _claims, _settings: True, floor_of_3)
     monkeypatch.setattr(stability, "CLAIM_RULES", (*stability.CLAIM_RULES, rule))
     [pool] = allocate([_losing("p1")], Settings()).pools
     assert [o.after for o in pool.outcomes] == [3, 5]
-    assert pool.reasons[0].startswith("never below 3; ")
+    assert pool.reasons[0] == "wants 0 because no demand; gets 3 because never below 3"

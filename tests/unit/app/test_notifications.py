@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+from support.props import properties
+
 from rebalancer.app.notifications.messages import Message, render_blocks, render_text
-from rebalancer.domain.plan import Change
+from rebalancer.domain.plan import Change, FieldChange, Hold
 
 
 def _change(team: str, before: float, after: float) -> Change:
@@ -57,3 +61,32 @@ def test_recorded_text_in_slack_blocks_is_escaped_not_read_as_a_mention_or_a_lin
     assert "demand 16 &gt; quota 8 &amp; &lt;!channel&gt;" in joined
     assert "reserved for &lt;https://x|launch&gt;" in joined
     assert "eve &lt;!here&gt;" in joined
+
+
+@properties(60)
+@given(st.integers(0, 60), st.integers(0, 60), st.integers(0, 60))
+def test_changes_held_changes_and_settings_stay_within_slacks_50_blocks_and_each_kind_shows(
+        changes: int, held: int, settings: int) -> None:
+    kept = Change(team="k", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=8, wanted=4,
+                  reason="wants 4 because demand 4 (4 running); gets 8 because a change of 4 is below min_step 5",
+                  hold=Hold(rule="min_step", text="a change of 4 is below min_step 5"))
+    field = FieldChange(team="f", field="ComputeQuotaConfig.PreemptTeamTasks", before="Never", after="LowerPriority")
+    m = Message(kind="approval_request", cluster="c", approval_id="id1", execution_url="https://console/x",
+                error="boom", notes=("a note",), warnings=("w",), approval_reasons=("r",),
+                changes=tuple(_change(f"t{i}", i, i + 1) for i in range(changes)), held=(kept,) * held,
+                field_changes=(field,) * settings)
+    blocks = render_blocks(m)
+    assert len(blocks) <= 50
+    text = "\n".join(str(b) for b in blocks)
+    assert ("*8 → 8* (held, wants 4)" in text) == bool(held)
+    assert ("ComputeQuotaConfig.PreemptTeamTasks" in text) == bool(settings)
+
+
+def test_the_email_lists_at_most_40_held_back_changes_and_counts_the_rest() -> None:
+    kept = Change(team="k", instance_type="ml.p5.48xlarge", resource="accelerators", before=8, after=8, wanted=4,
+                  reason="wants 4 because demand 4 (4 running); gets 8 because max_move 64 is reached for this run",
+                  hold=Hold(rule="max_move", text="max_move 64 is reached for this run"))
+    _, body = render_text(Message(kind="dry_run", cluster="c", held=(kept,) * 10_000))
+    assert body.count("held, wants 4") == 40
+    assert "  …and 9960 more held back (see the execution)" in body
+    assert len(body.encode()) < 256 * 1024 // 4

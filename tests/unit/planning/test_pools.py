@@ -7,6 +7,7 @@ from datetime import timedelta
 from support.clusters import T0, policy, snapshot
 
 from rebalancer.engine.allocation import INF, Claim
+from rebalancer.engine.stability import cooling_down
 from rebalancer.planning.pools import build_pools
 
 P5, C5 = "ml.p5.48xlarge", "ml.c5.4xlarge"
@@ -24,7 +25,7 @@ def test_a_claim_carries_the_teams_demand_quota_and_policy_amounts() -> None:
     assert claims[P5, "a"] == Claim("a", 2.0, 8.0, INF, 6.0, 8.0, 3.5, True, None, ())
     assert claims[C5, "a"] == Claim("a", 2.0, 0.0, 12.0, 7.0, 4.0, 0.0, True, None, ())
     assert claims[C5, "b"] == Claim("b", 1.0, 0.0, INF, 0.0, 0.0, 0.0, False,
-                                    "cooldown: last changed 5 min ago (cooldown 30 min)", ())
+                                    cooling_down(T0 - timedelta(minutes=5), T0, 30), ())
     assert [(p.key, p.resource, p.capacity) for p in pools] == [(C5, "vcpu", 16.0), (P5, "accelerators", 16.0)]
 
 

@@ -1,7 +1,9 @@
 """`rebalancer history --cluster NAME`: what the deployed controller did to a cluster, from its audit table
 (DynamoDB), oldest first. `--snapshot-of RUN -o FILE` writes the quotas a run started from, for
-`rebalancer rollback --to FILE`. `rebalancer history export --cluster NAME --since 30d -o FILE` writes the runs'
-snapshots and the observe step's demand samples as JSON lines, for `rebalancer backtest` and `recommend` offline.
+`rebalancer rollback --to FILE`, and with `--context-output CONTEXT` the planning context its plan was made with, for
+`rebalancer plan --snapshot FILE --context CONTEXT` (the run's plan again, offline).
+`rebalancer history export --cluster NAME --since 30d -o FILE` writes the runs' snapshots and the observe step's
+demand samples as JSON lines, for `rebalancer backtest` and `recommend` offline.
 Works against real AWS (your credentials) and the emulator (AWS_ENDPOINT_URL)."""
 
 from __future__ import annotations
@@ -188,9 +190,13 @@ def table_options(f: Any) -> Any:
               help="Write the snapshot run RUN started from (the quotas before its change) instead.")
 @click.option("--output", "-o", type=OutputFile(),
               help="With --snapshot-of: the file to write (for `rebalancer rollback --to`).")
+@click.option("--context-output", type=OutputFile(),
+              help="With --snapshot-of: also write the planning context the run's plan was made with (for "
+                   "`rebalancer plan --snapshot FILE --context CONTEXT`: the run's plan again, offline).")
 @click.pass_context
 def history(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
-            profile: str | None, as_json: bool, snapshot_of: str | None, output: str | None) -> None:
+            profile: str | None, as_json: bool, snapshot_of: str | None, output: str | None,
+            context_output: str | None) -> None:
     """What the controller did to a cluster (triggers, plans, approvals, applies, rollbacks), oldest first."""
     if ctx.invoked_subcommand is not None:
         return
@@ -200,6 +206,8 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
         raise InvalidInput("give --cluster NAME", field="--cluster")
     if output and not snapshot_of:
         raise InvalidInput("--output needs --snapshot-of RUN", field="--output", value=output)
+    if context_output and not snapshot_of:
+        raise InvalidInput("--context-output needs --snapshot-of RUN", field="--context-output", value=context_output)
     store = open_store(table, stack, region, profile)
     with reading(store.table_name, "the audit table"):
         if snapshot_of:
@@ -209,6 +217,14 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
             if doc is None:
                 raise InvalidInput(f"no snapshot stored for run {snapshot_of} (see `rebalancer history`)",
                                    field="--snapshot-of", value=snapshot_of)
+            context = runs.planned_with(store, snapshot_of) if context_output else None
+            if context_output and context is None:
+                raise InvalidInput(f"run {snapshot_of} stored no planning context (it stopped before its plan, or "
+                                   "was planned by a version that did not record it)", field="--context-output",
+                                   value=snapshot_of)
+            if context_output:
+                write_atomically(context_output, json.dumps(context, indent=2) + "\n")
+                click.echo(f"planning context of run {snapshot_of} written to {context_output}", err=True)
             text = json.dumps(doc, indent=2)
             if output:
                 write_atomically(output, text + "\n")

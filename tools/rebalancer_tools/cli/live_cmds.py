@@ -162,18 +162,60 @@ def audit_options(func: F) -> F:
                              "reads it.")(func)
 
 
+def context_table_options(func: F) -> F:
+    """--table / --stack (env REBALANCER_TABLE): the controller's table to read the planning context from."""
+    func = click.option("--stack", help="Or the SAM stack whose TableName output is the table.")(func)
+    return click.option("--table", envvar="REBALANCER_TABLE",
+                        help="Read the planning context from the controller's table (env REBALANCER_TABLE), as its "
+                             "plan step does: approved reservations, budget use, fair share over the window, recent "
+                             "changes, first sightings, the versions its writes left.")(func)
+
+
+NO_TABLE_CONTEXT = ("no table (--table / --stack / $REBALANCER_TABLE) and no --context: planned from the snapshot "
+                    "alone, without the controller's records (approved reservations, budget use, fair share over the "
+                    "window, recent changes, first sightings of unavailable nodes, the versions its writes left)")
+
+
 @click.command()
 @live_options(required=True)
 @click.option("--output", "-o", type=OutputFile(),
               help="Write the snapshot here instead of stdout.")
-def snapshot(live: LiveSource, output: str | None) -> None:
+@click.option("--context-output", type=OutputFile(),
+              help="Also write the planning context beside it, as the controller's plan step reads it from the "
+                   "table (needs --policy): `rebalancer plan --snapshot S --context C` then plans as the controller "
+                   "would have.")
+@click.option("--policy", "policy_file", type=InputFile(),
+              help="With --context-output: the policy the context is read for (its budgets, fair-share window "
+                   "and settings decide what is read).")
+@context_table_options
+def snapshot(live: LiveSource, output: str | None, context_output: str | None, policy_file: str | None,
+             table: str | None, stack: str | None) -> None:
     """Read a cluster's capacity, quotas, Kueue demand and utilization into a snapshot (JSON). Read-only."""
-    text = json.dumps(live.collect(_now()).snapshot.model_dump(mode="json", exclude_none=True), indent=2)
+    if context_output and not policy_file:
+        raise InvalidInput("--context-output needs --policy: the context depends on the policy's budgets, fair-share "
+                           "window and settings", field="--context-output", value=context_output)
+    if policy_file and not context_output:
+        raise InvalidInput("--policy goes with --context-output", field="--policy", value=policy_file)
+    log = open_run_log(live, table, stack) if context_output else None  # a wrong table fails before the reads
+    now = _now()
+    snap = live.collect(now).snapshot
+    text = json.dumps(snap.model_dump(mode="json", exclude_none=True), indent=2)
     if output:
         write_atomically(output, text + "\n")
         click.echo(f"snapshot of {live.cluster} written to {output}", err=True)
     else:
         click.echo(text)
+    if context_output and policy_file and log is not None:
+        from rebalancer.app.workflow import run_plan
+        from rebalancer.domain.recorded_context import RecordedContext
+
+        policy = load_model_file(Policy, policy_file)
+        if not log.recorded:
+            click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
+        context = run_plan.context_for(snap, policy, store=log.store)
+        recorded = RecordedContext.of(snap, policy, now, context)
+        write_atomically(context_output, recorded.model_dump_json(indent=2) + "\n")
+        click.echo(f"planning context of {live.cluster} written to {context_output}", err=True)
 
 
 @click.command()
@@ -204,7 +246,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
 
     policy = load_model_file(Policy, policy_file)
     reason = _approval_reason(approve_reason)
-    log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
+    log = open_run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
     if not log.recorded:
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
     name = cli_execution(live.cluster, log.now())
@@ -345,16 +387,16 @@ def _roll_back_failed(run: RunRef, error: RebalancerError, *, log: RunLog, write
         raise_for_report(report)
 
 
-def _run_log(live: LiveSource, table: str | None, stack: str | None) -> RunLog:
-    """The controller's table when one is named (--table / --stack / $REBALANCER_TABLE), checked to exist; else
-    memory (nothing recorded)."""
+def open_run_log(live: LiveSource | None, table: str | None, stack: str | None) -> RunLog:
+    """The controller's table when one is named (--table / --stack / $REBALANCER_TABLE), checked to exist, through
+    the live cluster's AWS configuration (else the default one); else memory (nothing recorded, nothing known)."""
     if not table and not stack:
         return memory_log()
-    from rebalancer.adapters.aws import aws_call
+    from rebalancer.adapters.aws import AwsClients, aws_call
     from rebalancer.adapters.dynamodb.store import Store
     from rebalancer_tools.cli.history_cmd import audit_table_name
 
-    session = live.clients().session
+    session = (live.clients() if live is not None else AwsClients()).session
     store = Store(audit_table_name(session, table, stack), resource=session.resource("dynamodb"),
                   now=lambda: _now())  # looked up at each reading: the tests put their clock in its place
     with aws_call("DescribeTable", f"audit table {store.table_name}"):
@@ -390,7 +432,7 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
 
     if (to_file is None) == (run_name is None):
         raise InvalidInput("give --to FILE (a snapshot to restore) or --run RUN (a run to undo)", field="--to")
-    log = _run_log(live, table, stack)  # a wrong table or stack fails here, before any write
+    log = open_run_log(live, table, stack)  # a wrong table or stack fails here, before any write
     if run_name is not None and not log.recorded:
         raise InvalidInput("--run needs the audit table (--table / --stack / $REBALANCER_TABLE)", field="--run",
                            value=run_name)

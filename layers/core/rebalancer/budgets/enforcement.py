@@ -7,6 +7,7 @@ the budget is used. Pure: the period-to-date use comes in the planning context
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 from rebalancer.catalog import specs as catalog
@@ -24,6 +25,7 @@ class Enforced(NamedTuple):
     policy: Policy
     notes: Mapping[str, str] = EMPTY  # team → "budget 92 % used (…)"
     warnings: tuple[str, ...] = ()
+    held_until: Mapping[str, datetime] = EMPTY  # team held at its guarantee → when its period ends
 
 
 def _in_scope(budget: Budget, key: str) -> bool:
@@ -58,6 +60,7 @@ def enforce(policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage]
     teams = dict(policy.teams)
     notes: dict[str, str] = {}
     warnings: list[str] = []
+    held_until: dict[str, datetime] = {}
     for name, team in sorted(policy.teams.items()):
         budget, used = team.budget, usage.get(name)
         if budget is None or used is None or team.remove:
@@ -74,11 +77,12 @@ def enforce(policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage]
         if budget.on_exhausted == "guarantee_only":
             teams[name] = _guarantee_only(team, budget, snapshot)
             notes[name] += ": quota held at its guarantee"
+            held_until[name] = budget.window(snapshot.taken_at).end
         elif budget.on_exhausted == "no_borrowing":
             teams[name] = team.model_copy(update={"sharing": LEND_ONLY})
             notes[name] += ": no borrowing until the period ends"
         warnings.append(f"{name}: {notes[name]}")
-    return Enforced(policy.model_copy(update={"teams": teams}), notes, tuple(warnings))
+    return Enforced(policy.model_copy(update={"teams": teams}), notes, tuple(warnings), held_until)
 
 
 def usage_lines(policy: Policy, usage: dict[str, BudgetUsage]) -> list[str]:

@@ -4,7 +4,7 @@ order they must be applied. Shared by the CLI, the Lambdas, the simulator and th
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, TypeAdapter
@@ -56,6 +56,28 @@ def movement(changes: Iterable[Amounts]) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class Hold:
+    """What keeps a team's amount in a pool from what the policy wants (rebalancer.engine.stability): the rule,
+    the words that follow "gets A because" in the change's reason, and when it ends (None: no set time — min_step
+    and protection last as long as their cause, max_move until the next run)."""
+
+    rule: str  # the rule's name in rebalancer.engine.stability.RULES (cooldown, min_step, protected, max_move,
+    # budget), "capacity" when the shrink cut it, "entries" when its quota would need more than 15 resource entries
+    text: str
+    until: datetime | None = None
+
+    @property
+    def label(self) -> str:
+        """The hold in a few words, for a column or a summary: `cooldown until 10:42 UTC`, `min_step`."""
+        return f"{self.rule} until {until_text(self.until)}" if self.until is not None else self.rule
+
+
+def until_text(at: datetime) -> str:
+    """When a hold ends, as reasons say it: `Wed 02 Dec 10:42 UTC`."""
+    return f"{at.astimezone(UTC):%a %d %b %H:%M} UTC"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, config=ConfigDict(extra="forbid"))
 class Change:
     """One team's allocation of one pool moving from `before` to `after`, and why.
 
@@ -70,6 +92,10 @@ class Change:
     before: float
     after: float
     reason: str
+    # What the policy wants when a hold keeps the team from it (None: the change gets what the policy wants), and
+    # that hold. A row of Plan.held has after == before: the hold keeps the whole change back.
+    wanted: float | None = None
+    hold: Hold | None = None
 
     @property
     def delta(self) -> float:
@@ -130,6 +156,9 @@ class Plan(Frozen):
     # allocations[team][instance type or MIG pool][resource] = amount
     allocations: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
     changes: tuple[Change, ...] = ()
+    # What the policy wants and a hold keeps back entirely (after == before, `wanted` and `hold` set); a change a
+    # hold keeps back in part is in `changes`, with its `wanted` and `hold`.
+    held: tuple[Change, ...] = ()
     requests: tuple[QuotaRequest, ...] = ()
     requires_approval: bool = False
     approval_reasons: tuple[str, ...] = ()
@@ -149,6 +178,23 @@ class Plan(Frozen):
         return not self.is_empty and self.mode != "dry-run"
 
     @property
+    def wants_nothing(self) -> bool:
+        """Whether the policy wants nothing changed: no change, none held back, no setting rewritten."""
+        return not self.changes and not self.held and not self.field_changes and not self.scheduler_requests
+
+    def headline(self) -> str | None:
+        """The plan's one-line state when it changes no amount: `no change needed` only when nothing is wanted;
+        `nothing changes now: 2 changes held back (cooldown until …)` when holds keep back all that is wanted."""
+        if self.changes:
+            return None
+        if self.held:
+            labels = ", ".join(dict.fromkeys(c.hold.label for c in self.held if c.hold is not None))
+            n = len(self.held)
+            return (f"{self.cluster_name}: nothing changes now: {n} change{'s' if n != 1 else ''} held back"
+                    + (f" ({labels})" if labels else ""))
+        return None if self.field_changes else f"{self.cluster_name}: no change needed"
+
+    @property
     def console_edits(self) -> tuple[FieldChange, ...]:
         return tuple(c for c in self.field_changes if c.console_edit)
 
@@ -162,6 +208,7 @@ class Plan(Frozen):
             "cluster": self.cluster_name,
             "allocations": self.allocations,
             "changes": [c.model_dump(mode="json", exclude_none=True) for c in self.changes],
+            "held": [c.model_dump(mode="json", exclude_none=True) for c in self.held],
             "requests": [{"operation": r.operation, "parameters": r.parameters} for r in self.requests],
             "requires_approval": self.requires_approval,
             "approval_reasons": list(self.approval_reasons),

@@ -32,12 +32,12 @@ rebalancer redistributes partitions between teams; it never changes a node's MIG
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from rebalancer.engine import gangs, stability
+from rebalancer.domain.plan import Hold
+from rebalancer.engine import gangs, reasons, stability
 from rebalancer.engine.family_caps import CoupledPool, Family, coupled_fill, coupled_round
 from rebalancer.engine.rounding import EPS, largest_remainder
 from rebalancer.engine.stability import Settings, Surplus
@@ -59,7 +59,7 @@ class Claim:
     __slots__ = _FIELDS
 
     def __init__(self, team: str, weight: float, guarantee: float = 0.0, cap: float = INF, demand: float = 0.0,
-                 current: float = 0.0, in_use: float = 0.0, protected: bool = False, cooldown: str | None = None,
+                 current: float = 0.0, in_use: float = 0.0, protected: bool = False, cooldown: Hold | None = None,
                  notes: tuple[str, ...] = ()) -> None:
         self.team = team
         self.weight = weight
@@ -69,7 +69,7 @@ class Claim:
         self.current = current
         self.in_use = in_use
         self.protected = protected
-        self.cooldown = cooldown  # why the team is cooling down, or None
+        self.cooldown = cooldown  # the cooldown the team is in, or None
         self.notes = notes  # facts about this team's amounts quoted in its reason (e.g. a family split)
 
     def _row(self) -> tuple[object, ...]:
@@ -92,7 +92,7 @@ class Claims:
 
     def __init__(self, team: tuple[str, ...], weight: tuple[float, ...], guarantee: tuple[float, ...],
                  cap: tuple[float, ...], demand: tuple[float, ...], current: tuple[float, ...],
-                 in_use: tuple[float, ...], protected: tuple[bool, ...], cooldown: tuple[str | None, ...],
+                 in_use: tuple[float, ...], protected: tuple[bool, ...], cooldown: tuple[Hold | None, ...],
                  notes: tuple[tuple[str, ...], ...]) -> None:
         self.team = team
         self.weight = weight
@@ -203,6 +203,35 @@ class PoolResult(NamedTuple):
     desired: tuple[int, ...]  # after rounding, before the stability rules
     reasons: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    holds: tuple[Hold | None, ...] = ()  # per claim, what keeps it from `desired` (None: nothing)
+    # per claim that moves or is held, its reason's "wants W because …" clause (rebalancer.engine.reasons); else ""
+    wants: tuple[str, ...] = ()
+    # What the clauses are written from, per claim: the continuous share before gang steps, demand, what runs,
+    # weight, guarantee, cap and notes (the claims' own columns); the pool's notes, the guarantees' factor, whether
+    # surplus was spread.
+    share: tuple[float, ...] = ()
+    demand: tuple[float, ...] = ()
+    running: tuple[float, ...] = ()
+    weight: tuple[float, ...] = ()
+    guarantee: tuple[float, ...] = ()
+    cap: tuple[float, ...] = ()
+    claim_notes: tuple[tuple[str, ...], ...] = ()
+    notes: tuple[str, ...] = ()
+    factor: float = 1.0
+    spread: bool = False
+
+    def facts(self, i: int) -> tuple[str, ...]:
+        """The facts claim i's reason quotes after its clauses: its own notes, then its pool's."""
+        return (*self.claim_notes[i], *self.notes) if self.claim_notes else self.notes
+
+    def wants_of(self, i: int) -> str:
+        """Claim i's "wants W because …" clause, whether or not it moves."""
+        if self.wants and self.wants[i]:
+            return self.wants[i]
+        return reasons.wants(self.desired[i], share=self.share[i], demand=self.demand[i], running=self.running[i],
+                             weight=self.weight[i], weight_total=sum(self.weight), guarantee=self.guarantee[i],
+                             factor=self.factor, cap=self.cap[i], capacity=math.floor(max(self.capacity, 0.0) + EPS),
+                             spread=self.spread, guaranteed=sum(self.guarantee) * self.factor)
 
     @property
     def outcomes(self) -> tuple[Outcome, ...]:
@@ -392,7 +421,7 @@ def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _S
     notes = [list(p.claims.notes) for p in coupled]
     for (_, key), fam in zip(keys, families, strict=True):
         if fam.amount < INF and sum(desired[p][i] for p, i in fam.pairs) >= math.floor(fam.amount + EPS):
-            note = (f"family cap {key} = {_fmt(fam.amount)} (sum over "
+            note = (f"family cap {key} = {reasons.figure(fam.amount)} (sum over "
                     + ", ".join(f"{coupled[p].key} {desired[p][i]}" for p, i in fam.pairs) + ")")
             for p, i in fam.pairs:
                 notes[p][i] = (*notes[p][i], note)
@@ -406,12 +435,14 @@ def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _S
 class _Pool:
     """Working state of one pool between the per-pool steps and the plan rules (stability.Working)."""
 
-    __slots__ = ("after", "desired", "factor", "holds", "input", "shares", "spread", "warnings")
+    __slots__ = ("after", "desired", "factor", "fair", "holds", "input", "shares", "spread", "warnings")
 
     def __init__(self, input: PoolInput, shares: list[float], desired: list[int], after: list[int],
-                 holds: list[str | None], warnings: list[str], factor: float, spread: bool) -> None:
+                 holds: list[Hold | None], warnings: list[str], factor: float, spread: bool,
+                 fair: list[float] | None = None) -> None:
         self.input = input
         self.shares = shares
+        self.fair = shares if fair is None else fair  # the continuous shares of steps 1-3, before gang steps
         self.desired = desired
         self.after = after
         self.holds = holds
@@ -429,6 +460,7 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
     capacity = math.floor(max(pool.capacity, 0.0) + EPS)
     if solved is None:
         shares, factor = fair_shares(pool, settings.surplus)
+        fair = shares
         if settings.gang_steps and pool.gangs:
             shares, pool = gang_stepped(pool, shares, settings.surplus)
             claims = pool.claims
@@ -436,6 +468,7 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
         desired = largest_remainder(shares, total, claims.cap, weights, names)
     else:
         shares, factor, desired = solved.shares, solved.factor, list(solved.desired)
+        fair = shares
 
     warnings: list[str] = []
     if factor < 1:
@@ -444,63 +477,39 @@ def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None =
                         f"down to {factor:.0%} of each")
 
     after, holds = stability.hold_pool(pool.key, capacity, desired, claims, settings, warnings, factor)
-    return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread")
+    return _Pool(pool, shares, desired, after, holds, warnings, factor, settings.surplus == "spread", fair)
 
 
-@functools.lru_cache(maxsize=4096)  # ~33k calls per 1,000-team plan on a few hundred distinct amounts
-def _fmt(x: float) -> str:
-    if x == INF:
-        return "∞"
-    n = int(x)
-    return str(n) if n == x else f"{x:.1f}"
-
-
-def _reasons(p: _Pool) -> tuple[str, ...]:
-    """Why each claim moves, "" for one that keeps its amount. At 1,000 teams × 15 pools about 11k claims move, on
-    a few hundred distinct cases: each distinct reason is written once per pool."""
+def _reasons(p: _Pool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Per claim, its reason and its "wants" clause (rebalancer.engine.reasons), "" for a claim that keeps its
+    amount and is wanted to. At 1,000 teams × 15 pools about 11k claims move, on a few hundred distinct cases:
+    each distinct reason is written once per pool."""
     c = p.input.claims
-    weight_of = " of " + _fmt(sum(c.weight))
-    tail = "".join("; " + n for n in p.input.notes)
+    total = sum(c.weight)
+    capacity = math.floor(max(p.input.capacity, 0.0) + EPS)
+    guaranteed = sum(c.guarantee) * p.factor
+    pool_notes = p.input.notes
     factor, spread = p.factor, p.spread
-    written: dict[tuple[object, ...], str] = {}
+    written: dict[tuple[object, ...], tuple[str, str]] = {}
     out: list[str] = []
-    for after, before, demand, weight, guarantee, cap, notes, hold in zip(
-            p.after, c.current, c.demand, c.weight, c.guarantee, c.cap, c.notes, p.holds, strict=True):
-        if after == before:
+    clauses: list[str] = []
+    for after, before, desired, share, demand, running, weight, guarantee, cap, notes, hold in zip(
+            p.after, c.current, p.desired, p.fair, c.demand, c.in_use, c.weight, c.guarantee, c.cap, c.notes,
+            p.holds, strict=True):
+        if after == before and desired == before:
             out.append("")
+            clauses.append("")
             continue
-        capped = cap < INF and after >= math.floor(cap + EPS)
-        spreads = spread and after > demand + EPS and after > guarantee * factor + EPS
-        case = (hold, demand, before, weight, guarantee, cap if capped else None, spreads, notes)
-        reason = written.get(case)
-        if reason is None:
-            reason = written[case] = _reason(hold, demand, before, weight, guarantee, capped and cap, spreads, notes,
-                                             factor, weight_of) + tail
-        out.append(reason)
-    return tuple(out)
-
-
-def _reason(hold: str | None, demand: float, before: float, weight: float, guarantee: float, cap: float | bool,
-            spreads: bool, notes: tuple[str, ...], factor: float, weight_of: str) -> str:
-    """`cap`: the cap when the claim sits at it, else False; `weight_of` is " of <total weight>"."""
-    out = f"{hold}; " if hold else ""
-    if demand == 0:
-        out += f"no demand (allocation {_fmt(before)})"
-    else:
-        sign = ">" if demand > before + EPS else "<" if demand < before - EPS else "="
-        out += f"demand {_fmt(demand)} {sign} allocation {_fmt(before)}"
-    out += f"; weight {_fmt(weight)}{weight_of}"
-    if guarantee:
-        out += f"; guarantee {_fmt(guarantee)}"
-        if factor < 1:
-            out += f" scaled to {_fmt(guarantee * factor)}"
-    if cap is not False:
-        out += f"; cap {_fmt(cap)}"
-    if spreads:
-        out += "; surplus spread by weight"
-    if notes:
-        out += "; " + "; ".join(notes)
-    return out
+        case = (after, desired, share, demand, running, weight, guarantee, cap, notes, hold)
+        found = written.get(case)
+        if found is None:
+            clause = reasons.wants(desired, share=share, demand=demand, running=running, weight=weight,
+                                   weight_total=total, guarantee=guarantee, factor=factor, cap=cap,
+                                   capacity=capacity, spread=spread, guaranteed=guaranteed)
+            found = written[case] = (reasons.reason(clause, after, desired, hold, (*notes, *pool_notes)), clause)
+        out.append(found[0])
+        clauses.append(found[1])
+    return tuple(out), tuple(clauses)
 
 
 def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
@@ -514,7 +523,10 @@ def allocate(pools: Sequence[PoolInput], settings: Settings) -> Allocation:
     results = []
     for p in work:
         claims = p.input.claims
+        said, wanted = _reasons(p)
         results.append(PoolResult(p.input.key, p.input.resource, p.input.capacity, claims.team, claims.current,
-                                  tuple(p.after), tuple(p.shares), tuple(p.desired), _reasons(p), tuple(p.warnings)))
+                                  tuple(p.after), tuple(p.shares), tuple(p.desired), said, tuple(p.warnings),
+                                  tuple(p.holds), wanted, tuple(p.fair), claims.demand, claims.in_use, claims.weight,
+                                  claims.guarantee, claims.cap, claims.notes, p.input.notes, p.factor, p.spread))
         warnings.extend(p.warnings)
     return Allocation(tuple(results), tuple(warnings))

@@ -1,25 +1,32 @@
-"""Stability: every hold on a plan, as one ordered list of rules (`RULES`), each with the reason it gives.
+"""Stability: every hold on a plan, as one ordered list of rules (`RULES`), each with the hold it gives.
 
 Steps 1-4 of the engine say what each team should hold; the holds say what it may hold now, given its current
 quota and the policy as written (DESIGN.md "Allocation semantics", step 5). They apply in this order:
 
-  #  rule          stage   holds                                               reason it gives
-  1  reservations  policy  an active, approved reservation: its team's         "reservation r-1a2b for launch until
-                           guarantee in its pool at least what it reserves     Fri 04 Dec 18:00 UTC", on each of
-                                                                               its changes
+  #  rule          stage   holds                                               hold it gives (after "gets A because")
+  1  reservations  policy  an active, approved reservation: its team's         none: a fact of each of its changes,
+                           guarantee in its pool at least what it reserves     "reservation r-1a2b for launch until
+                                                                               Fri 04 Dec 18:00 UTC"
   2  budget caps   policy  a team past its budget: its ceiling at its          "budget 100 % used (…): quota held at
-                           guarantee, or no borrowing (`on_exhausted`)          its guarantee", on each of its changes
+                           guarantee, or no borrowing (`on_exhausted`)          its guarantee until Tue 01 Dec 00:00
+                                                                                UTC" (what it wants: without it)
   3  ownership     policy  a quota CloudFormation created: held outside the    a warning, "…: held outside the policy
                            policy, its amounts counted as taken                 and never rewritten …"
-  4  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown: last changed 12 min ago
-                           keeps its amount                                     (cooldown 30 min)"
-  5  min_step      claim   no change smaller than `min_step`                   "change of 2 below min_step 3"
-  6  protected     claim   a `protected_in_use` team never below what it runs  "5 in use is protected"
-  7  shrink tiers  pool    holds that leave a pool above its capacity give     "3 unused taken first: capacity
-                           way, tier by tier (`SHRINK_TIERS`)                   shrank", "…, overridden: quotas above
-                                                                                capacity", and a warning
-  8  max_move      plan    at most `max_move` accelerators taken from teams    "max_move reached for this run"
+  4  cooldown      claim   a quota changed less than `cooldown_minutes` ago    "cooldown until Wed 02 Dec 10:42 UTC
+                           keeps its amount                                     (last changed 12 min ago, cooldown
+                                                                                30 min)"
+  5  min_step      claim   no change smaller than `min_step`                   "a change of 2 is below min_step 3"
+  6  protected     claim   a `protected_in_use` team never below what it runs  "what it runs is protected (5
+                                                                                running)"
+  7  shrink tiers  pool    holds that leave a pool above its capacity give     "capacity 24 is below the quotas held:
+                           way, tier by tier (`SHRINK_TIERS`)                   increases cut first", "…, overridden:
+                                                                                capacity 24 is below the quotas
+                                                                                held" (once), and a warning
+  8  max_move      plan    at most `max_move` accelerators taken from teams    "max_move 64 is reached for this run"
                            per run, over the accelerator pools in key order
+
+A hold is a record (rebalancer.domain.plan.Hold: the rule, its words, until when); the plan shows what the policy
+wants beside it, and rebalancer.engine.reasons writes the reason from both.
 
 A *policy* rule rewrites the policy once per plan, before anything reads it (`effective`): the pools, the engine's
 settings and the request writer all read that one effective policy. A *claim* rule holds one team's amount in one
@@ -28,24 +35,26 @@ nothing to raise). A *pool* rule fits a pool's held amounts back into its capaci
 
 Where a new rule goes, for instance "a team may lose at most N accelerators per day": its policy field
 (`Stability.max_daily_loss` in rebalancer.domain.policy), the rule in this module (a `PlanRule` after max_move in
-`RULES`, with its reason text, and its parameter on `Settings`, set in `settings_of`), its tests
-(tests/unit/allocation/test_stability.py, next to the others': what it holds, the reason it gives, its place in the
-order) and its line in docs/policy/holds.md. No other module changes: the engine applies whatever
-`RULES` lists, stage by stage, in the order listed. That rule also needs what each team lost over the trailing day,
-which is history: it reaches `settings_of` with the planning context (issue 21, item 2), not yet with the policy.
+`RULES`, with the Hold it gives, and its parameter on `Settings`, set in `settings_of`), its tests
+(tests/unit/allocation/test_stability.py, next to the others': what it holds, the hold it gives, its place in the
+order; tests/unit/planning/test_reason_figures.py reads its words back) and its line in docs/policy/holds.md. No
+other module changes: the engine applies whatever `RULES` lists, stage by stage, in the order listed. That rule also
+needs what each team lost over the trailing day, which is history: it reaches `settings_of` with the planning
+context, not yet
+with the policy.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, NamedTuple, Protocol
 
 from rebalancer.budgets.enforcement import enforce
 from rebalancer.domain import ownership
 from rebalancer.domain.context import EMPTY, PlanningContext
-from rebalancer.domain.plan import Plan
+from rebalancer.domain.plan import Hold, Plan, until_text
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine.reservations import reserved
@@ -88,7 +97,7 @@ class Claims(Protocol):
     @property
     def protected(self) -> Sequence[bool]: ...
     @property
-    def cooldown(self) -> Sequence[str | None]: ...
+    def cooldown(self) -> Sequence[Hold | None]: ...
     def __len__(self) -> int: ...
 
 
@@ -118,8 +127,9 @@ class Said(NamedTuple):
     """What a policy rule did to the policy, and what the plan says about it."""
 
     policy: Policy
-    notes: Mapping[str, str] = EMPTY  # team → appended to the reason of each of its changes
+    notes: Mapping[str, str] = EMPTY  # team → a fact in the reason of each of its changes
     warnings: tuple[str, ...] = ()
+    held: Mapping[str, Hold] = EMPTY  # team → the hold that keeps its amounts below what the policy as written wants
 
 
 class PolicyRule(NamedTuple):
@@ -138,11 +148,15 @@ class Effective(NamedTuple):
     notes: Mapping[str, str] = EMPTY
     opening: tuple[str, ...] = ()
     closing: tuple[str, ...] = ()
+    held: Mapping[str, Hold] = EMPTY  # per team, a policy rule's hold (a budget): what it wants is planned without
+    unheld_notes: Mapping[str, str] = EMPTY  # per held team, its notes but the hold's (said by the hold instead)
 
 
 def _budget_caps(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
     enforced = enforce(policy, snapshot, context.budget_usage)
-    return Said(enforced.policy, enforced.notes, enforced.warnings)
+    held = {team: Hold(rule="budget", until=end, text=f"{enforced.notes[team]} until {until_text(end)}")
+            for team, end in enforced.held_until.items()}
+    return Said(enforced.policy, enforced.notes, enforced.warnings, held)
 
 
 def _reservations(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
@@ -171,33 +185,42 @@ def effective(policy: Policy, snapshot: Snapshot, context: PlanningContext,
     notes: dict[str, str] = {}
     opening: list[str] = []
     closing: list[str] = []
+    held: dict[str, Hold] = {}
+    others: dict[str, str] = {}
     for rule in POLICY_RULES if rules is None else rules:
         said = rule.apply(policy, snapshot, context)
         policy = said.policy
         for team, note in said.notes.items():
             notes[team] = f"{notes[team]}; {note}" if team in notes else note
+            if team not in said.held:
+                others[team] = f"{others[team]}; {note}" if team in others else note
+        held.update(said.held)
         (opening if rule.warns_first else closing).extend(said.warnings)
-    return Effective(policy, notes, tuple(opening), tuple(closing))
+    return Effective(policy, notes, tuple(opening), tuple(closing), held,
+                     {team: others.get(team, "") for team in held})
+
+
+def unheld(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Effective:
+    """The policy with every policy rule but the one that holds (budget caps): what the teams a budget holds
+    would be given without it, which the plan shows as what they want."""
+    return effective(policy, snapshot, context, tuple(r for r in POLICY_RULES if r is not BUDGET_CAPS))
 
 
 def explain(plan: Plan, held: Effective) -> Plan:
-    """The plan with each noted team's changes and setting changes giving the note as a reason, and the closing
-    warnings last."""
+    """The plan with each noted team's setting changes giving the note as a reason, and the closing warnings last
+    (its amount changes carry the note already: the planner gives it to rebalancer.engine.reasons)."""
     if not held.notes and not held.closing:
         return plan
     notes = held.notes
-    changes = tuple(c.model_copy(update={"reason": f"{c.reason}; {notes[c.team]}"}) if c.team in notes else c
-                    for c in plan.changes)
     fields = tuple(f.model_copy(update={"reason": f"{f.reason}; {notes[f.team]}" if f.reason else notes[f.team]})
                    if f.team in notes else f for f in plan.field_changes)
-    return plan.model_copy(update={"changes": changes, "field_changes": fields,
-                                   "warnings": (*plan.warnings, *held.closing)})
+    return plan.model_copy(update={"field_changes": fields, "warnings": (*plan.warnings, *held.closing)})
 
 
 # ---------------------------------------------------------------- claim rules: one team's amount in one pool
 
 
-ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, str] | None]
+ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, Hold] | None]
 
 
 class ClaimRule(NamedTuple):
@@ -211,33 +234,36 @@ class ClaimRule(NamedTuple):
     stage: Stage = "claim"
 
 
-def cooling_down(last_modified: datetime | None, now: datetime, minutes: float) -> str | None:
-    """Why a quota last changed at `last_modified` is in its cooldown at `now`, or None when it is not."""
+def cooling_down(last_modified: datetime | None, now: datetime, minutes: float) -> Hold | None:
+    """The cooldown a quota last changed at `last_modified` is in at `now`, or None when it is not."""
     if last_modified is None or minutes <= 0:
         return None
     age = (now - last_modified).total_seconds() / 60
     if age < minutes:
-        return f"cooldown: last changed {max(age, 0):.0f} min ago (cooldown {minutes:g} min)"
+        until = last_modified + timedelta(minutes=minutes)
+        return Hold(rule="cooldown", until=until,
+                    text=f"cooldown until {until_text(until)} (last changed {max(age, 0):.0f} min ago, cooldown "
+                         f"{minutes:g} min)")
     return None
 
 
-def _cooldown(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, str] | None:
-    why = claims.cooldown[i]
-    return (current, why) if why and amount != current else None
+def _cooldown(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, Hold] | None:
+    hold = claims.cooldown[i]
+    return (current, hold) if hold is not None and amount != current else None
 
 
-def _min_step(_claims: Claims, _i: int, amount: int, current: int, settings: Settings) -> tuple[int, str] | None:
+def _min_step(_claims: Claims, _i: int, amount: int, current: int, settings: Settings) -> tuple[int, Hold] | None:
     step = abs(amount - current)
     if 0 < step < settings.min_step:
-        return current, f"change of {step} below min_step {settings.min_step}"
+        return current, Hold(rule="min_step", text=f"a change of {step} is below min_step {settings.min_step}")
     return None
 
 
-def _protected(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, str] | None:
+def _protected(claims: Claims, i: int, amount: int, current: int, _settings: Settings) -> tuple[int, Hold] | None:
     if claims.protected[i] and amount < current:
         keep = min(current, math.ceil(claims.in_use[i] - EPS))
         if amount < keep:
-            return keep, f"{keep:g} in use is protected"
+            return keep, Hold(rule="protected", text=f"what it runs is protected ({claims.in_use[i]:g} running)")
     return None
 
 
@@ -269,7 +295,7 @@ class Tier(NamedTuple):
 class _Fit(NamedTuple):
     after: list[int]
     desired: Sequence[int]
-    holds: list[str | None]
+    holds: list[Hold | None]
     claims: Claims
     current: list[int]
     used: list[int]
@@ -310,7 +336,7 @@ SHRINK_TIERS = (
 )
 
 
-def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[str | None], claims: Claims,
+def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds: list[Hold | None], claims: Claims,
         settings: Settings, warnings: list[str], factor: float = 1.0) -> None:
     """Holds kept quotas above capacity (reached only when capacity fell below the current quotas): cut `after`
     back to fit, tier by tier (`SHRINK_TIERS`), each cut proportional to the tier's room. Increases first; then,
@@ -331,31 +357,47 @@ def fit(key: str, capacity: int, after: list[int], desired: Sequence[int], holds
     kept = [max(used[i], min(desired[i], math.floor(claims.guarantee[i] * factor + EPS))) for i in n]
     state = _Fit(after, desired, holds, claims, current, used, kept)
     excess = sum(after) - capacity
+    held = list(holds)  # each claim's hold before the shrink
+    start = list(after)
+    last: dict[int, Tier] = {}  # the last tier that cut each claim
     for tier in SHRINK_TIERS:
         if excess <= 0:
-            return
+            break
         if tier.idle and not settings.shrink_idle_first:
             continue
         before_cut = list(after)
         taken = cut(after, tier.room(state), excess, weights, names)
         excess -= taken
-        if tier.what is None or not taken:
+        if not taken:
             continue
         for i, was in enumerate(before_cut):
             if after[i] < was:
-                holds[i] = (f"{holds[i]}, overridden: quotas above capacity" if tier.overrides
-                            else f"{was - after[i]} unused taken first: capacity shrank")
+                last[i] = tier
+        if tier.what is None:
+            continue
         if tier.breaks_holds:
             warnings.append(f"{key}: capacity {capacity} is below the quotas kept by {tier.what}; "
                             f"overrode them by {taken}")
         else:
             warnings.append(f"{key}: capacity {capacity} is below the quotas; took {taken} from {tier.what}")
+    for i, tier in last.items():
+        if after[i] < start[i]:
+            holds[i] = _shrunk(capacity, held[i], tier)
+
+
+def _shrunk(capacity: int, hold: Hold | None, tier: Tier) -> Hold:
+    """Why a claim the shrink cut gets what it gets: the hold it had, overridden, or what was taken first."""
+    short = f"capacity {capacity} is below the quotas held"
+    if hold is not None:
+        return Hold(rule="capacity", text=f"{hold.text}, overridden: {short}")
+    return Hold(rule="capacity", text=f"{short}: {tier.what or 'increases'} cut first")
 
 
 class PoolRule(NamedTuple):
     name: str
     holds: str
-    apply: Callable[[str, int, list[int], Sequence[int], list[str | None], Claims, Settings, list[str], float], None]
+    apply: Callable[[str, int, list[int], Sequence[int], list[Hold | None], Claims, Settings, list[str], float],
+                    None]
     stage: Stage = "pool"
 
 
@@ -373,14 +415,14 @@ class Working(Protocol):
     @property
     def after(self) -> list[int]: ...
     @property
-    def holds(self) -> list[str | None]: ...
+    def holds(self) -> list[Hold | None]: ...
     @property
     def warnings(self) -> list[str]: ...
 
 
-def _limit_moves(p: Working, budget: int) -> int:
-    """Hold back voluntary decreases beyond `budget`, and the increases they would have paid for. Returns what the
-    pool moves."""
+def _limit_moves(p: Working, budget: int, max_move: int) -> int:
+    """Hold back voluntary decreases beyond `budget` (what is left of `max_move`), and the increases they would
+    have paid for. Returns what the pool moves."""
     claims = p.input.claims
     weights, names = claims.weight, claims.team
     current = [round(c) for c in claims.current]
@@ -396,10 +438,16 @@ def _limit_moves(p: Working, budget: int) -> int:
         for i, b in enumerate(back):
             p.after[i] -= b  # b ≤ 0
             if b:
-                p.holds[i] = "max_move reached for this run"
+                p.holds[i] = Hold(rule="max_move", text=f"max_move {max_move} is reached for this run")
         excess = sum(p.after) - capacity
         room = [max(0, p.after[i] - current[i]) for i in range(len(claims))]
+        trimmed = list(p.after)
         cut(p.after, room, excess, weights, names)
+        for i, was in enumerate(trimmed):
+            if p.after[i] < was:
+                p.holds[i] = Hold(rule="max_move",
+                                  text=f"max_move {max_move} holds decreases back for a later run, and the "
+                                       "increases they make room for with them")
         p.warnings.append(f"{p.input.key}: max_move reached; {voluntary - allowed} of {voluntary} planned "
                           "decreases held back for a later run")
     return sum(max(0, current[i] - p.after[i]) for i in range(len(claims)))
@@ -408,12 +456,12 @@ def _limit_moves(p: Working, budget: int) -> int:
 def max_move(pools: Sequence[Working], settings: Settings) -> None:
     """`max_move` accelerators taken from teams in one run, shared by the accelerator pools in key order; decreases
     forced by lost capacity are never held back."""
-    budget = settings.max_move
-    if budget is None:
+    limit = budget = settings.max_move
+    if limit is None or budget is None:
         return
     for p in pools:
         if p.input.resource == "accelerators":
-            budget = max(0, budget - _limit_moves(p, budget))
+            budget = max(0, budget - _limit_moves(p, budget, limit))
 
 
 class PlanRule(NamedTuple):
@@ -430,12 +478,12 @@ MAX_MOVE = PlanRule("max_move", "at most max_move accelerators taken from teams 
 
 
 def hold_pool(key: str, capacity: int, desired: Sequence[int], claims: Claims, settings: Settings,
-              warnings: list[str], factor: float = 1.0) -> tuple[list[int], list[str | None]]:
+              warnings: list[str], factor: float = 1.0) -> tuple[list[int], list[Hold | None]]:
     """The claim rules, then the pool rules, in order, on one pool's rounded amounts (`desired`; `factor`: what the
     guarantees were scaled by). Returns the amounts held and, per claim, the reason of the last rule that held it."""
     current = [round(c) for c in claims.current]
     after = list(desired)
-    holds: list[str | None] = [None] * len(claims)
+    holds: list[Hold | None] = [None] * len(claims)
     for rule in CLAIM_RULES:
         if not rule.applies(claims, settings):
             continue

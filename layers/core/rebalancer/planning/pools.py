@@ -23,6 +23,7 @@ from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
 from rebalancer.domain.context import PlanningContext
+from rebalancer.domain.plan import Hold
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey, holdings, pool_name
 from rebalancer.domain.quotas import AMOUNT_RANGE
@@ -152,7 +153,7 @@ class Teams(NamedTuple):
     team: tuple[str, ...]
     weight: tuple[float, ...]
     protected: tuple[bool, ...]
-    cooldown: tuple[str | None, ...]  # why the team is cooling down, or None
+    cooldown: tuple[Hold | None, ...]  # the cooldown the team is in, or None
     demand: tuple[Mapping[str, Demand], ...]
     holds: tuple[Mapping[str, float], ...]  # what its quota holds
     guarantee: Mapping[str, Sequence[tuple[int, float]]]  # pool → (team index, whole units); families divided
@@ -161,7 +162,7 @@ class Teams(NamedTuple):
 
     @classmethod
     def of(cls, names: Sequence[str], policies: Sequence[TeamPolicy], amounts: Sequence[TeamAmounts],
-           cooldown: Sequence[str | None], demand: Sequence[Mapping[str, Demand]],
+           cooldown: Sequence[Hold | None], demand: Sequence[Mapping[str, Demand]],
            holds: Sequence[Mapping[str, float]]) -> Teams:
         guarantee: dict[str, list[tuple[int, float]]] = {}
         cap: dict[str, list[tuple[int, float]]] = {}

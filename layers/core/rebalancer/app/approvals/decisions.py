@@ -83,7 +83,7 @@ class Approvals:
         base = str(payload["base_url"])
         message = Message(
             kind="approval_request", cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
-            changes=plan.changes, field_changes=plan.field_changes, warnings=plan.warnings,
+            changes=plan.changes, held=plan.held, field_changes=plan.field_changes, warnings=plan.warnings,
             approval_reasons=plan.approval_reasons,
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),

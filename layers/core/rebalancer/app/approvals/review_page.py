@@ -43,6 +43,7 @@ class Row(NamedTuple):
     before: float
     after: float
     reason: str
+    wanted: float | None = None  # what the policy wants when a hold keeps it back (the reason says which)
 
     @property
     def delta(self) -> float:
@@ -84,9 +85,10 @@ class Review(NamedTuple):
 
 
 def rows_of(plan: Plan) -> list[Row]:
-    """Every team's quota per pool, by team: what the plan changes (with its reasons) and what it leaves alone."""
-    changed = [Row(c.team, c.pool, c.resource,
-                   c.before, c.after, c.reason) for c in plan.changes]
+    """Every team's quota per pool, by team: what the plan changes (with its reasons), what a hold keeps back
+    (with what the policy wants), and what it leaves alone."""
+    changed = [Row(c.team, c.pool, c.resource, c.before, c.after, c.reason, c.wanted)
+               for c in (*plan.changes, *plan.held)]
     seen = {(r.team, r.pool, r.resource) for r in changed}
     same = [Row(team, pool, resource, amount, amount, "unchanged")
             for team, pools in sorted(plan.allocations.items()) for pool, amounts in sorted(pools.items())

@@ -35,6 +35,7 @@ class Message(BaseModel):
     cluster: str
     execution_url: str | None = None
     changes: tuple[Change, ...] = ()
+    held: tuple[Change, ...] = ()  # what the policy wants and a hold keeps back (Plan.held)
     field_changes: tuple[FieldChange, ...] = ()  # settings besides amounts, console edits among them
     warnings: tuple[str, ...] = ()
     approval_reasons: tuple[str, ...] = ()
@@ -56,8 +57,9 @@ def _amount(x: float) -> str:
 
 
 def change_line(c: Change) -> str:
-    pool = c.pool
-    return f"{c.team} {pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)} ({c.reason})"
+    """`research ml.p5.48xlarge accelerators: 12 -> 12, held, wants 8 (wants 8 because …; gets 12 because …)`."""
+    wants = f", held, wants {_amount(c.wanted)}" if c.wanted is not None else ""
+    return f"{c.team} {c.pool} {c.resource}: {_amount(c.before)} -> {_amount(c.after)}{wants} ({c.reason})"
 
 
 def _value(v: Any) -> str:
@@ -80,6 +82,13 @@ def render_text(m: Message) -> tuple[str, str]:
         lines.append(f"Moves: {movement(m.changes)}")
         lines.append("Changes (before -> after):")
         lines += [f"  - {change_line(c)}" for c in m.changes]
+        lines.append("")
+    if m.held:
+        # A contended cluster under max_move can hold back thousands: SNS takes 256 KB, the execution keeps all.
+        lines.append("Held back (what the policy wants and a hold keeps back):")
+        lines += [f"  - {change_line(c)}" for c in m.held[:MAX_ROWS]]
+        if len(m.held) > MAX_ROWS:
+            lines.append(f"  …and {len(m.held) - MAX_ROWS} more held back (see the execution)")
         lines.append("")
     if m.field_changes:
         lines.append("Settings (before -> after):")
@@ -108,6 +117,43 @@ def escaped(text: object) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _block_row(c: Change) -> str:
+    wants = f" (held, wants {_amount(c.wanted)})" if c.wanted is not None else ""
+    return (f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
+            f"*{_amount(c.before)} → {_amount(c.after)}*{wants}\n_{escaped(c.reason)}_")
+
+
+def _rooms(m: Message) -> tuple[int, int, int]:
+    """How many changes, held-back changes and settings get a block of their own: MAX_ROWS in all, the changes
+    first, up to 5 of each of the others kept for them."""
+    held, fields = min(len(m.held), 5), min(len(m.field_changes), 5)
+    changes = min(len(m.changes), MAX_ROWS - held - fields)
+    held = min(len(m.held), MAX_ROWS - changes - fields)
+    return changes, held, min(len(m.field_changes), MAX_ROWS - changes - held)
+
+
+def _amount_blocks(m: Message, changes: int, held: int) -> list[dict[str, Any]]:
+    """The changes, then what a hold keeps back, each row with its reason; the first `changes` and `held` of them,
+    and a line counting the rest."""
+    blocks: list[dict[str, Any]] = []
+    if m.changes:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
+        for row in [_block_row(c) for c in m.changes[:changes]]:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.changes) > changes:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.changes) - changes} more changes (see the execution)"}]})
+    if m.held:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn",
+                                                   "text": "*Held back:* what the policy wants and a hold keeps back"}})
+        for row in [_block_row(c) for c in m.held[:held]]:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
+        if len(m.held) > held:
+            blocks.append({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": f"…and {len(m.held) - held} more held back (see the execution)"}]})
+    return blocks
+
+
 def render_blocks(m: Message) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": m.title[:150]}}]
     if m.error:
@@ -115,17 +161,9 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     if m.notes:
         listed = "\n".join(f"• {escaped(n)}" for n in m.notes[:MAX_ROWS])
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
-    if m.changes:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
-        rows = [f"`{c.team}` {c.instance_type}{':' + c.mig_profile if c.mig_profile else ''} {c.resource}: "
-                f"*{_amount(c.before)} → {_amount(c.after)}*\n_{escaped(c.reason)}_" for c in m.changes[:MAX_ROWS]]
-        for row in rows:
-            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
-        if len(m.changes) > MAX_ROWS:
-            blocks.append({"type": "context", "elements": [
-                {"type": "mrkdwn", "text": f"…and {len(m.changes) - MAX_ROWS} more changes (see the execution)"}]})
+    changes, held, room = _rooms(m)
+    blocks += _amount_blocks(m, changes, held)
     if m.field_changes:
-        room = max(MAX_ROWS - len(m.changes), 5)
         rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
                 + (":pencil2: _console edit will be replaced_" if f.console_edit
                    else f"_{escaped(f.reason or 'policy')}_")

@@ -87,7 +87,8 @@ def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any
                 decided_by: str | None = None) -> Message:
     error = state.get("rollback_error") if kind == "rollback_failed" else state.get("error")
     return Message(kind=kind, cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
-                   changes=plan.changes if plan else (), field_changes=plan.field_changes if plan else (),
+                   changes=plan.changes if plan else (), held=plan.held if plan else (),
+                   field_changes=plan.field_changes if plan else (),
                    warnings=plan.warnings if plan else (),
                    approval_reasons=plan.approval_reasons if plan and kind == "approval_request" else (),
                    error=error_text(error) if kind in ("failed", "rolled_back", "rollback_failed") else None,

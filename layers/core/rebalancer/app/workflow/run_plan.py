@@ -1,7 +1,10 @@
-"""The plan use case of a rebalance run, as both entry points call it (the workflow's Plan step and the CLI's
-`rebalancer apply`): the plan against the versions our earlier writes left (a quota at another version holds a
-console edit) and the budget use metered so far, recorded as the run's plan with its audit record (the record's
-shape is `app.workflow.audit`'s, like every other)."""
+"""The plan use case of a rebalance run, as every entry point calls it (the workflow's Plan step, the CLI's
+`rebalancer apply`, and `rebalancer plan` / `snapshot --context-output` given the table): the plan against what
+the store knows (`context_for`: the versions our earlier writes left, so a quota at another version holds a console
+edit; the budget use metered so far; the approved reservations; the nodes seen unavailable and since when; what
+each team received over the fair-share window), recorded as the run's plan with its audit record (the record's
+shape is `app.workflow.audit`'s, like every other) and the context it was planned with (what `rebalancer plan
+--snapshot S --context C` plans from again)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from rebalancer.domain.basis import PlanBasis
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
+from rebalancer.domain.recorded_context import RecordedContext
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.basis import basis_of
 from rebalancer.planning.context import planning_context
@@ -39,19 +43,23 @@ class KnownVersions(Protocol):
     def known(self, cluster_name: str) -> dict[str, int]: ...
 
 
-class Store(audit.Records, Protocol):
-    """A run's records, the versions our writes left, the metered use the plan's budgets are checked against, the
-    reservations it honours and the nodes seen unavailable."""
+class Sources(Protocol):
+    """What the planning context is read from (`context_for`): the versions our writes left, the metered use the
+    plan's budgets and fair-share window are checked against, the reservations it honours and the nodes seen
+    unavailable."""
 
     @property
     def versions(self) -> KnownVersions: ...
-
     @property
     def meter(self) -> budgets.MeterStore: ...
     @property
     def reservations(self) -> reservations.ReservationStore: ...
     @property
     def sightings(self) -> UnavailableNodes: ...
+
+
+class Store(audit.Records, Sources, Protocol):
+    """A run's records, and what its planning context is read from."""
 
 
 def load_snapshot(artifacts: Artifacts, run: RunRef) -> Snapshot:
@@ -82,6 +90,7 @@ class RunPlan(NamedTuple):
     plan: Plan
     context: PlanningContext  # what it was planned with beyond the snapshot: versions, period-to-date budget use
     basis: PlanBasis  # what it was made from, for a write long after it to compare with the cluster then
+    recorded: RecordedContext  # the context, as the document stored beside the run's snapshot (replayed offline)
 
     @property
     def known_versions(self) -> dict[str, int]:
@@ -93,18 +102,25 @@ class RunPlan(NamedTuple):
         return decide(self.plan)
 
 
-def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Store) -> RunPlan:
-    """The plan against the versions our recorded writes left, the budget use metered so far, the cluster's
-    reservations (those active at the snapshot's time), the nodes seen unavailable and, with a fair-share window,
-    what each team received over it. Writes nothing."""
+def context_for(snapshot: Snapshot, policy: Policy, *, store: Sources) -> PlanningContext:
+    """The planning context every caller with the table plans with (`planning_context` over what the store holds
+    at the snapshot's time): the versions our recorded writes left, the budget use metered so far, the cluster's
+    reservations (those approved and active at the snapshot's time), the nodes seen unavailable and since when and,
+    with a fair-share window, what each team received over it. Reads only."""
     cluster = snapshot.cluster.ClusterName
-    context = planning_context(snapshot, policy,
-                               known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
-                               metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at),
-                               reservations=store.reservations.of_cluster(cluster),
-                               unavailable_seen=store.sightings.unavailable(cluster),
-                               trailing=budgets.trailing(store.meter, cluster, policy, snapshot.taken_at))
-    return RunPlan(make_plan(snapshot, policy, now, context=context), context, basis_of(snapshot, policy, context))
+    return planning_context(snapshot, policy,
+                            known_versions=known_versions_for(store.versions.known(cluster), snapshot, policy),
+                            metered=budgets.metered(store.meter, cluster, policy, snapshot.taken_at),
+                            reservations=store.reservations.of_cluster(cluster),
+                            unavailable_seen=store.sightings.unavailable(cluster),
+                            trailing=budgets.trailing(store.meter, cluster, policy, snapshot.taken_at))
+
+
+def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Sources) -> RunPlan:
+    """The plan with the context `context_for` reads from the store. Writes nothing."""
+    context = context_for(snapshot, policy, store=store)
+    return RunPlan(make_plan(snapshot, policy, now, context=context), context, basis_of(snapshot, policy, context),
+                   RecordedContext.of(snapshot, policy, now, context))
 
 
 def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None,
@@ -114,6 +130,7 @@ def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None 
     the nodes it saw unavailable are kept for the next run's grace."""
     store.artifacts.put(run.execution_name, "PLAN", planned.plan.model_dump(mode="json"))
     store.artifacts.put(run.execution_name, "BASIS", planned.basis.model_dump(mode="json"))
+    store.artifacts.put(run.execution_name, "CONTEXT", planned.recorded.model_dump(mode="json"))
     store.sightings.record_unavailable(run.cluster_name, dict(planned.context.unavailable_since))
     audit.planned(store.audit, run, planned.plan, decision=decision or planned.decision,
                   known_versions=planned.known_versions, who=who)

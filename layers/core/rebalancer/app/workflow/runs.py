@@ -266,3 +266,9 @@ def started_from(store: audit.Records, execution: str) -> dict[str, Any] | None:
     """The snapshot a run started from (the state `restore_quotas` can put back), as stored."""
     doc = store.artifacts.get(execution, "SNAPSHOT")
     return None if doc is None else dict(doc)
+
+
+def planned_with(store: audit.Records, execution: str) -> dict[str, Any] | None:
+    """The planning context a run's plan was made with (rebalancer.domain.recorded_context), as stored."""
+    doc = store.artifacts.get(execution, "CONTEXT")
+    return None if doc is None else dict(doc)

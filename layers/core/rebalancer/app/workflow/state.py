@@ -41,7 +41,8 @@ class RunRef(BaseModel):
 
 
 class Artifacts(Protocol):
-    """A run's stored documents (SNAPSHOT, PLAN, BASIS, APPLY, SCHEDULER): rebalancer.adapters.dynamodb.artifacts;
+    """A run's stored documents (SNAPSHOT, CONTEXT, PLAN, BASIS, APPLY, SCHEDULER):
+    rebalancer.adapters.dynamodb.artifacts;
     rebalancer_tools.memory_store.MemoryArtifacts."""
 
     def put(self, execution: str, kind: Any, document: Any) -> None: ...
