@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
 import yaml
 
+from rebalancer.app.notifications.messages import email_links
 from rebalancer.domain.plan import Plan
 from rebalancer_tools.cli.run_ids import short_run
 from rebalancer_tools.demo import cast
@@ -167,7 +168,7 @@ def click_link(url: str, who: str) -> tuple[int, str, int]:
 
 
 def links(message: str) -> dict[str, str]:
-    return dict(re.findall(r"^(Approve|Reject): (\S+)$", message, flags=re.MULTILINE))
+    return email_links(message)
 
 
 def _audit_kinds(world: World, execution: str) -> list[tuple[str, str]]:
