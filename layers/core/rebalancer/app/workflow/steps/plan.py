@@ -1,5 +1,6 @@
 """Plan: `run_plan.make_run_plan` on the stored snapshot under the cluster's policy, recorded as the run's plan;
-the budget messages it brings, and the reservations that began or ended since the last run, are announced once."""
+the budget messages it brings, the reservations that began or ended since the last run and the prerequisites'
+advisories are announced once."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def plan(run: RunRef, *, store: run_plan.Store, load_policy: Callable[[str], Pol
     if mode_override:
         policy = policy.model_copy(update={"mode": mode_override})
     planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
+    planned = run_plan.announce_advisories_once(planned, snapshot, store.meter)
     announced = (budgets.announce(store.meter, policy, snapshot, planned.context.budget_usage, budget_outlet)
                  if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
