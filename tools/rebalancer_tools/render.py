@@ -1,31 +1,36 @@
-"""A plan for people: a rich table of before → after per team and pool, with the reasons, in 80 columns."""
+"""A plan for people: a table of before → after per team and pool, with the reasons, that fits the terminal
+(tables.Listing); the same rows as CSV for programs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from rebalancer.domain.plan import Change, Plan
+from rebalancer.domain.plan import Plan
+from rebalancer_tools.tables import Column, Listing, Record
 
 UNITS = {"accelerators": "acc", "vcpu": "vCPU", "partitions": "part", "memory_gib": "GiB"}
 
 
-def _move(c: Change) -> Text:
-    style = "red" if c.after < c.before else "green"
-    return Text.assemble(f"{c.before:g} → ", (f"{c.after:g}", style), f" {UNITS.get(c.resource, c.resource)}")
+def _move(r: Record) -> Text:
+    style = "red" if r["after"] < r["before"] else "green"
+    unit = UNITS.get(r["resource"], r["resource"])
+    return Text.assemble(f"{r['before']:g} → ", (f"{r['after']:g}", style), f" {unit}")
 
 
-def plan_table(plan: Plan) -> Table:
-    table = Table(title=f"plan for {plan.cluster_name} ({plan.mode})", title_justify="left", expand=False,
-                  show_lines=True)
-    table.add_column("team", no_wrap=True, max_width=14)
-    table.add_column("pool", max_width=18, overflow="fold")
-    table.add_column("before → after", no_wrap=True)
-    table.add_column("why", ratio=1, min_width=20)
-    for c in plan.changes:
-        table.add_row(c.team, c.pool, _move(c), c.reason)
-    return table
+def change_records(plan: Plan) -> tuple[dict[str, Any], ...]:
+    """The plan's rows: one per change, the figures of that row (the table's, the CSV's)."""
+    return tuple({"team": c.team, "pool": c.pool, "resource": c.resource, "before": c.before, "after": c.after,
+                  "reason": c.reason} for c in plan.changes)
+
+
+def plan_table(plan: Plan) -> Listing:
+    return Listing(title=f"plan for {plan.cluster_name} ({plan.mode})",
+                   columns=(Column("team", wrap=False), Column("pool", wrap=False),
+                            Column("before → after", cell=_move, wrap=False), Column("why", key="reason")),
+                   records=change_records(plan), lines=True)
 
 
 def plan_renderable(plan: Plan) -> RenderableType:

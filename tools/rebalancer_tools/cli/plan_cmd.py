@@ -1,4 +1,5 @@
-"""`rebalancer plan`: the plan for a snapshot and a policy, as a table for people or as JSON."""
+"""`rebalancer plan`: the plan for a snapshot and a policy, as a table for people, or as JSON (the whole plan) or
+CSV (its rows)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 from datetime import UTC, datetime
 
 import click
-from rich.console import Console
 
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
@@ -15,8 +15,9 @@ from rebalancer.parsing.loading import load_model_file
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
+from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import InputFile
-from rebalancer_tools.render import render_plan
+from rebalancer_tools.render import plan_table, render_plan
 
 
 def load_snapshot(snapshot_file: str | None, live: LiveSource | None = None) -> Snapshot:
@@ -46,7 +47,7 @@ def parse_now(value: str | None, snapshot: Snapshot) -> datetime:
 @click.option("--snapshot", "snapshot_file", type=InputFile(), help="Snapshot JSON file.")
 @click.option("--policy", "policy_file", required=True, type=InputFile(),
               help="Policy file (YAML or JSON).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 @click.option("--now", help="Planning time, ISO-8601 (default: the snapshot's taken_at). Drives cooldowns.")
 @live_options(required=False)
 def plan(snapshot_file: str | None, policy_file: str, fmt: str, now: str | None, live: LiveSource | None) -> None:
@@ -55,7 +56,9 @@ def plan(snapshot_file: str | None, policy_file: str, fmt: str, now: str | None,
     policy = load_model_file(Policy, policy_file)
     # A snapshot alone: no audit log (versions) and no metered budget use; `apply` reads both from the table.
     result = make_plan(snapshot, policy, parse_now(now, snapshot), context=planning_context(snapshot, policy))
-    if fmt == "json":
+    if fmt == "json":  # the whole plan: its rows, requests, warnings
         click.echo(json.dumps(result.output(), indent=2))
+    elif fmt == "csv":  # its rows
+        click.echo(plan_table(result).csv(), nl=False)
     else:
-        render_plan(result, Console())
+        render_plan(result, console())

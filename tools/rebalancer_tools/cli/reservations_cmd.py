@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.table import Table
 
 from rebalancer.domain.reservation import Reservation
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.cli.history_cmd import open_store, table_options
-from rebalancer_tools.cli.output import console
+from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.params import InputFile, Whole
+from rebalancer_tools.tables import Column, Listing
 
 REASON_MAX = 200
 
@@ -108,7 +108,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
 @click.option("--profile", help="AWS profile.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 @click.pass_context
 def reservations(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
                  profile: str | None, fmt: str) -> None:
@@ -122,21 +122,26 @@ def reservations(ctx: click.Context, cluster: str | None, table: str | None, sta
     if fmt == "json":
         click.echo(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
         return
-    if not found:
+    if not found and fmt == "table":
         click.echo(f"no reservation for {cluster} in {store.table_name}")
         return
-    _print(found, cluster, store.now())
+    emit(reservations_table(found, cluster, store.now()), fmt)
 
 
-def _print(found: list[Reservation], cluster: str, now: datetime) -> None:
-    out = Table(title=f"reservations of {cluster}", title_justify="left")
-    for name in ("id", "team", "pool", "accelerators", "from (UTC)", "until (UTC)", "status", "now", "reason"):
-        out.add_column(name, no_wrap=name != "reason", overflow="fold")
-    for r in found:
-        state = "active" if r.active_at(now) else "over" if now >= r.until else "ahead"
-        out.add_row(r.reservation_id, r.team, r.pool, str(r.accelerators), f"{r.start:%Y-%m-%d %H:%M}",
-                    f"{r.until:%Y-%m-%d %H:%M}", r.status, state if r.status != "cancelled" else "-", r.reason)
-    console(120).print(out)
+def reservations_table(found: list[Reservation], cluster: str, now: datetime) -> Listing:
+    def state(r: Reservation) -> str:
+        return "-" if r.status == "cancelled" else "active" if r.active_at(now) else \
+            "over" if now >= r.until else "ahead"
+
+    return Listing(
+        title=f"reservations of {cluster}",
+        columns=(Column("id", wrap=False), Column("team", wrap=False), Column("pool", wrap=False),
+                 Column("accelerators", numeric=True), Column("from (UTC)", key="from", wrap=False),
+                 Column("until (UTC)", key="until", wrap=False), Column("status", wrap=False),
+                 Column("now", wrap=False), Column("reason")),
+        records=tuple({"id": r.reservation_id, "team": r.team, "pool": r.pool, "accelerators": r.accelerators,
+                       "from": f"{r.start:%Y-%m-%d %H:%M}", "until": f"{r.until:%Y-%m-%d %H:%M}",
+                       "status": r.status, "now": state(r), "reason": r.reason} for r in found))
 
 
 def _decision_command(decision: str) -> click.Command:
