@@ -37,41 +37,56 @@ def new_figure(rows: int = 1, *, width: float = 10, row_height: float = 3, share
     return fig, [row[0] for row in axes]
 
 
-def legend_outside(fig: Figure, axes: Sequence[Axes], *, title: str | None = None) -> Legend | None:
-    """One legend for the figure, right of every panel, with each label once (the first series drawn with it)."""
+def legend_outside(fig: Figure, axes: Sequence[Axes], *, title: str | None = None,
+                   last: Sequence[str] = ()) -> Legend | None:
+    """One legend for the figure, right of every panel, with each label once (the first series drawn with it);
+    the labels in `last` (a reference line, not a series of the data) after the others."""
     seen: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(label, handle)
     if not seen:
         return None
+    seen = {**{k: v for k, v in seen.items() if k not in last}, **{k: seen[k] for k in last if k in seen}}
     return fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize="small", frameon=False,
                       title=title, title_fontsize="small", alignment="left")
 
 
-def coinciding(series: Sequence[tuple[str, Sequence[float]]]) -> dict[str, str | None]:
-    """For each named series, the name of the first earlier one with exactly the same values, or None."""
+Series = tuple[str, Sequence[Any], Sequence[float]]  # name, x values, y values
+
+
+def coinciding(series: Sequence[Series]) -> dict[str, str | None]:
+    """For each named series, the name of the first earlier one with exactly the same points, or None."""
     out: dict[str, str | None] = {}
-    for i, (name, values) in enumerate(series):
-        out[name] = next((n for n, v in series[:i] if list(v) == list(values)), None)
+    for i, (name, xs, ys) in enumerate(series):
+        out[name] = next((n for n, x, y in series[:i] if list(x) == list(xs) and list(y) == list(ys)), None)
     return out
 
 
-def draw_distinct(ax: Axes, series: Sequence[tuple[str, Sequence[float]]],
-                  draw: Callable[..., Any], label: Callable[[str], str]) -> None:
-    """Each series drawn with `draw(ax, values, label=…, **style)`: one that repeats an earlier series exactly is
+def draw_distinct(ax: Axes, series: Sequence[Series], draw: Callable[..., Any], label: Callable[[str], str]) -> None:
+    """Each series drawn with `draw(ax, name, xs, ys, label=…, **style)`: one that repeats an earlier series exactly is
     dashed over it (the earlier one wide and faint underneath), and its label says which it equals."""
     same = coinciding(series)
     repeats = {n: [m for m, t in same.items() if t == n] for n in set(same.values()) if n is not None}
-    for name, values in series:
+    for name, xs, ys in series:
         twin = same[name]
         if twin is not None:  # dashes of equal series interleave: each one's dashes fill the others' gaps
             k, n = repeats[twin].index(name), len(repeats[twin])
-            draw(ax, values, label=f"{label(name)} (same as {twin})", linestyle=(3 * k, (3, 3 * n)), linewidth=1.6)
+            draw(ax, name, xs, ys, label=f"{label(name)} (same as {twin})", linestyle=(3 * k, (3, 3 * n)),
+                 linewidth=1.6)
         elif name in repeats:
-            draw(ax, values, label=label(name), linewidth=4.0, alpha=0.45)
+            draw(ax, name, xs, ys, label=label(name), linewidth=4.0, alpha=0.45)
         else:
-            draw(ax, values, label=label(name), linewidth=1.4)
+            draw(ax, name, xs, ys, label=label(name), linewidth=1.4)
+
+
+def time_axis(ax: Axes) -> None:
+    """Dates on the x axis, labelled concisely (the day once, then the hours), so that no two labels overlap."""
+    from matplotlib import dates
+
+    locator = dates.AutoDateLocator(maxticks=10)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator))
 
 
 def save(fig: Figure, path: Path | IO[bytes], *, dpi: int = 100) -> None:

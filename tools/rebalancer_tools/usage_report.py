@@ -156,6 +156,6 @@ def usage_figure(facts: Sequence[Fact], policy: Policy, at: datetime, period: st
                       label=f"{team}: budget")
     ax.set_ylabel("accelerator-hours")
     ax.set_title("cumulative use against budget (dashed)", loc="left")
-    ax.tick_params(axis="x", labelrotation=30)
+    figures.time_axis(ax)
     figures.legend_outside(fig, [ax])
     return fig

@@ -143,14 +143,17 @@ def team_figure(team: str, states: Sequence[State], replays: Sequence[Replay]) -
     demand, in_use = team_series(states, team)
     fig, [ax] = figures.new_figure(1, width=12, row_height=3.2)
     ax.fill_between(times, demand, step="post", color="0.85", label="demand (in use + pending)")
-    ax.step(times, in_use, where="post", color="0.45", linewidth=0.8, label="in use")
+    running = "in use"
 
-    def quota(axes: Any, values: Sequence[float], **style: Any) -> None:
-        axes.step(times, values, where="post", **style)
+    def line(axes: Any, name: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
+        axes.step(xs, ys, where="post", **({"color": "0.45"} if name == running else {}), **style)
 
-    figures.draw_distinct(ax, [(r.name, r.quota.get(team, [0.0] * len(r.times))) for r in replays], quota,
-                          lambda name: f"quota: {name}")
+    # What the team ran and each policy's quota: a quota it ran exactly, or two policies alike, are all drawn.
+    figures.draw_distinct(ax, [(running, times, in_use),
+                               *((r.name, r.times, r.quota.get(team, [0.0] * len(r.times))) for r in replays)],
+                          line, lambda name: name if name == running else f"quota: {name}")
     ax.set_title(f"{team}: accelerators", loc="left")
+    figures.time_axis(ax)
     ax.set_ylim(bottom=0)
     figures.legend_outside(fig, [ax])
     return fig

@@ -75,7 +75,10 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
     used = [team for team in teams if utilization.get(team)]
     fig, axes = figures.new_figure(len(types) + (1 if used else 0), width=11, row_height=2.4)
     colours = {team: f"C{k}" for k, team in enumerate(teams)}
-    edges: Any = [s.at for s in story] + [max(end, story[-1].at)]  # each stage holds until the next one starts
+    # Each stage holds until the next one starts; the quotas the cluster started with held before the story too,
+    # so they are drawn from the first utilization reading on, not from nothing.
+    first = min([story[0].at, *(p[0] for team in used for p in utilization[team][:1])])
+    edges: Any = [first, *(s.at for s in story[1:]), max(end, story[-1].at)]
     for ax, t in zip(axes, types, strict=False):
         bottom = [0.0] * len(story)
         for team in teams:
@@ -93,15 +96,17 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
         ax.set_ylim(bottom=0)
     if used:
         ax = axes[-1]
-        for team in used:
-            points = utilization[team]
-            times: Any = [p[0] for p in points]
-            ax.plot(times, [p[1] for p in points], color=colours[team], label=team)
+
+        def line(axes: Any, team: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
+            axes.plot(xs, ys, color=colours[team], **style)
+
+        figures.draw_distinct(ax, [(team, [p[0] for p in utilization[team]], [p[1] for p in utilization[team]])
+                                   for team in used], line, lambda team: team)
         ax.set_ylabel("GPU utilization %\n(Container Insights)", fontsize=8)
         ax.set_ylim(-5, 105)
     axes[0].set_title("quotas per team over time (stacked) against healthy capacity", loc="left", fontsize=10)
-    axes[-1].tick_params(axis="x", labelrotation=30, labelsize=7)
-    figures.legend_outside(fig, axes, title="teams")
+    figures.time_axis(axes[-1])
+    figures.legend_outside(fig, axes, last=("healthy capacity",))
     return fig
 
 
