@@ -84,9 +84,9 @@ def time_axis(ax: Axes) -> None:
     """Dates on the x axis, labelled concisely (the day once, then the hours), so that no two labels overlap."""
     from matplotlib import dates
 
-    locator = dates.AutoDateLocator(maxticks=10)
+    locator = dates.AutoDateLocator(maxticks=10)  # type: ignore[no-untyped-call]  # matplotlib's stubs lack it
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator))
+    ax.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
 
 
 def save(fig: Figure, path: Path | IO[bytes], *, dpi: int = 100) -> None:
