@@ -126,21 +126,28 @@ class Listing:
             out.add_row(*row)
         return out
 
-    def listed(self, cells: Sequence[Sequence[Text]]) -> Group:
+    def listed(self, cells: Sequence[Sequence[Text]], width: int) -> Group:
         """One block per record: its first column as a heading (a blank one continues the record above, as a run's
-        later steps do), then `header: value` for the others, indented."""
+        later steps do), then `header: value` for the others, the values aligned when the width leaves them room
+        (else each value follows its header and wraps under it)."""
         parts: list[RenderableType] = [Text(self.title, style="italic")] if self.title else []
+        label = max(cell_len(c.header) for c in self.columns[1:]) + 1 if len(self.columns) > 1 else 0
+        aligned = label + 3 + MIN_WRAP <= width
         for row in cells:
             heading = row[0].copy()
             heading.stylize("bold")
             parts.append(Text.assemble("• ", heading) if heading.plain.strip() else Text("  ·"))
-            grid = Table.grid(padding=(0, 1), pad_edge=True)
-            grid.add_column(width=1)
-            grid.add_column(no_wrap=True, style="dim")
-            grid.add_column(overflow="fold")
-            for c, value in zip(self.columns[1:], row[1:], strict=True):
-                grid.add_row("", Text(f"{c.header}:"), value)
-            parts.append(grid)
+            if aligned:
+                grid = Table.grid(padding=(0, 1), pad_edge=True)
+                grid.add_column(width=1)
+                grid.add_column(no_wrap=True, style="dim")
+                grid.add_column(overflow="fold")
+                for c, value in zip(self.columns[1:], row[1:], strict=True):
+                    grid.add_row("", Text(f"{c.header}:"), value)
+                parts.append(grid)
+            else:
+                parts += [Text.assemble("  ", (f"{c.header}: ", "dim"), value, overflow="fold")
+                          for c, value in zip(self.columns[1:], row[1:], strict=True)]
         return Group(*parts)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -150,7 +157,7 @@ class Listing:
         elif self.needed_width(cells) <= options.max_width:
             yield self.table(cells, options.max_width)
         else:
-            yield self.listed(cells)
+            yield self.listed(cells, options.max_width)
         yield from (Text(line) if isinstance(line, str) else line for line in self.footer)
 
     # --- for programs -----------------------------------------------------------------------------------------

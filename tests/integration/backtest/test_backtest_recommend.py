@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 import tempfile
 from datetime import datetime
@@ -258,3 +261,25 @@ def test_advice_only_when_better_by_the_margin_on_a_day_or_more(tmp_path: Path, 
     assert said in " ".join(got.output.split())
     assert "no policy is recommended" in " ".join(got.output.split())
     assert not out.exists()
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_backtest_and_recommend_fit_the_terminal(files: tuple[Path, Path], tmp_path: Path, columns: int) -> None:
+    history, current = files
+    for args in (["backtest", "--history", str(history), "--policy", str(current), "--policy", str(current)],
+                 ["recommend", "--history", str(history), "--policy", str(current), "-o", str(tmp_path / "r.yaml"),
+                  "--search", "2"]):
+        got = CliRunner().invoke(cli, args, env={"COLUMNS": str(columns)})
+        assert got.exit_code == 0, got.output
+        assert max(len(line) for line in got.stdout.splitlines()) <= columns
+
+
+def test_backtest_as_json_and_csv(files: tuple[Path, Path]) -> None:
+    history, current = files
+    base = ["backtest", "--history", str(history), "--policy", str(current)]
+    doc = json.loads(CliRunner().invoke(cli, [*base, "--format", "json"]).stdout)
+    assert doc["too_thin"] is None
+    assert doc["policies"][0]["reversals_within_hour"] > 0
+    rows = list(csv.DictReader(io.StringIO(CliRunner().invoke(cli, [*base, "--format", "csv"]).stdout)))
+    reversals = next(r for r in rows if r["figure"] == "quota reversals within an hour")
+    assert int(reversals["current"]) == doc["policies"][0]["reversals_within_hour"]
