@@ -30,7 +30,8 @@ def plan_table(plan: Plan) -> Listing:
     return Listing(title=f"plan for {plan.cluster_name} ({plan.mode})",
                    columns=(Column("team", wrap=False), Column("pool", wrap=False),
                             Column("before → after", cell=_move, wrap=False), Column("why", key="reason")),
-                   records=change_records(plan), lines=True)
+                   records=change_records(plan), lines=True,
+                   fields=("team", "pool", "resource", "before", "after", "reason"))
 
 
 def plan_renderable(plan: Plan) -> RenderableType:

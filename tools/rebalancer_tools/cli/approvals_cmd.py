@@ -81,7 +81,7 @@ def approvals_table(found: list[Pending], cluster: str) -> Listing:
                  Column("moves", key="moves"), Column("why it asks", key="reasons")),
         records=tuple({"approval_id": p.approval_id, "run": short_run(p.execution, cluster),
                        "decide_by": p.decide_by.isoformat(), "moves": p.moves, "reasons": list(p.reasons)}
-                      for p in found))
+                      for p in found), fields=("approval_id", "run", "decide_by", "moves", "reasons"))
 
 
 @approvals.command("list")

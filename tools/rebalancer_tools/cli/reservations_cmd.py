@@ -141,7 +141,8 @@ def reservations_table(found: list[Reservation], cluster: str, now: datetime) ->
                  Column("now", wrap=False), Column("reason")),
         records=tuple({"id": r.reservation_id, "team": r.team, "pool": r.pool, "accelerators": r.accelerators,
                        "from": f"{r.start:%Y-%m-%d %H:%M}", "until": f"{r.until:%Y-%m-%d %H:%M}",
-                       "status": r.status, "now": state(r), "reason": r.reason} for r in found))
+                       "status": r.status, "now": state(r), "reason": r.reason} for r in found),
+        fields=("id", "team", "pool", "accelerators", "from", "until", "status", "now", "reason"))
 
 
 def _decision_command(decision: str) -> click.Command:
