@@ -13,8 +13,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich import box
@@ -74,7 +74,7 @@ class Listing:
     columns: tuple[Column, ...]
     records: tuple[Record, ...]
     fields: tuple[str, ...] = ()  # JSON and CSV: these fields of each record (default: every one, first seen first)
-    footer: tuple[str | Text, ...] = field(default=())  # lines under the table (totals, notes), in both layouts
+    footer: tuple[str | Text, ...] = ()  # lines under the table (notes), in both layouts
     lines: bool = False  # a rule between rows (rows of several lines)
 
     # --- for people -------------------------------------------------------------------------------------------
@@ -200,10 +200,3 @@ def _csv_value(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True, default=str)
     return str(value)
-
-
-def rows_of(listing: Listing) -> Iterator[dict[str, Any]]:
-    """The records as JSON and CSV give them (the fields in order)."""
-    keys = listing.keys()
-    for r in listing.records:
-        yield {k: r.get(k) for k in keys}

@@ -20,7 +20,7 @@ from rebalancer.parsing.text import printable
 from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.params import OutputFile, atomic_output, write_atomically
 from rebalancer_tools.cli.run_ids import resolve_run, short_run
-from rebalancer_tools.tables import Column, Listing
+from rebalancer_tools.tables import Column, Listing, Record
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
@@ -42,6 +42,18 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
+EVENT = "event#"  # a cluster event's record: its id is the event's, a UUID no option takes
+EVENT_SHOWN = 8  # hex digits of it the table shows (CSV and JSON keep it whole)
+
+
+def _run_cell(r: Record) -> str:
+    """The run's id on its first row only; a cluster event's UUID cut to its first digits."""
+    if not r["first"]:
+        return ""
+    run = str(r["run"])
+    return run[:len(EVENT) + EVENT_SHOWN] if run.startswith(EVENT) else run
+
+
 def history_table(records: list[dict[str, Any]], cluster: str) -> Listing:
     """One row per record; the run's id only on its first row, so the table reads as runs. Recorded text is shown,
     never acted on: no markup, and control or bidi characters as escapes."""
@@ -56,7 +68,7 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Listing:
         previous = run
     return Listing(
         title=f"history of {printable(cluster)} (times UTC)",
-        columns=(Column("run", cell=lambda r: r["run"] if r["first"] else "", wrap=False),
+        columns=(Column("run", cell=_run_cell, wrap=False),
                  Column("at", cell=lambda r: str(r["at"])[11:19], wrap=False),
                  Column("step", wrap=False), Column("outcome", wrap=False),
                  Column("who / changes", cell=lambda r: "; ".join(x for x in (r["who"], r["changes"]) if x))),
