@@ -283,3 +283,17 @@ def test_backtest_as_json_and_csv(files: tuple[Path, Path]) -> None:
     rows = list(csv.DictReader(io.StringIO(CliRunner().invoke(cli, [*base, "--format", "csv"]).stdout)))
     reversals = next(r for r in rows if r["figure"] == "quota reversals within an hour")
     assert int(reversals["current"]) == doc["policies"][0]["reversals_within_hour"]
+
+
+def test_recommend_as_json_keeps_stdout_parseable(files: tuple[Path, Path], tmp_path: Path) -> None:
+    history, current = files
+    out = tmp_path / "r.yaml"
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o", str(out),
+                                   "--search", "2", "--format", "json"])
+    assert got.exit_code == 0, got.output
+    doc = json.loads(got.stdout)  # the evidence, the verdict and the diff went to stderr
+    assert doc["recommended"] is True
+    assert doc["written"] == str(out)
+    assert next(row["trial"] for row in doc["search"]) == "current policy"
+    assert {e["field"] for e in doc["evidence"]} >= {"stability.cooldown_minutes"}
+    assert "better by" in doc["verdict"]
