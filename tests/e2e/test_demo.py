@@ -69,7 +69,7 @@ def test_approved_plan_moved_idle_h100s_to_the_queueing_team(run: tuple[World, d
     assert r.states.index("RequestApproval") < r.states.index("Apply")
     assert r.after["research"][P5] == r.before["research"][P5] + 4
     assert r.after["data-science"].get(P5, 0) == 0
-    assert "Approve: http://127.0.0.1:" in r.outputs["email"]
+    assert "Approve:\nhttp://127.0.0.1:" in r.outputs["email"]
 
 
 def test_rejected_plan_changed_nothing(run: tuple[World, dict[str, ScenarioResult]]) -> None:

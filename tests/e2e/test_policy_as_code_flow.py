@@ -18,6 +18,7 @@ from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import pod_set, serve, workload
 
+from rebalancer.app.notifications.messages import email_links
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator.resources import Kind
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
@@ -153,7 +154,7 @@ def test_a_console_edit_waits_for_approval_then_is_replaced_and_a_later_policy_c
                      request["Message"], flags=re.MULTILINE), request["Message"]
     slack_rows = [b["text"]["text"] for b in slack.posts[0]["blocks"] if b["type"] == "section"]
     assert any("`training` ComputeQuotaConfig.ResourceSharingConfig" in r and CONSOLE in r for r in slack_rows)
-    approve = dict(re.findall(r"^(Approve|Reject): (\S+)$", request["Message"], flags=re.MULTILINE))["Approve"]
+    approve = email_links(request["Message"])["Approve"]
     page = s.http("GET", approve)
     assert page["statusCode"] == 200
     assert "Console edit will be replaced:</strong> training ComputeQuotaConfig.ResourceSharingConfig" in page["body"]

@@ -171,7 +171,7 @@ def test_collect_keeps_the_addon_and_kueue_versions_and_the_plan_warns_of_what_i
 
     snapshot, plan = run()
     assert snapshot["governance"] == {"addon_version": VERSION, "addon_status": "ACTIVE",
-                                      "kueue_api_version": "v1beta2", "problems": []}
+                                      "kueue_api_version": "v1beta2", "problems": [], "advisories": []}
     assert not [w for w in plan["warnings"] if w.startswith(("FAIL", "WARN"))]
 
     emu_pre.remove_addon(d.emu.emulator.account_id, d.emu.emulator.region, EKS, ADDON)

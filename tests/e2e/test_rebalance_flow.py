@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
 
+from rebalancer.app.notifications.messages import email_links
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.local_stack import LocalStack, SlackReceiver
 from rebalancer_tools.ticking_clock import TickingClock
@@ -110,7 +110,7 @@ def kinds(stack: LocalStack) -> list[tuple[str, str]]:
 
 
 def links(message: str) -> dict[str, str]:
-    return dict(re.findall(r"^(Approve|Reject): (\S+)$", message, flags=re.MULTILINE))
+    return email_links(message)
 
 
 def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:

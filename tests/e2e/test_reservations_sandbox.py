@@ -44,6 +44,7 @@ def test_a_reservation_read_against_the_live_cluster_is_honoured_by_apply(sandbo
                            "12", "--until", until, "--reason", "launch", "--policy", POLICY)
     assert code == 0, out
     assert "(launch): approved" in out
+    assert "warning" not in out  # reserve reads capacity only: no word of Kueue, nor of an option it lacks
     code, out = rebalancer("reservations", "--cluster", CLUSTER, "--format", "json")
     assert code == 0, out
     [rec] = json.loads(out)

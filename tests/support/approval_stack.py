@@ -5,13 +5,13 @@ Gateway would pass)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from rebalancer.app import wiring
+from rebalancer.app.notifications.messages import email_links
 from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.records import ApprovalRecord
@@ -51,7 +51,7 @@ class Waiting:
 
     @property
     def links(self) -> dict[str, str]:
-        return dict(re.findall(r"^(Approve|Reject): (\S+)$", str(self.message["Message"]), flags=re.MULTILINE))
+        return email_links(str(self.message["Message"]))
 
     @property
     def plan(self) -> Plan:

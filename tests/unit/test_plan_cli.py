@@ -16,8 +16,8 @@ SNAPSHOT = str(ROOT / "examples/snapshot.json")
 POLICY = str(ROOT / "examples/policy.yaml")
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["plan", *args])
+def run(*args: str, columns: int | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["plan", *args], env={"COLUMNS": str(columns) if columns else None})
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -31,12 +31,26 @@ def test_json_output_has_the_documented_keys_and_requests_in_apply_order() -> No
     assert doc["allocations"]["research"]["ml.p5.48xlarge"] == {"accelerators": 18}
 
 
-def test_table_output_fits_eighty_columns_and_shows_reasons() -> None:
+@pytest.mark.parametrize("columns", [100, 80, 60, 40])
+def test_table_output_fits_the_terminal_and_shows_reasons(columns: int) -> None:
+    code, out, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY, columns=columns)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= columns
+    assert "16 → 18" in out
+    assert "unhealthy" in " ".join(out.split())
+
+
+def test_piped_without_a_width_each_change_is_one_line_and_csv_has_the_rows() -> None:
     code, out, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY)
     assert code == 0
-    assert max(len(line) for line in out.splitlines()) <= 80
-    assert "16 → 18" in out
-    assert "unhealthy" in out
+    doc = json.loads(run("--snapshot", SNAPSHOT, "--policy", POLICY, "--format", "json")[1])
+    rows = [line for line in out.splitlines() if "→" in line and "│" in line]
+    assert len(rows) == len(doc["changes"])
+    code, text, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY, "--format", "csv")
+    assert code == 0
+    header, *lines = text.splitlines()
+    assert header == "team,pool,resource,before,after,reason"
+    assert len(lines) == len(doc["changes"])
 
 
 def test_now_drives_the_cooldown() -> None:

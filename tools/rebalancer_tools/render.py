@@ -1,36 +1,43 @@
-"""A plan for people: a rich table of before → after per team and pool, with the reasons, in 80 columns."""
+"""A plan for people: a table of before → after per team and pool, with the reasons, that fits the terminal
+(tables.Listing); the same rows as CSV for programs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from rebalancer.domain.plan import Change, Plan
+from rebalancer.domain.plan import Plan
+from rebalancer_tools.tables import Column, Listing, Record
 
 UNITS = {"accelerators": "acc", "vcpu": "vCPU", "partitions": "part", "memory_gib": "GiB"}
 
 
-def plan_row(c: Change) -> tuple[str, str, Text, str]:
-    """One row of the plan: a change, or a change a hold keeps back (what the policy wants, and the hold, under
-    the amounts)."""
-    style = "red" if c.after < c.before else "green" if c.after > c.before else "yellow"
-    move = Text.assemble(f"{c.before:g} → ", (f"{c.after:g}", style), f" {UNITS.get(c.resource, c.resource)}")
-    if c.wanted is not None:
-        move.append(f"\nheld, wants {c.wanted:g}", style="yellow")
-    return c.team, c.pool, move, c.reason
+def _move(r: Record) -> Text:
+    """Before → after, and under it what the policy wants when a hold keeps it back (and the hold)."""
+    style = "red" if r["after"] < r["before"] else "green" if r["after"] > r["before"] else "yellow"
+    unit = UNITS.get(r["resource"], r["resource"])
+    move = Text.assemble(f"{r['before']:g} → ", (f"{r['after']:g}", style), f" {unit}")
+    if r["wanted"] is not None:
+        move.append(f"\nheld, wants {r['wanted']:g}", style="yellow")
+    return move
 
 
-def plan_table(plan: Plan) -> Table:
-    table = Table(title=f"plan for {plan.cluster_name} ({plan.mode})", title_justify="left", expand=False,
-                  show_lines=True)
-    table.add_column("team", no_wrap=True, max_width=14)
-    table.add_column("pool", max_width=18, overflow="fold")
-    table.add_column("before → after", no_wrap=True)
-    table.add_column("why", ratio=1, min_width=20)
-    for c in (*plan.changes, *plan.held):
-        table.add_row(*plan_row(c))
-    return table
+def change_records(plan: Plan) -> tuple[dict[str, Any], ...]:
+    """The plan's rows: one per change, then one per change a hold keeps back entirely, the figures of that row
+    (the table's, the CSV's)."""
+    return tuple({"team": c.team, "pool": c.pool, "resource": c.resource, "before": c.before, "after": c.after,
+                  "wanted": c.wanted, "hold": c.hold.label if c.hold is not None else None, "reason": c.reason}
+                 for c in (*plan.changes, *plan.held))
+
+
+def plan_table(plan: Plan) -> Listing:
+    return Listing(title=f"plan for {plan.cluster_name} ({plan.mode})",
+                   columns=(Column("team", wrap=False), Column("pool", wrap=False),
+                            Column("before → after", cell=_move, wrap=False), Column("why", key="reason")),
+                   records=change_records(plan), lines=True,
+                   fields=("team", "pool", "resource", "before", "after", "wanted", "hold", "reason"))
 
 
 def plan_renderable(plan: Plan) -> RenderableType:

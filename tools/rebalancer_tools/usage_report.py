@@ -9,12 +9,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
 from rebalancer.budgets.metering import Fact, Used, budget_usage, hours_in
 from rebalancer.domain.budget import MAX_HOURS, Budget, Period, PeriodWindow, parse_period_label, period_window
 from rebalancer.domain.policy import Policy
+from rebalancer_tools.tables import Column, Listing, Record
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -82,63 +85,77 @@ def rows(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None
 
 
 def render(report: list[UsageRow], fmt: str) -> str:
+    """JSON or CSV of the rows (the table is `table(report)`, printed through a console)."""
     if fmt == "json":
         return json.dumps([asdict(r) for r in report], indent=2, sort_keys=True, allow_nan=False)
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(UsageRow.__dataclass_fields__))
-        writer.writeheader()
-        for r in report:
-            writer.writerow({**asdict(r), "unpriced": " ".join(r.unpriced)})
-        return buf.getvalue()
-    header = f"{'team':<20} {'period':<9} {'used':>9} {'own':>9} {'borrowed':>9} {'budget':>9} {'%':>6} " \
-             f"{'cost':>10} {'forecast':>9}"
-    lines = [header]
+    if fmt != "csv":
+        raise ValueError(fmt)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(UsageRow.__dataclass_fields__))
+    writer.writeheader()
     for r in report:
-        budget = f"{r.budget_hours:,.0f}" if r.budget_hours else (f"${r.budget_money:,.0f}" if r.budget_money else "-")
-        pct = f"{r.used_percent:.0f}" if r.used_percent is not None else "-"
-        cost = f"{r.cost:,.0f}" if r.cost is not None else "-"
-        lines.append(f"{r.team:<20} {r.period:<9} {r.used_hours:>9,.1f} {r.own_hours:>9,.1f} "
-                     f"{r.borrowed_hours:>9,.1f} {budget:>9} {pct:>6} {cost:>10} {r.forecast_hours:>9,.0f}"
-                     + (" (estimated)" if r.estimated else ""))
-    lines += [f"{r.team}: no price for {', '.join(r.unpriced)} (add them to the policy's prices); that use is not "
-              "costed" for r in report if r.unpriced]
-    return "\n".join(lines)
+        writer.writerow({**asdict(r), "unpriced": " ".join(r.unpriced)})
+    return buf.getvalue()
 
 
-def plot(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None, path: Path | IO[bytes]) -> None:
-    """Cumulative accelerator-hours per team with a budget, against its budget line."""
-    import matplotlib
+def _budget(r: Record) -> str:
+    if r["budget_hours"]:
+        return f"{r['budget_hours']:,.0f}"
+    return f"${r['budget_money']:,.0f}" if r["budget_money"] else "-"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5))
-    for team, tp in sorted(policy.teams.items()):
-        if tp.budget is None:
-            continue
-        if applies(tp.budget, period) is None:
-            continue
-        w = window_for(tp.budget, at, period)
+def table(report: list[UsageRow]) -> Listing:
+    """Per team: accelerator-hours used (own, borrowed), the budget, % of it, cost and the forecast."""
+    def hours(key: str, digits: int = 1) -> Column:
+        return Column(key.split("_")[0], cell=lambda r: f"{r[key]:,.{digits}f}", numeric=True)
+
+    notes = tuple(f"{r.team}: no price for {', '.join(r.unpriced)} (add them to the policy's prices); that use is "
+                  "not costed" for r in report if r.unpriced)
+    return Listing(
+        title="accelerator-hours per team",
+        columns=(Column("team", wrap=False), Column("period", wrap=False), hours("used_hours"),
+                 hours("own_hours"), hours("borrowed_hours"), Column("budget", cell=_budget, numeric=True),
+                 Column("%", cell=lambda r: "-" if r["used_percent"] is None else f"{r['used_percent']:.0f}",
+                        numeric=True),
+                 Column("cost", cell=lambda r: "-" if r["cost"] is None else f"{r['cost']:,.0f}", numeric=True),
+                 Column("forecast", cell=lambda r: f"{r['forecast_hours']:,.0f}"
+                        + (" (estimated)" if r["estimated"] else ""), wrap=False)),
+        records=tuple(asdict(r) for r in report), footer=notes)
+
+
+def usage_figure(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None) -> Figure | None:
+    """Cumulative accelerator-hours per team that used any in its period, over the period's time, with its budget as
+    a dashed line of the same colour; None when no team used any (nothing to draw)."""
+    from rebalancer_tools import figures
+
+    lines: list[tuple[str, list[Any], list[float], float | None]] = []
+    teams = sorted(set(policy.teams) | {t for f in facts for t in (*f.at_start, *f.at_end)})
+    for team in teams:
+        tp = policy.teams.get(team)
+        budget = applies(tp.budget if tp else None, period)
+        w = window_for(tp.budget if tp else None, at, period)
+        until = min(at, w.end)
         xs: list[Any] = [w.start]
         ys, total = [0.0], 0.0
         for fact in facts:
-            if fact.end <= w.start or fact.start >= min(at, w.end):
+            if fact.end <= w.start or fact.start >= until:
                 continue
-            part = hours_in([fact], w.start, min(at, w.end)).get(team, {})
-            total += sum(u.own + u.borrowed for t, u in part.items() if tp.budget.covers(t))
-            xs.append(min(fact.end, at, w.end))
+            part = hours_in([fact], w.start, until).get(team, {})
+            total += sum(u.own + u.borrowed for t, u in part.items() if budget is None or budget.covers(t))
+            xs.append(min(fact.end, until))
             ys.append(total)
+        if total > 0:
+            lines.append((team, xs, ys, budget.accelerator_hours if budget else None))
+    if not lines:
+        return None
+    fig, [ax] = figures.new_figure(1, width=9, row_height=4.4)
+    for team, xs, ys, budget_hours in lines:
         line = ax.plot(xs, ys, label=team)[0]
-        if tp.budget.accelerator_hours:
-            start: Any = w.start  # matplotlib takes datetimes; its stubs say numbers
-            end: Any = w.end
-            ax.hlines(tp.budget.accelerator_hours, start, end, colors=line.get_color(), linestyles="dashed")
-    ax.xaxis_date()
-    ax.set_ylabel("accelerator-hours (dashed: budget)")
-    ax.set_title("cumulative use against budget")
-    ax.legend(loc="upper left")
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100, format="png")
-    plt.close(fig)
+        if budget_hours:
+            ax.hlines(budget_hours, xs[0], xs[-1], colors=line.get_color(), linestyles="dashed",
+                      label=f"{team}: budget")
+    ax.set_ylabel("accelerator-hours")
+    ax.set_title("cumulative use against budget (dashed)", loc="left")
+    figures.time_axis(ax)
+    figures.legend_outside(fig, [ax])
+    return fig

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 import tempfile
 from datetime import datetime
@@ -102,7 +105,10 @@ def test_a_suggested_zero_guarantee_is_removed_and_the_rest_of_the_file_kept() -
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
-    h = syn.write(syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=1), tmp_path / "history.jsonl")
+    # A week of mornings: each burst a few reversals, enough of them to tell the suggested cooldown's gain from
+    # chance (backtest.evidence); samples every 15 minutes keep it quick.
+    h = syn.write(syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=7, step_minutes=15),
+                  tmp_path / "history.jsonl")
     p = tmp_path / "current.yaml"
     p.write_text("stability:\n  cooldown_minutes: 0\nteams:\n  a: {}\n  b: {}\n")
     return h, p
@@ -131,7 +137,13 @@ def test_recommend_search_tries_the_trials_and_recommends_a_policy_in_the_space(
     got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o", str(out),
                                    "--search", "3", "--storage", storage, "--seed", "1"])
     assert got.exit_code == 0, got.output
-    assert "best of 3 trials" in got.output
+    assert "search: the best 3 of 3 trials against the current policy" in got.output
+    # A table of the trials under the current policy's row; no optuna log line, no Python dict.
+    assert re.search(r"│ current policy +│ +as set │ +0 │ +1 │", got.output), got.output
+    assert len(re.findall(r"│ #\d+ ", got.output)) == 3
+    assert "{'" not in got.output
+    assert "[I " not in got.output
+    assert "A new study created" not in got.output
     policy = Policy.model_validate(yaml.safe_load(out.read_text()))
     assert policy.stability.cooldown_minutes in range(0, 181, 15)
     assert 1 <= policy.stability.min_step <= 8
@@ -139,7 +151,7 @@ def test_recommend_search_tries_the_trials_and_recommends_a_policy_in_the_space(
     again = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o",
                                      str(out), "--search", "2", "--storage", storage])
     assert again.exit_code == 0, again.output
-    assert "best of 5 trials" in again.output
+    assert "of 5 trials against the current policy" in again.output
 
 
 @pytest.mark.slow  # two spawned processes
@@ -228,7 +240,60 @@ def test_the_search_journal_leaves_nothing_behind(files: tuple[Path, Path], tmp_
     got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o",
                                    str(tmp_path / "out.yaml"), "--search", "2", "--seed", "1"])
     assert got.exit_code == 0, got.output
-    assert "best of 2 trials" in got.output
+    assert "search: the best 2 of 2 trials" in got.output
     assert list(scratch.iterdir()) == []
     result = CliRunner().invoke(cli, ["recommend", "--help"], terminal_width=200)
     assert "a journal in a temporary folder, removed afterwards" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("days", "said"), [
+    (5 / 1440, "the history covers 0.1 h in 1 state"),  # one state: nothing to compare
+    (1, ", less than the margin"),  # one morning's burst: one event, not evidence
+])
+def test_advice_only_when_better_by_the_margin_on_a_day_or_more(tmp_path: Path, days: float, said: str) -> None:
+    history = syn.write(syn.history(morning_bursts, {"a": 24, "b": 8}, nodes=4, days=days),
+                        tmp_path / "history.jsonl")
+    current = tmp_path / "current.yaml"
+    current.write_text("stability:\n  cooldown_minutes: 0\nteams:\n  a: {}\n  b: {}\n")
+    out = tmp_path / "recommended.yaml"
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o", str(out)])
+    assert got.exit_code == 0, got.output
+    assert said in " ".join(got.output.split())
+    assert "no policy is recommended" in " ".join(got.output.split())
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_backtest_and_recommend_fit_the_terminal(files: tuple[Path, Path], tmp_path: Path, columns: int) -> None:
+    history, current = files
+    for args in (["backtest", "--history", str(history), "--policy", str(current), "--policy", str(current)],
+                 ["recommend", "--history", str(history), "--policy", str(current), "-o", str(tmp_path / "r.yaml"),
+                  "--search", "2"]):
+        got = CliRunner().invoke(cli, args, env={"COLUMNS": str(columns)})
+        assert got.exit_code == 0, got.output
+        assert max(len(line) for line in got.stdout.splitlines()) <= columns
+
+
+def test_backtest_as_json_and_csv(files: tuple[Path, Path]) -> None:
+    history, current = files
+    base = ["backtest", "--history", str(history), "--policy", str(current)]
+    doc = json.loads(CliRunner().invoke(cli, [*base, "--format", "json"]).stdout)
+    assert doc["too_thin"] is None
+    assert doc["policies"][0]["reversals_within_hour"] > 0
+    rows = list(csv.DictReader(io.StringIO(CliRunner().invoke(cli, [*base, "--format", "csv"]).stdout)))
+    reversals = next(r for r in rows if r["figure"] == "quota reversals within an hour")
+    assert int(reversals["current"]) == doc["policies"][0]["reversals_within_hour"]
+
+
+def test_recommend_as_json_keeps_stdout_parseable(files: tuple[Path, Path], tmp_path: Path) -> None:
+    history, current = files
+    out = tmp_path / "r.yaml"
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(history), "--policy", str(current), "-o", str(out),
+                                   "--search", "2", "--format", "json"])
+    assert got.exit_code == 0, got.output
+    doc = json.loads(got.stdout)  # the evidence, the verdict and the diff went to stderr
+    assert doc["recommended"] is True
+    assert doc["written"] == str(out)
+    assert next(row["trial"] for row in doc["search"]) == "current policy"
+    assert {e["field"] for e in doc["evidence"]} >= {"stability.cooldown_minutes"}
+    assert "better by" in doc["verdict"]

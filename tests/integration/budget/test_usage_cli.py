@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -91,3 +92,25 @@ def test_a_bad_budget_in_the_policy_is_exit_2_naming_the_field(metered: Path, tm
     assert code == 2
     assert "teams.research.budget.timezone" in out
     assert "Moon/Base" in out
+
+
+def test_a_plot_of_nothing_metered_says_so_and_draws_nothing(metered: Path, tmp_path: Path) -> None:
+    """A period before any reading: no 1970 chart and no matplotlib warning, one line saying why."""
+    png = tmp_path / "empty.png"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = CliRunner().invoke(cli, ["usage", "--cluster", "c", "--table", "t", "--policy", str(metered),
+                                       "--period", "2026-10", "--plot", str(png)])
+    assert got.exit_code == 0, got.output
+    assert [str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)] == []
+    assert f"no plot written to {png}: no team used accelerators in the period" in got.stderr
+    assert not png.exists()
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_the_table_fits_the_terminal(metered: Path, columns: int) -> None:
+    got = CliRunner().invoke(cli, ["usage", "--cluster", "c", "--table", "t", "--policy", str(metered), "--period",
+                                   "2026-11"], env={"COLUMNS": str(columns)})
+    assert got.exit_code == 0, got.output
+    assert max(len(line) for line in got.stdout.splitlines()) <= columns
+    assert "research" in got.stdout

@@ -107,3 +107,29 @@ def test_piped_history_is_one_line_per_record_and_usage_says_when_nothing_is_met
                                    "--at", "2026-11-30T13:00:00Z"], env={"REBALANCER_TABLE": None})
     assert got.exit_code == 0, got.output
     assert got.stderr.startswith("warning: nothing metered for c1 in audit-table from 2026-11-01 00:00 UTC")
+
+
+@pytest.mark.parametrize("columns", [100, 60])
+def test_history_fits_the_terminal_and_has_json_and_csv(store: Store, columns: int) -> None:
+    """At COLUMNS=100 a table whose changes wrap, at 60 a list; every row 186-400 characters long before."""
+    store.audit.append("c1", "c1-20261130T120000", "trigger", outcome="started")
+    store.audit.append("c1", "c1-20261130T120000", "apply", outcome="applied",
+                       who="arn:aws:sts::123456789012:assumed-role/platform-admin/alice",
+                       before={"research": {"ml.p5.48xlarge": 12}, "training": {"ml.p5.48xlarge": 12},
+                               "inference": {"ml.g5.12xlarge": 4}},
+                       after={"research": {"ml.p5.48xlarge": 8}, "training": {"ml.p5.48xlarge": 8},
+                              "inference": {"ml.g5.12xlarge": 8}})
+    got = CliRunner().invoke(cli, ["history", "--cluster", "c1", "--table", "audit-table"],
+                             env={"REBALANCER_TABLE": None, "COLUMNS": str(columns)})
+    assert got.exit_code == 0, got.output
+    assert max(len(line) for line in got.stdout.splitlines()) <= columns
+    assert {"training", "inference", "g5.12xlarge", "4→8", "12→8"} <= set(
+        got.stdout.replace(";", " ").split())
+    code, text = run("history", "--cluster", "c1", "--table", "audit-table", "--format", "csv")
+    assert code == 0
+    header, _, apply = text.splitlines()
+    assert header == "run,at,step,outcome,who,changes"
+    assert apply.startswith("20261130T120000,")
+    assert apply.endswith(",inference g5.12xlarge 4→8; research p5.48xlarge 12→8; training p5.48xlarge 12→8")
+    code, lines = run("history", "--cluster", "c1", "--table", "audit-table", "--format", "json")
+    assert [json.loads(line)["kind"] for line in lines.splitlines()] == ["trigger", "apply"]

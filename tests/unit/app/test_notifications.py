@@ -21,7 +21,7 @@ def test_text_lists_each_change_with_its_reason_and_the_links() -> None:
     assert subject == "Approval needed: quota changes on c1"
     assert "  - research ml.p5.48xlarge accelerators: 8 -> 16 (demand of research)" in body
     assert "Needs approval because: moves 8 accelerators" in body
-    assert "Approve: https://a/yes\nReject: https://a/no" in body
+    assert "Approve:\nhttps://a/yes\nReject:\nhttps://a/no" in body
     assert "  - 1 node unhealthy" in body
 
 

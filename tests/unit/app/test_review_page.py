@@ -118,6 +118,19 @@ def test_expiry_and_what_moves_are_shown() -> None:
     assert "Moves</dt><dd>8 accelerators taken from teams, 8 given</dd>" in page  # the partitions did not move
 
 
+@properties(50)
+@given(status=st.sampled_from(["approved", "rejected", "expired"]), minutes=st.integers(-600, 600))
+def test_a_decided_change_counts_down_to_nothing(status: str, minutes: int) -> None:
+    """Once decided (or expired) the page shows the deadline it had, never the time left to it."""
+    pending = review_page(_review(decide_by=NOW + timedelta(minutes=minutes)))
+    decided = review_page(_review(status=status, decided_by="alice", decide_by=NOW + timedelta(minutes=minutes)))
+    when = (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M UTC")
+    assert f"Decide by</dt><dd>{when}</dd>" in decided
+    assert " min)" not in decided
+    assert "(expired)" not in decided
+    assert f"Decide by</dt><dd>{when} (" in pending
+
+
 def test_trigger_text() -> None:
     assert trigger_text({"kind": "alarm", "summary": "imbalance high"}) == "imbalance high (alarm)"
     assert trigger_text({}) == "not recorded"

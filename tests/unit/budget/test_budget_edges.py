@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
+from rich.console import Console
 from support.clock import T0
 from support.clusters import policy, snapshot
 
@@ -121,7 +122,9 @@ def test_usage_json_is_strict_and_names_unpriced_types() -> None:
     assert report[0].unpriced == (P5,)
     doc = json.loads(usage_report.render(report, "json"), parse_constant=lambda c: pytest.fail(c))
     assert doc[0]["unpriced"] == [P5]
-    table = usage_report.render(report, "table")
+    console = Console(width=100, record=True, color_system=None)
+    console.print(usage_report.table(report))
+    table = console.export_text()
     assert f"research: no price for {P5}" in table
     assert "inf" not in table
 

@@ -1,6 +1,7 @@
 """What `recommend` recommends: of the candidate policies (the suggestions; with `--search`, the best trial too),
-the one its backtest scores best on the search's objective, and only if that is no worse than the current policy's
-score; otherwise nothing. The file is written by patching the current one's text (backtest.policy_text), so its
+the one its backtest scores best on the search's objective, and only if that beats the current policy's score by
+the margin (backtest.evidence: two standard errors of the hourly differences, at least one accelerator-hour);
+otherwise nothing. The file is written by patching the current one's text (backtest.policy_text), so its
 comments and key order survive; a layout the patch cannot keep is rewritten, and the caller says so."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.sample import DemandSample
 from rebalancer.parsing.validation import load_model
+from rebalancer_tools.backtest import evidence
 from rebalancer_tools.backtest.policy_text import Edit, apply_edits, patch
 from rebalancer_tools.backtest.recommend import dump
 from rebalancer_tools.backtest.replay import Replay, State, replay
@@ -44,17 +46,21 @@ class Advice:
         return objective_value(self.current)
 
     @property
+    def gain(self) -> evidence.Gain:
+        return evidence.gain(self.current, self.best.replay, self.current_score, self.best.score)
+
+    @property
     def recommended(self) -> bool:
-        """The best candidate scores no worse than the current policy (approval thresholds never change a score:
-        the backtest grants every approval)."""
-        return self.best.score <= self.current_score + 1e-9
+        """The best candidate scores better than the current policy by the margin (evidence.gain; approval
+        thresholds never change a score: the backtest grants every approval)."""
+        return self.gain.enough
 
     def verdict(self) -> str:
         line = (f"objective ({OBJECTIVE}): current policy {self.current_score:,.1f}, "
                 f"{self.best.name} {self.best.score:,.1f}")
-        if self.recommended:
-            return line
-        return f"{line}: worse than the current policy, so no policy is recommended"
+        if self.best.score > self.current_score + 1e-9:
+            return f"{line}: worse than the current policy, so no policy is recommended"
+        return f"{line}: {self.gain.text()}" + ("" if self.recommended else ", so no policy is recommended")
 
 
 def advise(raw: dict[str, Any], states: Sequence[State], first: DemandSample, reference: Mapping[str, float],

@@ -110,6 +110,13 @@ class Replay:
     start: datetime | None = None
     # team → week since the first state → [met, entitled] accelerator-hours
     weeks: dict[str, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(dict))
+    # hour since the first state → [deficit, guaranteed-but-idle accelerator-hours, reversals]: the objective per
+    # hour, so that two policies' difference can be told from the history's own hour-to-hour variation
+    hourly: dict[int, list[float]] = field(default_factory=dict)
+
+    def hour(self, at: datetime) -> list[float]:
+        start = self.start or at
+        return self.hourly.setdefault(int((at - start).total_seconds() // 3600), [0.0, 0.0, 0.0])
 
     def total(self, name: str) -> float:
         return float(sum(getattr(t, name) for t in self.teams.values()))
@@ -380,6 +387,7 @@ def _record(out: Replay, plan: Plan, now: datetime, last: dict[tuple[str, str], 
         if prior is not None and prior[1] == -sign and now - prior[0] < CHURN_WINDOW:
             out.reversals.append(Reversal(c.team, c.pool, now, (now - prior[0]).total_seconds() / 60,
                                           abs(c.after - c.before)))
+            out.hour(now)[2] += 1
         last[key] = (now, sign)
 
 
@@ -389,6 +397,7 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
     out.hours += h
     out.start = out.start or state.at
     week = int((state.at - out.start).total_seconds() // WEEK_S)
+    hour = out.hour(state.at)
     out.gaps += state.gap
     for pool, capacity in state.capacity.items():
         names = [t for t in teams if pool in state.use.get(t, {})]
@@ -402,6 +411,7 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
             totals.met_hours += met * h
             totals.entitled_hours += e * h
             totals.deficit_hours += max(0.0, e - met) * h
+            hour[0] += max(0.0, e - met) * h
             this = out.weeks[t].setdefault(week, [0.0, 0.0])
             this[0] += met * h
             this[1] += e * h
@@ -410,5 +420,6 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
             if q:
                 in_use = state.use.get(t, {}).get(pool, (0.0, 0.0))[1]
                 out.teams[t].idle_guaranteed_hours += max(0.0, q - in_use) * h
+                hour[1] += max(0.0, q - in_use) * h
     for t in teams:
         out.quota[t].append(sum(allocations.get(t, {}).values()))

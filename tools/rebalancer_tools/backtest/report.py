@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
+from rebalancer_tools import figures
 from rebalancer_tools.backtest.replay import NOT_REPLAYED, Replay, State
 from rebalancer_tools.simulator.metrics import WINDOW_HOURS
+from rebalancer_tools.tables import Column, Listing, Record
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # summary key → column title, in the order shown
 ROWS: tuple[tuple[str, str], ...] = (
@@ -67,21 +70,29 @@ def _fmt(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def side_by_side(replays: Sequence[Replay], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("")
-    for r in replays:
-        table.add_column(r.name, justify="right")
+def side_by_side(replays: Sequence[Replay], title: str) -> Listing:
+    """One row per figure, one column per policy (the records carry the numbers; the cells, as people read them)."""
     summaries = [r.summary() for r in replays]
-    for key, label in ROWS:
-        table.add_row(label, *(_fmt(s[key]) for s in summaries))
-    table.add_row(f"worst team-week met ÷ entitled ({WINDOW_HOURS} h)",
-                  *(f"{s['fairness_windows']['worst_ratio']:.2f}" for s in summaries))
+    names = [r.name for r in replays]
+    records: list[dict[str, Any]] = [{"figure": label, **{n: s[key] for n, s in zip(names, summaries, strict=True)}}
+                                     for key, label in ROWS]
+    records.append({"figure": f"worst team-week met ÷ entitled ({WINDOW_HOURS} h)",
+                    **{n: s["fairness_windows"]["worst_ratio"] for n, s in zip(names, summaries, strict=True)}})
     losers = worse_off(replays)
     if losers:
-        table.add_row(f"teams worse off than {replays[0].name}",
-                      "-", *(str(len(losers[r.name])) for r in replays[1:]))
-    return table
+        records.append({"figure": f"teams worse off than {replays[0].name}", names[0]: None,
+                        **{r.name: len(losers[r.name]) for r in replays[1:]}})
+    fairness = records[len(ROWS)]["figure"]
+
+    def cell(name: str) -> Column:
+        def text(r: Record) -> str:
+            value = r.get(name)
+            return "-" if value is None else f"{value:.2f}" if r["figure"] == fairness else _fmt(value)
+
+        return Column(name, cell=text, numeric=True)
+
+    return Listing(title=title, columns=(Column("", key="figure"), *(cell(n) for n in names)),
+                   records=tuple(records), fields=("figure", *names))
 
 
 def markdown(replays: Sequence[Replay], title: str) -> str:
@@ -125,38 +136,40 @@ def team_series(states: Sequence[State], team: str) -> tuple[list[float], list[f
     return demand, in_use
 
 
-def plot_team(path: Path, team: str, states: Sequence[State], replays: Sequence[Replay]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def team_figure(team: str, states: Sequence[State], replays: Sequence[Replay]) -> Figure:
+    """A team's demand (in use + pending), what it ran, and each policy's quota over the history's time; policies
+    that gave it the same quota are all drawn and the legend says they are the same."""
     times: Any = [s.at for s in states]  # matplotlib's date converter takes datetimes (its stubs say arrays)
     demand, in_use = team_series(states, team)
-    fig, ax = plt.subplots(figsize=(12, 3.2))
-    try:
-        ax.fill_between(times, demand, step="post", color="0.85", label="demand (in use + pending)")
-        ax.step(times, in_use, where="post", color="0.45", linewidth=0.8, label="in use")
-        for r in replays:
-            quota_times: Any = r.times
-            ax.step(quota_times, r.quota.get(team, [0.0] * len(r.times)), where="post", linewidth=1.2,
-                    label=f"quota: {r.name}")
-        ax.set_title(f"{team}: accelerators", loc="left")
-        ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
-        fig.autofmt_xdate()
-        fig.tight_layout()
-        fig.savefig(path, dpi=80)
-    finally:
-        plt.close(fig)
+    fig, [ax] = figures.new_figure(1, width=12, row_height=3.2)
+    ax.fill_between(times, demand, step="post", color="0.85", label="demand (in use + pending)")
+    running = "in use"
+
+    def line(axes: Any, name: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
+        axes.step(xs, ys, where="post", **({"color": "0.45"} if name == running else {}), **style)
+
+    # What the team ran and each policy's quota: a quota it ran exactly, or two policies alike, are all drawn.
+    figures.draw_distinct(ax, [(running, times, in_use),
+                               *((r.name, r.times, r.quota.get(team, [0.0] * len(r.times))) for r in replays)],
+                          line, lambda name: name if name == running else f"quota: {name}")
+    ax.set_title(f"{team}: accelerators", loc="left")
+    figures.time_axis(ax)
+    ax.set_ylim(bottom=0)
+    figures.legend_outside(fig, [ax])
+    return fig
+
+
+def plot_team(path: Path, team: str, states: Sequence[State], replays: Sequence[Replay]) -> None:
+    figures.save(team_figure(team, states, replays), path, dpi=80)
 
 
 def write_report(directory: Path, title: str, states: Sequence[State], replays: Sequence[Replay],
-                 extra: dict[str, Any] | None = None) -> list[Path]:
-    """summary.json, summary.md and team-<name>.png; returns the files written."""
+                 extra: dict[str, Any] | None = None, notes: Sequence[str] = ()) -> list[Path]:
+    """summary.json, summary.md and team-<name>.png; returns the files written. `notes`: what the command said
+    about the figures (a history too thin, gaps), kept with them."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    doc: dict[str, Any] = {"title": title, "policies": [r.summary() for r in replays],
+    doc: dict[str, Any] = {"title": title, "notes": list(notes), "policies": [r.summary() for r in replays],
                            "teams": {r.name: {t: vars(v) for t, v in sorted(r.teams.items())} for r in replays}}
     if extra:
         doc.update(extra)
@@ -165,6 +178,8 @@ def write_report(directory: Path, title: str, states: Sequence[State], replays: 
     written.append(p)
     p = directory / "summary.md"
     text = markdown(replays, title)
+    if notes:
+        text += "\n" + "".join(f"> {note}\n" for note in notes)
     teams = sorted({t for r in replays for t in r.quota})
     text += "\n## Timelines\n\n" + "".join(f"![{t}](team-{t}.png)\n" for t in teams)
     p.write_text(text)

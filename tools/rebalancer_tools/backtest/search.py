@@ -44,6 +44,16 @@ def objective_value(r: Replay) -> float:
                  + REVERSAL_WEIGHT * s["reversals_within_hour"])
 
 
+PARTS = ("deficit_accelerator_hours", "idle_guaranteed_accelerator_hours", "reversals_within_hour")
+TOP = 5  # the trials recommend shows beside the current policy
+
+
+def parts(r: Replay) -> dict[str, float]:
+    """The objective's terms, as the backtest's summary gives them."""
+    s = r.summary()
+    return {k: float(s[k]) for k in PARTS}
+
+
 def search_edits(policy: Policy, states: list[State], params: dict[str, Any]) -> list[Edit]:
     """The edits a trial's parameters make to the current policy."""
     return [*edits(suggest_guarantees(states, policy, float(params["guarantee_percentile"]))),
@@ -142,7 +152,7 @@ def _worker(spec: SearchSpec, index: int, trials: int) -> None:
     """One process: reads the inputs itself (nothing large crosses the process boundary) and runs its trials."""
     import optuna
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    quiet_optuna()
     raw, policy = load_policy_document(spec.policy_path)
     history = load_history(spec.history_path)
     samples, like = history.states(), history.quota_settings()
@@ -152,8 +162,10 @@ def _worker(spec: SearchSpec, index: int, trials: int) -> None:
     def objective(trial: optuna.Trial) -> float:
         params = {name: trial.suggest_int(name, lo, hi, step=step) for name, (lo, hi, step) in SPACE.items()}
         candidate = Policy.model_validate(policy_for(raw, policy, states, params))
-        return objective_value(replay(f"trial-{trial.number}", states, candidate, samples[0], reference,
-                                      like=like))
+        replayed = replay(f"trial-{trial.number}", states, candidate, samples[0], reference, like=like)
+        for key, value in parts(replayed).items():  # shown beside the trial in recommend's table
+            trial.set_user_attr(key, value)
+        return objective_value(replayed)
 
     study = optuna.create_study(storage=_storage(spec), study_name=spec.study_name, direction="minimize",
                                 load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=spec.seed + index))
@@ -171,6 +183,7 @@ def run_search(spec: SearchSpec) -> dict[str, Any]:
 def _search(spec: SearchSpec) -> dict[str, Any]:
     import optuna
 
+    quiet_optuna()
     optuna.create_study(storage=_storage(spec), study_name=spec.study_name, direction="minimize",
                         load_if_exists=True)
     jobs = max(1, min(spec.jobs, spec.trials))
@@ -189,4 +202,19 @@ def _search(spec: SearchSpec) -> dict[str, Any]:
             raise RuntimeError(f"{len(failed)} search process(es) failed (exit codes {failed})")
     study = optuna.load_study(storage=_storage(spec), study_name=spec.study_name)
     best = study.best_trial
-    return {"params": dict(best.params), "value": best.value, "number": best.number, "trials": len(study.trials)}
+    done = sorted((t for t in study.trials if t.value is not None), key=lambda t: (t.value, t.number))
+    top = [{"number": t.number, "params": dict(t.params), "value": t.value,
+            **{k: t.user_attrs[k] for k in PARTS if k in t.user_attrs}} for t in done[:TOP]]
+    return {"params": dict(best.params), "value": best.value, "number": best.number, "trials": len(study.trials),
+            "top": top}
+
+
+def quiet_optuna() -> None:
+    """Optuna's INFO log lines ("A new study created…") and its experimental-feature warnings are for people
+    developing with optuna; recommend prints its own table of the trials."""
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)

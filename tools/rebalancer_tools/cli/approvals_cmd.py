@@ -11,13 +11,13 @@ from datetime import datetime
 from typing import Any
 
 import click
-from rich.table import Table
 
 from rebalancer.errors import InvalidInput
 from rebalancer_tools.cli.history_cmd import open_store, table_options
 from rebalancer_tools.cli.identity import caller
-from rebalancer_tools.cli.output import console
+from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.run_ids import short_run
+from rebalancer_tools.tables import Column, Listing
 
 APPROVAL_REQUESTED = "approval-requested"  # the audit record RequestApproval writes, with the approval's id
 
@@ -73,30 +73,35 @@ def approvals() -> None:
     """Pending approvals: list them, approve or reject one (as the review page and Slack do)."""
 
 
+def approvals_table(found: list[Pending], cluster: str) -> Listing:
+    return Listing(
+        title=f"pending approvals of {cluster}",
+        columns=(Column("approval", cell=lambda r: str(r["approval_id"])[:12], wrap=False),
+                 Column("run", wrap=False), Column("decide by (UTC)", cell=lambda r: r["decide_by"][:16].replace(
+                     "T", " "), wrap=False),
+                 Column("moves", key="moves"), Column("why it asks", key="reasons")),
+        records=tuple({"approval_id": p.approval_id, "run": short_run(p.execution, cluster),
+                       "decide_by": p.decide_by.isoformat(), "moves": p.moves, "reasons": list(p.reasons)}
+                      for p in found), fields=("approval_id", "run", "decide_by", "moves", "reasons"))
+
+
 @approvals.command("list")
 @table_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 def list_(cluster: str, table: str | None, stack: str | None, region: str | None, profile: str | None,
           fmt: str) -> None:
     """The approvals still waiting for a decision, with what each plan moves and why it asks."""
     store = open_store(table, stack, region, profile)
     found = pending_approvals(store, cluster, store.now())
-    if fmt == "json":
-        for p in found:
-            click.echo(json.dumps({"approval_id": p.approval_id, "run": short_run(p.execution, cluster),
-                                   "decide_by": p.decide_by.isoformat(), "moves": p.moves,
-                                   "reasons": list(p.reasons)}))
+    listing = approvals_table(found, cluster)
+    if fmt == "json":  # one object a line, as before
+        for record in listing.records:
+            click.echo(json.dumps(dict(record)))
         return
-    if not found:
+    if not found and fmt == "table":
         click.echo(f"no pending approval for {cluster} in {store.table_name}")
         return
-    out = Table(title=f"pending approvals of {cluster}", title_justify="left")
-    for name in ("approval", "run", "decide by (UTC)", "moves", "why it asks"):
-        out.add_column(name, no_wrap=name != "why it asks", overflow="fold")
-    for p in found:
-        out.add_row(p.approval_id[:12], short_run(p.execution, cluster), f"{p.decide_by:%Y-%m-%d %H:%M}", p.moves,
-                    "\n".join(p.reasons))
-    console(120).print(out)
+    emit(listing, fmt)
 
 
 def _decide(decision: str, given: str, cluster: str, table: str | None, stack: str | None, region: str | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import click
 
 from rebalancer.parsing.loading import POLICY_MAX_BYTES, read_text
+from rebalancer_tools.cli.output import width
 from rebalancer_tools.cli.params import InputFile, OutputDir
 from rebalancer_tools.template import find_root
 
@@ -28,12 +30,12 @@ def demo(policy_file: str | None, out_dir: str) -> None:
     from rich.console import Console
 
     started = time.monotonic()
-    console = Console(width=80)
+    console = Console(width=width() or 80)  # a terminal's width (or COLUMNS); a pipe gets 80 columns
     # The handlers log JSON lines (Powertools) and print EMF metrics to stdout; the narrative is the demo's output.
     logging.disable(logging.WARNING)
     from rebalancer_tools.demo import scenarios
     from rebalancer_tools.demo.narrative import RichStory, quota_table
-    from rebalancer_tools.demo.report import read_utilization, write_report
+    from rebalancer_tools.demo.report import Stage, read_utilization, write_report
     from rebalancer_tools.demo.world import open_world
 
     policy = Path(policy_file) if policy_file else find_root() / DEFAULT_POLICY
@@ -46,17 +48,22 @@ def demo(policy_file: str | None, out_dir: str) -> None:
         with console.status("starting the emulator, Kueue stand-in and Slack receiver; deploying the stack…"):
             world = stack.enter_context(open_world(policy_text))
         initial = world.quotas()
-        console.print(f"emulator: {world.endpoint}   Kueue API: {world.stack.kube_url}   approvals: "
-                      f"{world.gateway.url}")
+        start = Stage(world.clock.t, initial, world.healthy_capacity())
+        for name, url in (("emulator", world.endpoint), ("Kueue API", world.stack.kube_url),
+                          ("approvals", world.gateway.url)):
+            console.print(f"{name + ':':11}{url}", soft_wrap=True, highlight=False, markup=False)
         console.print(f"policy: {policy}")
         console.print(quota_table(initial, initial, world.healthy_capacity(),
                                   f"{world.cluster}: quotas (accelerators) per team"))
         console.file = sys.stdout  # the console keeps the terminal; what the handlers print is dropped
         with redirect_stdout(StringIO()):
-            results = scenarios.run_all(world, RichStory(console), out)
+            # The commands the story shows print for the story's width.
+            results = scenarios.run_all(world, RichStory(console), out,
+                                        functools.partial(scenarios.run_cli, columns=console.width))
             utilization = read_utilization(world.client("cloudwatch"), world.clock.t)
+            end = world.clock.t
     seconds = time.monotonic() - started
-    report = write_report(results, initial, utilization, out, seconds)
+    report = write_report(results, start, utilization, out, seconds, end)
     console.print()
     passed = sum(r.ok for r in results)
     for r in results:

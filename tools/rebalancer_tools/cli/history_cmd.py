@@ -16,14 +16,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
-from rich.table import Table
-from rich.text import Text
 
 from rebalancer.errors import InvalidInput, PermanentError, RebalancerError
 from rebalancer.parsing.text import printable
-from rebalancer_tools.cli.output import console
+from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.params import OutputFile, atomic_output, profile_option, write_atomically
 from rebalancer_tools.cli.run_ids import resolve_run, short_run
+from rebalancer_tools.tables import Column, Listing, Record
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 
@@ -48,27 +47,40 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
-def history_table(records: list[dict[str, Any]], cluster: str) -> Table:
-    """One row per record; the run's id only on its first row, so the table reads as runs in 80 columns. Recorded
-    text is shown, never acted on: no markup, and control or bidi characters as escapes."""
-    table = Table(title=Text(f"history of {printable(cluster)} (times UTC)"), title_justify="left", show_lines=False)
-    table.add_column("run", no_wrap=True)
-    table.add_column("at", no_wrap=True)
-    table.add_column("step", no_wrap=True)
-    table.add_column("outcome", no_wrap=True)
-    table.add_column("who / changes", ratio=1, overflow="fold")
+EVENT = "event#"  # a cluster event's record: its id is the event's, a UUID no option takes
+EVENT_SHOWN = 8  # hex digits of it the table shows (CSV and JSON keep it whole)
+
+
+def _run_cell(r: Record) -> str:
+    """The run's id on its first row only; a cluster event's UUID cut to its first digits."""
+    if not r["first"]:
+        return ""
+    run = str(r["run"])
+    return run[:len(EVENT) + EVENT_SHOWN] if run.startswith(EVENT) else run
+
+
+def history_table(records: list[dict[str, Any]], cluster: str) -> Listing:
+    """One row per record; the run's id only on its first row, so the table reads as runs. Recorded text is shown,
+    never acted on: no markup, and control or bidi characters as escapes."""
+    rows = []
     previous = None
     for r in records:
         run = str(r.get("execution", ""))
         detail = r.get("detail")
         detail = detail if isinstance(detail, dict) else {}
-        what = "; ".join(x for x in (printable(r.get("who") or ""),
-                                     _changes(r.get("before"), r.get("after"), detail.get("left"))) if x)
-        cells = (short_run(run, cluster) if run != previous else "", str(r.get("at", ""))[11:19],
-                 str(r.get("kind", "")), str(r.get("outcome", "")))
-        table.add_row(*(Text(printable(c)) for c in cells), Text(what))
+        rows.append({"run": printable(short_run(run, cluster)), "at": printable(str(r.get("at", ""))),
+                     "step": printable(str(r.get("kind", ""))), "outcome": printable(str(r.get("outcome", ""))),
+                     "who": printable(r.get("who") or ""),
+                     "changes": _changes(r.get("before"), r.get("after"), detail.get("left")),
+                     "first": run != previous})
         previous = run
-    return table
+    return Listing(
+        title=f"history of {printable(cluster)} (times UTC)",
+        columns=(Column("run", cell=_run_cell, wrap=False),
+                 Column("at", cell=lambda r: str(r["at"])[11:19], wrap=False),
+                 Column("step", wrap=False), Column("outcome", wrap=False),
+                 Column("who / changes", cell=lambda r: "; ".join(x for x in (r["who"], r["changes"]) if x))),
+        records=tuple(rows), fields=("run", "at", "step", "outcome", "who", "changes"))
 
 
 def audit_table_name(session: Any, table: str | None, stack: str | None) -> str:
@@ -185,7 +197,9 @@ def table_options(f: Any) -> Any:
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
 @profile_option()
-@click.option("--json", "as_json", is_flag=True, help="Print the records as JSON lines.")
+@format_option()
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the audit records as they are stored, as JSON lines (what --format json prints).")
 @click.option("--snapshot-of", "snapshot_of", metavar="RUN",
               help="Write the snapshot run RUN started from (the quotas before its change) instead.")
 @click.option("--output", "-o", type=OutputFile(),
@@ -195,7 +209,7 @@ def table_options(f: Any) -> Any:
                    "`rebalancer plan --snapshot FILE --context CONTEXT`: the run's plan again, offline).")
 @click.pass_context
 def history(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
-            profile: str | None, as_json: bool, snapshot_of: str | None, output: str | None,
+            profile: str | None, fmt: str, as_json: bool, snapshot_of: str | None, output: str | None,
             context_output: str | None) -> None:
     """What the controller did to a cluster (triggers, plans, approvals, applies, rollbacks), oldest first."""
     if ctx.invoked_subcommand is not None:
@@ -233,14 +247,14 @@ def history(ctx: click.Context, cluster: str | None, table: str | None, stack: s
                 click.echo(text)
             return
         records = runs.history(store, cluster)
-    if as_json:
+    if as_json or fmt == "json":  # the stored records, richer than the table's columns
         for r in records:
             click.echo(json.dumps(r, sort_keys=True, default=str))
         return
-    if not records:
+    if not records and fmt == "table":
         click.echo(f"no history for {printable(cluster)} in {store.table_name}")
         return
-    console().print(history_table(records, cluster))
+    emit(history_table(records, cluster), fmt)
 
 
 @history.command("export")

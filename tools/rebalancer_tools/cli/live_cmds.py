@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import click
-from rich.console import Console
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.catalog.specs import spec
@@ -22,6 +21,7 @@ from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import ApprovalRequired, InvalidInput, PermanentError, RebalancerError, UnknownInstanceType
 from rebalancer.parsing.loading import load_model_file
+from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, profile_option, write_atomically
 from rebalancer_tools.cli.run_ids import resolve_run
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
@@ -50,6 +50,7 @@ class LiveSource:
     kube_url: str | None = None
     metrics_window_minutes: int | None = 60
     retry_mode: Literal["standard", "adaptive"] = "standard"
+    no_kube_option: bool = False  # the user gave --no-kube: say what it costs (a command reading capacity only won't)
 
     def clients(self) -> AwsClients:
         from rebalancer.adapters.aws import AwsClients
@@ -62,9 +63,14 @@ class LiveSource:
         window = timedelta(minutes=self.metrics_window_minutes) if self.metrics_window_minutes else None
         kube = KubeAccess(mode=self.kube_mode, context=self.kube_context, url=self.kube_url)
         collected = collect_snapshot(self.cluster, self.clients(), now=now, kube=kube, metrics_window=window)
+        if self.no_kube_option:
+            click.echo(f"warning: {NO_KUBE_WARNING}", err=True)
         for w in collected.warnings:
             click.echo(f"warning: {w}", err=True)
         return collected
+
+
+NO_KUBE_WARNING = "Kueue not read (--no-kube): every team's demand is taken as zero"
 
 
 def live_options(*, required: bool) -> Callable[[F], F]:
@@ -85,7 +91,7 @@ def live_options(*, required: bool) -> Callable[[F], F]:
             mode: KubeMode = "none" if no_kube else "context" if kube_context else "url" if kube_url else "eks"
             live = None if cluster is None else LiveSource(
                 cluster=cluster, region=region, profile=profile, kube_mode=mode, kube_context=kube_context,
-                kube_url=kube_url, metrics_window_minutes=metrics_window or None,
+                kube_url=kube_url, metrics_window_minutes=metrics_window or None, no_kube_option=no_kube,
                 retry_mode=cast(Literal["standard", "adaptive"], retry_mode))
             return func(*args, live=live, **kwargs)
 
@@ -259,7 +265,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
             write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
         planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
         plan = planned.plan
-        render_plan(plan, Console())
+        render_plan(plan, console())
         if plan.is_empty:
             click.echo("nothing to apply")
             return
@@ -358,7 +364,7 @@ def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, 
         if checked.decision != "approve":
             click.echo("nothing applied")
             return False
-        render_plan(checked.plan, Console())
+        render_plan(checked.plan, console())
         click.confirm(f"Apply {len(checked.plan.requests) + len(checked.plan.scheduler_requests)} request(s) to "
                       f"{run.cluster_name}?", abort=True)
         rounds = checked.approval_round

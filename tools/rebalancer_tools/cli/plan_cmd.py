@@ -4,7 +4,7 @@ The planning context is the controller's whenever it can be: given the table (--
 $REBALANCER_TABLE), `app.workflow.run_plan.context_for` reads it as the plan step does; given a context recorded
 beside the snapshot (--context: `snapshot --context-output`, `history --snapshot-of RUN --context-output`), the
 plan is made from it at the time it was recorded, exactly as the controller made it. Without either, from the
-snapshot alone, and it says so."""
+snapshot alone, and it says so. As a table for people, or as JSON (the whole plan) or CSV (its rows)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
 
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.recorded_context import RecordedContext, policy_digest
@@ -22,8 +21,9 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli.live_cmds import NO_TABLE_CONTEXT, LiveSource, context_table_options, live_options
+from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import InputFile
-from rebalancer_tools.render import render_plan
+from rebalancer_tools.render import plan_table, render_plan
 
 
 def _now() -> datetime:
@@ -79,7 +79,7 @@ def recorded_for(context_file: str, snapshot: Snapshot, policy: Policy) -> tuple
                    "`history --snapshot-of RUN --context-output`): plan exactly as the controller did.")
 @click.option("--policy", "policy_file", required=True, type=InputFile(),
               help="Policy file (YAML or JSON).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 @click.option("--now", help="Planning time, ISO-8601 (default: the context's planning time, else the snapshot's "
                             "taken_at). Drives cooldowns.")
 @context_table_options
@@ -111,7 +111,9 @@ def plan(snapshot_file: str | None, context_file: str | None, policy_file: str, 
         if not log.recorded:
             click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
         result = run_plan.make_run_plan(snapshot, policy, parse_now(now, snapshot), store=log.store).plan
-    if fmt == "json":
+    if fmt == "json":  # the whole plan: its rows, requests, warnings
         click.echo(json.dumps(result.output(), indent=2))
+    elif fmt == "csv":  # its rows
+        click.echo(plan_table(result).csv(), nl=False)
     else:
-        render_plan(result, Console())
+        render_plan(result, console())

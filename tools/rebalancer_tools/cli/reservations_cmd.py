@@ -19,8 +19,6 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import click
-from rich.table import Table
-from rich.text import Text
 
 from rebalancer.domain.clock import time_zone
 from rebalancer.domain.reservation import LEAD_MAX_MINUTES, Reservation, Window
@@ -28,8 +26,9 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.text import printable, short
 from rebalancer_tools.cli.history_cmd import open_store, table_options
 from rebalancer_tools.cli.identity import caller
-from rebalancer_tools.cli.output import console
+from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.params import InputFile, Whole, profile_option
+from rebalancer_tools.tables import Column, Listing
 
 REASON_MAX = 200
 
@@ -134,7 +133,7 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
 @click.option("--stack", help="Or the SAM stack name: its TableName output is the table.")
 @click.option("--region", help="AWS region (default: your AWS configuration).")
 @profile_option()
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 @click.pass_context
 def reservations(ctx: click.Context, cluster: str | None, table: str | None, stack: str | None, region: str | None,
                  profile: str | None, fmt: str) -> None:
@@ -149,10 +148,10 @@ def reservations(ctx: click.Context, cluster: str | None, table: str | None, sta
     if fmt == "json":
         click.echo(json.dumps([_document(r, now) for r in found], indent=2))
         return
-    if not found:
+    if not found and fmt == "table":
         click.echo(f"no reservation for {printable(cluster)} in {store.table_name}")
         return
-    _print(found, cluster, now)
+    emit(reservations_table(found, cluster, now), fmt)
 
 
 def _document(r: Reservation, now: datetime) -> dict[str, Any]:
@@ -169,16 +168,22 @@ def _state(r: Reservation, now: datetime) -> str:
     return "ahead" if r.next_window(now) is not None else "over"
 
 
-def _print(found: list[Reservation], cluster: str, now: datetime) -> None:
-    out = Table(title=Text(f"reservations of {printable(cluster)}"), title_justify="left")
-    for name in ("id", "team", "pool", "accelerators", "windows", "next window", "status", "now", "reason"):
-        out.add_column(name, no_wrap=name not in ("reason", "windows"), overflow="fold")
-    for r in found:
+def reservations_table(found: list[Reservation], cluster: str, now: datetime) -> Listing:
+    """One row per reservation: its windows (a schedule for a recurring one) and the next of them."""
+    def record(r: Reservation) -> dict[str, Any]:
         upcoming = r.next_window(now) if r.status != "cancelled" else None
-        cells = (r.reservation_id, r.team, r.pool, str(r.accelerators), r.schedule,
-                 _when(upcoming, r.timezone) if upcoming else "-", r.status, _state(r, now), r.reason)
-        out.add_row(*(Text(printable(c)) for c in cells))
-    console(120).print(out)
+        return {"id": printable(r.reservation_id), "team": printable(r.team), "pool": printable(r.pool),
+                "accelerators": r.accelerators, "windows": printable(r.schedule),
+                "next": _when(upcoming, r.timezone) if upcoming else "-", "status": r.status,
+                "now": _state(r, now), "reason": printable(r.reason)}
+
+    return Listing(
+        title=f"reservations of {printable(cluster)}",
+        columns=(Column("id", wrap=False), Column("team", wrap=False), Column("pool", wrap=False),
+                 Column("accelerators", numeric=True), Column("windows"), Column("next window", key="next"),
+                 Column("status", wrap=False), Column("now", wrap=False), Column("reason")),
+        records=tuple(record(r) for r in found),
+        fields=("id", "team", "pool", "accelerators", "windows", "next", "status", "now", "reason"))
 
 
 def _decision_command(decision: str) -> click.Command:

@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 
 import click
+from rich.text import Text
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
 from rebalancer.parsing.text import short
+from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import SEED, InputFile, Number, OutputDir, Whole, whole
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy, worse_off
 from rebalancer_tools.simulator.labels import renamed
@@ -20,6 +22,7 @@ from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams, load_teams
 from rebalancer_tools.simulator.trace import read_trace
 from rebalancer_tools.simulator.warnings import scenario_warnings
+from rebalancer_tools.tables import Column, Listing, Record
 
 
 def _strategies(raw: str) -> list[str]:
@@ -55,30 +58,29 @@ def _pools(raw: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
     return tuple(out.items())
 
 
-def _table(title: str, results: dict[str, StrategyResult]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def results_table(title: str, results: dict[str, StrategyResult], pool: str = "") -> Listing:
+    """One row per strategy, in the units people read; the records carry the JSON's figures (and the pool, for a
+    CSV of every pool's rows)."""
     from rebalancer_tools.simulator.report import COLUMNS, cells
 
-    table = Table(title=title, title_justify="left")
-    for i, (_, head) in enumerate(COLUMNS):
-        table.add_column(head, justify="left" if i == 0 else "right")
-    for r in results.values():
-        table.add_row(*cells(r))
-    Console(width=160).print(table)
+    shown = {r.name: cells(r) for r in results.values()}
+
+    def column(i: int, head: str) -> Column:
+        def cell(record: Record) -> str:
+            return shown[record["strategy"]][i]
+
+        return Column(head, cell=cell, wrap=False, numeric=i > 0)
+
+    columns = tuple(column(i, head) for i, (_, head) in enumerate(COLUMNS))
+    records = tuple({"pool": pool, "strategy": r.name,
+                     **{k: v for k, v in r.output().items() if not isinstance(v, dict)}} for r in results.values())
+    return Listing(title=title, columns=columns, records=records)
 
 
-def _labels_table(labels: dict[str, str]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="trace labels → team names", title_justify="left")
-    table.add_column("label")
-    table.add_column("team")
-    for label, name in renamed(labels).items():
-        table.add_row(label, name)
-    Console(width=160).print(table)
+def labels_table(labels: dict[str, str]) -> Listing:
+    return Listing(title="trace labels → team names", columns=(Column("label", wrap=False), Column("team",
+                                                                                                   wrap=False)),
+                   records=tuple({"label": label, "team": name} for label, name in renamed(labels).items()))
 
 
 def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -> list[TeamSpec]:
@@ -115,7 +117,7 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
 @click.option("--node-events", "node_events_path", type=InputFile(),
               help="CSV time_s,node,event (fail|repair): explicit node failures and repairs.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@format_option()
 @click.option("--report", "report_dir", type=OutputDir(), help="Write report.md and PNG plots here.")
 @click.option("--remedies", type=Whole(0, 10), default=3, show_default=True,
               help="For this many of the teams the rebalancer leaves worse off than the first strategy, search the "
@@ -166,15 +168,21 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
                                              "strategies": {n: [t.output() for t in ts] for n, ts in losers.items()}}},
                               indent=2))
     else:
-        if renamed(trace.labels):
-            _labels_table(trace.labels)
-        _table(f"{scenario.capacity} accelerators ({scenario.describe_pools()})", results)
+        tables = [results_table(f"{scenario.capacity} accelerators ({scenario.describe_pools()})", results)]
         if len(scenario.pool_specs) > 1:
-            for p in scenario.pool_specs:
-                _table(f"pool {p.name}: {p.nodes * p.per_node} accelerators",
-                       {n: r.pools[p.name] for n, r in results.items()})
-        for line in worse_off.markdown(names[0], losers):
-            click.echo(line)
+            tables += [results_table(f"pool {p.name}: {p.nodes * p.per_node} accelerators",
+                                     {n: r.pools[p.name] for n, r in results.items()}, p.name)
+                       for p in scenario.pool_specs]
+        if fmt == "csv":  # every table's rows in one CSV, told apart by their pool ("" for the whole cluster)
+            click.echo(Listing("", tables[0].columns, tuple(r for t in tables for r in t.records)).csv(), nl=False)
+        else:
+            out = console()
+            if renamed(trace.labels):
+                out.print(labels_table(trace.labels))
+            for table in tables:
+                out.print(table)
+            for line in worse_off.markdown(names[0], losers):
+                out.print(Text(line))
     if report_dir:
         from rebalancer_tools.simulator.report import write_report
 

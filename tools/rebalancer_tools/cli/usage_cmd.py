@@ -13,6 +13,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name, reading
+from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output, profile_option
 
 
@@ -22,7 +23,7 @@ from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output, pr
               help="The cluster's policy (budgets and prices).")
 @click.option("--period", help="A past or current period: 2026-11 (monthly budgets) or 2026-W48 (weekly). "
                                "Default: the current one.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@format_option()
 @click.option("--plot", "plot_file", type=OutputFile(),
               help="Also write a PNG of cumulative use against budget.")
 @click.option("--at", "at_text", metavar="ISO-TIME", help="Report as of this instant, with a time zone (default: now).")
@@ -52,10 +53,19 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
     if not facts:
         click.echo(f"warning: nothing metered for {cluster} in {store.table_name} from {since:%Y-%m-%d %H:%M} UTC: "
                    "the controller's collect and observe steps meter each run; none has run since", err=True)
-    click.echo(usage_report.render(report, fmt))
+    if fmt == "table":
+        console().print(usage_report.table(report))
+    else:
+        click.echo(usage_report.render(report, fmt))
     if plot_file:
+        figure = usage_report.usage_figure(facts, policy, until, period)
+        if figure is None:
+            click.echo(f"no plot written to {plot_file}: no team used accelerators in the period", err=True)
+            return
+        from rebalancer_tools import figures
+
         with atomic_output(plot_file, binary=True) as f:
-            usage_report.plot(facts, policy, until, period, f)
+            figures.save(figure, f)
         click.echo(f"plot written to {plot_file}", err=True)
 
 

@@ -1,8 +1,9 @@
 """The demo told on a terminal: chapters, the plan, the messages an admin receives, and before → after tables of
-every team's quota per instance type (rich, 80 columns)."""
+every team's quota per instance type (rich, at the terminal's width)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console, Group
@@ -48,8 +49,40 @@ def quota_table(before: Quotas, after: Quotas, capacity: dict[str, int], title: 
     return table
 
 
+# Slack's markers count at word edges only: `max_decrease_percent` is one word, not an italic "decrease".
+MRKDWN = re.compile(r"<([^<>|]+)\|([^<>]+)>|<([^<>]+)>|(?<!\w)\*(\S[^*\n]*?)\*(?!\w)|(?<!\w)_(\S[^\n]*?)_(?!\w)"
+                    r"|`([^`\n]+)`")
+
+
+def mrkdwn(text: str) -> Text:
+    """Slack mrkdwn as Slack shows it: *bold*, _italic_, `code`, <url|label> as its label, and the escapes Slack
+    asks senders to use (&amp; &lt; &gt;) as the characters they stand for."""
+    out = Text()
+    at = 0
+    for m in MRKDWN.finditer(text):
+        out.append(_unescaped(text[at:m.start()]))
+        link_label, bare, bold, italic, code = m.group(2), m.group(3), m.group(4), m.group(5), m.group(6)
+        if link_label is not None:
+            out.append(_unescaped(link_label), style="underline")
+        elif bare is not None:
+            out.append(_unescaped(bare), style="underline")
+        elif bold is not None:
+            out.append(_unescaped(bold), style="bold")
+        elif italic is not None:
+            out.append(_unescaped(italic), style="italic")
+        else:
+            out.append(_unescaped(code), style="cyan")
+        at = m.end()
+    return out.append(_unescaped(text[at:]))
+
+
+def _unescaped(text: str) -> str:
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def slack_text(post: dict[str, Any]) -> Group:
-    """A Block Kit message as Slack would lay it out, roughly: headers bold, sections as text, buttons in []."""
+    """A Block Kit message as Slack would lay it out, roughly: headers bold, sections and context as their mrkdwn
+    renders, buttons in []."""
     parts: list[Any] = []
     for block in post.get("blocks", []):
         kind = block.get("type")
@@ -58,7 +91,8 @@ def slack_text(post: dict[str, Any]) -> Group:
         elif kind in ("section", "context"):
             texts = [block["text"]] if "text" in block else block.get("elements", [])
             for t in texts:
-                parts.append(Text(str(t.get("text", "")).replace("*", "")))
+                raw = str(t.get("text", ""))
+                parts.append(mrkdwn(raw) if t.get("type") == "mrkdwn" else Text(raw))
         elif kind == "actions":
             buttons = "  ".join(f"[ {e.get('text', {}).get('text', e.get('action_id'))} ]"
                                 for e in block.get("elements", []))
@@ -68,6 +102,9 @@ def slack_text(post: dict[str, Any]) -> Group:
     if not parts and post.get("text"):
         parts.append(Text(str(post["text"])))
     return Group(*parts)
+
+
+URL = re.compile(r"https?://\S+")
 
 
 class RichStory:
@@ -86,8 +123,15 @@ class RichStory:
         self.console.print(plan_renderable(plan))
 
     def email(self, subject: str, body: str) -> None:
-        self.console.print(Panel(Text(body.strip()), title=f"email (SNS): {subject}", title_align="left",
-                                 border_style="blue"))
+        """The email as text under a rule, not in a box: a URL is a line of its own that the console never breaks,
+        so a link copied from the terminal is whole."""
+        self.console.print(Rule(Text(f"email (SNS): {subject}", style="blue"), align="left", style="blue"))
+        for line in body.strip().splitlines():
+            if URL.fullmatch(line.strip()):
+                self.console.print(line.strip(), soft_wrap=True, highlight=False, markup=False)
+            else:
+                self.console.print(Text(line), highlight=False)
+        self.console.print(Rule(style="blue"))
 
     def slack(self, post: dict[str, Any]) -> None:
         self.console.print(Panel(slack_text(post), title="Slack (webhook POST received)", title_align="left",

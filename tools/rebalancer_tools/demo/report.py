@@ -4,14 +4,18 @@ and a PNG plot of the quotas per instance type through the story and the teams' 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rebalancer.adapters.cloudwatch import METRICS, NAMESPACE
 from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
 from rebalancer_tools.demo.cast import EKS_CLUSTER, TEAMS
 from rebalancer_tools.demo.scenarios import Quotas, ScenarioResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def read_utilization(cloudwatch: Any, end: datetime, hours: int = 12) -> dict[str, list[tuple[datetime, float]]]:
@@ -43,52 +47,77 @@ def _quota_md(before: Quotas, after: Quotas, capacity: dict[str, int]) -> list[s
     return lines
 
 
-def plot(results: Sequence[ScenarioResult], initial: Quotas, utilization: dict[str, list[tuple[datetime, float]]],
-         out: Path) -> None:
-    import matplotlib
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """The quotas (and healthy capacity) from `at` on."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    stages: list[tuple[str, Quotas, dict[str, int]]] = [("start", initial, {})]
-    stages += [(f"after {i + 1}", r.after, r.capacity) for i, r in enumerate(results)]
-    types = sorted({t for _, q, _c in stages for pools in q.values() for t in pools})
-    teams = sorted({team for _, q, _c in stages for team in q})
-    fig, axes = plt.subplots(2, len(types), figsize=(4.2 * len(types), 7.5), squeeze=False)
-    colours = plt.get_cmap("tab10")
-    for col, t in enumerate(types):
-        ax = axes[0][col]
-        bottoms = [0] * len(stages)
-        for k, team in enumerate(teams):
-            values = [q.get(team, {}).get(t, 0) for _, q, _c in stages]
-            ax.bar(range(len(stages)), values, bottom=bottoms, color=colours(k), label=team)
-            bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
-        caps = [c.get(t) for _, _q, c in stages]
-        ax.step(range(len(stages)), [c if c is not None else float("nan") for c in caps], where="mid",
-                color="black", linestyle="--", label="healthy capacity")
-        ax.set_xticks(range(len(stages)), [s for s, _q, _c in stages], rotation=30, fontsize=8)
-        ax.set_title(f"{t} quotas (accelerators)", fontsize=10)
-    axes[0][0].legend(fontsize=7, loc="lower left")
-    ax = axes[1][0]
-    for k, team in enumerate(teams):
-        points = utilization.get(team, [])
-        if points:
-            ax.plot([p[0] for p in points], [p[1] for p in points], color=colours(k), label=team)
-    ax.set_title("GPU utilization % (Container Insights)", fontsize=10)
-    ax.set_ylim(-5, 105)
-    ax.tick_params(axis="x", labelsize=7, rotation=30)
-    for extra in axes[1][1:]:
-        extra.axis("off")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    at: datetime
+    quotas: Quotas
+    capacity: dict[str, int]
 
 
-def write_report(results: Sequence[ScenarioResult], initial: Quotas,
-                 utilization: dict[str, list[tuple[datetime, float]]], out_dir: Path, seconds: float) -> Path:
+def stages(start: Stage, results: Sequence[ScenarioResult]) -> list[Stage]:
+    """The quotas through the story: the start, then each scenario's end state at the time it ended (a scenario
+    that broke before reading its end state is left out, not drawn as quotas of zero)."""
+    return [start, *(Stage(r.at, r.after, r.capacity) for r in results if r.at is not None and r.after)]
+
+
+def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[datetime, float]]],
+                  end: datetime) -> Figure:
+    """One panel per instance type: each team's quota stacked over time, and the healthy capacity; below, the
+    teams' GPU utilization on the same time axis. Only types that had quota or capacity, and the utilization panel
+    only when some was read: no empty panel."""
+    from rebalancer_tools import figures
+
+    types = sorted({t for s in story for pools in s.quotas.values() for t, n in pools.items() if n}
+                   | {t for s in story for t, n in s.capacity.items() if n})
+    teams = sorted({team for s in story for team in s.quotas})
+    used = [team for team in teams if utilization.get(team)]
+    fig, axes = figures.new_figure(len(types) + (1 if used else 0), width=11, row_height=2.4)
+    colours = {team: f"C{k}" for k, team in enumerate(teams)}
+    # Each stage holds until the next one starts; the quotas the cluster started with held before the story too,
+    # so they are drawn from the first utilization reading on, not from nothing.
+    first = min([story[0].at, *(p[0] for team in used for p in utilization[team][:1])])
+    edges: Any = [first, *(s.at for s in story[1:]), max(end, story[-1].at)]
+    for ax, t in zip(axes, types, strict=False):
+        bottom = [0.0] * len(story)
+        for team in teams:
+            values = [float(s.quotas.get(team, {}).get(t, 0)) for s in story]
+            if not any(values):
+                continue  # a team that never held this type is not drawn in its panel
+            top = [b + v for b, v in zip(bottom, values, strict=True)]
+            ax.fill_between(edges, [*bottom, bottom[-1]], [*top, top[-1]], step="post", color=colours[team],
+                            alpha=0.85, linewidth=0, label=team)
+            bottom = top
+        capacity = [float(s.capacity.get(t, story[0].capacity.get(t, 0))) for s in story]
+        ax.step(edges, [*capacity, capacity[-1]], where="post", color="black", linestyle="--", linewidth=1.2,
+                label="healthy capacity")
+        ax.set_ylabel(f"{t.removeprefix('ml.')}\naccelerators", fontsize=8)
+        ax.set_ylim(bottom=0)
+    if used:
+        ax = axes[-1]
+
+        def line(axes: Any, team: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
+            axes.plot(xs, ys, color=colours[team], **style)
+
+        figures.draw_distinct(ax, [(team, [p[0] for p in utilization[team]], [p[1] for p in utilization[team]])
+                                   for team in used], line, lambda team: team)
+        ax.set_ylabel("GPU utilization %\n(Container Insights)", fontsize=8)
+        ax.set_ylim(-5, 105)
+    axes[0].set_title("quotas per team over time (stacked) against healthy capacity", loc="left", fontsize=10)
+    figures.time_axis(axes[-1])
+    figures.legend_outside(fig, axes, last=("healthy capacity",))
+    return fig
+
+
+def write_report(results: Sequence[ScenarioResult], start: Stage,
+                 utilization: dict[str, list[tuple[datetime, float]]], out_dir: Path, seconds: float,
+                 end: datetime) -> Path:
+    from rebalancer_tools import figures
+
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / "quotas.png"
-    plot(results, initial, utilization, png)
+    figures.save(quotas_figure(stages(start, results), utilization, end), png, dpi=110)
     ok = all(r.ok for r in results)
     lines = ["# hyperpod-rebalancer demo", "",
              f"**{'Every scenario ended as expected' if ok else 'Some scenarios did NOT end as expected'}** "

@@ -16,12 +16,14 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
 
 import yaml
 
+from rebalancer.app.notifications.messages import email_links
 from rebalancer.domain.plan import Plan
 from rebalancer_tools.cli.run_ids import short_run
 from rebalancer_tools.demo import cast
@@ -55,6 +57,7 @@ class ScenarioResult:
     states: list[str] = field(default_factory=list)
     plan: Plan | None = None
     outputs: dict[str, str] = field(default_factory=dict)  # what the admin saw: email, slack, cli text
+    at: datetime | None = None  # the emulated time the scenario ended (its `after` from then on)
 
     @property
     def ok(self) -> bool:
@@ -167,7 +170,7 @@ def click_link(url: str, who: str) -> tuple[int, str, int]:
 
 
 def links(message: str) -> dict[str, str]:
-    return dict(re.findall(r"^(Approve|Reject): (\S+)$", message, flags=re.MULTILINE))
+    return email_links(message)
 
 
 def _audit_kinds(world: World, execution: str) -> list[tuple[str, str]]:
@@ -509,13 +512,19 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     passed = [m for m in messages if m["kind"] == "budget"]
     result.check("the 100 % threshold was announced, once", len(passed) == 1
                  and "passed 100 %" in str(passed[0]["Message"]), f"{len(passed)} message(s)")
-    code, out = cli(["usage", "--cluster", world.cluster, "--table", TABLE, "--policy",
-                     str(workdir / "budget-policy.yaml"), "--at", world.clock.t.isoformat()])
+    usage = ["usage", "--cluster", world.cluster, "--table", TABLE, "--policy", str(workdir / "budget-policy.yaml"),
+             "--at", world.clock.t.isoformat()]
+    code, out = cli(usage)
     story.terminal(f"rebalancer usage --cluster {world.cluster} --table {TABLE} --policy budget-policy.yaml", out)
     result.outputs["usage"] = out
-    line = next((row for row in out.splitlines() if row.startswith(BUDGET_TEAM)), "")
-    pct = line.split()[6] if len(line.split()) > 6 else ""
-    result.check("rebalancer usage shows it past 100 %", code == 0 and pct.isdigit() and int(pct) >= 100, line)
+    code, doc = cli([*usage, "--format", "json"])  # what the table shows, read as data
+    percent: float | None
+    try:
+        percent = next((r.get("used_percent") for r in json.loads(doc) if r.get("team") == BUDGET_TEAM), None)
+    except ValueError:
+        percent = None
+    result.check("rebalancer usage shows it past 100 %", code == 0 and percent is not None and percent >= 100,
+                 f"{percent} %")
     story.quotas(before, result.after, result.capacity)
     story.verdict(result)
     return result
@@ -570,28 +579,33 @@ def _after(states: list[str], first: str, then: str) -> bool:
     return first in states and then in states and states.index(first) < states.index(then)
 
 
-def run_cli(args: list[str]) -> tuple[int, str]:
-    """The `rebalancer` command, in this process (so it reaches the emulator through AWS_ENDPOINT_URL)."""
+def run_cli(args: list[str], columns: int | None = None) -> tuple[int, str]:
+    """The `rebalancer` command, in this process (so it reaches the emulator through AWS_ENDPOINT_URL); its tables
+    laid out in `columns` (None: as for a pipe, one line a row)."""
     from click.testing import CliRunner
 
     from rebalancer_tools.cli import cli
 
-    got = CliRunner().invoke(cli, args, catch_exceptions=True)
+    env = {"COLUMNS": str(columns)} if columns else {}
+    got = CliRunner().invoke(cli, args, catch_exceptions=True, env=env)
     text = got.output
     if got.exception is not None and not isinstance(got.exception, SystemExit):
         text += f"\n{type(got.exception).__name__}: {got.exception}"
     return got.exit_code, text
 
 
-def _guarded(key: str, title: str, story: Story, scenario: Callable[[], ScenarioResult]) -> ScenarioResult:
-    """A scenario that raises is a failed scenario (with the error), not the end of the demo."""
+def _guarded(key: str, title: str, story: Story, scenario: Callable[[], ScenarioResult],
+             clock: Callable[[], datetime]) -> ScenarioResult:
+    """A scenario that raises is a failed scenario (with the error), not the end of the demo. Either is stamped
+    with the emulated time it ended."""
     try:
-        return scenario()
+        result = scenario()
     except Exception as e:  # the demo is a smoke test: report every scenario, whatever broke
         result = ScenarioResult(key, title, {}, {}, {})
         result.check("the scenario ran to its end", False, f"{type(e).__name__}: {e}")
         story.verdict(result)
-        return result
+    result.at = clock()
+    return result
 
 
 # The scenarios run_all runs, in order (help texts and the README count them: tests/unit/test_docs_agree.py).
@@ -600,19 +614,20 @@ SCENARIOS = ("node-failure", "approved-alarm", "rejected-alarm", "rollback", "bu
 
 def run_all(world: World, story: Story, workdir: Path,
             cli: Callable[[list[str]], tuple[int, str]] = run_cli) -> list[ScenarioResult]:
-    results = [_guarded("node-failure", "A p5 node fails", story, lambda: node_failure(world, story)),
-               _guarded("approved-alarm", "Utilization alarm, approved", story,
-                        lambda: approved_alarm(world, story)),
-               _guarded("rejected-alarm", "Second alarm, rejected", story,
-                        lambda: rejected_alarm(world, story))]
+    def guarded(key: str, title: str, scenario: Callable[[], ScenarioResult]) -> ScenarioResult:
+        return _guarded(key, title, story, scenario, lambda: world.clock.t)
+
+    results = [guarded("node-failure", "A p5 node fails", lambda: node_failure(world, story)),
+               guarded("approved-alarm", "Utilization alarm, approved", lambda: approved_alarm(world, story)),
+               guarded("rejected-alarm", "Second alarm, rejected", lambda: rejected_alarm(world, story))]
     first = results[0].execution
     if first:
-        results.append(_guarded("rollback", "History and rollback", story,
-                                lambda: history_and_rollback(world, story, first, workdir, cli)))
+        results.append(guarded("rollback", "History and rollback",
+                               lambda: history_and_rollback(world, story, first, workdir, cli)))
     else:
         results.append(ScenarioResult("rollback", "History and rollback (skipped: no first run)", {}, {}, {},
                                       [Check("the first run exists", False)]))
-    results.append(_guarded("budget", "A budget", story, lambda: budget_enforced(world, story, workdir, cli)))
-    results.append(_guarded("backtest", "Backtest of the demo's own history", story,
-                            lambda: backtest_history(world, story, workdir, cli)))
+    results.append(guarded("budget", "A budget", lambda: budget_enforced(world, story, workdir, cli)))
+    results.append(guarded("backtest", "Backtest of the demo's own history",
+                           lambda: backtest_history(world, story, workdir, cli)))
     return results

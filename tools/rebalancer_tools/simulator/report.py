@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.metrics import StrategyResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -34,46 +38,71 @@ def markdown_table(results: Mapping[str, StrategyResult]) -> str:
     return "\n".join(lines)
 
 
-def _plots(results: Mapping[str, StrategyResult], out: Path) -> list[str]:
-    import matplotlib
+def utilization_figure(results: Mapping[str, StrategyResult]) -> Figure | None:
+    """GPUs busy ÷ healthy over the trace's days, one line per strategy (None: no strategy has a timeline).
+    Strategies whose lines coincide are all drawn and the legend says so."""
+    from rebalancer_tools import figures
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    timed = [r for r in results.values() if r.timeline and r.timeline.times_s]
+    if not timed:
+        return None
+    fig, [ax] = figures.new_figure(1, width=10, row_height=4)
+    series = [(r.name, [t / DAY for t in r.timeline.times_s],
+               [b / c if c else 0 for b, c in zip(r.timeline.busy, r.timeline.capacity, strict=True)])
+              for r in timed if r.timeline is not None]
 
-    files = []
-    fig, ax = plt.subplots(figsize=(10, 4))
-    for r in results.values():
-        tl = r.timeline
-        if tl and tl.times_s:
-            util = [b / c if c else 0 for b, c in zip(tl.busy, tl.capacity, strict=True)]
-            ax.plot([t / DAY for t in tl.times_s], util, label=r.name, linewidth=0.8)
+    def line(axes: Any, _name: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
+        axes.plot(xs, ys, **style)
+
+    figures.draw_distinct(ax, series, line, lambda name: name)
     ax.set_xlabel("day")
     ax.set_ylabel("GPUs busy / healthy")
-    ax.set_title("Utilization over time")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "utilization.png", dpi=110)
-    plt.close(fig)
-    files.append("utilization.png")
-    reb = results.get("rebalancer")
-    if reb and reb.timeline and reb.timeline.times_s:
-        tl = reb.timeline
-        days = [t / DAY for t in tl.times_s]
-        teams = sorted(tl.quota, key=lambda t: -sum(tl.demand[t]))
-        shown = [t for t in teams if sum(tl.demand[t]) > 0][:8]
-        fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.8 * len(shown) + 0.5), sharex=True, squeeze=False)
-        for ax, team in zip(axes[:, 0], shown, strict=True):
-            ax.fill_between(days, tl.demand[team], step="post", alpha=0.25, color="tab:gray", label="demand")
-            ax.step(days, tl.usage[team], where="post", color="tab:blue", linewidth=0.8, label="running")
-            ax.step(days, tl.quota[team], where="post", color="tab:red", linewidth=1.0, label="quota")
-            ax.set_ylabel(team, rotation=0, ha="right")
-        axes[0, 0].legend(loc="upper right", ncol=3, fontsize="small")
-        axes[0, 0].set_title("rebalancer: each team's quota, running GPUs and demand (largest 8 teams)")
-        axes[-1, 0].set_xlabel("day")
-        fig.tight_layout()
-        fig.savefig(out / "rebalancer-teams.png", dpi=110)
-        plt.close(fig)
-        files.append("rebalancer-teams.png")
+    ax.set_title("Utilization over time", loc="left")
+    figures.legend_outside(fig, [ax])
+    return fig
+
+
+def teams_figure(reb: StrategyResult, most: int = 8) -> Figure | None:
+    """The rebalancer's quota, running GPUs and demand of the `most` teams with the most demand, one panel each on
+    one day axis (None: no timeline, or no team had demand)."""
+    from rebalancer_tools import figures
+
+    tl = reb.timeline
+    if not tl or not tl.times_s:
+        return None
+    days: Any = [t / DAY for t in tl.times_s]
+    teams = sorted(tl.quota, key=lambda t: -sum(tl.demand[t]))
+    shown = [t for t in teams if sum(tl.demand[t]) > 0][:most]
+    if not shown:
+        return None
+    fig, axes = figures.new_figure(len(shown), width=10, row_height=1.8)
+    colours = {"running": "tab:blue", "quota": "tab:red"}
+
+    def step(axes: Any, name: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
+        axes.step(xs, ys, where="post", color=colours[name], **style)
+
+    for ax, team in zip(axes, shown, strict=True):
+        ax.fill_between(days, tl.demand[team], step="post", alpha=0.25, color="tab:gray", label="demand")
+        figures.draw_distinct(ax, [("running", days, tl.usage[team]), ("quota", days, tl.quota[team])], step,
+                              lambda name: name)
+        ax.set_ylabel(team, rotation=0, ha="right")
+    axes[0].set_title(f"rebalancer: each team's quota, running GPUs and demand (largest {len(shown)} teams)",
+                      loc="left")
+    axes[-1].set_xlabel("day")
+    figures.legend_outside(fig, axes)
+    return fig
+
+
+def _plots(results: Mapping[str, StrategyResult], out: Path) -> list[str]:
+    from rebalancer_tools import figures
+
+    files = []
+    for name, fig in (("utilization.png", utilization_figure(results)),
+                      ("rebalancer-teams.png", teams_figure(results["rebalancer"]) if "rebalancer" in results
+                       else None)):
+        if fig is not None:
+            figures.save(fig, out / name, dpi=110)
+            files.append(name)
     return files
 
 

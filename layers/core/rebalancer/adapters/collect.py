@@ -84,7 +84,9 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
     warnings: list[str] = []
     sm = SageMakerSide.read(cluster_name, clients, page_size, known_tags, warnings)
     api = kube.api_client(clients, sm.described) if isinstance(kube, KubeAccess) else kube(sm.described)
-    kueue = KubeSide.read(api, check_prerequisites, warnings, autoscaled=sm.cluster.autoscaled)
+    # Not reading Kueue because the caller chose so (KubeAccess "none") is the caller's to say, in its own terms.
+    chosen = isinstance(kube, KubeAccess) and kube.mode == "none"
+    kueue = KubeSide.read(api, check_prerequisites, [] if chosen else warnings, autoscaled=sm.cluster.autoscaled)
     eks_name = _eks_name(sm.described)
     utilization = {}
     if metrics_window is not None:
@@ -173,7 +175,7 @@ class KubeSide(NamedTuple):
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
              autoscaled: bool = False) -> KubeSide:
         if api is None:
-            warnings.append("Kueue not read (--no-kube): every team's demand is taken as zero")
+            warnings.append("Kueue not read: every team's demand is taken as zero")
             return cls(demand={}, mig={}, access=None, node_health={}, autoscaling_max_nodes={}, topology={},
                        pending_workloads=(), topology_unlisted={})
         from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader

@@ -308,11 +308,12 @@ class ClusterReport(NamedTuple):
     kueue: Kueue | None = None
 
     def governance(self) -> Governance:
-        """What the snapshot keeps: versions, and one line per failed or warning check."""
+        """What the snapshot keeps: versions, one line per failed check and one per warning."""
         return Governance(addon_version=self.addon.version if self.addon else None,
                           addon_status=self.addon.status if self.addon else None,
                           kueue_api_version=self.kueue.api_version if self.kueue else None,
-                          problems=tuple(c.line() for c in self.checks if not c.ok))
+                          problems=tuple(c.line() for c in self.checks if c.status == "fail"),
+                          advisories=tuple(c.line() for c in self.checks if c.status == "warn"))
 
 
 def kueue_lister(api_client: Any) -> Callable[[str, str], Any]:

@@ -159,12 +159,15 @@ class Utilization(Frozen):
 
 class Governance(Frozen):
     """The cluster's task-governance prerequisites as collect found them (rebalancer.adapters.prerequisites): the EKS
-    add-on and the Kueue API it installs, and one line per failed check saying what to fix."""
+    add-on and the Kueue API it installs, one line per failed check saying what to fix (`problems`: they bear on
+    every plan) and one per warning (`advisories`: something to do before it bites, like updating the add-on before
+    Kueue drops an API version; the controller announces each once, `rebalancer doctor` lists them every time)."""
 
     addon_version: str | None = None
     addon_status: str | None = None
     kueue_api_version: str | None = None
     problems: tuple[str, ...] = ()
+    advisories: tuple[str, ...] = ()
 
 
 class PendingWorkload(Frozen):

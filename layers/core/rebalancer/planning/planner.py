@@ -101,8 +101,9 @@ def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime
     known_versions = context.known_versions
     pools, pool_warnings = pool_inputs(snapshot, policy, now, context)
     # Collect's missing prerequisites (rebalancer.adapters.prerequisites) first, then the policy rules' warnings.
-    warnings = [*(snapshot.governance.problems if snapshot.governance is not None else ()), *effective.opening,
-                *pool_warnings]
+    governance = snapshot.governance
+    warnings = [*((*governance.problems, *governance.advisories) if governance is not None else ()),
+                *effective.opening, *pool_warnings]
     result = allocate(pools, stability.settings_of(policy))
     warnings.extend(result.warnings)
     explained = _Explained(effective.notes, effective.held, wanted, effective.unheld_notes)

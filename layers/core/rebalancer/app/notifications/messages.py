@@ -101,14 +101,22 @@ def render_text(m: Message) -> tuple[str, str]:
         lines += [f"  - {w}" for w in m.warnings]
     if m.decided_by:
         lines.append(f"Decided by: {m.decided_by}")
+    # Each URL on a line of its own, so a mail client that wraps long lines never breaks one in two.
     if m.approve_url and m.reject_url:
-        lines += ["", f"Approve: {m.approve_url}", f"Reject: {m.reject_url}"]
+        lines += ["", "Approve:", m.approve_url, "Reject:", m.reject_url]
         if m.expires:
             lines.append(f"These links expire at {m.expires}.")
     if m.execution_url:
-        lines += ["", f"Execution: {m.execution_url}"]
+        lines += ["", "Execution:", m.execution_url]
     subject = m.title if len(m.title) <= 100 else m.title[:97] + "..."
     return subject, "\n".join(lines).strip() + "\n"
+
+
+def email_links(body: str) -> dict[str, str]:
+    """The signed links an email's text carries, by label ("Approve", "Reject"), as render_text lays them out."""
+    lines = body.splitlines()
+    return {label: lines[i + 1].strip() for i, line in enumerate(lines[:-1])
+            for label in ("Approve", "Reject") if line == f"{label}:"}
 
 
 def escaped(text: object) -> str:

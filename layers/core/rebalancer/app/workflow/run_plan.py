@@ -8,6 +8,7 @@ shape is `app.workflow.audit`'s, like every other) and the context it was planne
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal, NamedTuple, Protocol
@@ -114,6 +115,23 @@ def context_for(snapshot: Snapshot, policy: Policy, *, store: Sources) -> Planni
                             reservations=store.reservations.of_cluster(cluster),
                             unavailable_seen=store.sightings.unavailable(cluster),
                             trailing=budgets.trailing(store.meter, cluster, policy, snapshot.taken_at))
+
+
+def advisory_key(line: str) -> str:
+    """The key an advisory is announced under: its text, hashed to a short sort key."""
+    return "advisory#" + hashlib.sha256(line.encode()).hexdigest()[:32]
+
+
+def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterStore) -> RunPlan:
+    """The plan without the prerequisites' advisories an earlier run already announced (each is announced once, as
+    a budget threshold is; `rebalancer doctor` lists them every time). A problem stays in every plan: it bears on
+    what the plan could read."""
+    advisories = set(snapshot.governance.advisories) if snapshot.governance is not None else set()
+    if not advisories & set(planned.plan.warnings):
+        return planned
+    kept = tuple(w for w in planned.plan.warnings
+                 if w not in advisories or meter.announce_once(snapshot.cluster.ClusterName, advisory_key(w)))
+    return planned._replace(plan=planned.plan.model_copy(update={"warnings": kept}))
 
 
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Sources) -> RunPlan:

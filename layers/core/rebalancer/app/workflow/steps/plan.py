@@ -1,8 +1,8 @@
 """Plan: `run_plan.make_run_plan` on the stored snapshot under the cluster's policy, recorded as the run's plan;
-the budget messages it brings, and the reservations that began or ended since the last run, are announced once.
-Run again once an approval arrives (`recheck`, after the cluster was collected again): `recheck.recheck`, the
-approved plan compared with the cluster as it is, and what follows (write it, write the plan made again, ask
-again, or stop)."""
+the budget messages it brings, the reservations that began or ended since the last run and the prerequisites'
+advisories are announced once. Run again once an approval arrives (`recheck`, after the cluster was collected
+again): `recheck.recheck`, the approved plan compared with the cluster as it is, and what follows (write it, write
+the plan made again, ask again, or stop)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ def plan(run: RunRef, *, store: rechecking.Store, load_policy: Callable[[str], P
     except InvalidInput as e:  # the policy against this cluster: a team name that looks like a typo
         run_plan.record_invalid_policy(store, run, e)
         raise
+    planned = run_plan.announce_advisories_once(planned, snapshot, store.meter)
     announced = (budgets.announce(store.meter, policy, snapshot, planned.context.budget_usage, budget_outlet)
                  if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
