@@ -30,6 +30,9 @@ PAGE = 100
 
 
 def main() -> None:
+    global TEAMS
+    if sys.argv[1:] == ["--smoke"]:  # once, small (the test suite runs it so)
+        TEAMS, bench.RUNS = 10, 1
     snap, policy = bench.synthetic(TEAMS, bench.instance_types())
     context = planning_context(snap, policy)
     plan = make_plan(snap, policy, bench.NOW, context=context)

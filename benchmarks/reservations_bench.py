@@ -76,7 +76,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,2000,4000,8000")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--one-off-only", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")
     args = ap.parse_args()
+    if args.smoke:
+        args.sizes, args.runs = "20,40", 1
     previous = None
     print(f"reservation check, worst case (every stored reservation overlaps the new one); "
           f"{'one-window reservations only' if args.one_off_only else 'plus N/10 recurring ones'}; "

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -56,6 +57,9 @@ def cpu_ms(event: dict[str, Any]) -> tuple[float, str]:
 
 
 def main() -> None:
+    global METRICS, RUNS
+    if sys.argv[1:] == ["--smoke"]:  # once, small (the test suite runs it so)
+        METRICS, RUNS = 100, 1
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     logging.getLogger("aws_lambda_powertools").setLevel(logging.WARNING)
     from rebalancer.app.observability import logger

@@ -122,6 +122,9 @@ def test_a_cli_apply_meeting_a_controller_run_is_refused_until_the_run_has_ended
         assert stack.trigger(node_event())["status"] == "started"
         [arn] = stack.executions()
         stack.wait_for_state(arn, "RequestApproval")  # the run holds the lock while it waits for an admin
+        # The state is entered before its Lambda has stored the request: wait for the record itself.
+        stack.wait_until(lambda: wiring.store().approvals.get(approval_id_of(arn)) is not None, timeout=20,
+                         what="the approval request")
         before = quotas(emu)
         refused = cli_apply(tmp_path, kube_url)
         assert refused.exit_code == 1, refused.output

@@ -31,6 +31,7 @@ def test_every_benchmark_is_found() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("script", _scripts(), ids=lambda p: p.stem)
 def test_benchmark_runs_once_small(script: Path) -> None:
+    assert "--smoke" in script.read_text(), f"{script.name} takes no --smoke: the suite would run it at full size"
     proc = subprocess.run([sys.executable, str(script), "--smoke"], capture_output=True, text=True, check=False,
                           cwd=BENCHMARKS.parent, timeout=600)
     print(proc.stdout)

@@ -49,7 +49,7 @@ def test_piped_without_a_width_each_change_is_one_line_and_csv_has_the_rows() ->
     code, text, _ = run("--snapshot", SNAPSHOT, "--policy", POLICY, "--format", "csv")
     assert code == 0
     header, *lines = text.splitlines()
-    assert header == "team,pool,resource,before,after,reason"
+    assert header == "team,pool,resource,before,after,wanted,hold,reason"
     assert len(lines) == len(doc["changes"])
 
 

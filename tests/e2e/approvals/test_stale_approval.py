@@ -6,7 +6,6 @@ one asked for, saying why, and only the plan approved then is written."""
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urljoin
 
 import pytest
@@ -14,6 +13,7 @@ from support.approval_page import review_form
 from support.approval_stack import CLUSTER, P5, Waiting
 
 from rebalancer.app import wiring
+from rebalancer.app.notifications.messages import email_links
 from rebalancer.app.notifications.notify import approval_id_of
 
 pytestmark = pytest.mark.slow  # a stack deploy and a run on moto's interpreter: seconds
@@ -86,7 +86,7 @@ def test_approved_after_a_console_edit_the_approval_is_superseded_and_asked_agai
     [asked] = [m for m in waiting.stack.sns_messages() if m["kind"] == "approval_request"]
     assert "The approved plan was not written: the cluster changed while it waited." in asked["Message"]
     assert "changed since the plan: the quota of team research moved (version 1 → 2)" in asked["Message"]
-    second = dict(re.findall(r"^(Approve|Reject): (\S+)$", asked["Message"], flags=re.MULTILINE))
+    second = email_links(asked["Message"])
     assert approval_id_of(waiting.arn, 2) in second["Approve"]
     # The first round's link no longer decides anything: it shows the approval as superseded.
     assert "already superseded" in waiting.stack.http("GET", waiting.links["Approve"])["body"]
