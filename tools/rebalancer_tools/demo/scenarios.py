@@ -359,7 +359,7 @@ def history_and_rollback(world: World, story: Story, first_run: str, workdir: Pa
     code, out = cli(["history", "--cluster", world.cluster, "--table", TABLE])
     story.terminal(f"rebalancer history --cluster {world.cluster} --table {TABLE}", out)
     result.outputs["history"] = out
-    runs = {a["execution"] for a in world.stack.audit(world.cluster)}
+    runs = {a["execution"] for a in world.stack.audit(world.cluster) if a["kind"] != "cluster-event"}  # not runs
     result.check("history lists every run", code == 0 and all(short_run(r, world.cluster) in out for r in runs),
                  f"exit {code}")
     snapshot = workdir / f"{first_run}.snapshot.json"
