@@ -91,9 +91,13 @@ class Variant:
     gang_steps: bool = False
     window_hours: float | None = None
     quota_weights: bool = False
+    window_form: str | None = None  # None: the policy's default form
+    window_k: float | None = None
 
     def updates(self) -> dict[str, object]:
-        return {k: v for k, v in (("gang_steps", self.gang_steps), ("window_hours", self.window_hours)) if v}
+        return {k: v for k, v in (("gang_steps", self.gang_steps), ("window_hours", self.window_hours),
+                                  ("window_form", self.window_form), ("window_k", self.window_k))
+                if v is not None and v is not False}
 
     def label(self) -> str:
         over = "".join(f", fairness.{k}: {v}" for k, v in self.updates().items())
@@ -293,6 +297,14 @@ def _hours(text: str) -> float:
             f"fairness.window_hours must be a number of hours in (0, {24 * 92}], not {text!r}") from None
 
 
+def _k(text: str) -> float:
+    """`--window-k`, within the bounds the policy itself sets on `fairness.window_k`."""
+    try:
+        return Fairness(window_k=float(text)).window_k
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"fairness.window_k must be a number in [0, 100], not {text!r}") from None
+
+
 def options(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Variant]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", default="../shared/traces/philly-vc/jobs.csv", help="The Philly trace.")
@@ -304,11 +316,16 @@ def options(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Vari
                     help="The default policy with fairness.gang_steps on (the doc is then left alone).")
     ap.add_argument("--window-hours", type=_hours, default=None, metavar="H",
                     help="The default policy with fairness.window_hours H (the doc is then left alone).")
+    ap.add_argument("--window-form", choices=["exponential", "kai"], default=None,
+                    help="With --window-hours: the window factor's form (the doc is then left alone).")
+    ap.add_argument("--window-k", type=_k, default=None, metavar="K",
+                    help="With --window-form kai: KAI's k (the doc is then left alone).")
     ap.add_argument("--quota-weights", action="store_true",
                     help="Weights in proportion to the hand-set quotas, as `policy init` writes them (the doc is "
                          "then left alone).")
     args = ap.parse_args(argv)
-    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours, quota_weights=args.quota_weights)
+    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours, quota_weights=args.quota_weights,
+                         window_form=args.window_form, window_k=args.window_k)
 
 
 def main() -> None:
