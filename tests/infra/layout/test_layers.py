@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from support.import_graph import MODULES, import_graph
 
-LAYERS = ("errors", "catalog", "parsing", "domain", "budgets", "engine", "planning", "adapters", "app")
+LAYERS = ("errors", "catalog", "parsing", "domain", "budgets", "engine", "forecast", "planning", "adapters", "app")
 # Pairs that must not meet although the order allows it: budgets know nothing of allocation (the engine's
 # stability seam applies spent budgets as a hold: rebalancer.engine.stability).
 APART = {("budgets", "engine")}
