@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rebalancer.forecast.kueue import admission_limit, borrowing_room, cohort_room, fair_share_key
+from rebalancer.forecast.kueue import borrowing_room, cohort_room, fair_share_key
 from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Start, Waiting
 
 Quotas = Mapping[str, Mapping[str, float]]  # team → pool → nominal quota
@@ -79,6 +79,7 @@ class _Run:
         self.pools = cluster.pools
         self.queues = [[_Queue(q) for q in p.queues] for p in cluster.pools]
         self.queue_of = [{q.team: i for i, q in enumerate(p.queues)} for p in cluster.pools]
+        self.borrows = [any(q.borrow for q in p.queues) for p in cluster.pools]
         self.capacity = [p.capacity for p in cluster.pools]
         self.used = [0.0] * len(cluster.pools)
         self.usage = [[0.0] * len(p.queues) for p in cluster.pools]
@@ -142,8 +143,11 @@ class _Run:
         heapq.heappush(self.events, (self.start[j] + self.work[j], self.seq, j, self.epoch[j]))
 
     def _admit_job(self, j: int) -> None:
-        p, q = self.pool[j], self.queue[j]
-        heapq.heappop(self.pending[p][q][self.gpus[j]])
+        p, q, g = self.pool[j], self.queue[j], self.gpus[j]
+        sizes = self.pending[p][q]
+        heapq.heappop(sizes[g])
+        if not sizes[g]:
+            del sizes[g]
         self.count[p][q] -= 1
         self.start[j] = self.now
         if self.first_start[j] < 0:
@@ -177,26 +181,31 @@ class _Run:
 
     def _admit(self, p: int) -> None:
         queues, usage, pending, count = self.queues[p], self.usage[p], self.pending[p], self.count[p]
-        capacity, fair = self.capacity[p], self.cluster.fair_share
+        capacity, fair, gpus = self.capacity[p], self.cluster.fair_share, self.gpus
+        borrowing = self.borrows[p]
         while self.used[p] < capacity:
             free = capacity - self.used[p]
-            room = cohort_room(queues, usage, capacity, self.cluster.share_unallocated)
+            # what the cohort lends matters only where a queue borrows
+            room = cohort_room(queues, usage, capacity, self.cluster.share_unallocated) if borrowing else 0.0
             best: tuple[float, int, float, int] | None = None
             for qi, sizes in enumerate(pending):
                 if not count[qi]:
                     continue
                 q = queues[qi]
-                limit = admission_limit(q.nominal, q.above, q.borrow, usage[qi], free, room)
+                # kueue.admission_limit, inlined: this loop is most of a forecast's time (the property test holds
+                # the forecast to the simulator, which calls the function)
+                u, nominal = usage[qi], q.nominal
+                limit = min(free, max(nominal - u, min(nominal + q.above - u, room)) if q.borrow else nominal - u)
                 if limit < 1:
                     continue
                 head: tuple[int, float, int] | None = None  # BestEffortFIFO: the queue's first job that fits
                 for g, heap in sizes.items():
-                    if heap and g <= limit and (head is None or heap[0] < head):
+                    if g <= limit and (head is None or heap[0] < head):
                         head = heap[0]
                 if head is None:
                     continue
                 negp, enq, j = head
-                share = fair_share_key(q.nominal, q.weight, usage[qi], self.gpus[j]) if fair else 0.0
+                share = fair_share_key(q.nominal, q.weight, usage[qi], gpus[j]) if fair else 0.0
                 key = (share, negp, enq, j)
                 if best is None or key < best:
                     best = key
