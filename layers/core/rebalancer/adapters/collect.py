@@ -23,6 +23,7 @@ from rebalancer.domain.snapshot import (
     ClusterOperation,
     Demand,
     PendingWorkload,
+    RunningWorkload,
     Snapshot,
     TrainingPlan,
     Utilization,
@@ -94,7 +95,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                         governance=governance, quota_tags=sm.quota_tags, node_health=kueue.node_health,
                         training_plans=sm.training_plans, operations=sm.operations,
                         autoscaling_max_nodes=kueue.autoscaling_max_nodes,
-                        topology_pending=kueue.topology, pending_workloads=kueue.pending_workloads)
+                        topology_pending=kueue.topology, pending_workloads=kueue.pending_workloads,
+                        running_workloads=kueue.running_workloads)
     return Collected(snapshot, tuple(warnings))
 
 
@@ -159,6 +161,7 @@ class KubeSide(NamedTuple):
     autoscaling_max_nodes: dict[str, int]
     topology: dict[str, tuple[str, ...]]
     pending_workloads: tuple[PendingWorkload, ...]
+    running_workloads: tuple[RunningWorkload, ...] = ()
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
@@ -188,7 +191,7 @@ class KubeSide(NamedTuple):
                     ceilings = max_nodes(api)
                 except RebalancerError as e:
                     warnings.append(f"Karpenter NodePool limits not read: {e}")
-        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads)
+        return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads, kueue.running)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

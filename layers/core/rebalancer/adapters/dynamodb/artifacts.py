@@ -1,4 +1,5 @@
-"""A run's documents (snapshot, plan, apply report, scheduler outcome), gzip'd: too big for Step Functions' state."""
+"""A run's documents (snapshot, plan, apply report, scheduler outcome, outlook), gzip'd: too big for Step Functions'
+state."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any, Literal
 
 from rebalancer.adapters.dynamodb.table import ARTIFACT_RETENTION, KEY, SORT, TTL, Table, epoch, pack, unpack
 
-Artifact = Literal["SNAPSHOT", "PLAN", "APPLY", "SCHEDULER"]
+Artifact = Literal["SNAPSHOT", "PLAN", "APPLY", "SCHEDULER", "OUTLOOK"]
 
 
 class TableArtifacts:

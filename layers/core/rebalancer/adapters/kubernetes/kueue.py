@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
-from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
+from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources, RunningWorkload
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 
 GROUP = "kueue.x-k8s.io"
@@ -63,6 +63,7 @@ class KueueDemand:
     api_version: str | None = None  # the Kueue API version read (e.g. kueue.x-k8s.io/v1beta2)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # team → its pending topology requests
     workloads: tuple[PendingWorkload, ...] = ()  # each pending workload's size per instance type, as listed
+    running: tuple[RunningWorkload, ...] = ()  # each admitted workload's size per instance type, and since when
 
 
 # Topology-aware scheduling (task-governance add-on >= 1.2.2): a pod set asks for one topology domain (a block, a
@@ -106,6 +107,7 @@ class _Accumulator:
         self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
         self.warnings: list[str] = []
         self.workloads: list[PendingWorkload] = []
+        self.running: list[RunningWorkload] = []
 
     def add_pending(self, team: str, wl: dict[str, Any], offered: dict[str, set[str]]) -> None:
         """A pending workload's requests, on the flavor each waits for; and its size on each instance type (its
@@ -135,6 +137,27 @@ class _Accumulator:
                                            accelerators=float(g.accelerators), pods=g.pods, created=since,
                                            topology=g.topology)
                            for flavor, g in sorted(sizes.items())]
+
+    def add_running(self, team: str, wl: dict[str, Any]) -> None:
+        """An admitted workload's accelerators on each flavor it was admitted on (its podSetAssignments), and since
+        when it holds them (its Admitted condition, else QuotaReserved). Its use is the ClusterQueue's already."""
+        meta = wl.get("metadata", {})
+        assigned = {a.get("name"): a for a in (wl.get("status", {}).get("admission") or {}).get("podSetAssignments")
+                    or [] if isinstance(a, dict)}
+        sizes: dict[str, _Gang] = {}
+        for pod_set in wl.get("spec", {}).get("podSets", []) or []:
+            assignment = assigned.get(pod_set.get("name"), {})
+            flavors = assignment.get("flavors") or {}
+            count = int(assignment.get("count", pod_set.get("count", 1)))
+            for resource, quantity in pod_set_requests({**pod_set, "count": count}).items():
+                flavor = str(flavors.get(resource) or pod_set_instance_type(pod_set) or "")
+                amount = _accelerators(flavor, resource, quantity) if flavor else Decimal(0)
+                if amount:
+                    sizes.setdefault(flavor, _Gang()).add(amount, count, None)
+        since = _since(wl, "Admitted") or _since(wl, "QuotaReserved")
+        self.running += [RunningWorkload(name=str(meta.get("name", "")), team=team, pool=flavor,
+                                         accelerators=float(g.accelerators), pods=g.pods, started=since)
+                         for flavor, g in sorted(sizes.items())]
 
     def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
             quantity: Decimal, where: str, since: datetime | None = None) -> Decimal:
@@ -184,6 +207,34 @@ def _created(meta: dict[str, Any]) -> datetime | None:
     except ValueError:
         return None
     return at if at.tzinfo is not None else None
+
+
+def _accelerators(flavor: str, resource: str, quantity: Decimal) -> Decimal:
+    """The accelerators `quantity` of `resource` is on an instance type (0 for another resource or type)."""
+    try:
+        spec = catalog.spec(flavor)
+    except UnknownInstanceType:
+        return Decimal(0)
+    if resource in ACCELERATOR_RESOURCES:
+        return quantity
+    if resource == NEURONCORE_RESOURCE and spec.neuron_cores_per_device:
+        return quantity / spec.neuron_cores_per_device
+    return Decimal(0)
+
+
+def _since(obj: dict[str, Any], kind: str) -> datetime | None:
+    """When a condition that holds became true (its lastTransitionTime), or None."""
+    for c in obj.get("status", {}).get("conditions", []) or []:
+        if c.get("type") == kind and c.get("status") == "True":
+            return _created({"creationTimestamp": c.get("lastTransitionTime")})
+    return None
+
+
+def is_running(workload: dict[str, Any]) -> bool:
+    """Admitted (holding its quota) and not finished."""
+    if workload.get("spec", {}).get("active") is False or _condition(workload, "Finished"):
+        return False
+    return bool(workload.get("status", {}).get("admission"))
 
 
 def _condition(obj: dict[str, Any], kind: str) -> bool:
@@ -309,11 +360,13 @@ class KueueReader:
             team = team_of_namespace(meta.get("namespace", ""))
             if team is not None and is_pending(wl):
                 acc.add_pending(team, wl, flavors_offered(queues.get(team, {})))
+            elif team is not None and is_running(wl):
+                acc.add_running(team, wl)
         return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                            warnings=tuple(dict.fromkeys(acc.warnings)),
                            api_version=f"{GROUP}/{self.version}" if self.version else None,
                            topology={t: tuple(dict.fromkeys(v)) for t, v in sorted(acc.topology.items())},
-                           workloads=tuple(acc.workloads))
+                           workloads=tuple(acc.workloads), running=tuple(acc.running))
 
 
 class NodeReader:
