@@ -14,11 +14,11 @@ from rebalancer.forecast.durations import History
 from rebalancer.forecast.engine import Controller, Quotas
 from rebalancer.forecast.estimate import estimate
 from rebalancer.forecast.model import Cluster
+from rebalancer.planning.eta import REPLANS
 from rebalancer_tools.simulator.results import RawResult
 
 WAITED_S = 3600.0  # the jobs measured: those that waited at least an hour before they first started
 WITHIN = 2.0  # an estimate counts when the wait it gives is within a factor 2 of the actual wait
-MAX_REPLANS = 16  # plans in one forecast: four hours of 15-minute runs, then the quotas as they stand
 
 
 class Estimator:
@@ -26,7 +26,7 @@ class Estimator:
     forecast calls it) the forecast re-plans every `interval_s`, applied `apply_delay_s` later."""
 
     def __init__(self, replan: Callable[[Cluster], Quotas | None] | None = None, interval_s: float = 900.0,
-                 apply_delay_s: float = 120.0, max_replans: int = MAX_REPLANS) -> None:
+                 apply_delay_s: float = 120.0, max_replans: int = REPLANS) -> None:
         self.replan, self.interval_s, self.apply_delay_s = replan, interval_s, apply_delay_s
         self.max_replans = max_replans
 

@@ -118,7 +118,8 @@ class _Run:
                 self._enqueue(j)
         self.staged = controller.staged if controller else None
         self.replans = 0
-        self.tick_at = cluster.at + controller.interval_s if controller else math.inf
+        self.tick_at = (cluster.at + controller.interval_s
+                        if controller and (controller.max_replans or controller.staged) else math.inf)
         self.plans: dict[float, Quotas] = {}
 
     def _queue_index(self, p: int, team: str) -> int:
@@ -283,7 +284,7 @@ class _Run:
         c = self.controller
         if c is None:
             return
-        if self.staged is None:
+        if self.staged is None and self.replans < c.max_replans:
             self.replans += 1
             quotas = c.replayed.get(self.now) if c.replayed is not None else c.replan(self.cluster_now())
             if quotas is not None and any(quotas.get(q.rules.team, {}).get(pool.name, q.nominal) != q.nominal
