@@ -167,8 +167,9 @@ def planned_quotas(plan: Plan, pools: tuple[str, ...]) -> Quotas:
 def controller(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, applies: bool,
                context: PlanningContext | None, replans: int = REPLANS) -> Controller | None:
     """The controller in the forecast: the run's plan staged when it applies by itself, then the planner on the
-    forecast's cluster (with the run's planning context: budget use and use over the window as they are now)."""
-    if policy is None:
+    forecast's cluster (with the run's planning context: budget use and use over the window as they are now), each
+    of its plans applied only when it would apply by itself (not in a dry run, not one waiting for approval)."""
+    if policy is None or policy.mode == "dry-run":
         return None
     from rebalancer.planning.planner import make_plan  # the planner: only where a forecast re-plans
 
@@ -176,7 +177,8 @@ def controller(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, app
 
     def replan(cluster: fc.Cluster) -> Quotas | None:
         later = snapshot_at(snapshot, cluster)
-        return planned_quotas(make_plan(later, policy, later.taken_at, context=context), pools)
+        planned = make_plan(later, policy, later.taken_at, context=context)
+        return planned_quotas(planned, pools) if planned.applies and not planned.requires_approval else None
 
     staged = (_t(snapshot.taken_at) + APPLY_DELAY_S, planned_quotas(plan, pools)) if plan and applies else None
     return Controller(replan, REPLAN_EVERY_S, APPLY_DELAY_S, replans, staged)
