@@ -2,10 +2,11 @@
 through its resolver, on a large cluster's table (boto3 against moto in process: DynamoDB's own latency is not in the
 figure; see the README's "Why is my job pending?" for what the answer reads).
 
-Run: `python benchmarks/why_bench.py [--teams 200] [--older 5000] [--runs 9]`. The table holds `--older` audit records
+Run: `python benchmarks/why_bench.py [--teams 1000] [--older 5000] [--runs 9]`. The table holds `--older` audit records
 of earlier runs under the latest run, whose snapshot has `--teams` teams on two pools with five pending workloads
-each. Printed: the median wall time of one answer (warm), the first answer in a fresh interpreter (the resolver,
-slack_sdk's blocks and the models imported), the audit records read, and each as a share of Slack's 3 s.
+each, and whose outlook (what the plan step stores: each workload's estimated start, each team's standing) the answer
+reads and shows. Printed: the median wall time of one answer (warm), the first answer in a fresh interpreter (the
+resolver, slack_sdk's blocks and the models imported), the audit records read, and each as a share of Slack's 3 s.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ for name, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "
     os.environ.setdefault(name, value)
 
 
-def answer_once(teams: int, older: int, runs: int) -> tuple[list[float], int]:
+def answer_once(teams: int, older: int, runs: int, outlook: bool = True) -> tuple[list[float], int]:
     from datetime import timedelta
     from urllib.parse import urlencode
 
@@ -46,6 +47,7 @@ def answer_once(teams: int, older: int, runs: int) -> tuple[list[float], int]:
     from rebalancer.app.workflow import audit
     from rebalancer.app.workflow import state as run_docs
     from rebalancer.app.workflow.state import RunRef
+    from rebalancer.domain.outlook import Outlook, PoolStanding, Standing, WorkloadEta
     from rebalancer.domain.plan import Plan
     from rebalancer.domain.snapshot import PendingWorkload
     from rebalancer_tools.http_api import http_api_event
@@ -71,6 +73,14 @@ def answer_once(teams: int, older: int, runs: int) -> tuple[list[float], int]:
         latest = RunRef(cluster_name="test", execution_name="test-latest", execution_arn="arn")
         run_docs.record_snapshot(store.artifacts, latest, snap)
         store.artifacts.put("test-latest", "PLAN", plan.model_dump(mode="json"))
+        stored = Outlook(taken_at=T0, estimates=tuple(
+            WorkloadEta(name=j.name, team=j.team, pool=j.pool, start=T0 + timedelta(hours=i % 40),
+                        earliest=T0 + timedelta(hours=i % 20), latest=T0 + timedelta(hours=i % 80))
+            for i, j in enumerate(jobs)), standing={t: Standing(window_hours=168, pools=(
+                PoolStanding(pool=p5, received_hours=300.5, entitled_hours=280.0),
+                PoolStanding(pool=p4, received_hours=120.0, entitled_hours=150.25)), budget=None) for t in names})
+        if outlook:
+            store.artifacts.put("test-latest", "OUTLOOK", stored.model_dump(mode="json"))
         audit.planned(store.audit, latest, plan, decision="no_change", known_versions={})
         read = []
         newest = store.audit.newest
@@ -82,7 +92,7 @@ def answer_once(teams: int, older: int, runs: int) -> tuple[list[float], int]:
 
         store.audit.newest = counted  # type: ignore[method-assign]
         api = ApprovalApi(Approvals(store=store, tasks=TaskTokens(None), signer=LinkSigner(b"k" * 32), channels=[],
-                                    clock=clock), slack_signing_secret="s", clusters=("test",))
+                                    clock=clock), slack_signing_secret="s", clusters=("test",), runs=store)
         body = urlencode({"command": "/rebalancer", "text": "why team-007"})
         times = []
         for _ in range(runs):
@@ -94,12 +104,13 @@ def answer_once(teams: int, older: int, runs: int) -> tuple[list[float], int]:
             times.append(time.perf_counter() - start)
             assert answer["statusCode"] == 200, answer
             assert "\"blocks\"" in answer["body"], answer
+            assert ("estimated start" in answer["body"]) == outlook, answer
         return times, len(read)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--teams", type=int, default=200)
+    parser.add_argument("--teams", type=int, default=1000)
     parser.add_argument("--older", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--once", action="store_true", help=argparse.SUPPRESS)  # the fresh interpreter's run
@@ -110,12 +121,16 @@ def main() -> None:
         return
     times, read = answer_once(args.teams, args.older, args.runs)
     warm = statistics.median(times[1:] or times)
+    without, _ = answer_once(args.teams, args.older, args.runs, outlook=False)
+    bare = statistics.median(without[1:] or without)
     cold = float(subprocess.run([sys.executable, __file__, "--once", "--teams", str(args.teams), "--older",
                                  str(args.older)], capture_output=True, text=True, check=True).stdout.split()[-1])
-    print(f"{args.teams} teams x 2 pools, {args.teams * 5} pending workloads, {args.older + 1} audit records")
+    print(f"{args.teams} teams x 2 pools, {args.teams * 5} pending workloads (each with an estimated start), "
+          f"{args.older + 1} audit records")
     print(f"warm answer: {warm * 1000:.0f} ms median of {len(times[1:] or times)} "
           f"({warm / SLACK_WINDOW_S:.1%} of Slack's 3 s); audit records read: {read}")
     print(f"first answer in a fresh interpreter: {cold * 1000:.0f} ms ({cold / SLACK_WINDOW_S:.1%} of 3 s)")
+    print(f"the same run stored without an outlook: {bare * 1000:.0f} ms warm; with it / without = {warm / bare:.2f}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 folder names tell a newcomer what may depend on what. Bottom to top: the error kinds; the instance-type catalog;
 document parsing; the domain (snapshot, policy, pools, plan, budget model, names, ownership, samples); budgets
 (metering and enforcement), then the engine (water-fill, rounding, stability, family caps), both pure, the engine's
-stability rules applying budget enforcement as one of its holds; planning (snapshot + policy → plan); adapters
+stability rules applying budget enforcement as one of its holds; the forecast (Kueue's admission simulated forward
+from what the controller sees); planning (snapshot + policy → plan); adapters
 (AWS, Kubernetes, DynamoDB); the Lambda side (`app`). Every `__init__.py` is empty."""
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ class _Scan:
         if record.get("kind") == "plan":
             self.planned.add(execution)
             if self.run is None:
-                self.run = _stored_run(self.artifacts, execution)
+                self.run = _stored_run(self.artifacts, execution, self.team)
         elif (record.get("kind"), record.get("outcome")) in CHANGES:
             for pool in _amounts(record, self.team):
                 self.changed.setdefault(pool, execution)
@@ -98,14 +98,24 @@ class _Scan:
         return all(p in self.changed and self.changed[p] in self.planned for p in pools)
 
 
-def _stored_run(artifacts: Artifacts, execution: str) -> tuple[str, Snapshot, Plan | None, Outlook | None] | None:
+def _stored_run(artifacts: Artifacts, execution: str,
+                team: str) -> tuple[str, Snapshot, Plan | None, Outlook | None] | None:
     doc = artifacts.get(execution, "SNAPSHOT")
     if doc is None:  # expired, or a run that stopped before collect
         return None
     plan = artifacts.get(execution, "PLAN")
     outlook = artifacts.get(execution, "OUTLOOK")  # none for a run planned before outlooks were stored
     return (execution, Snapshot.model_validate(doc), None if plan is None else Plan.model_validate(plan),
-            None if outlook is None else Outlook.model_validate(outlook))
+            None if outlook is None else _team_outlook(outlook, team))
+
+
+def _team_outlook(doc: dict[str, Any], team: str) -> Outlook:
+    """The stored outlook read for one team only: its workloads' estimates and its standing (at 1,000 teams the
+    whole document holds thousands of estimates the answer does not show)."""
+    estimates = [e for e in doc.get("estimates") or () if isinstance(e, dict) and e.get("team") == team]
+    mine = {**doc, "estimates": estimates,
+            "standing": {t: s for t, s in (doc.get("standing") or {}).items() if t == team}}
+    return Outlook.model_validate(mine)
 
 
 def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[str, Any]], team: str, *,
