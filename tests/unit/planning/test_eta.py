@@ -86,8 +86,10 @@ def test_a_workload_waits_for_what_the_history_says_the_running_one_has_left() -
 def test_the_runs_plan_counts_only_when_it_applies_by_itself() -> None:
     # a gang of 16 for a: only a quota of 16 lets it in, b's borrowed 8 reclaimed
     snap = reclaimable()
-    pol = policy({"a": {"guarantee": {P5: 16}}, "b": {}})
+    pol = policy({"a": {"guarantee": {P5: 16}}, "b": {}},
+                 approval={"moved_accelerators": 100, "max_decrease_percent": 100})
     plan = make_plan(snap, pol, T0)
+    assert not plan.requires_approval
     assert plan.allocations["a"][P5]["accelerators"] == 16
     applied = eta.estimates(snap, pol, plan, applies=True, context=None, history=HOURLY, replans=0)
     waiting = eta.estimates(snap, pol, plan, applies=False, context=None, history=HOURLY, replans=0)
@@ -97,6 +99,9 @@ def test_the_runs_plan_counts_only_when_it_applies_by_itself() -> None:
     assert waiting[0].unknown == eta.UNKNOWN["never_admitted"]
     replanned = eta.estimates(snap, pol, plan, applies=False, context=None, history=HOURLY, replans=4)
     assert replanned[0].start == T0 + timedelta(minutes=15 + 2)  # the next run plans it again, and it applies
+    asking = pol.model_copy(update={"approval": pol.approval.model_copy(update={"moved_accelerators": 1})})
+    held = eta.estimates(snap, asking, plan, applies=False, context=None, history=HOURLY, replans=4)
+    assert held[0].start is None  # a plan that waits for an approver is not in place by any time the forecast knows
 
 
 def test_a_gang_larger_than_the_pool_and_a_spent_budget_say_why() -> None:

@@ -225,9 +225,14 @@ class _Run:
         count = self.count[p]
         heads = sorted(min(h[0] for h in sizes.values() if h) for qi, sizes in enumerate(self.pending[p])
                        if count[qi] and (priorities or usage[qi] < queues[qi].nominal))
-        return any(self._try_reclaim(p, j, -negp, borrowing) for negp, _, j in heads)
+        if not heads:
+            return False
+        # what each borrowing queue runs: a head that could not start even with all of it (and with what its own
+        # queue runs) reclaims nothing, which _try_reclaim would find only after listing every victim
+        lent = {bi: sum(self.gpus[v] for v in self.running[p][bi]) for bi in borrowing}
+        return any(self._try_reclaim(p, j, -negp, borrowing, lent) for negp, _, j in heads)
 
-    def _try_reclaim(self, p: int, j: int, prio: int, borrowing: list[int]) -> bool:
+    def _try_reclaim(self, p: int, j: int, prio: int, borrowing: list[int], lent: dict[int, float]) -> bool:
         queues, running = self.queues[p], self.running[p]
         qi, g = self.queue[j], self.gpus[j]
         q = queues[qi]
@@ -235,6 +240,8 @@ class _Run:
         if free >= g and self.usage[p][qi] + g <= q.nominal:
             return False
         if self.usage[p][qi] + g > q.nominal and not (q.preempt_within and self.cluster.priorities):
+            return False
+        if free + sum(lent.values()) - lent.get(qi, 0.0) + (self.usage[p][qi] if q.preempt_within else 0.0) < g:
             return False
         candidates: list[tuple[int, int, float, int]] = [
             (0, self.prio[v], -self.start[v], v) for bi in borrowing if bi != qi for v in running[bi]
@@ -306,9 +313,11 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
     run.wanted, run.left = wanted, len(wanted)
     end = cluster.at + horizon_s
     stopped_at_horizon = False
+    dirty = set(range(len(run.pools)))  # the pools whose cohort changed since their last scheduling pass
     while True:
-        for p in range(len(run.pools)):
+        for p in sorted(dirty):
             run.schedule(p)
+        dirty.clear()
         if not run.left:
             break
         t_event = run.events[0][0] if run.events else math.inf
@@ -325,10 +334,12 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
             if run.epoch[j] == epoch:
                 run._stop(j)
                 run.start[j] = -1.0
+                dirty.add(run.pool[j])
         if run.staged is not None and run.staged[0] == t:
             quotas = run.staged[1]
             run.staged = None
             run.apply(quotas)
+            dirty.update(range(len(run.pools)))
         if t == run.tick_at:
             run.tick()
     out: dict[str, Start] = {}
