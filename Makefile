@@ -63,8 +63,10 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
-bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst; SageMaker calls per collect at 1,000 teams
+bench: $(STAMP) $(SAM_STAMP) ## planning time (1,000 teams x 15 types and less); layer size and cold imports; backtest; 1,000-event burst; SageMaker calls per collect at 1,000 teams; the plan step's outlook and the Slack why at 1,000 teams
 	$(PY) benchmarks/plan_bench.py
+	$(PY) benchmarks/outlook_bench.py
+	$(PY) benchmarks/why_bench.py
 	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/backtest_bench.py
 	$(PY) benchmarks/burst_bench.py

@@ -4,7 +4,9 @@ limit while the cohort lends, a queue taking back its nominal quota from borrowe
 a queue), running workloads end after the time `Durations` estimates, and the controller (`Controller`: the
 caller's planner) re-plans the quotas every interval, its decision applied after the apply delay. No workload
 arrives after the moment the forecast starts from: it answers when each workload waiting now starts if nothing
-else comes. Pure and deterministic; bounded by `horizon_s` and the controller's `max_replans`."""
+else comes. Pure and deterministic; bounded by `horizon_s`, the controller's `max_replans` and `work` (queue heads
+looked at: what a scheduling pass costs grows with the queues that wait, so a bound on time at 1,000 teams is a bound
+on them)."""
 
 from __future__ import annotations
 
@@ -15,10 +17,14 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rebalancer.forecast.kueue import borrowing_room, cohort_room, fair_share_key
-from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Start, Waiting
+from rebalancer.forecast.model import Cluster, NoStart, Pool, Queue, Running, Start, Waiting
 
 Quotas = Mapping[str, Mapping[str, float]]  # team → pool → nominal quota
 DAY_S = 86_400.0
+# Queue heads one forecast may look at: where many teams wait in one pool, each scheduling pass looks at all of them;
+# at 300,000 the plan step's three forecasts at 1,000 teams take a few seconds (benchmarks/outlook_bench.py), and at
+# the bench scenarios' 8-15 teams no forecast comes near it.
+WORK = 300_000
 
 
 class Durations(Protocol):
@@ -86,6 +92,8 @@ class _Run:
         self.pending: list[list[dict[float, list[tuple[int, float, int]]]]] = [[{} for _ in p.queues]
                                                                               for p in cluster.pools]
         self.count = [[0] * len(p.queues) for p in cluster.pools]
+        self.active: list[set[int]] = [set() for _ in cluster.pools]  # per pool, the queues with work waiting
+        self.looked = 0  # queue heads looked at
         self.running: list[list[set[int]]] = [[set() for _ in p.queues] for p in cluster.pools]
         jobs: list[tuple[int, Running | Waiting]] = []
         for p, pool in enumerate(cluster.pools):
@@ -134,6 +142,7 @@ class _Run:
         p, q = self.pool[j], self.queue[j]
         heapq.heappush(self.pending[p][q].setdefault(self.gpus[j], []), (-self.prio[j], self.enq[j], j))
         self.count[p][q] += 1
+        self.active[p].add(q)
 
     def _place(self, j: int) -> None:
         p, q, g = self.pool[j], self.queue[j], self.gpus[j]
@@ -150,6 +159,8 @@ class _Run:
         if not sizes[g]:
             del sizes[g]
         self.count[p][q] -= 1
+        if not self.count[p][q]:
+            self.active[p].discard(q)
         self.start[j] = self.now
         if self.first_start[j] < 0:
             self.first_start[j] = self.now
@@ -181,7 +192,7 @@ class _Run:
                 return
 
     def _admit(self, p: int) -> None:
-        queues, usage, pending, count = self.queues[p], self.usage[p], self.pending[p], self.count[p]
+        queues, usage, pending = self.queues[p], self.usage[p], self.pending[p]
         capacity, fair, gpus = self.capacity[p], self.cluster.fair_share, self.gpus
         borrowing = self.borrows[p]
         while self.used[p] < capacity:
@@ -189,9 +200,9 @@ class _Run:
             # what the cohort lends matters only where a queue borrows
             room = cohort_room(queues, usage, capacity, self.cluster.share_unallocated) if borrowing else 0.0
             best: tuple[float, int, float, int] | None = None
-            for qi, sizes in enumerate(pending):
-                if not count[qi]:
-                    continue
+            self.looked += len(self.active[p])
+            for qi in self.active[p]:
+                sizes = pending[qi]
                 q = queues[qi]
                 # kueue.admission_limit, inlined: this loop is most of a forecast's time (the property test holds
                 # the forecast to the simulator, which calls the function)
@@ -222,14 +233,15 @@ class _Run:
             return False
         # Without priorities only a queue below its nominal quota may reclaim (_try_reclaim): the others' heads
         # are not looked at, which changes no outcome.
-        count = self.count[p]
-        heads = sorted(min(h[0] for h in sizes.values() if h) for qi, sizes in enumerate(self.pending[p])
-                       if count[qi] and (priorities or usage[qi] < queues[qi].nominal))
+        pending = self.pending[p]
+        self.looked += len(self.active[p])
+        heads = sorted(min(h[0] for h in pending[qi].values()) for qi in self.active[p]
+                       if priorities or usage[qi] < queues[qi].nominal)
         if not heads:
             return False
         # what each borrowing queue runs: a head that could not start even with all of it (and with what its own
         # queue runs) reclaims nothing, which _try_reclaim would find only after listing every victim
-        lent = {bi: sum(self.gpus[v] for v in self.running[p][bi]) for bi in borrowing}
+        lent = {bi: usage[bi] for bi in borrowing}
         return any(self._try_reclaim(p, j, -negp, borrowing, lent) for negp, _, j in heads)
 
     def _try_reclaim(self, p: int, j: int, prio: int, borrowing: list[int], lent: dict[int, float]) -> bool:
@@ -303,16 +315,16 @@ class _Run:
 
 
 def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str] | None = None,
-             controller: Controller | None = None, horizon_s: float = 90 * DAY_S) -> Forecast:
-    """When each waiting workload (of `targets`, default all) first starts, or why it does not within the horizon:
-    larger than its pool, never admitted as the quotas stand (nothing left that would change them), or not within
-    `horizon_s` of the cluster's moment."""
+             controller: Controller | None = None, horizon_s: float = 90 * DAY_S, work: int = WORK) -> Forecast:
+    """When each waiting workload (of `targets`, default all) first starts, or why it does not: larger than its
+    pool, never admitted as the quotas stand (nothing left that would change them), not within `horizon_s` of the
+    cluster's moment, or not within the `work` the forecast may do."""
     run = _Run(cluster, durations, controller)
     wanted = {j for j, job in enumerate(run.jobs)
               if isinstance(job, Waiting) and (targets is None or job.job in targets)}
     run.wanted, run.left = wanted, len(wanted)
     end = cluster.at + horizon_s
-    stopped_at_horizon = False
+    stopped: NoStart = "never_admitted"
     dirty = set(range(len(run.pools)))  # the pools whose cohort changed since their last scheduling pass
     while True:
         for p in sorted(dirty):
@@ -326,7 +338,10 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
         if t == math.inf:
             break
         if t > end:
-            stopped_at_horizon = True
+            stopped = "beyond_horizon"
+            break
+        if run.looked > work:
+            stopped = "beyond_work"
             break
         run.now = t
         while run.events and run.events[0][0] == t:
@@ -350,5 +365,5 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
         elif run.gpus[j] > run.capacity[run.pool[j]]:
             out[job.job] = Start(None, "larger_than_pool")
         else:
-            out[job.job] = Start(None, "beyond_horizon" if stopped_at_horizon else "never_admitted")
+            out[job.job] = Start(None, stopped)
     return Forecast(out, run.plans)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rebalancer.forecast.durations import POINT, FromHistory, History
-from rebalancer.forecast.engine import DAY_S, Controller, forecast
+from rebalancer.forecast.engine import DAY_S, WORK, Controller, forecast
 from rebalancer.forecast.model import Cluster, NoStart
 
 EARLY, LATE = 0.25, 0.75
@@ -32,19 +32,20 @@ class Estimate:
 
 def estimate(cluster: Cluster, history: History, *, targets: Collection[str] | None = None,
              controller: Controller | None = None, horizon_s: float = HORIZON_S,
-             ranged: bool = True) -> dict[str, Estimate]:
+             ranged: bool = True, work: int = WORK) -> dict[str, Estimate]:
     """The estimate of each waiting workload of `targets` (default all); `ranged` False: the point alone (what
-    the simulator measures), one forecast instead of three."""
+    the simulator measures), one forecast instead of three. `work`: the point forecast's bound; each of the
+    range's gets half of it (a range cut short says "later than the forecast reaches" at its end)."""
     planned = forecast(cluster, FromHistory(history, POINT), targets=targets, controller=controller,
-                       horizon_s=horizon_s)
+                       horizon_s=horizon_s, work=work)
     point = early = late = planned.starts
     if ranged:
         # the range replays the point forecast's plans: the controller's decisions, not its planner again
         replay = controller.replaying(planned.plans) if controller is not None else None
         early = forecast(cluster, FromHistory(history, EARLY), targets=targets, controller=replay,
-                         horizon_s=horizon_s).starts
+                         horizon_s=horizon_s, work=work // 2).starts
         late = forecast(cluster, FromHistory(history, LATE), targets=targets, controller=replay,
-                        horizon_s=horizon_s).starts
+                        horizon_s=horizon_s, work=work // 2).starts
     out: dict[str, Estimate] = {}
     for job, p in point.items():
         if p.at is None:

@@ -70,7 +70,7 @@ class Cluster:
     priorities: bool = False
 
 
-NoStart = Literal["larger_than_pool", "never_admitted", "beyond_horizon"]
+NoStart = Literal["larger_than_pool", "never_admitted", "beyond_horizon", "beyond_work"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,33 +129,48 @@ def _with_accelerators(quota: ComputeQuota, amounts: Mapping[str, float]) -> Com
 
 def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
     """The snapshot as the forecast has the cluster: its time, each team's quotas, in use and pending on the
-    forecast's pools, and the workloads waiting there."""
-    pools = {p.name: p for p in cluster.pools}
+    forecast's pools, and the workloads waiting there. What did not change is the snapshot's own (a re-plan at
+    1,000 teams rewrites only the teams the forecast moved)."""
     listed = {_key(w.name, w.pool): w for w in snapshot.pending_workloads}
     demand = {t: dict(by_pool) for t, by_pool in snapshot.demand.items()}
-    nominal: dict[str, dict[str, float]] = {}
-    for name, p in pools.items():
+    changed_quota: dict[str, dict[str, float]] = {}
+    quotas_now = {q.team: q for q in snapshot.quotas}
+    for p in cluster.pools:
         use: dict[str, list[float]] = {}
+        oldest: dict[str, float] = {}
         for r in p.running:
             use.setdefault(r.team, [0.0, 0.0])[0] += r.accelerators
         for w in p.waiting:
             use.setdefault(w.team, [0.0, 0.0])[1] += w.accelerators
+            oldest[w.team] = min(w.queued, oldest.get(w.team, w.queued))
         for q in p.queues:
-            nominal.setdefault(q.team, {})[name] = q.nominal
+            quota = quotas_now.get(q.team)
+            if quota is not None and held(quota, p.name) != q.nominal:
+                changed_quota.setdefault(q.team, {})[p.name] = q.nominal
             u, pend = use.get(q.team, [0.0, 0.0])
-            old = demand.get(q.team, {}).get(name, Demand())
-            oldest = min((w.queued for w in p.waiting if w.team == q.team), default=None)
-            demand.setdefault(q.team, {})[name] = old.model_copy(update={
+            old = demand.get(q.team, {}).get(p.name, Demand())
+            since = _at(oldest[q.team]) if q.team in oldest else None
+            if (old.in_use.accelerators, old.pending.accelerators, old.oldest_pending) == (u, pend, since):
+                continue
+            demand.setdefault(q.team, {})[p.name] = old.model_copy(update={
                 "in_use": old.in_use.model_copy(update={"accelerators": u}),
                 "pending": old.pending.model_copy(update={"accelerators": pend}) if pend or old.pending
-                else Resources(), "oldest_pending": None if oldest is None else _at(oldest)})
-    waiting = tuple(listed[w.job].model_copy(update={"created": _at(w.queued)}) if w.job in listed else
-                    PendingWorkload(name=w.job, team=w.team, pool=p.name, accelerators=w.accelerators, pods=1,
-                                    created=_at(w.queued))
-                    for p in cluster.pools for w in p.waiting)
-    quotas = tuple(_with_accelerators(q, nominal[q.team]) if q.team in nominal else q for q in snapshot.quotas)
+                else Resources(), "oldest_pending": since})
+    waiting = []
+    for p in cluster.pools:
+        for w in p.waiting:
+            before = listed.get(w.job)
+            if before is None:
+                waiting.append(PendingWorkload(name=w.job, team=w.team, pool=p.name, accelerators=w.accelerators,
+                                               pods=1, created=_at(w.queued)))
+            elif before.created is not None and _t(before.created) == w.queued:
+                waiting.append(before)
+            else:
+                waiting.append(before.model_copy(update={"created": _at(w.queued)}))
+    quotas = tuple(_with_accelerators(q, changed_quota[q.team]) if q.team in changed_quota else q
+                   for q in snapshot.quotas)
     return snapshot.model_copy(update={"taken_at": _at(cluster.at), "demand": demand, "quotas": quotas,
-                                       "pending_workloads": waiting})
+                                       "pending_workloads": tuple(waiting)})
 
 
 def planned_quotas(plan: Plan, pools: tuple[str, ...]) -> Quotas:
@@ -189,6 +204,8 @@ UNKNOWN = {
     "larger_than_pool": "it asks for more accelerators than its instance type has healthy in all",
     "never_admitted": "its quota and borrow limit cannot hold it as they stand, and as the controller plans them",
     "beyond_horizon": f"it does not start within {HORIZON_S / 86_400:g} days of the snapshot",
+    "beyond_work": "so much waits ahead of it that the forecast stopped before it started (the bound that keeps the "
+                   "plan step within its time)",
     "no_history": "no workload of this cluster has been seen to finish yet: there is no duration to estimate from",
 }
 
