@@ -34,8 +34,9 @@ def test_only_jobs_that_waited_an_hour_count_and_a_missing_estimate_is_a_miss() 
                        estimate=[None, 3 * H, 9 * H, 2 * H, None, 5 * H]))
     # counted: waited 2 h (est 3 h: within), 4 h (est 9 h: over 2 ×), 4 h (est 2 h: exactly ½, within), 10 h
     # (none); not counted: 0.5 h, and the job that never started
-    assert got == EtaAccuracy(jobs=4, within_2x=0.5, median_abs_error_h=2.0, without_estimate=1)
-    assert got.output() == {"jobs": 4, "within_2x": 0.5, "median_abs_error_h": 2.0, "without_estimate": 1}
+    assert got == EtaAccuracy(jobs=4, within_2x=0.5, median_abs_error_h=2.0, without_estimate=1, too_late=0.25)
+    assert got.output() == {"jobs": 4, "within_2x": 0.5, "median_abs_error_h": 2.0, "without_estimate": 1,
+                            "too_early": 0.0, "too_late": 0.25}
 
 
 def run(jobs: list[TraceJob], capacity: int = 8, estimator: Estimator | None = None) -> Simulation:
@@ -57,6 +58,7 @@ def test_a_team_whose_runs_all_last_an_hour_is_told_its_starts_to_the_second() -
     assert sim.estimated[:5] == [0.0, None, None, None, None]
     result = accuracy(sim._result())  # w1-w4 (1-4 h, no estimate) and x1-x3 (1-3 h, exact) waited an hour or more
     assert result == EtaAccuracy(jobs=7, within_2x=3 / 7, median_abs_error_h=0.0, without_estimate=4)
+    assert accuracy(raw([0, 0], [2 * H, 2 * H], [0.5 * H, 0.75 * H])) == EtaAccuracy(2, 0.0, 1.375, 0, 1.0, 0.0)
 
 
 @st.composite

@@ -42,17 +42,21 @@ class Estimator:
 class EtaAccuracy:
     """Over the jobs that waited at least WAITED_S and started: how many, the share whose estimated wait was within
     a factor WITHIN of the actual one (a job given no estimate counts as missed), the median of |estimated −
-    actual start| in hours over those given one, and how many were given none."""
+    actual start| in hours over those given one, how many were given none, and the shares of the misses on either
+    side (estimated wait under 1/WITHIN of the actual one: too early; over WITHIN times it: too late)."""
 
     jobs: int
     within_2x: float
     median_abs_error_h: float | None
     without_estimate: int
+    too_early: float = 0.0
+    too_late: float = 0.0
 
     def output(self) -> dict[str, Any]:
         return {"jobs": self.jobs, "within_2x": round(self.within_2x, 4),
                 "median_abs_error_h": None if self.median_abs_error_h is None else round(self.median_abs_error_h, 2),
-                "without_estimate": self.without_estimate}
+                "without_estimate": self.without_estimate, "too_early": round(self.too_early, 4),
+                "too_late": round(self.too_late, 4)}
 
 
 def accuracy(raw: RawResult) -> EtaAccuracy | None:
@@ -60,7 +64,7 @@ def accuracy(raw: RawResult) -> EtaAccuracy | None:
     if not raw.job_asked:
         return None
     errors: list[float] = []
-    hits = jobs = missing = 0
+    hits = jobs = missing = early = late = 0
     for submit, start, est in zip(raw.job_submit_s, raw.job_first_start_s, raw.job_estimate_s, strict=True):
         waited = start - submit
         if start < 0 or waited < WAITED_S:
@@ -70,10 +74,14 @@ def accuracy(raw: RawResult) -> EtaAccuracy | None:
             missing += 1
             continue
         errors.append(abs(est - start) / 3600)
-        hits += 1 / WITHIN <= (est - submit) / waited <= WITHIN
+        ratio = (est - submit) / waited
+        hits += 1 / WITHIN <= ratio <= WITHIN
+        early += ratio < 1 / WITHIN
+        late += ratio > WITHIN
     errors.sort()
     median = None
     if errors:
         mid = len(errors) // 2
         median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
-    return EtaAccuracy(jobs, hits / jobs if jobs else 1.0, median, missing)
+    return EtaAccuracy(jobs, hits / jobs if jobs else 1.0, median, missing, early / jobs if jobs else 0.0,
+                       late / jobs if jobs else 0.0)

@@ -104,11 +104,13 @@ def eta_table(results: Mapping[str, StrategyResult]) -> list[str]:
     if not rows:
         return []
     lines = ["Estimated starts (jobs that waited 1 h or more, each as estimated at the first controller run after it "
-             "arrived):", "", "| strategy | jobs | within 2× | median abs. error h | no estimate |",
-             "|---|---|---|---|---|"]
+             "arrived):", "",
+             "| strategy | jobs | within 2× | too early | too late | no estimate | median abs. error h |",
+             "|---|---|---|---|---|---|---|"]
     for name, e in rows:
         error = "—" if e.median_abs_error_h is None else f"{e.median_abs_error_h:,.1f}"
-        lines.append(f"| {name} | {e.jobs:,} | {e.within_2x:.1%} | {error} | {e.without_estimate:,} |")
+        lines.append(f"| {name} | {e.jobs:,} | {e.within_2x:.1%} | {e.too_early:.1%} | {e.too_late:.1%} | "
+                     f"{e.without_estimate:,} | {error} |")
     return [*lines, ""]
 
 

@@ -1,6 +1,6 @@
 """Each waiting workload's estimated start and its range, from three forecasts of the cluster as it is
 (rebalancer.forecast.engine) that differ only in the durations they assume (rebalancer.forecast.durations): the
-point at the conditional medians and the teams' mean durations, the range at the lower and upper quartiles. A
+point at their medians, the range at their lower and upper quartiles. A
 workload the point forecast does not start has no estimate, and says why. The controller plans in the point
 forecast only; the range's forecasts replay its plans."""
 
