@@ -19,6 +19,7 @@ from rebalancer.planning.planner import make_plan
 P5 = "ml.p5.48xlarge"
 H = timedelta(hours=1)
 HOURLY = RunHistory(finished={"a": (3600.0,) * 10, "b": (3600.0,) * 10})
+TWO_HOURS = RunHistory(finished={"a": (7200.0,) * 10, "b": (7200.0,) * 10})
 
 
 def busy() -> Snapshot:
@@ -71,15 +72,19 @@ def test_use_the_snapshot_does_not_itemise_runs_as_one_workload_started_now() ->
 
 
 def test_a_workload_waits_for_what_the_history_says_the_running_one_has_left() -> None:
-    # a's run has gone an hour and none of its runs went longer: Lindy, as likely another hour as not (the
-    # quartiles a third of that and three times it)
-    (e,) = eta.estimates(busy(), None, None, applies=False, context=None, history=HOURLY)
-    assert (e.name, e.start, e.earliest, e.latest) == ("a-1", T0 + H, T0 + H / 3, T0 + 3 * H)
+    # a's run has gone an hour and its runs last two: another hour in every draw
+    (e,) = eta.estimates(busy(), None, None, applies=False, context=None, history=TWO_HOURS)
+    assert (e.name, e.start, e.earliest, e.latest) == ("a-1", T0 + H, T0 + H, T0 + H)
+    # none ran longer than an hour: Lindy's rule draws the rest; the median of the draws is the estimate
+    (lindy,) = eta.estimates(busy(), None, None, applies=False, context=None, history=HOURLY)
+    assert lindy.earliest is not None
+    assert lindy.latest is not None
+    assert T0 < lindy.earliest <= lindy.start <= lindy.latest
     # nothing seen to finish: the running workload still has Lindy's estimate, one waiting behind another has none
     two = busy().model_copy(update={"pending_workloads": (*busy().pending_workloads, PendingWorkload(
         name="a-2", team="a", pool=P5, accelerators=8, pods=1, created=T0))})
     first, second = eta.estimates(two, None, None, applies=False, context=None, history=RunHistory())
-    assert first.start == T0 + H
+    assert first.start is not None
     assert second.unknown == eta.UNKNOWN["no_history"]
 
 
@@ -113,7 +118,7 @@ def test_a_gang_larger_than_the_pool_and_a_spent_budget_say_why() -> None:
     spent = PlanningContext(budget_usage={"a": BudgetUsage(period="2026-11", accelerator_hours=120)})
     (e,) = eta.estimates(reclaimable(), pol, None, applies=False, context=spent, history=HOURLY, replans=0)
     assert e.unknown == "its team's budget is spent until 2026-12-01 00:00 UTC"
-    (e,) = eta.estimates(busy(), pol, None, applies=False, context=spent, history=HOURLY, replans=0)
+    (e,) = eta.estimates(busy(), pol, None, applies=False, context=spent, history=TWO_HOURS, replans=0)
     assert e.start == T0 + H  # one that starts within its quota before the period ends keeps its estimate
 
 

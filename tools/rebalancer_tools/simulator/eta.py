@@ -1,8 +1,8 @@
 """How good `rebalancer why`'s estimated start would have been: every job is asked about at the first controller
 run after it arrives (when the controller first sees it, as the plan step does), with the estimator the controller
-runs (rebalancer.forecast.estimate's point) on what the controller sees (`Simulation.observed`: never a job's
-duration) and the run durations it saw finish; once the run is over, each job that waited at least an hour has its
-estimate set against its actual first start."""
+runs (rebalancer.forecast.estimate: the median of its forecasts) on what the controller sees
+(`Simulation.observed`: never a job's duration) and the run durations it saw finish; once the run is over, each
+job that waited at least an hour has its estimate set against its actual first start."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ WITHIN = 2.0  # an estimate counts when the wait it gives is within a factor 2 o
 
 
 class Estimator:
-    """An `EtaProbe`: the point estimate of the jobs asked about; with `replan` (the strategy's controller, as the
+    """An `EtaProbe`: the estimate of the jobs asked about; with `replan` (the strategy's controller, as the
     forecast calls it) the forecast re-plans every `interval_s`, applied `apply_delay_s` later."""
 
     def __init__(self, replan: Callable[[Cluster], Quotas | None] | None = None, interval_s: float = 900.0,
@@ -34,7 +34,7 @@ class Estimator:
                  staged: tuple[float, dict[str, dict[str, int]]] | None) -> dict[str, float | None]:
         controller = (Controller(self.replan, self.interval_s, self.apply_delay_s, self.max_replans, staged)
                       if self.replan is not None else None)
-        answers = estimate(cluster, history, targets=targets, controller=controller, ranged=False)
+        answers = estimate(cluster, history, targets=targets, controller=controller)
         return {job: e.start for job, e in answers.items()}
 
 

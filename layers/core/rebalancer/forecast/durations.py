@@ -1,20 +1,22 @@
 """How long workloads run, estimated only from what the controller has seen finish: each team's recent run
-durations (`History`), and for a running workload the time it has run already.
+durations (`History`), and for a running workload the time it has run already. One forecast draws each duration:
 
-- A running workload that has run e: the durations of the team's that ran longer than e, less e (the remaining time
-  of those like it); its quantile q. Where fewer than MIN_SAMPLES ran longer (it outlived what the history holds),
-  Lindy's rule: a workload that has run e is as likely to run another e as not (a Pareto tail of index 1, for
-  which P(remaining > r) = e / (e + r)), so its q-quantile is e · q / (1 − q).
-- A waiting workload: the q-quantile of the team's durations.
-The point estimate takes the medians (q = POINT): what is asked of it is to be within a factor of the actual wait,
-a test on the ratio, whose best single guess for a skewed quantity is its median, not its mean (the mean of
-run durations is carried by a few very long runs; measured against it, the estimates came out too late more often
-than too early: docs/simulation.md). A team with fewer than MIN_SAMPLES durations borrows the whole cluster's.
-Pure."""
+- A running workload that has run e: one of the team's runs that lasted longer than e, less e (the remaining time
+  of one like it). Where fewer than MIN_SAMPLES ran longer (it outlived what the history holds), Lindy's rule: a
+  workload that has run e is as likely to run another e as not (a Pareto tail of index 1, P(remaining > r) =
+  e / (e + r)), drawn as e · u / (1 − u) for u uniform.
+- A waiting workload: one of the team's runs.
+A team with fewer than MIN_SAMPLES runs borrows the whole cluster's. Several forecasts with different draws give
+the distribution of each start (rebalancer.forecast.estimate): its median is the estimate. Drawing, rather than
+giving every workload the median (or the mean) duration, is what makes the start right both when one run is ahead
+of a workload (the median run) and when hundreds are (their sum, near the mean times their number): measured,
+medians came out too early under sustained overload and means too late where little waits (docs/simulation.md).
+Pure: the draws come from a generator seeded by the caller."""
 
 from __future__ import annotations
 
 import bisect
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,15 +24,6 @@ from rebalancer.forecast.model import Running, Waiting
 
 MIN_SAMPLES = 5  # below this a sample's quartiles are its extremes
 KEPT = 50  # durations kept per team: recent enough to follow a team's change of work, quartiles within ~7 points
-POINT = 0.5
-
-
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); `sorted_values` not empty."""
-    k = (len(sorted_values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +44,14 @@ class History:
         return History(out)
 
 
-class FromHistory:
-    """The `Durations` of a forecast at quantile `q`."""
+class Drawn:
+    """The `Durations` of one forecast: every duration drawn from the history by `rng`, in the order the forecast
+    asks (the same seed, the same draws)."""
 
-    def __init__(self, history: History, q: float = POINT) -> None:
-        self.q = q
+    def __init__(self, history: History, rng: random.Random) -> None:
+        self.rng = rng
         self.teams = {t: sorted(d) for t, d in history.by_team.items() if d}
         self.everyone = sorted(d for runs in history.by_team.values() for d in runs)
-        self._waiting: dict[str, float] = {}
 
     def _sample(self, team: str) -> list[float]:
         mine = self.teams.get(team, [])
@@ -69,16 +62,13 @@ class FromHistory:
         sample = self._sample(job.team)
         longer = sample[bisect.bisect_right(sample, elapsed):]
         if len(longer) >= MIN_SAMPLES or (longer and elapsed == 0):
-            return quantile(longer, self.q) - elapsed
+            return self.rng.choice(longer) - elapsed
         if elapsed > 0:
-            return elapsed * self.q / (1 - self.q)
+            u = self.rng.random()
+            return elapsed * u / (1 - u)
         return self.duration(Waiting(job.job, job.team, job.accelerators, job.started, job.priority))
 
     def duration(self, job: Waiting) -> float:
-        """inf when nothing has finished anywhere: nothing to estimate from."""
-        known = self._waiting.get(job.team)
-        if known is None:
-            sample = self._sample(job.team)
-            known = quantile(sample, self.q) if sample else float("inf")
-            self._waiting[job.team] = known
-        return known
+        """inf when nothing has finished anywhere: nothing to draw from."""
+        sample = self._sample(job.team)
+        return self.rng.choice(sample) if sample else float("inf")
