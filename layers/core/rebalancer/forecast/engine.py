@@ -298,6 +298,34 @@ class _Run:
                 if new is not None:
                     q.set_nominal(new)
 
+    def advance(self, t: float) -> set[int]:
+        """Everything at time `t`: the runs that end, the plan that applies, the controller's run; returns the pools
+        whose cohort changed."""
+        self.now = t
+        dirty: set[int] = set()
+        while self.events and self.events[0][0] == t:
+            _, _, j, epoch = heapq.heappop(self.events)
+            if self.epoch[j] == epoch:
+                self._stop(j)
+                self.start[j] = -1.0
+                dirty.add(self.pool[j])
+        if self.staged is not None and self.staged[0] == t:
+            quotas = self.staged[1]
+            self.staged = None
+            self.apply(quotas)
+            dirty.update(range(len(self.pools)))
+        if t == self.tick_at:
+            self.tick()
+        return dirty
+
+    def start_of(self, j: int, stopped: NoStart) -> Start:
+        """When a waiting workload first started, or why not (`stopped`: why the forecast ended)."""
+        if self.first_start[j] >= 0:
+            return Start(self.first_start[j])
+        if self.gpus[j] > self.capacity[self.pool[j]]:
+            return Start(None, "larger_than_pool")
+        return Start(None, stopped)
+
     def tick(self) -> None:
         """A controller run at `tick_at` (now): a plan unless one waits to be applied; the next run's time."""
         c = self.controller
@@ -329,7 +357,6 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
     while True:
         for p in sorted(dirty):
             run.schedule(p)
-        dirty.clear()
         if not run.left:
             break
         t_event = run.events[0][0] if run.events else math.inf
@@ -337,33 +364,8 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
         t = min(t_event, t_apply, run.tick_at)
         if t == math.inf:
             break
-        if t > end:
-            stopped = "beyond_horizon"
+        if t > end or run.looked > work:
+            stopped = "beyond_horizon" if t > end else "beyond_work"
             break
-        if run.looked > work:
-            stopped = "beyond_work"
-            break
-        run.now = t
-        while run.events and run.events[0][0] == t:
-            _, _, j, epoch = heapq.heappop(run.events)
-            if run.epoch[j] == epoch:
-                run._stop(j)
-                run.start[j] = -1.0
-                dirty.add(run.pool[j])
-        if run.staged is not None and run.staged[0] == t:
-            quotas = run.staged[1]
-            run.staged = None
-            run.apply(quotas)
-            dirty.update(range(len(run.pools)))
-        if t == run.tick_at:
-            run.tick()
-    out: dict[str, Start] = {}
-    for j in wanted:
-        job = run.jobs[j]
-        if run.first_start[j] >= 0:
-            out[job.job] = Start(run.first_start[j])
-        elif run.gpus[j] > run.capacity[run.pool[j]]:
-            out[job.job] = Start(None, "larger_than_pool")
-        else:
-            out[job.job] = Start(None, stopped)
-    return Forecast(out, run.plans)
+        dirty = run.advance(t)
+    return Forecast({run.jobs[j].job: run.start_of(j, stopped) for j in wanted}, run.plans)
