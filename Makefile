@@ -69,9 +69,10 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
-bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check
+bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, the plan step's outlook, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check
 	$(PY) benchmarks/plan_bench.py
 	$(PY) benchmarks/recheck_bench.py
+	$(PY) benchmarks/outlook_bench.py
 	$(PY) benchmarks/lambda_bench.py
 	$(PY) benchmarks/why_bench.py
 	$(PY) benchmarks/backtest_bench.py

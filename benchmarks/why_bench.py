@@ -8,9 +8,10 @@ snapshot and plan, the newest audit records) and builds the Block Kit reply.
 
 How it is measured: the emulator (moto) serves the template's table on 127.0.0.1 from another thread of this process,
 holding `--older` audit records (20,000: most of a year of 15-minute runs) under the latest run, whose snapshot has
-`--teams` teams on two pools with five pending workloads each. A fresh interpreter with a Lambda's environment and
-this checkout's source on its path imports functions/approval/app.py and answers one signed slash command through
-its handler. Its CPU time is what Lambda bills and stretches: the table's answers cost it only their parsing (the
+`--teams` teams (1,000) on two pools with five pending workloads each, and whose outlook (what the plan step stores:
+each workload's estimated start, each team's standing) the answer reads and shows. A fresh interpreter with a
+Lambda's environment and this checkout's source on its path imports functions/approval/app.py and answers one signed
+slash command through its handler. Its CPU time is what Lambda bills and stretches: the table's answers cost it only their parsing (the
 emulator's own work is done in this process, outside the child's CPU time). Each child runs twice; the
 first writes the .pyc files (the layer ships them compiled, rebalancer_tools.layer), the second is timed.
 
@@ -20,7 +21,7 @@ goal is at most 2 s of the 3 s, leaving the rest to the network and Slack. This 
 the figure is an estimate of the order, not a promise. docs/cli/why.md says what the answer reads;
 docs/internals/slack-deadline.md gives the figures and the lever chosen.
 
-Run: `python benchmarks/why_bench.py [--teams 200] [--older 20000] [--runs 5]`; `--smoke` runs it once, small.
+Run: `python benchmarks/why_bench.py [--teams 1000] [--older 20000] [--runs 5]`; `--smoke` runs it once, small.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Context:
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench-approval"
 answer = app.handler(json.loads(sys.stdin.read()), Context())
 c2, w2 = time.process_time(), time.perf_counter()
-assert answer["statusCode"] == 200 and '"blocks"' in answer["body"], answer
+assert answer["statusCode"] == 200 and "estimated start" in answer["body"], answer
 print(json.dumps({"start_cpu": c0, "import_cpu": c1 - c0, "answer_cpu": c2 - c1, "until_answered_cpu": c2,
                   "import_wall": w1 - w0, "answer_wall": w2 - w1, "modules": len(sys.modules)}))
 """
@@ -91,6 +92,7 @@ def seed(teams: int, older: int) -> dict[str, str]:
     from rebalancer.app.workflow import audit
     from rebalancer.app.workflow import state as run_docs
     from rebalancer.app.workflow.state import RunRef
+    from rebalancer.domain.outlook import Outlook, PoolStanding, Standing, WorkloadEta
     from rebalancer.domain.plan import Plan
     from rebalancer.domain.snapshot import PendingWorkload
     from rebalancer_tools.ticking_clock import TickingClock
@@ -124,6 +126,13 @@ def seed(teams: int, older: int) -> dict[str, str]:
     latest = RunRef(cluster_name=CLUSTER, execution_name=f"{CLUSTER}-latest", execution_arn="arn")
     run_docs.record_snapshot(store.artifacts, latest, snap)
     store.artifacts.put(latest.execution_name, "PLAN", plan.model_dump(mode="json"))
+    outlook = Outlook(taken_at=T0, estimates=tuple(
+        WorkloadEta(name=j.name, team=j.team, pool=j.pool, start=T0 + timedelta(hours=i % 40),
+                    earliest=T0 + timedelta(hours=i % 20), latest=T0 + timedelta(hours=i % 80))
+        for i, j in enumerate(jobs)), standing={t: Standing(window_hours=168, pools=(
+            PoolStanding(pool=p5, received_hours=300.5, entitled_hours=280.0),
+            PoolStanding(pool=p4, received_hours=120.0, entitled_hours=150.25)), budget=None) for t in names})
+    store.artifacts.put(latest.execution_name, "OUTLOOK", outlook.model_dump(mode="json"))
     audit.planned(store.audit, latest, plan, decision="no_change", known_versions={})
     return {"TABLE_NAME": "bench", "MANAGED_CLUSTERS": CLUSTER, "POLICY_PARAMETER_PREFIX": "/bench",
             "TOPIC_ARN": f"arn:aws:sns:{REGION}:123456789012:bench", "APPROVAL_SIGNING_SECRET_ARN": approval_arn,
@@ -174,7 +183,7 @@ def cold_answer(env: dict[str, str], pycache: Path, team: str) -> dict[str, floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--teams", type=int, default=200)
+    parser.add_argument("--teams", type=int, default=1000)
     parser.add_argument("--older", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")

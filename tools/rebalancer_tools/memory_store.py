@@ -15,6 +15,7 @@ from typing import Any
 
 from rebalancer.budgets.metering import Fact, MeterResult, Reading, fact_between
 from rebalancer.domain.clock import Clock, system_clock
+from rebalancer.domain.outlook import RunHistory
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, LockResult, RunContext
 from rebalancer.domain.reservation import Book, Flag, Reservation, ReservationStatus
 from rebalancer.domain.sample import DemandSample
@@ -335,6 +336,17 @@ class MemorySightings:
             self.events[cluster_name] = at
 
 
+class MemoryDurations:
+    def __init__(self) -> None:
+        self.kept: dict[str, RunHistory] = {}
+
+    def history(self, cluster_name: str) -> RunHistory:
+        return self.kept.get(cluster_name) or RunHistory()
+
+    def record(self, cluster_name: str, history: RunHistory) -> None:
+        self.kept[cluster_name] = history
+
+
 class MemoryStore:
     """rebalancer.adapters.dynamodb.store.Store's repositories, in memory."""
 
@@ -352,3 +364,4 @@ class MemoryStore:
         self.samples = MemorySamples()
         self.reservations = MemoryReservations()
         self.sightings = MemorySightings()
+        self.durations = MemoryDurations()

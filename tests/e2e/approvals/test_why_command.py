@@ -34,4 +34,7 @@ def test_the_slash_command_answers_from_the_stored_run() -> None:
         texts = [b["text"]["text"] for b in doc["blocks"] if b["type"] == "section"]
         planned = w.plan.allocations["research"][P5]["accelerators"]
         assert f"the latest plan makes it {planned:g}" in texts[0]
-        assert texts[1].startswith(f"*workload pretrain on {P5}: 24 accelerators in 3 pods")
+        # the plan step stored the run's outlook: the team's standing over the window, and when the gang may start
+        assert texts[1].startswith("*Standing over the last 168 h*\n")
+        assert texts[2].startswith(f"*workload pretrain on {P5}: 24 accelerators in 3 pods")
+        assert "\n_When:_ " in texts[2]

@@ -2,7 +2,8 @@
 folder names tell a newcomer what may depend on what. Bottom to top: the error kinds; the instance-type catalog;
 document parsing; the domain (snapshot, policy, pools, plan, budget model, names, ownership, samples); budgets
 (metering and enforcement), then the engine (water-fill, rounding, stability, family caps), both pure, the engine's
-stability rules applying budget enforcement as one of its holds; planning (snapshot + policy → plan); adapters
+stability rules applying budget enforcement as one of its holds; the forecast (Kueue's admission simulated forward
+from what the controller sees); planning (snapshot + policy → plan); adapters
 (AWS, Kubernetes, DynamoDB); the Lambda side (`app`). Every `__init__.py` is empty."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 from support.import_graph import MODULES, import_graph
 
-LAYERS = ("errors", "catalog", "parsing", "domain", "budgets", "engine", "planning", "adapters", "app")
+LAYERS = ("errors", "catalog", "parsing", "domain", "budgets", "engine", "forecast", "planning", "adapters", "app")
 # Pairs that must not meet although the order allows it: budgets know nothing of allocation (the engine's
 # stability seam applies spent budgets as a hold: rebalancer.engine.stability).
 APART = {("budgets", "engine")}

@@ -11,7 +11,7 @@ from support.kube_api import KubeState, cluster_queue, node, pod_set, serve, wor
 
 from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
 from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
-from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources
+from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources, RunningWorkload
 from rebalancer.errors import PermanentError, TransientError
 
 P5 = "ml.p5.48xlarge"
@@ -230,3 +230,28 @@ def test_a_workload_asking_a_negative_count_of_gpus_is_skipped_and_the_teams_dem
     assert got.warnings == ("Workload hyperpod-ns-vision/minus: skipped, spec.podSets[0].containers[0] "
                             "nvidia.com/gpu request is negative: '-8'",)
     assert got.api_version == "kueue.x-k8s.io/v1beta1"
+
+
+def test_each_admitted_workload_is_listed_with_its_size_and_since_when(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    gang = workload("a", "pretrain", [pod_set(4, {"nvidia.com/gpu": 8, "cpu": "96"}, P5),
+                                      pod_set(1, {"cpu": "4"}, P5, name="launcher")], admitted_on=P5)
+    for c in gang["status"]["conditions"]:
+        if c["type"] == "Admitted":
+            c["lastTransitionTime"] = "2026-11-29T08:30:00Z"
+    cores = workload("b", "cores", [pod_set(2, {"aws.amazon.com/neuroncore": 8})], admitted_on=TRN1)
+    state.add(
+        cluster_queue("a", {P5: {"nvidia.com/gpu": 32}}, reserved={P5: {"nvidia.com/gpu": 32}}),
+        cluster_queue("b", {TRN1: {"aws.amazon.com/neurondevice": 32}}),
+        gang, cores,
+        workload("a", "waiting", [pod_set(1, {"nvidia.com/gpu": 8}, P5)]),
+        workload("a", "done", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5, finished=True),
+        workload("a", "cpu-only", [pod_set(2, {"cpu": "8"}, P5)], admitted_on=P5),
+    )
+    got = {w.name: w for w in reader(url).read().running}
+    assert set(got) == {"pretrain", "cores"}  # pending, finished and accelerator-free workloads are not running
+    assert got["pretrain"] == RunningWorkload(name="pretrain", team="a", pool=P5, accelerators=32, pods=4,
+                                              started=datetime(2026, 11, 29, 8, 30, tzinfo=UTC))
+    # no instance-type selector: the flavor it was admitted on says where; 2 × 8 NeuronCores are 8 devices on trn1
+    assert (got["cores"].pool, got["cores"].accelerators) == (TRN1, 8)
+    assert got["cores"].started == datetime(2026, 11, 30, tzinfo=UTC)

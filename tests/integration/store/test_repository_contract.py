@@ -17,6 +17,7 @@ from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.budgets.metering import Reading
+from rebalancer.domain.outlook import RunHistory, Seen
 from rebalancer.domain.records import ApprovalRecord, RunContext
 from rebalancer.domain.sample import sample_of
 from rebalancer.errors import ApprovalNotPending
@@ -232,6 +233,17 @@ def test_nodes_seen_unavailable_are_replaced_per_cluster_and_the_last_event_only
     store.sightings.saw_event("c1", T0 + timedelta(minutes=50))
     assert store.sightings.last_event("c1") == T0 + timedelta(minutes=50)
     assert store.sightings.last_event("c2") is None
+
+
+# --- durations ---------------------------------------------------------------------------------------------------
+def test_the_run_history_is_replaced_per_cluster(store: Any) -> None:
+    assert store.durations.history("c1") == RunHistory()
+    seen = Seen(team="a", started=T0, last_seen=T0 + timedelta(minutes=15))
+    store.durations.record("c1", RunHistory(running={"w@ml.p5.48xlarge": seen}, finished={"a": (60.0, 3600.5)}))
+    store.durations.record("c2", RunHistory(finished={"b": (1.0,)}))
+    store.durations.record("c1", RunHistory(finished={"a": (60.0, 3600.5, 7.25)}))
+    assert store.durations.history("c1") == RunHistory(finished={"a": (60.0, 3600.5, 7.25)})
+    assert store.durations.history("c2").finished == {"b": (1.0,)}
 
 
 # --- metering ----------------------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ guarantees and caps stay exact; off by default."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -103,7 +105,8 @@ def cases(draw: st.DrawFn) -> tuple[Snapshot, Policy, PlanningContext, int]:
             spec[t]["guarantee"] = {P5: floor}
         if draw(st.booleans()):
             spec[t]["cap"] = {P5: draw(st.integers(floor, 64))}
-    pol = Policy.model_validate({"teams": spec, "fairness": {"window_hours": draw(st.sampled_from([24, 168]))},
+    form = draw(st.sampled_from([{}, {"window_form": "kai", "window_k": draw(st.sampled_from([0.0, 1.0, 3.0]))}]))
+    pol = Policy.model_validate({"teams": spec, "fairness": {"window_hours": draw(st.sampled_from([24, 168])), **form},
                                  "surplus": draw(st.sampled_from(["idle", "spread"])),
                                  "stability": {"cooldown_minutes": 0, "max_move": None}})
     snap = snapshot({P5: nodes}, quotas={t: {P5: draw(st.integers(0, 16))} for t in teams if draw(st.booleans())},
@@ -132,10 +135,11 @@ def test_guarantees_caps_and_capacity_hold_and_the_plan_is_deterministic(
 
 
 @properties(80)
-@given(st.lists(st.tuples(st.floats(0.1, 5), st.floats(0, 1e4, allow_nan=False)), min_size=1, max_size=6))
-def test_the_factors_order_teams_by_use_against_share(rows: list[tuple[float, float]]) -> None:
+@given(st.lists(st.tuples(st.floats(0.1, 5), st.floats(0, 1e4, allow_nan=False)), min_size=1, max_size=6),
+       st.sampled_from([{}, {"form": "kai", "k": 1.0, "capacity": 64.0}, {"form": "kai", "k": 4.0, "capacity": 8.0}]))
+def test_the_factors_order_teams_by_use_against_share(rows: list[tuple[float, float]], form: dict[str, Any]) -> None:
     weights, received = [w for w, _ in rows], [r for _, r in rows]
-    out, _ = windowed_weights(weights, [1.0] * len(rows), received, 168)
+    out, _ = windowed_weights(weights, [1.0] * len(rows), received, 168, **form)
     assert all(o > 0 for o in out)
     if sum(received) > 0:
         ratio = [r / w for w, r in zip(weights, received, strict=True)]  # use per unit of weight
@@ -149,3 +153,58 @@ def test_without_metered_use_the_window_changes_nothing() -> None:
     # `rebalancer plan` on a snapshot file has no metering table: the plan is the instantaneous share's
     snap = overloaded()
     assert make_plan(snap, WINDOWED, T0).allocations == make_plan(snap, policy({"a": {}, "b": {}}), T0).allocations
+
+
+# --- KAI's form: P = max(s + k·(s − U), 0), normalised; U the hours received ÷ the pool's hours over the window ---
+KAI = {"form": "kai", "capacity": 64.0}
+POOL_HOURS = 64.0 * 168
+
+
+def test_kai_form_a_starved_team_reaches_one_plus_k() -> None:
+    # seven teams took the whole pool evenly, one received nothing: P = (1 + k)/8 for it, 1/8 − k/56 for each of
+    # the others (U = 1/7), which sum to 1 already; the exponential form's reach is 2^(1 − 0) against 2^(1 − 8/7)
+    received = [0.0] + [POOL_HOURS / 7] * 7
+    for k in (1.0, 2.0, 3.0):
+        weights, _ = windowed_weights([1.0] * 8, [8.0] * 8, received, 168, k=k, **KAI)
+        assert weights[0] == pytest.approx(1 + k)
+        assert weights[1] == pytest.approx(1 - k / 7)
+    exponential, _ = windowed_weights([1.0] * 8, [8.0] * 8, received, 168)
+    assert exponential[0] == 2.0
+    assert exponential[0] / exponential[1] == pytest.approx(2 / 2 ** (1 - 8 / 7))  # 2.21
+
+
+def test_kai_form_with_k_zero_or_at_the_shares_changes_nothing() -> None:
+    assert windowed_weights([1.0, 3.0], [8, 8], [500.0, 9000.0], 168, k=0.0, **KAI)[0] == pytest.approx((1.0, 3.0))
+    at_share = [POOL_HOURS / 4, 3 * POOL_HOURS / 4]
+    assert windowed_weights([1.0, 3.0], [8, 8], at_share, 168, k=2.0, **KAI)[0] == pytest.approx((1.0, 3.0))
+
+
+def test_kai_form_does_not_penalise_use_of_capacity_nobody_else_wanted() -> None:
+    # a used a tenth of the pool's hours while b wanted nothing: against the hours received a had all of them
+    # (the exponential form halves its weight), against the pool's hours only a tenth
+    exponential, _ = windowed_weights([1.0, 1.0], [8, 8], [POOL_HOURS / 10, 0.0], 168)
+    kai, _ = windowed_weights([1.0, 1.0], [8, 8], [POOL_HOURS / 10, 0.0], 168, k=1.0, **KAI)
+    assert exponential == (0.5, 2.0)
+    assert kai == pytest.approx((0.9 / 1.9 * 2, 1.0 / 1.9 * 2))
+
+
+def test_kai_form_floors_at_the_bound_and_needs_the_pool_size() -> None:
+    weights, notes = windowed_weights([1.0, 1.0], [8, 8], [0.0, POOL_HOURS], 168, k=3.0, **KAI)
+    assert weights == (2.0, pytest.approx(1 / fair_share.BOUND))  # b's P is max(0.5 − 1.5, 0) = 0, floored
+    assert "× 0.12" in (notes[1] or "")
+    assert windowed_weights([1.0, 1.0], [8, 8], [0.0, 100.0], 168, form="kai", k=1.0)[0] == (1.0, 1.0)
+
+
+def test_the_policy_picks_the_form() -> None:
+    kai = policy({"a": {}, "b": {}}, fairness={"window_hours": 168, "window_form": "kai", "window_k": 2})
+    # the pool is 64 GPUs over 168 h; a received 1/4 of its hours, b 3/4: P = 0.5 ± 2·0.25 → 1 : 0, so × 2 and
+    # × 1/8 (the floor): 64 · 2/2.125 and 64 · 0.125/2.125
+    assert shares(kai, {"a": POOL_HOURS / 4, "b": 3 * POOL_HOURS / 4}) == {"a": 60, "b": 4}
+    assert shares(WINDOWED, {"a": POOL_HOURS / 4, "b": 3 * POOL_HOURS / 4}) == {"a": 43, "b": 21}
+
+
+@pytest.mark.parametrize(("field", "value"), [("window_form", "slurm"), ("window_k", -1), ("window_k", 101)])
+def test_an_invalid_form_or_k_names_the_field_and_value(field: str, value: object) -> None:
+    with pytest.raises(InvalidInput) as e:
+        load_model(Policy, {"teams": {"a": {}}, "fairness": {"window_hours": 168, field: value}}, "policy.yaml")
+    assert e.value.field == f"fairness.{field}"

@@ -123,12 +123,14 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
               help="For this many of the teams the rebalancer leaves worse off than the first strategy, search the "
                    "smallest policy change that keeps each whole (each try is one more simulation; 0: list only).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+@click.option("--no-eta", is_flag=True,
+              help="Do not measure the estimated starts `rebalancer why` would have given (faster).")
 def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[str, ...], teams_path: str | None,
              strategies: str,
              policy_path: str | None, controller_interval_minutes: float, apply_delay_minutes: float,
              approval_minutes: float, checkpoint_minutes: float, node_mtbf_hours: float | None,
              node_repair_hours: float, node_events_path: str | None, seed: int, fmt: str, report_dir: str | None,
-             remedies: int, no_progress: bool) -> None:
+             remedies: int, no_progress: bool, no_eta: bool) -> None:
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
     pools = _pools(pool_values)
@@ -147,7 +149,7 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
         jobs=jobs, teams=(), nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node, pools=pools,
         controller_interval_s=controller_interval_minutes * 60, apply_delay_s=apply_delay_minutes * 60,
         approval_delay_s=approval_minutes * 60,
-        checkpoint_s=checkpoint_minutes * 60, seed=seed, policy=policy)
+        checkpoint_s=checkpoint_minutes * 60, seed=seed, policy=policy, eta=not no_eta)
     nodes = sum(p.nodes for p in scenario.pool_specs)
     explicit = load_node_events(node_events_path, nodes) if node_events_path else ()
     teams = _teams(teams_path, scenario, trace.labels)
@@ -181,7 +183,9 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
                 out.print(labels_table(trace.labels))
             for table in tables:
                 out.print(table)
-            for line in worse_off.markdown(names[0], losers):
+            from rebalancer_tools.simulator.report import eta_table
+
+            for line in [*eta_table(results), *worse_off.markdown(names[0], losers)]:
                 out.print(Text(line))
     if report_dir:
         from rebalancer_tools.simulator.report import write_report
@@ -201,7 +205,9 @@ def _losers(scenario: Scenario, results: dict[str, StrategyResult],
     names = list(results)
     searched: list[worse_off.Loser] = []
     if remedies and "rebalancer" in names[1:]:
-        searched = worse_off.search(scenario, results["rebalancer"], results[names[0]], max_teams=remedies)
+        # each remedy tried is a simulation of its own, whose estimated starts nobody reads
+        searched = worse_off.search(dataclasses.replace(scenario, eta=False), results["rebalancer"],
+                                    results[names[0]], max_teams=remedies)
     return worse_off.report(results, searched)
 
 

@@ -19,6 +19,10 @@ from rebalancer_tools.cli.history_cmd import open_store, reading, table_options
 from rebalancer_tools.cli.params import InputFile
 
 if TYPE_CHECKING:
+    from rebalancer.app.workflow.run_plan import RunPlan
+    from rebalancer.domain.outlook import Outlook
+    from rebalancer.domain.policy import Policy
+    from rebalancer.domain.snapshot import Snapshot
     from rebalancer.planning.why import Explanation
 
 # Audit records read back for the last changes: a terminal can wait longer than Slack (rebalancer.app.why.READ_MAX).
@@ -69,9 +73,25 @@ def _live(cluster: str, region: str | None, profile: str | None, team: str, poli
     now = datetime.now(UTC)
     snapshot = LiveSource(cluster=cluster, region=region, profile=profile, metrics_window_minutes=None) \
         .collect(now).snapshot
-    plan, policy = None, None
+    planned, policy = None, None
     if policy_file:
         policy = load_model_file(Policy, policy_file)
-        plan = run_plan.make_run_plan(snapshot, policy, now, store=store or MemoryStore()).plan
+        planned = run_plan.make_run_plan(snapshot, policy, now, store=store or MemoryStore())
     newest = islice(store.audit.newest(cluster), READ_MAX) if store is not None else iter(())
-    return explain_team(snapshot, plan, list(newest)[::-1], team, policy=policy)
+    return explain_team(snapshot, planned.plan if planned else None, list(newest)[::-1], team,
+                        policy=policy, outlook=_outlook(store, cluster, snapshot, policy, planned))
+
+
+def _outlook(store: Any, cluster: str, snapshot: Snapshot, policy: Policy | None, planned: RunPlan | None) -> Outlook:
+    """The estimated starts and standing of a snapshot collected now: durations from the run history the table
+    keeps (none without a table), received hours from its metering; the table's history is left as it is."""
+    from rebalancer.app import budgets
+    from rebalancer.app.workflow.outlook import outlook_of
+    from rebalancer.domain.outlook import RunHistory
+    from rebalancer.planning import eta, standing
+
+    history = eta.history_after(store.durations.history(cluster) if store is not None else RunHistory(), snapshot)
+    received = {}
+    if store is not None and policy is not None:
+        received = budgets.received(store.meter, cluster, standing.window_hours(policy), snapshot.taken_at)
+    return outlook_of(snapshot, policy, planned, history, received)

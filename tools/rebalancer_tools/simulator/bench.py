@@ -31,7 +31,7 @@ from rebalancer_tools.simulator import (
     synthetic,
     worse_off,
 )
-from rebalancer_tools.simulator.report import markdown_table, pool_tables
+from rebalancer_tools.simulator.report import eta_table, markdown_table, pool_tables
 from rebalancer_tools.simulator.run import effective_policy
 from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams
 from rebalancer_tools.simulator.trace import load_trace
@@ -91,9 +91,14 @@ class Variant:
     gang_steps: bool = False
     window_hours: float | None = None
     quota_weights: bool = False
+    window_form: str | None = None  # None: the policy's default form
+    window_k: float | None = None
+    eta: bool = True  # measure the estimated starts (`--no-eta`: not, and the doc is then left alone)
 
     def updates(self) -> dict[str, object]:
-        return {k: v for k, v in (("gang_steps", self.gang_steps), ("window_hours", self.window_hours)) if v}
+        return {k: v for k, v in (("gang_steps", self.gang_steps), ("window_hours", self.window_hours),
+                                  ("window_form", self.window_form), ("window_k", self.window_k))
+                if v is not None and v is not False}
 
     def label(self) -> str:
         over = "".join(f", fairness.{k}: {v}" for k, v in self.updates().items())
@@ -104,7 +109,7 @@ class Variant:
 def scenario(key: str, philly: str, variant: Variant = Variant()) -> Scenario:
     """The bench scenario; under a variant, its default policy with the variant's fairness fields."""
     sc = _scenario(key, philly)
-    if variant == Variant():
+    if dataclasses.replace(variant, eta=True) == Variant():
         return sc
     if variant.quota_weights:
         sc = dataclasses.replace(sc, teams=_quota_weighted(sc))
@@ -144,7 +149,7 @@ def _scenario(key: str, philly: str) -> Scenario:
 
 def run_one(key: str, strategy: str, philly: str,
             variant: Variant = Variant()) -> tuple[str, str, StrategyResult, float]:
-    sc = scenario(key, philly, variant)
+    sc = dataclasses.replace(scenario(key, philly, dataclasses.replace(variant, eta=True)), eta=variant.eta)
     t0 = time.perf_counter()
     result = run_strategy(sc, strategy)
     return key, strategy, dataclasses.replace(result, timeline=None), time.perf_counter() - t0
@@ -203,6 +208,13 @@ def _worse_off(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     return (", ".join(found[:3]) + (f" +{len(found) - 3}" if len(found) > 3 else "")) or "none", not found
 
 
+def _eta(r: dict[str, StrategyResult]) -> tuple[str, bool]:
+    e = r["rebalancer"].eta
+    if e is None:
+        return "not measured", False
+    return _shown(e.within_2x, 0.7), e.within_2x >= 0.7
+
+
 def _worst_week(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     fw = r["rebalancer"].fairness
     x = fw.worst_ratio if fw else 1.0
@@ -218,6 +230,7 @@ GOALS = (
     Goal("Jain ≥ builtin", _jain),
     Goal("teams (20+ jobs) with p95 > 1.1 × builtin's + 10 min: none", _worse_off),
     Goal("worst team-week received ÷ entitled ≥ 0.8", _worst_week),
+    Goal("estimated start within 2× for ≥ 0.7 of jobs waiting ≥ 1 h", _eta),
 )
 
 
@@ -273,6 +286,7 @@ def block(scenarios: Sequence[BenchScenario], philly: str, results: dict[str, di
         lines += [f"### {s.title}", "", f"{s.describe(sc)}. Run time: {times}.", "", markdown_table(results[s.key]),
                   ""]
         lines += pool_tables(results[s.key])
+        lines += eta_table(results[s.key])
     lines += ["### Goals, per scenario (rebalancer against pooled and builtin)", "", *goal_table(results, scenarios),
               END]
     return "\n".join(lines)
@@ -293,6 +307,14 @@ def _hours(text: str) -> float:
             f"fairness.window_hours must be a number of hours in (0, {24 * 92}], not {text!r}") from None
 
 
+def _k(text: str) -> float:
+    """`--window-k`, within the bounds the policy itself sets on `fairness.window_k`."""
+    try:
+        return Fairness(window_k=float(text)).window_k
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"fairness.window_k must be a number in [0, 100], not {text!r}") from None
+
+
 def options(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Variant]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trace", default="../shared/traces/philly-vc/jobs.csv", help="The Philly trace.")
@@ -304,11 +326,18 @@ def options(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Vari
                     help="The default policy with fairness.gang_steps on (the doc is then left alone).")
     ap.add_argument("--window-hours", type=_hours, default=None, metavar="H",
                     help="The default policy with fairness.window_hours H (the doc is then left alone).")
+    ap.add_argument("--window-form", choices=["exponential", "kai"], default=None,
+                    help="With --window-hours: the window factor's form (the doc is then left alone).")
+    ap.add_argument("--window-k", type=_k, default=None, metavar="K",
+                    help="With --window-form kai: KAI's k (the doc is then left alone).")
+    ap.add_argument("--no-eta", action="store_true",
+                    help="Do not measure the estimated starts (faster; the doc is then left alone).")
     ap.add_argument("--quota-weights", action="store_true",
                     help="Weights in proportion to the hand-set quotas, as `policy init` writes them (the doc is "
                          "then left alone).")
     args = ap.parse_args(argv)
-    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours, quota_weights=args.quota_weights)
+    return args, Variant(gang_steps=args.gang_steps, window_hours=args.window_hours, quota_weights=args.quota_weights,
+                         window_form=args.window_form, window_k=args.window_k, eta=not args.no_eta)
 
 
 def main() -> None:

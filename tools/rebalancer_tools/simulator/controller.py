@@ -27,6 +27,7 @@ from rebalancer.domain.snapshot import (
     Resources,
     Snapshot,
 )
+from rebalancer.forecast import model as forecast
 from rebalancer.planning.context import planning_context
 from rebalancer_tools.budget_meter import BudgetMeter
 from rebalancer_tools.simulator.engine import ControllerView, Decision
@@ -141,6 +142,7 @@ class PlannerController:
         self._workloads: dict[tuple[int, float], PendingWorkload] = {}
         self._jobs_of: ControllerView | None = None
         self._jobs_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
+        self._seen: tuple[ControllerView, PlanningContext | None] | None = None  # the last run's view and context
 
     def node_list(self, healthy: tuple[int, ...]) -> tuple[ClusterNode, ...]:
         """The nodes of every pool, the first `healthy[i]` of pool i running. Instance ids are numbered across
@@ -283,6 +285,7 @@ class PlannerController:
             metered = self.meter.meter(snap)
             context = planning_context(snap, self.policy, metered=metered if self.meter.budgets else None,
                                        trailing=self.meter.trailing)
+        self._seen = (view, context)
         # The planner is deterministic: the same inputs that gave no change last time give none again. Budget use
         # changes a plan only by which teams have used theirs up.
         inputs = (*self._inputs(view), self.meter.exhausted(context.budget_usage if context is not None else {}))
@@ -296,3 +299,37 @@ class PlannerController:
                    if any(view.quotas.get(t, {}).get(it) != n for it, n in q.items())}
         self._last_unchanged = None if changed else inputs
         return Decision(changed, plan.requires_approval) if changed else None
+
+    def replan(self, cluster: forecast.Cluster) -> dict[str, dict[str, int]] | None:
+        """The controller inside a forecast (rebalancer.forecast.engine): the quotas it would set for the cluster
+        as the forecast has it, planned with the last run's versions, modification times and planning context
+        (budget use and use over the window stay as they were then); None for no change. Changes nothing of this
+        controller's own runs."""
+        if self._seen is None:
+            return None
+        last, context = self._seen
+        pools = {p.name: p for p in cluster.pools}
+        teams = {q.team for p in cluster.pools for q in p.queues}
+        view = ControllerView(
+            now_s=cluster.at,
+            healthy_nodes={it: int(pools[it].capacity) // self.per_node[it] for it in self.instance_types},
+            failed_nodes=last.failed_nodes,
+            quotas={t: {p.name: int(q.nominal) for p in cluster.pools for q in p.queues if q.team == t}
+                    for t in teams},
+            quota_versions=last.quota_versions, quota_modified_s=last.quota_modified_s,
+            in_use={t: {p.name: int(sum(r.accelerators for r in p.running if r.team == t)) for p in cluster.pools}
+                    for t in teams},
+            pending={t: {p.name: int(sum(w.accelerators for w in p.waiting if w.team == t)) for p in cluster.pools}
+                     for t in teams},
+            oldest_pending_s={t: {p.name: min(w.queued for w in p.waiting if w.team == t)
+                                  for p in cluster.pools if any(w.team == t for w in p.waiting)} for t in teams},
+            pending_jobs=lambda: {t: {p.name: tuple((int(w.job), int(w.accelerators), w.queued)
+                                                    for w in sorted(p.waiting, key=lambda w: (-w.priority, w.queued,
+                                                                                               w.job))
+                                                    if w.team == t)
+                                      for p in cluster.pools if any(w.team == t for w in p.waiting)}
+                                  for t in teams})
+        plan = make_plan(self.snapshot(view), self.policy, EPOCH + timedelta(seconds=cluster.at), context)
+        quotas = quotas_from_plan(plan, self.instance_types) if plan.applies else {}
+        changed = {t: q for t, q in quotas.items() if any(view.quotas.get(t, {}).get(it) != n for it, n in q.items())}
+        return changed or None

@@ -20,6 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalancer.forecast.durations import KEPT, History
+from rebalancer.forecast.kueue import admission_limit
+from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Waiting
 from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
@@ -89,6 +92,10 @@ class Decision:
 
 # A controller returns a decision, or None for no change.
 Controller = Callable[[ControllerView], Decision | None]
+# Asked about jobs waiting in a cluster (what a controller sees, the run durations it saw finish, the jobs asked
+# about, a decision staged and when it applies): each job's estimated first start, None for no estimate.
+EtaProbe = Callable[[Cluster, History, tuple[str, ...], tuple[float, dict[str, dict[str, int]]] | None],
+                    dict[str, float | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +121,11 @@ class SimConfig:
 class Simulation:
     def __init__(self, jobs: Sequence[TraceJob], teams: Sequence[str], queues: Sequence[QueueSpec],
                  queue_of_team: Sequence[int], config: SimConfig, controller: Controller | None = None,
-                 weights: Sequence[float] | None = None):
+                 weights: Sequence[float] | None = None, eta: EtaProbe | None = None):
         """`queues` of every pool (each names its pool); `queue_of_team[t]`: team t's queue among its pool's
-        queues, in their order. A job runs in the pool named by its instance type ('': the first pool)."""
+        queues, in their order. A job runs in the pool named by its instance type ('': the first pool). `eta`:
+        asked, at each controller interval after jobs arrived, when those still pending will start (what
+        `rebalancer why` would have told their teams); not asked on autoscaled pools."""
         self.cfg = config
         self.pool_specs = config.pool_specs()
         self.pool_names = [p.name for p in self.pool_specs]
@@ -193,6 +202,14 @@ class Simulation:
                                  pool_capacity={p: [] for p in self.pool_names})
         self.end = 0.0
         self._init_autoscaling()
+        self.eta = eta if not self.scaled else None
+        self.first_start = [-1.0] * n
+        self.estimated: list[float | None] = [None] * n  # the estimated first start a job was given
+        self.asked = [False] * n  # whether it was given an answer (an estimate or none)
+        self.runs_done: dict[str, list[float]] = {}  # queue → run durations of its finished jobs, oldest first
+        self.apply_at: dict[int, float] = {}  # staged decision → when it applies
+        self.next_probe = 0.0
+        self.probed = 0  # jobs arrived before this index were asked about
         # Cumulative received and entitled accelerator-seconds per team (over the pools) at each week's end since
         # the start: the per-week figures of `fairness_windows` are their differences.
         self.week_marks: list[tuple[list[float], list[float]]] = []
@@ -249,6 +266,8 @@ class Simulation:
             if ta == math.inf and th == math.inf:
                 break
             t = min(ta, th)
+            if self.eta is not None:
+                self._probes_before(t)
             self._advance(t)
             # everything at this instant, then one scheduling pass
             while True:
@@ -261,6 +280,8 @@ class Simulation:
                     ta = self.submit[self.arrival] if self.arrival < n else math.inf
                 else:
                     break
+            if self.eta is not None and self.next_probe == t:
+                self._probe(t)
             for p in range(len(self.pool_specs)):
                 self._schedule(p)
             if progress is not None and self.arrival >= next_progress:
@@ -288,9 +309,13 @@ class Simulation:
             return sum(values)
 
         totals = {f: total([getattr(pr, f) for pr in pools]) for f in POOL_FIELDS}
+        asked = self.eta is not None
         return RawResult(teams=self.teams, end_s=self.end, window_s=self.window_s, **totals, job_team=self.jteam,
                          job_wait_s=self.waited, job_done=self.done, timeline=self.timeline, pools=pools,
-                         job_pool=self.jpool, week_marks=self.week_marks)
+                         job_pool=self.jpool, week_marks=self.week_marks,
+                         job_submit_s=list(self.submit) if asked else [],
+                         job_first_start_s=self.first_start if asked else [],
+                         job_estimate_s=self.estimated if asked else [], job_asked=self.asked if asked else [])
 
     def _handle(self, kind: int, a: int, b: int) -> None:
         if kind == COMPLETE:
@@ -304,6 +329,7 @@ class Simulation:
                 self._repair_node(a)
         elif kind == APPLY:
             self.pending_applies -= 1
+            self.apply_at.pop(a, None)
             self._apply(self.staged.pop(a))
         elif kind == TICK:
             self._tick()
@@ -390,6 +416,8 @@ class Simulation:
 
     def _place(self, j: int) -> None:
         p, q, g, t = self.jpool[j], self.jqueue[j], self.gpus[j], self.jteam[j]
+        if self.first_start[j] < 0:
+            self.first_start[j] = self.now
         self.used[p] += g
         self.team_run[p][t] += g
         self.running[p][q].add(j)
@@ -406,6 +434,9 @@ class Simulation:
         self.ent_dirty[p] = True
 
     def _complete(self, j: int) -> None:
+        if self.eta is not None:  # what a controller sees finish: the job's queue and how long it ran
+            queue = self.pq[self.jpool[j]][self.jqueue[j]].name
+            self.runs_done.setdefault(queue, []).append(self.now - self.start[j])
         self._stop(j)
         self.done[j] = True
         self.end = max(self.end, self.now)
@@ -428,10 +459,7 @@ class Simulation:
 
     # --- scheduling (one pool's cohort at a time) ---------------------------------------------------------------
     def _limit(self, q: QueueSpec, u: int, free: int, room: float) -> float:
-        within = q.nominal - u
-        if q.borrow:
-            return min(free, max(within, min(q.nominal + q.borrowing_room() - u, room)))
-        return min(free, within)
+        return admission_limit(q.nominal, q.borrowing_room(), q.borrow, u, free, room)
 
     def _schedule(self, p: int) -> None:
         scaled = self.pool_specs[p].autoscaling is not None
@@ -668,6 +696,50 @@ class Simulation:
         if f.mtbf_hours and self._active():
             self._push(self.now + self.node_rngs[node].expovariate(1 / (f.mtbf_hours * 3600)), NODE, node, 0)
 
+    # --- what `rebalancer why` would have said ---
+    def _probes_before(self, t: float) -> None:
+        """The controller runs before `t` (nothing changed since the last event): each asks about the jobs that
+        arrived since the one before."""
+        interval = self.cfg.controller_interval_s
+        while self.next_probe < t:
+            if self.probed == self.arrival:
+                self.next_probe = math.ceil(t / interval) * interval
+                return
+            self._probe(self.next_probe)
+
+    def _probe(self, at: float) -> None:
+        """Asks the estimator, as of `at`, when the jobs that arrived since the last ask and still wait start."""
+        assert self.eta is not None
+        self.next_probe = at + self.cfg.controller_interval_s
+        targets = {f"{j:08d}": j for j in range(self.probed, self.arrival) if self.first_start[j] < 0}
+        self.probed = self.arrival
+        if not targets:
+            return
+        staged = next(((self.apply_at[k], quotas) for k, quotas in self.staged.items()), None)
+        history = History({q: tuple(runs[-KEPT:]) for q, runs in self.runs_done.items()})
+        answers = self.eta(self.observed(at), history, tuple(targets), staged)
+        for name, j in targets.items():
+            self.estimated[j] = answers.get(name)
+            self.asked[j] = True
+
+    def observed(self, at: float) -> Cluster:
+        """The cluster as a controller sees it at `at`: each pool's healthy accelerators and queues, the jobs
+        running (since when) and waiting (since when). Never how long a job runs: that stays in the trace."""
+        pools = []
+        for p, spec in enumerate(self.pool_specs):
+            qs = self.pq[p]
+            queues = tuple(Queue(q.name, float(q.nominal), q.weight, q.lend, q.borrow, q.borrow_limit_percent,
+                                 None if q.borrow_limit is None else float(q.borrow_limit), q.preempt_within,
+                                 q.reclaim_lower_priority_only) for q in qs)
+            running = tuple(Running(f"{j:08d}", qs[qi].name, float(self.gpus[j]), self.start[j], self.prio[j])
+                            for qi, jobs in enumerate(self.running[p]) for j in jobs)
+            waiting = tuple(Waiting(f"{j:08d}", qs[qi].name, float(self.gpus[j]), enq, self.prio[j])
+                            for qi, sizes in enumerate(self.pending[p]) for heap in sizes.values()
+                            for _, enq, j in heap)
+            pools.append(Pool(spec.name, float(self.capacity[p]), queues, running, waiting))
+        return Cluster(at, tuple(pools), fair_share=self.cfg.fair_share, share_unallocated=self.cfg.share_unallocated,
+                       checkpoint_s=self.cfg.checkpoint_s, priorities=self.any_priority)
+
     # --- controller ---------------------------------------------------------------------------------------------
     def _tick(self) -> None:
         assert self.controller is not None
@@ -702,6 +774,7 @@ class Simulation:
             self.staged[self.seq] = decision.quotas
             self.pending_applies += 1
             delay = self.cfg.apply_delay_s + (self.cfg.approval_delay_s if decision.needs_approval else 0.0)
+            self.apply_at[self.seq] = self.now + delay
             self._push(self.now + delay, APPLY, self.seq)
             self.idle_ticks = 0
         else:

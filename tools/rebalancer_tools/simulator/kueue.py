@@ -5,14 +5,17 @@ its own queue there, borrowing and lending stay within the type, as a flavor's q
 the type's accelerators). A queue admits a gang job when its usage stays within nominal quota, or, if it may borrow,
 within nominal + borrowing limit while the cohort has lendable quota left; the GPUs must also be free physically
 (Kueue does not know about failed nodes; the pods of a job admitted onto missing capacity would just not start).
+The rules themselves are the runtime's (rebalancer.forecast.kueue), which the controller's forecast admits by too.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-INF = math.inf
+from rebalancer.forecast import kueue
+from rebalancer.forecast.kueue import INF, cohort_room
+
+__all__ = ["INF", "QueueSpec", "cohort_room", "fair_share_key"]
 
 
 @dataclass(slots=True)
@@ -33,36 +36,8 @@ class QueueSpec:
 
     def borrowing_room(self) -> float:
         """How far above nominal this queue may go."""
-        if not self.borrow:
-            return 0.0
-        limits = [INF]
-        if self.borrow_limit_percent is not None:
-            limits.append(self.nominal * self.borrow_limit_percent / 100)
-        if self.borrow_limit is not None:
-            limits.append(float(self.borrow_limit))
-        return min(limits)
-
-
-def cohort_room(queues: list[QueueSpec], usage: list[int], capacity: int, share_unallocated: bool) -> float:
-    """Lendable quota still unused in the cohort. Capacity no quota covers is lendable when idle sharing is on."""
-    requestable = 0.0
-    used = 0.0
-    nominal_total = 0
-    for q, u in zip(queues, usage, strict=True):
-        nominal_total += q.nominal
-        if q.lend:
-            requestable += q.nominal
-            used += u
-        else:
-            used += max(0, u - q.nominal)
-    if share_unallocated:
-        requestable += max(0, capacity - nominal_total)
-    return requestable - used
+        return kueue.borrowing_room(self.nominal, self.borrow, self.borrow_limit_percent, self.borrow_limit)
 
 
 def fair_share_key(q: QueueSpec, usage: int, gpus: int) -> float:
-    """Kueue fair sharing: the queue's borrowed share after admitting the job, divided by its weight."""
-    borrowed = usage + gpus - q.nominal
-    if borrowed <= 0:
-        return 0.0
-    return INF if q.weight <= 0 else borrowed / q.weight
+    return kueue.fair_share_key(q.nominal, q.weight, usage, gpus)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer.engine.allocation import water_fill
+from rebalancer_tools.simulator.eta import EtaAccuracy, accuracy
 from rebalancer_tools.simulator.results import POOL_FIELDS, PoolRaw, RawResult, Timeline
 
 
@@ -123,6 +124,7 @@ class StrategyResult:
     budgets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # team → period → hours, %
     pools: dict[str, StrategyResult] = field(default_factory=dict)  # per instance type, when there are several
     fairness: FairnessWindows | None = None  # over the whole cluster only (not per pool)
+    eta: EtaAccuracy | None = None  # how good the estimated starts were (over the whole cluster only)
 
     def output(self) -> dict[str, Any]:
         """The JSON shape of `rebalancer simulate --format json`, per strategy."""
@@ -144,6 +146,7 @@ class StrategyResult:
             "teams": {t: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in _fields(r).items()}
                       for t, r in self.teams.items()},
             **({"fairness_windows": self.fairness.output()} if self.fairness else {}),
+            **({"eta": self.eta.output()} if self.eta else {}),
             **({"budgets": self.budgets} if self.budgets else {}),
             **({"pools": {n: r.output() for n, r in self.pools.items()}} if self.pools else {}),
         }
@@ -207,4 +210,5 @@ def _summarize(name: str, raw: RawResult, weeks: list[list[float | None]] | None
         quota_changes=sum(raw.quota_changes), jobs_completed=completed, jobs_unfinished=len(waits) - completed,
         failure_kills=sum(raw.failure_kills), failure_lost_gpu_hours=sum(raw.failure_lost_gpu_s) / h,
         makespan_s=raw.end_s, teams=teams, timeline=raw.timeline,
-        fairness=fairness_windows(weeks) if weeks is not None else None)
+        fairness=fairness_windows(weeks) if weeks is not None else None,
+        eta=accuracy(raw) if weeks is not None else None)

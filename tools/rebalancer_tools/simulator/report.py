@@ -127,6 +127,22 @@ def pool_tables(results: Mapping[str, StrategyResult]) -> list[str]:
     return lines
 
 
+def eta_table(results: Mapping[str, StrategyResult]) -> list[str]:
+    """Per strategy, how good the estimated starts were (when the run measured them)."""
+    rows = [(n, r.eta) for n, r in results.items() if r.eta is not None]
+    if not rows:
+        return []
+    lines = ["Estimated starts (jobs that waited 1 h or more, each as estimated at the first controller run after it "
+             "arrived):", "",
+             "| strategy | jobs | within 2× | too early | too late | no estimate | median abs. error h |",
+             "|---|---|---|---|---|---|---|"]
+    for name, e in rows:
+        error = "—" if e.median_abs_error_h is None else f"{e.median_abs_error_h:,.1f}"
+        lines.append(f"| {name} | {e.jobs:,} | {e.within_2x:.1%} | {e.too_early:.1%} | {e.too_late:.1%} | "
+                     f"{e.without_estimate:,} | {error} |")
+    return [*lines, ""]
+
+
 def fairness_table(results: Mapping[str, StrategyResult]) -> list[str]:
     """Per strategy, received ÷ entitled accelerator-hours over every team-week with a share: worst and 10th pct."""
     rows = [(n, r.fairness) for n, r in results.items() if r.fairness is not None]

@@ -12,6 +12,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.autoscaling import Autoscaling
 from rebalancer_tools.simulator.engine import Controller, Failures, PoolSpec, SimConfig, Simulation
+from rebalancer_tools.simulator.eta import Estimator
 from rebalancer_tools.simulator.kueue import QueueSpec
 from rebalancer_tools.simulator.metrics import StrategyResult, summarize
 from rebalancer_tools.simulator.teams import TeamSpec
@@ -64,6 +65,9 @@ class Scenario:
     # On an autoscaled cluster: the controller reads the autoscaler's ceiling (Karpenter NodePool limits) and
     # plans quotas up to it; False: it cannot read one and plans to the nodes present.
     plan_to_ceiling: bool = True
+    # Ask, at each controller run, when the jobs that arrived since will start, and measure those estimates against
+    # the starts (StrategyResult.eta); not on autoscaled pools.
+    eta: bool = False
 
     @property
     def pool_specs(self) -> tuple[PoolSpec, ...]:
@@ -183,8 +187,12 @@ def simulate(sc: Scenario, strategy: str, progress: Callable[[float], None] | No
         controller = controller_for(sc)
     elif strategy != "rebalancer":
         controller = None
+    estimator = None
+    if sc.eta:
+        replan = getattr(controller, "replan", None)
+        estimator = Estimator(replan, sc.controller_interval_s, sc.apply_delay_s)
     sim = Simulation(sc.resolved_jobs(), [t.name for t in sc.teams], queues, queue_of_team, config, controller,
-                     weights=[t.weight for t in sc.teams])
+                     weights=[t.weight for t in sc.teams], eta=estimator)
     result = summarize(strategy, sim.run(progress))
     report = getattr(controller, "budget_report", None)
     return (dataclasses.replace(result, budgets=report()) if report else result), sim

@@ -23,6 +23,7 @@ from rebalancer.domain.snapshot import (
     ClusterOperation,
     Demand,
     PendingWorkload,
+    RunningWorkload,
     Snapshot,
     TrainingPlan,
     Utilization,
@@ -103,7 +104,7 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                         training_plans=sm.training_plans, operations=sm.operations,
                         autoscaling_max_nodes=kueue.autoscaling_max_nodes,
                         topology_pending=kueue.topology, topology_unlisted=kueue.topology_unlisted,
-                        pending_workloads=kueue.pending_workloads)
+                        pending_workloads=kueue.pending_workloads, running_workloads=kueue.running_workloads)
     return Collected(snapshot, tuple(bounded_lines(warnings, limit=WARNINGS_MAX, line_bytes=WARNING_MAX_BYTES,
                                                    rest="… and {n} more collect warnings")))
 
@@ -170,6 +171,7 @@ class KubeSide(NamedTuple):
     topology: dict[str, tuple[str, ...]]
     pending_workloads: tuple[PendingWorkload, ...]
     topology_unlisted: dict[str, int]
+    running_workloads: tuple[RunningWorkload, ...] = ()
 
     @classmethod
     def read(cls, api: k8s.ApiClient | None, check_access: bool, warnings: list[str], *,
@@ -200,7 +202,7 @@ class KubeSide(NamedTuple):
                 except RebalancerError as e:
                     warnings.append(f"Karpenter NodePool limits not read: {e}")
         return cls(kueue.demand, mig, access, health, ceilings, kueue.topology, kueue.workloads,
-                   kueue.topology_unlisted)
+                   kueue.topology_unlisted, kueue.running)
 
 
 def _utilization(clients: AwsClients, eks_name: str | None, teams: list[str], start: datetime, end: datetime,

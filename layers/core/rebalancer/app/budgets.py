@@ -54,6 +54,12 @@ def trailing(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> T
     return TrailingUsage.of(store.facts(cluster, at - window, at), window)
 
 
+def received(store: MeterStore, cluster: str, hours: float, at: datetime) -> dict[str, dict[str, float]]:
+    """Per team and instance type, the accelerator-hours received over the `hours` that end at `at`."""
+    window = timedelta(hours=hours)
+    return TrailingUsage.of(store.facts(cluster, at - window, at), window).hours(at)
+
+
 def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
     """Per team with a budget: use from its period's start until `at`, from the metered facts."""
     ledger = metered(store, cluster, policy, at)

@@ -1,5 +1,6 @@
-"""`why`: a team's quotas, the reason of each one's last change, and why its pending work waits, from what the
-controller stored only (the latest run's snapshot and plan, the audit log): never a live read, so the CLI and the
+"""`why`: a team's quotas, the reason of each one's last change, its standing over the fair-share window, and why
+its pending work waits and when it is estimated to start, from what the controller stored only (the latest run's
+snapshot, plan and outlook, the audit log): never a live read, so the CLI and the
 Slack command answer the same and the Slack command answers within Slack's three seconds.
 The explanation itself is rebalancer.planning.why."""
 
@@ -11,8 +12,11 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import Artifacts
+from rebalancer.domain.outlook import Outlook
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.reservation import Reservation
@@ -70,9 +74,9 @@ def why(store: WhyStore, cluster: str, team: str, *, read_max: int = READ_MAX) -
     if scan.run is None:
         raise NotFound(f"no stored run of cluster {cluster}: the controller has not planned it yet (see "
                        "`rebalancer history`; `rebalancer why --live` collects it now)")
-    execution, snapshot, plan = scan.run
+    execution, snapshot, plan, outlook = scan.run
     answer = explain_team(snapshot, plan, scan.seen[::-1], team, execution=execution,
-                          reservations=store.reservations.of_cluster(cluster))
+                          reservations=store.reservations.of_cluster(cluster), outlook=outlook)
     unknown = [q.pool for q in answer.quotas if q.last_change is None]
     if unknown and len(scan.seen) >= read_max:
         note = (f"the newest {read_max:,} audit records name no change of its quota on {', '.join(unknown)} "
@@ -88,7 +92,7 @@ class _Scan:
     def __init__(self, artifacts: Artifacts, team: str):
         self.artifacts, self.team = artifacts, team
         self.seen: list[dict[str, Any]] = []
-        self.run: tuple[str, Snapshot, Plan | None] | None = None
+        self.run: tuple[str, Snapshot, Plan | None, Outlook | None] | None = None
         self.changed: dict[str, str] = {}  # pool → the execution of its last change (newest first: the first seen)
         self.planned: set[str] = set()  # executions whose plan record was seen
 
@@ -99,7 +103,7 @@ class _Scan:
         if record.get("kind") == "plan":
             self.planned.add(execution)
             if self.run is None:
-                self.run = _stored_run(self.artifacts, execution)
+                self.run = _stored_run(self.artifacts, execution, self.team)
         elif says_quota_states(record):
             for pool in _amounts(record, self.team):
                 self.changed.setdefault(pool, execution)
@@ -110,21 +114,38 @@ class _Scan:
         return all(p in self.changed and self.changed[p] in self.planned for p in pools)
 
 
-def _stored_run(artifacts: Artifacts, execution: str) -> tuple[str, Snapshot, Plan | None] | None:
+def _stored_run(artifacts: Artifacts, execution: str,
+                team: str) -> tuple[str, Snapshot, Plan | None, Outlook | None] | None:
     doc = artifacts.get(execution, "SNAPSHOT")
     if doc is None:  # expired, or a run that stopped before collect
         return None
     plan = artifacts.get(execution, "PLAN")
     then = "the cluster's next run records one this version reads (`rebalancer why --live` answers now)"
+    outlook = artifacts.get(execution, "OUTLOOK")  # none for a run planned before outlooks were stored
     return (execution, stored_model(Snapshot, doc, f"the snapshot of run {execution}", then),
-            None if plan is None else stored_model(Plan, plan, f"the plan of run {execution}", then))
+            None if plan is None else stored_model(Plan, plan, f"the plan of run {execution}", then),
+            None if outlook is None else _team_outlook(outlook, team))
+
+
+def _team_outlook(doc: dict[str, Any], team: str) -> Outlook | None:
+    """The stored outlook read for one team only: its workloads' estimates and its standing (at 1,000 teams the
+    whole document holds thousands of estimates the answer does not show). None when it no longer validates (an
+    older version's): the answer is given without it."""
+    estimates = [e for e in doc.get("estimates") or () if isinstance(e, dict) and e.get("team") == team]
+    mine = {**doc, "estimates": estimates,
+            "standing": {t: s for t, s in (doc.get("standing") or {}).items() if t == team}}
+    try:
+        return Outlook.model_validate(mine)
+    except ValidationError:
+        return None
 
 
 def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[str, Any]], team: str, *,
                  execution: str | None = None, reservations: Sequence[Reservation] = (),
-                 policy: Policy | None = None) -> Explanation:
+                 policy: Policy | None = None, outlook: Outlook | None = None) -> Explanation:
     """The answer for a snapshot at hand (the stored run's, or one collected now by `rebalancer why --live`), with
-    the last changes from the audit `records`; `policy` when the caller has it (its guarantees bound the advice)."""
+    the last changes from the audit `records`; `policy` when the caller has it (its guarantees bound the advice);
+    the estimated starts and standings of `outlook`."""
     _team_name(team)
     known = teams_of(snapshot, plan)
     if team not in known:
@@ -132,7 +153,7 @@ def explain_team(snapshot: Snapshot, plan: Plan | None, records: Sequence[dict[s
         raise InvalidInput(f"no team {team!r} in the latest snapshot of {snapshot.cluster.ClusterName} (teams: "
                            f"{named})", field="team", value=team)
     return explain(snapshot, plan, team, last_changes=last_changes(records, team), reservations=reservations,
-                   execution=execution, policy=policy)
+                   execution=execution, policy=policy, outlook=outlook)
 
 
 def _team_name(team: str) -> None:

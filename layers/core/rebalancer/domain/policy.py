@@ -255,10 +255,16 @@ class Fairness(Written):
     `window_hours`: time-based fair share over a trailing window of that many hours (KAI's and Run:ai's default is
     168, a week): a team's weight in a pool is scaled by how much of the pool's metered accelerator-hours it
     received over the window against its weighted share (rebalancer.planning.fair_share), so a team served less
-    than its share is served ahead of the others until the window evens out; None (the default): off."""
+    than its share is served ahead of the others until the window evens out; None (the default): off.
+    `window_form`: how that use scales the weight: "exponential" (the default), 2^(1 − u/s) with s the team's share
+    of the weights and u its share of the hours received, or "kai", KAI's max(s + k·(s − U), 0) normalised over the
+    teams, with U the hours received ÷ the pool's accelerator-hours over the window and k `window_k`; both bounded
+    to [1/8, 8] (rebalancer.planning.fair_share)."""
 
     age_doubling_hours: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     window_hours: Annotated[float, Field(gt=0, le=24 * 92, allow_inf_nan=False)] | None = None
+    window_form: Literal["exponential", "kai"] = "exponential"
+    window_k: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 1.0
     # Quota in gang-sized steps: a team whose share lies between what it runs plus whole pending workloads (in
     # admission order) is moved to one of those amounts, up when the next gang is the nearer and the others can
     # give it, down otherwise (the rest left with the others this run). Guarantees and caps stay exact.

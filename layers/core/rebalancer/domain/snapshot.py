@@ -191,6 +191,19 @@ class PendingWorkload(Frozen):
         return (self.created or _NEVER, self.name, self.pool)
 
 
+class RunningWorkload(Frozen):
+    """One admitted Kueue Workload, as collect read it: its team, the instance type its accelerators run on, their
+    total over its pod sets, and since when it holds its quota (its Admitted condition's lastTransitionTime; None:
+    not said). What the estimated starts read (rebalancer.planning.eta): how long each has run so far."""
+
+    name: str
+    team: str
+    pool: str  # instance type
+    accelerators: float
+    pods: int
+    started: AwareDatetime | None = None
+
+
 _NEVER = datetime.max.replace(tzinfo=UTC)
 HEALTHY_NODE_STATUS = "Running"
 NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
@@ -238,6 +251,9 @@ class Snapshot(Frozen):
     # collect listed them, up to a bound per team and type (its first in admission order; demand counts them all);
     # read by `fairness.gang_steps` (rebalancer.engine.gangs).
     pending_workloads: tuple[PendingWorkload, ...] = ()
+    # Every admitted, unfinished workload with accelerators (one entry per Kueue Workload and instance type); read
+    # by the estimated starts only, not by the planner.
+    running_workloads: tuple[RunningWorkload, ...] = ()
 
     @model_validator(mode="before")
     @classmethod

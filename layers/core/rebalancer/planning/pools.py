@@ -24,7 +24,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Hold
-from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
+from rebalancer.domain.policy import Amount, Fairness, Policy, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey, holdings, pool_name
 from rebalancer.domain.quotas import AMOUNT_RANGE
 from rebalancer.domain.snapshot import Demand, Snapshot
@@ -361,7 +361,7 @@ def _pool_input(name: str, healthy: Capacity, teams: Teams, bounds: Sequence[Fam
     if policy.fairness.age_doubling_hours is not None:
         claims = _aged(claims, context, name, snapshot.taken_at, policy.fairness.age_doubling_hours)
     if policy.fairness.window_hours is not None and not key.mig_profile:
-        claims = _windowed(claims, context, t, policy.fairness.window_hours)
+        claims = _windowed(claims, context, t, policy.fairness.window_hours, policy.fairness, shared)
     return PoolInput(name, key.resource, shared, claims, tuple(notes), tuple(bounds))
 
 
@@ -373,10 +373,12 @@ def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetim
     return claims._replace(weight=weights, notes=notes)
 
 
-def _windowed(claims: Claims, context: PlanningContext, instance_type: str, window_hours: float) -> Claims:
-    """The claims with each team's weight scaled by its use of the pool over the trailing window
-    (rebalancer.planning.fair_share)."""
+def _windowed(claims: Claims, context: PlanningContext, instance_type: str, window_hours: float,
+              fairness: Fairness, capacity: float) -> Claims:
+    """The claims with each team's weight scaled by its use of the pool (of `capacity` accelerators) over the
+    trailing window (rebalancer.planning.fair_share)."""
     received = [context.trailing_usage.get(team, {}).get(instance_type, 0.0) for team in claims.team]
-    weights, why = windowed_weights(claims.weight, claims.demand, received, window_hours)
+    weights, why = windowed_weights(claims.weight, claims.demand, received, window_hours,
+                                    form=fairness.window_form, k=fairness.window_k, capacity=capacity)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
     return claims._replace(weight=weights, notes=notes)

@@ -6,6 +6,8 @@ Kueue admits a workload when the team's nominal quota covers it (reclaiming what
 borrow that much (its borrow limit) and that much is idle in the pool. So for each pending workload the reasons are
 read against those two paths: over quota, borrow limit reached, a gang larger than what is free (or than the whole
 pool), a topology level asked for, the team's budget spent, another team's reservation holding the idle capacity.
+With the run's outlook (rebalancer.domain.outlook: what the plan step forecast), each workload also has its
+estimated start, and the team its standing over the fair-share window.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
+from rebalancer.domain.outlook import Outlook, Standing, WorkloadEta
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import held, holdings
 from rebalancer.domain.quotas import ComputeQuota
@@ -70,6 +73,7 @@ class Waiting(Frozen):
     topology: str | None = None
     reasons: tuple[WaitReason, ...] = ()
     would_start: str = ""
+    eta: WorkloadEta | None = None  # its estimated start (None: no outlook stored with the run)
 
 
 class Explanation(Frozen):
@@ -80,6 +84,7 @@ class Explanation(Frozen):
     quotas: tuple[QuotaLine, ...] = ()
     waiting: tuple[Waiting, ...] = ()
     notes: tuple[str, ...] = ()  # the plan's warnings naming the team (its budget, a raise that may not help)
+    standing: Standing | None = None  # over the fair-share window (None: no outlook stored with the run)
 
     def lines(self) -> list[str]:
         """The answer as plain lines (the CLI's text; Slack's blocks say the same)."""
@@ -89,6 +94,8 @@ class Explanation(Frozen):
         if not self.quotas:
             out.append("  no quota on any pool")
         out += [f"  note: {n}" for n in self.notes]
+        if self.standing is not None:
+            out += [f"  {line}" for line in standing_lines(self.standing)]
         if not self.waiting:
             out.append("nothing pending")
         for w in self.waiting:
@@ -96,6 +103,8 @@ class Explanation(Frozen):
             out += [f"  - {r.text}" for r in w.reasons]
             if w.would_start:
                 out.append(f"  would start with: {w.would_start}")
+            if w.eta is not None:
+                out.append(f"  {eta_text(w.eta)}")
         return out
 
 
@@ -109,6 +118,35 @@ def quota_line(q: QuotaLine) -> str:
     elif c is not None:
         text += f"; last changed {c.before:g}→{c.after:g} on {c.at:%Y-%m-%d %H:%M} ({c.outcome}): {c.reason}"
     return text
+
+
+def eta_text(e: WorkloadEta) -> str:
+    """`estimated start 2026-12-02 14:00 UTC (likely 12:30 to 18:00)`, or why there is none."""
+    if e.start is None:
+        return f"no estimated start: {e.unknown}"
+    early = e.earliest or e.start
+    same_day = e.latest is not None and e.latest.date() == early.date() == e.start.date()
+    fmt = "%H:%M" if same_day else "%Y-%m-%d %H:%M"
+    late = f"{e.latest:{fmt}}" if e.latest is not None else "later than the forecast reaches"
+    return f"estimated start {e.start:%Y-%m-%d %H:%M} UTC (likely {early:{fmt}} to {late})"
+
+
+def standing_lines(s: Standing) -> list[str]:
+    """Received against entitled accelerator-hours per instance type over the window, and the budget."""
+    out = [f"over the last {s.window_hours:g} h:"]
+    for p in s.pools:
+        if p.entitled_hours is None:
+            out.append(f"  {p.pool}: received {p.received_hours:,.0f} accelerator-hours (no share counted: no "
+                       "weight, or neither demand now nor use in the window)")
+        else:
+            ratio = f" ({p.received_hours / p.entitled_hours:.0%})" if p.entitled_hours else ""
+            out.append(f"  {p.pool}: received {p.received_hours:,.0f} of the {p.entitled_hours:,.0f} accelerator-hours "
+                       f"it was entitled to{ratio}")
+    if not s.pools:
+        out.append("  no use and no share on any pool")
+    if s.budget:
+        out.append(f"  {s.budget}")
+    return out
 
 
 def waiting_title(w: Waiting) -> str:
@@ -169,18 +207,24 @@ def borrow_limit(quota: ComputeQuota | None, pool: str) -> float:
 # --- the answer -----------------------------------------------------------------------------------------------------
 def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: Mapping[str, LastChange] | None = None,
             reservations: Sequence[Reservation] = (), execution: str | None = None,
-            policy: Policy | None = None) -> Explanation:
+            policy: Policy | None = None, outlook: Outlook | None = None) -> Explanation:
     """`last_changes`: pool → the last change of the team's quota there; `reservations`: the cluster's stored
     reservations (those approved and active at the snapshot's time hold capacity for their teams); `policy`, when
-    known: the other teams' guarantees, which a guarantee advised here must leave room for."""
+    known: the other teams' guarantees, which a guarantee advised here must leave room for; `outlook`: the estimated
+    starts and standings computed from the same snapshot."""
     changes = last_changes or {}
     quota = snapshot.quota_of(team)
     notes = tuple(w.removeprefix(f"{team}: ") for w in (plan.warnings if plan else ()) if w.startswith(f"{team}: "))
     active = list(current(reservations, snapshot.taken_at))  # a recurring one as its window held now
     waiting = [_waiting(snapshot, quota, w, notes, active, policy) for w in _pending(snapshot, team)]
+    standing = None
+    if outlook is not None:
+        etas = {(e.name, e.pool): e for e in outlook.estimates if e.team == team}
+        waiting = [w.model_copy(update={"eta": etas.get((w.name or "", w.pool))}) for w in waiting]
+        standing = outlook.standing.get(team)
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
-                       waiting=tuple(waiting), notes=notes)
+                       waiting=tuple(waiting), notes=notes, standing=standing)
 
 
 def _quota_lines(snapshot: Snapshot, plan: Plan | None, team: str, changes: Mapping[str, LastChange],

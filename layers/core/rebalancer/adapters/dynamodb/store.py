@@ -11,6 +11,7 @@ from rebalancer.adapters.dynamodb.approvals import TableApprovals
 from rebalancer.adapters.dynamodb.artifacts import TableArtifacts
 from rebalancer.adapters.dynamodb.audit import TableAudit
 from rebalancer.adapters.dynamodb.deliveries import TableDeliveries
+from rebalancer.adapters.dynamodb.durations import TableDurations
 from rebalancer.adapters.dynamodb.locks import TableLocks
 from rebalancer.adapters.dynamodb.metering import TableMeter
 from rebalancer.adapters.dynamodb.reservations import TableReservations
@@ -38,6 +39,7 @@ class Store:
         self.samples = TableSamples(self.table)
         self.reservations = TableReservations(self.table)
         self.sightings = TableSightings(self.table)
+        self.durations = TableDurations(self.table)
 
     def now(self) -> datetime:
         return self.table.now()

@@ -2,9 +2,10 @@
 has its repository beside this module; only this package builds keys or calls the table.
 
 Item layout (pk / sk), by repository:
-  artifacts    RUN#<execution>        / SNAPSHOT | PLAN | BASIS | APPLY |    gzip'd JSON, too big for Step
-                                        SCHEDULER                            Functions state (in parts when
-                                                                             larger than PART_BYTES)
+  artifacts    RUN#<execution>        / SNAPSHOT | CONTEXT | PLAN | BASIS |  gzip'd JSON, too big for Step
+                                        APPLY | SCHEDULER | OUTLOOK          Functions state (in parts when
+                                                                             larger than PART_BYTES; OUTLOOK: the
+                                                                             estimated starts and standings)
   deliveries   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries
                                                                        skip it)
   audit        AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
@@ -22,6 +23,8 @@ Item layout (pk / sk), by repository:
                                                                        and since when runs have seen it so
                CLUSTER#<cluster>      / LAST-EVENT                     time of the latest cluster event the
                                                                        trigger received (only moves forward)
+  durations    CLUSTER#<cluster>      / RUN-HISTORY                    gzip'd: workloads running as last seen,
+                                                                       run durations of those seen to finish
   samples      SAMPLE#<cluster>       / <ISO time>                     gzip'd demand sample
                                                                        (rebalancer.domain.sample) written by
                                                                        observe every few minutes; expires_at =

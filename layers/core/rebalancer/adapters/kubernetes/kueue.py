@@ -30,7 +30,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
 from rebalancer.domain.quotas import AMOUNT_RANGE
-from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources
+from rebalancer.domain.snapshot import NODE_HEALTH_LABEL, Demand, PendingWorkload, Resources, RunningWorkload
 from rebalancer.errors import PermanentError, TransientError, UnknownInstanceType
 from rebalancer.parsing.lookup import dig, list_of
 from rebalancer.parsing.text import Lines, clean_text, cut_utf8, printable, short
@@ -162,6 +162,7 @@ class KueueDemand:
     workloads: tuple[PendingWorkload, ...] = ()  # each pending workload's size per instance type, as listed
     topology_unlisted: dict[str, int] = field(default_factory=dict)  # team → topology requests beyond those named
     skipped: int = 0  # malformed workloads and queue entries left out (each has its warning, up to WARNINGS_MAX)
+    running: tuple[RunningWorkload, ...] = ()  # each admitted workload's size per instance type, and since when
 
 
 # Topology-aware scheduling (task-governance add-on >= 1.2.2): a pod set asks for one topology domain (a block, a
@@ -200,11 +201,12 @@ class PodSetRead:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadRead:
-    """A pending Workload as collect reads it: its name, creation time and pod sets."""
+    """A Workload as collect reads it: its name, creation time and pod sets (and their names)."""
 
     name: str
     created: datetime | None
     pod_sets: tuple[PodSetRead, ...]
+    pod_set_names: tuple[str, ...] = ()
 
 
 def read_workload(wl: dict[str, Any]) -> WorkloadRead:
@@ -213,7 +215,7 @@ def read_workload(wl: dict[str, Any]) -> WorkloadRead:
     meta = _object(wl.get("metadata"), "metadata")
     name = _name(meta)
     spec = _object(wl.get("spec"), "spec")
-    pod_sets = []
+    pod_sets, names = [], []
     totals: dict[str, Decimal] = defaultdict(Decimal)
     for i, raw in enumerate(_array(spec.get("podSets"), "spec.podSets", POD_SETS_MAX)):
         where = f"spec.podSets[{i}]"
@@ -223,9 +225,51 @@ def read_workload(wl: dict[str, Any]) -> WorkloadRead:
         for resource, q in read.requests.items():
             totals[resource] += q
         pod_sets.append(read)
+        names.append(clean_text(pod_set.get("name"), NAME_MAX) if isinstance(pod_set.get("name"), str) else "main")
     for resource, total in totals.items():
         _within(resource, total, "spec.podSets")
-    return WorkloadRead(name=name, created=_created(meta), pod_sets=tuple(pod_sets))
+    return WorkloadRead(name=name, created=_created(meta), pod_sets=tuple(pod_sets), pod_set_names=tuple(names))
+
+
+def read_admission(wl: dict[str, Any]) -> dict[str, tuple[dict[str, str], int]]:
+    """An admitted Workload's status.admission.podSetAssignments: pod set name → (resource → the flavor it was
+    admitted on, the count admitted); _Malformed when a field is not what Kueue's API writes."""
+    status = _object(wl.get("status"), "status")
+    admission = _object(status.get("admission"), "status.admission")
+    out: dict[str, tuple[dict[str, str], int]] = {}
+    for i, raw in enumerate(_array(admission.get("podSetAssignments"), "status.admission.podSetAssignments",
+                                   POD_SETS_MAX)):
+        where = f"status.admission.podSetAssignments[{i}]"
+        assignment = _object(raw, where)
+        flavors = _object(assignment.get("flavors"), f"{where}.flavors")
+        if not all(isinstance(k, str) and isinstance(v, str) and len(v) <= NAME_MAX for k, v in flavors.items()):
+            raise _Malformed(f"{where}.flavors is not a map of resource to flavor name")
+        name = assignment.get("name")
+        out[name if isinstance(name, str) else "main"] = (dict(flavors), _count(assignment, where))
+    return out
+
+
+def _accelerators(flavor: str, resource: str, quantity: Decimal) -> Decimal:
+    """The accelerators `quantity` of `resource` is on an instance type (0 for another resource or type)."""
+    try:
+        spec = catalog.spec(flavor)
+    except UnknownInstanceType:
+        return Decimal(0)
+    if resource in ACCELERATOR_RESOURCES:
+        return quantity
+    if resource == NEURONCORE_RESOURCE and spec.neuron_cores_per_device:
+        return quantity / spec.neuron_cores_per_device
+    return Decimal(0)
+
+
+def _since(obj: dict[str, Any], kind: str) -> datetime | None:
+    """When a condition that holds became true (its lastTransitionTime), or None."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True":
+            return _created({"creationTimestamp": c.get("lastTransitionTime")})
+    return None
 
 
 def _count(pod_set: dict[str, Any], where: str) -> int:
@@ -279,6 +323,7 @@ class _Accumulator:
         self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
         self.warnings = Lines(WARNINGS_MAX, WARNING_MAX_BYTES)
         self.listed: dict[tuple[str, str], _Listed] = defaultdict(_Listed)  # (team, pool) → its pending workloads
+        self.running: dict[tuple[str, str], list[RunningWorkload]] = defaultdict(list)  # (team, pool) → admitted
         self.seq = 0
         self.skipped = 0
 
@@ -320,6 +365,32 @@ class _Accumulator:
             self.listed[(team, flavor)].add(self.seq, PendingWorkload(
                 name=wl.name, team=team, pool=flavor, accelerators=float(g.accelerators), pods=g.pods,
                 created=wl.created, topology=g.topology), LISTED_PER_POOL)
+
+    def add_running(self, team: str, wl: WorkloadRead, admission: dict[str, tuple[dict[str, str], int]],
+                    since: datetime | None) -> None:
+        """An admitted workload's accelerators on each flavor it was admitted on (its podSetAssignments: pod set →
+        the flavor per resource and the count admitted), and since when it holds them. Its use is the
+        ClusterQueue's already; this is only how long it has run (the estimated starts). The first LISTED_PER_POOL
+        per team and instance type are kept."""
+        sizes: dict[str, _Gang] = {}
+        for name, pod_set in zip(wl.pod_set_names, wl.pod_sets, strict=True):
+            flavors, count = admission.get(name, ({}, pod_set.pods))
+            for resource, quantity in pod_set.requests.items():
+                flavor = flavors.get(resource) or pod_set.flavor
+                amount = _accelerators(flavor, resource, quantity) if flavor else Decimal(0)
+                if amount and pod_set.pods:
+                    sizes.setdefault(flavor or "", _Gang()).add(amount * count / pod_set.pods, count, None)
+        for flavor, g in sorted(sizes.items()):
+            kept = self.running[(team, flavor)]
+            if len(kept) < LISTED_PER_POOL:
+                kept.append(RunningWorkload(name=wl.name, team=team, pool=flavor, accelerators=float(g.accelerators),
+                                            pods=g.pods, started=since))
+
+    def running_workloads(self) -> tuple[RunningWorkload, ...]:
+        """The admitted workloads kept, every team and pool cut to the same count when they are more than
+        LISTED_TOTAL together."""
+        limit = _fair_count([len(v) for v in self.running.values()], LISTED_TOTAL)
+        return tuple(w for _, kept in sorted(self.running.items()) for w in kept[:limit])
 
     def add(self, into: dict[str, dict[str, _Amounts]], team: str, flavor: str, resource: str,
             quantity: Decimal, where: str, since: datetime | None = None) -> Decimal:
@@ -420,6 +491,14 @@ def is_pending(workload: dict[str, Any]) -> bool:
     if _condition(workload, "Finished") or _condition(workload, "QuotaReserved"):
         return False
     return not (isinstance(status, dict) and status.get("admission"))
+
+
+def is_running(workload: dict[str, Any]) -> bool:
+    """Admitted (holding its quota) and not finished."""
+    spec, status = workload.get("spec"), workload.get("status")
+    if (isinstance(spec, dict) and spec.get("active") is False) or _condition(workload, "Finished"):
+        return False
+    return isinstance(status, dict) and bool(status.get("admission"))
 
 
 def _read_resource(resource: str) -> bool:
@@ -579,22 +658,27 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
         if team is None:
             continue
         try:
-            if not is_pending(wl):
+            pending = is_pending(wl)
+            if not pending and not is_running(wl):
                 continue
             if len(namespace) > NAMESPACE_MAX or not NAMESPACE_NAME.fullmatch(namespace):
                 raise _Malformed("metadata.namespace is not a Kubernetes namespace name")
             read = read_workload(wl)
+            admission = {} if pending else read_admission(wl)
         except _Malformed as e:
             acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
             continue
-        acc.add_pending(team, namespace, read, queues.get(team, {}))
+        if pending:
+            acc.add_pending(team, namespace, read, queues.get(team, {}))
+        else:
+            acc.add_running(team, read, admission, _since(wl, "Admitted") or _since(wl, "QuotaReserved"))
     workloads_kept = acc.workloads()
     return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                        warnings=tuple(acc.warnings.lines("… and {n} more Kueue warnings like these")),
                        topology={t: tuple(v) for t, v in sorted(acc.topology.items()) if v},
                        workloads=workloads_kept,
                        topology_unlisted={t: n for t, n in sorted(acc.topology_unlisted.items()) if n},
-                       skipped=acc.skipped)
+                       skipped=acc.skipped, running=acc.running_workloads())
 
 
 class NodeReader:

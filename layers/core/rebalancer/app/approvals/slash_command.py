@@ -11,7 +11,7 @@ from typing import Any
 from rebalancer.app.notifications.messages import escaped
 from rebalancer.app.why import WhyStore, why
 from rebalancer.errors import InvalidInput
-from rebalancer.planning.why import Explanation, Waiting, quota_line, waiting_title
+from rebalancer.planning.why import Explanation, Waiting, eta_text, quota_line, standing_lines, waiting_title
 
 USAGE = "usage: /rebalancer why <team> [cluster]"
 TEXT_MAX = 200  # a command's text is a team and a cluster name; anything longer is not ours
@@ -52,6 +52,10 @@ def message(e: Explanation) -> dict[str, Any]:
     notes = "".join(f"\n_note:_ {escaped(n)}" for n in e.notes)
     blocks: list[Any] = [HeaderBlock(text=_cut(f"Why: {e.team} on {e.cluster}", 150)),
                          SectionBlock(text=MarkdownTextObject(text=_cut(f"*Quota*\n{quotas}{notes}", SECTION_MAX)))]
+    if e.standing is not None:
+        head, *rest = standing_lines(e.standing)
+        text = f"*Standing {escaped(head.rstrip(':'))}*\n" + "\n".join(f"• {escaped(line.strip())}" for line in rest)
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=_cut(text, SECTION_MAX))))
     blocks += [SectionBlock(text=MarkdownTextObject(text=_cut(_waiting_text(w), SECTION_MAX)))
                for w in e.waiting[:SHOWN_MAX]]
     if not e.waiting:
@@ -70,6 +74,8 @@ def _waiting_text(w: Waiting) -> str:
     lines = [f"*{escaped(waiting_title(w))}*"] + [f"• {escaped(r.text)}" for r in w.reasons]
     if w.would_start:
         lines.append(f"_Would start with:_ {escaped(w.would_start)}")
+    if w.eta is not None:
+        lines.append(f"_When:_ {escaped(eta_text(w.eta))}")
     return "\n".join(lines)
 
 

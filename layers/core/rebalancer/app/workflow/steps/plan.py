@@ -1,6 +1,7 @@
-"""Plan: `run_plan.make_run_plan` on the stored snapshot under the cluster's policy, recorded as the run's plan;
-the budget messages it brings, the reservations that began or ended since the last run and the prerequisites'
-advisories are announced once. Run again once an approval arrives (`recheck`, after the cluster was collected
+"""Plan: `run_plan.make_run_plan` on the stored snapshot under the cluster's policy, recorded as the run's plan with
+its outlook (each pending workload's estimated start, each team's standing: app.workflow.outlook); the budget
+messages it brings, the reservations that began or ended since the last run and the prerequisites' advisories are
+announced once. Run again once an approval arrives (`recheck`, after the cluster was collected
 again): `recheck.recheck`, the approved plan compared with the cluster as it is, and what follows (write it, write
 the plan made again, ask again, or stop)."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rebalancer.app import budgets, reservations
 from rebalancer.app.notifications.messages import field_line
@@ -20,8 +21,14 @@ from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
 
+if TYPE_CHECKING:
+    from rebalancer.app.workflow import outlook
 
-def plan(run: RunRef, *, store: rechecking.Store, load_policy: Callable[[str], Policy], now: datetime,
+    class Store(rechecking.Store, outlook.Store, Protocol):
+        """The plan use case's store, with the approvals a recheck reads, and the run history the outlook keeps."""
+
+
+def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
          mode_override: str = "", budget_outlet: budgets.Outlet | None = None,
          recheck: Recheck | None = None) -> dict[str, Any]:
     """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary) and the
@@ -49,6 +56,9 @@ def plan(run: RunRef, *, store: rechecking.Store, load_policy: Callable[[str], P
     announced = (budgets.announce(store.meter, policy, snapshot, planned.context.budget_usage, budget_outlet)
                  if budget_outlet else [])
     run_plan.record_plan(store, run, planned)
+    from rebalancer.app.workflow.outlook import record_outlook  # the forecast: loaded when a run is planned
+
+    record_outlook(store, run, snapshot, policy, planned)
     reservations.announce(store.reservations, store.audit, run.cluster_name, snapshot.taken_at, budget_outlet)
     return _output(planned.plan, planned.decision, policy, budget_messages=announced)
 

@@ -1,0 +1,62 @@
+"""The run's outlook, what the plan step stores beside its plan for the teams' `why`: each pending workload's
+estimated start (rebalancer.planning.eta: a forecast under the policy, with durations from the run history this
+step keeps) and each team's standing over the fair-share window (rebalancer.planning.standing, from the metered
+use). Computed here, once per run, so that `/rebalancer why` reads it within Slack's three seconds."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from rebalancer.app import budgets
+from rebalancer.app.workflow.run_plan import RunPlan
+from rebalancer.app.workflow.state import Artifacts, RunRef
+from rebalancer.domain.outlook import Outlook, RunHistory
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
+from rebalancer.planning import eta, standing
+
+
+class RunHistories(Protocol):
+    """rebalancer.adapters.dynamodb.durations.TableDurations; rebalancer_tools.memory_store.MemoryDurations."""
+
+    def history(self, cluster_name: str) -> RunHistory: ...
+    def record(self, cluster_name: str, history: RunHistory) -> None: ...
+
+
+class Store(Protocol):
+    @property
+    def artifacts(self) -> Artifacts: ...
+    @property
+    def meter(self) -> budgets.MeterStore: ...
+    @property
+    def durations(self) -> RunHistories: ...
+
+
+def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | None, history: RunHistory,
+               received: dict[str, dict[str, float]], *, replans: int = eta.REPLANS) -> Outlook:
+    """The outlook of a snapshot already folded into `history` (eta.history_after); `planned`: its plan (None:
+    not planned), applied in the forecast when the run applies it by itself. Without a policy (a snapshot looked
+    at without one) no team has a share: no standings, and the quotas stay as they are in the forecast."""
+    context = planned.context if planned is not None else None
+    estimates = eta.estimates(snapshot, policy, planned.plan if planned else None,
+                              applies=planned is not None and planned.decision == "apply", context=context,
+                              history=history, replans=replans if planned is not None else 0)
+    finished = sum(len(d) for d in history.finished.values())
+    notes = (f"durations from the {finished:,} most recent runs seen to finish "
+             f"({len(history.finished)} teams); the forecast assumes no new work arrives",) if estimates else ()
+    standings = (standing.standings(snapshot, policy, received, context.budget_usage if context is not None else {})
+                 if policy is not None else {})
+    return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes)
+
+
+def record_outlook(store: Store, run: RunRef, snapshot: Snapshot, policy: Policy, planned: RunPlan) -> Outlook:
+    """The run history moved on to `snapshot`, the outlook stored as the run's OUTLOOK, the history kept for the
+    next run."""
+    cluster = run.cluster_name
+    history = eta.history_after(store.durations.history(cluster), snapshot)
+    received = (dict(planned.context.trailing_usage) if policy.fairness.window_hours is not None
+                else budgets.received(store.meter, cluster, standing.window_hours(policy), snapshot.taken_at))
+    outlook = outlook_of(snapshot, policy, planned, history, {t: dict(h) for t, h in received.items()})
+    store.artifacts.put(run.execution_name, "OUTLOOK", outlook.model_dump(mode="json"))
+    store.durations.record(cluster, history)
+    return outlook

@@ -1,0 +1,62 @@
+"""Each waiting workload's estimated start and its range, from DRAWS forecasts of the cluster as it is
+(rebalancer.forecast.engine) that differ only in the durations they draw (rebalancer.forecast.durations): the
+estimate is the median of the starts they give, the range their lower and upper quartiles. A workload the median
+forecast does not start has no estimate, and says why. The controller plans in the first forecast only; the others
+replay its plans."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from rebalancer.forecast.durations import Drawn, History
+from rebalancer.forecast.engine import DAY_S, WORK, Controller, forecast
+from rebalancer.forecast.model import Cluster, NoStart
+
+# Five draws: a median and two quartiles that are draws themselves (the 2nd, 3rd and 4th of five), at five
+# forecasts' cost; the simulator measured the estimate with them (docs/simulation.md).
+DRAWS = 5
+HORIZON_S = 90 * DAY_S  # a quarter: longer than any wait the bench scenarios' rebalancer gives a job at p95
+Unknown = NoStart | Literal["no_history"]
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Seconds on the cluster's clock: `start` the point estimate, `earliest` and `latest` its range (`latest`
+    None: not within the horizon at the upper quartiles); or `start` None and `unknown` saying why."""
+
+    start: float | None
+    earliest: float | None = None
+    latest: float | None = None
+    unknown: Unknown | None = None
+
+
+def estimate(cluster: Cluster, history: History, *, targets: Collection[str] | None = None,
+             controller: Controller | None = None, horizon_s: float = HORIZON_S,
+             work: int = 2 * WORK) -> dict[str, Estimate]:
+    """The estimate of each waiting workload of `targets` (default all). `work`: the bound of all the forecasts
+    together, a DRAWS-th each (a draw cut short counts as later than it reaches); twice one forecast's default,
+    a few seconds here at 1,000 teams (benchmarks/outlook_bench.py)."""
+    def drawn(d: int) -> Drawn:
+        return Drawn(history, random.Random(f"{cluster.at!r}:{d}"))
+
+    first = forecast(cluster, drawn(0), targets=targets, controller=controller, horizon_s=horizon_s,
+                     work=work // DRAWS)
+    replay = controller.replaying(first.plans) if controller is not None else None
+    runs = [first.starts] + [forecast(cluster, drawn(d), targets=targets, controller=replay, horizon_s=horizon_s,
+                                      work=work // DRAWS).starts for d in range(1, DRAWS)]
+    out: dict[str, Estimate] = {}
+    for job in first.starts:
+        starts = [r[job] for r in runs]
+        times = sorted(s.at if s.at is not None else math.inf for s in starts)
+        mid, lo, hi = times[DRAWS // 2], times[DRAWS // 4], times[DRAWS - 1 - DRAWS // 4]
+        if mid == math.inf:
+            reason = next(s.reason for s in starts if s.at is None)
+            unknown: Unknown | None = reason if history or reason == "larger_than_pool" else "no_history"
+            out[job] = Estimate(None, unknown=unknown)
+        else:
+            out[job] = Estimate(mid, lo, None if hi == math.inf else hi)
+    return out

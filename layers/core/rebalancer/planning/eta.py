@@ -1,0 +1,249 @@
+"""Each pending workload's estimated start (what `rebalancer why` and `/rebalancer why` answer "when will it
+start?" with): a forecast (rebalancer.forecast) of the cluster the snapshot shows, under the policy. Kueue as the
+quotas configure it (nominal quota, BorrowLimit, lending, FairShareWeight, PreemptTeamTasks; the scheduler
+config's fair sharing and idle-resource sharing), the run's plan applied two minutes on when it applies by itself
+(not while it waits for approval), the controller's own planner re-planning in the forecast every REPLAN_EVERY_S
+for REPLANS runs. How long things run comes only from what the controller knows: how long each admitted workload
+has run (Snapshot.running_workloads) and the run durations of the team's workloads seen to finish between runs
+(`RunHistory`, kept by the plan step); never how long a workload will really run. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from rebalancer.domain.context import PlanningContext
+from rebalancer.domain.outlook import DURATIONS_KEPT, RunHistory, Seen, WorkloadEta
+from rebalancer.domain.plan import Plan
+from rebalancer.domain.policy import Policy
+from rebalancer.domain.pools import held
+from rebalancer.domain.quotas import ComputeQuota, ComputeQuotaResource
+from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources, Snapshot
+from rebalancer.forecast import model as fc
+from rebalancer.forecast.durations import History
+from rebalancer.forecast.engine import Controller, Quotas
+from rebalancer.forecast.estimate import HORIZON_S, Estimate, estimate
+from rebalancer.planning.why import DEFAULT_BORROW_LIMIT, capacity
+
+# Runs of the controller's planner in one forecast: the first hour of 15-minute runs, as the plan step runs on the
+# template's reconcile schedule; after them the quotas stay as the last plan left them.
+REPLANS = 4
+REPLAN_EVERY_S = 900.0
+APPLY_DELAY_S = 120.0  # a plan that applies by itself is in place within the run's apply and verify steps
+
+
+def _key(name: str, pool: str) -> str:
+    return f"{name}@{pool}"
+
+
+def _t(at: datetime) -> float:
+    return at.timestamp()
+
+
+def _at(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=UTC)
+
+
+# --- what the plan step carries between runs ---
+def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
+    """The run history once `snapshot` is seen: a workload seen running before and neither running nor pending now
+    has finished, after running from its start to about halfway between the run that last saw it and this one; one
+    pending again was preempted (not a run that finished). Each team keeps its newest DURATIONS_KEPT."""
+    now = snapshot.taken_at
+    running: dict[str, Seen] = {}
+    for w in snapshot.running_workloads:
+        key = _key(w.name, w.pool)
+        before = previous.running.get(key)
+        started = w.started or (before.started if before else now)
+        running[key] = Seen(team=w.team, started=started, last_seen=now)
+    waiting = {_key(w.name, w.pool) for w in snapshot.pending_workloads}
+    finished = {t: list(d) for t, d in previous.finished.items()}
+    for key, seen in sorted(previous.running.items(), key=lambda kv: kv[1].last_seen):
+        if key in running or key in waiting or seen.last_seen >= now:
+            continue
+        ended = seen.last_seen + (now - seen.last_seen) / 2
+        finished.setdefault(seen.team, []).append(max(0.0, (ended - seen.started).total_seconds()))
+    return RunHistory(running=running, finished={t: tuple(d[-DURATIONS_KEPT:]) for t, d in sorted(finished.items())})
+
+
+# --- the cluster as the forecast starts from it ---
+def _queue(quota: ComputeQuota | None, team: str, pool: str) -> fc.Queue:
+    if quota is None:  # a team without a compute quota has no ClusterQueue: nothing of it is admitted
+        return fc.Queue(team, 0.0, lend=False, borrow=False)
+    cfg = quota.ComputeQuotaConfig
+    sharing = cfg.ResourceSharingConfig
+    strategy = sharing.Strategy if sharing is not None else "LendAndBorrow"
+    absolute = next((float(r.Accelerators) for r in (sharing.AbsoluteBorrowLimits or ()) if sharing is not None
+                     and r.InstanceType == pool and r.Accelerators is not None), None) if sharing else None
+    percent = (sharing.BorrowLimit if sharing is not None and sharing.BorrowLimit is not None
+               else DEFAULT_BORROW_LIMIT)
+    weight = quota.ComputeQuotaTarget.FairShareWeight
+    return fc.Queue(team, held(quota, pool), weight=float(weight) if weight is not None else 1.0,
+                    lend=strategy != "DontLend", borrow=strategy == "LendAndBorrow",
+                    borrow_limit_percent=None if absolute is not None else float(percent), borrow_limit=absolute,
+                    preempt_within=cfg.PreemptTeamTasks != "Never")
+
+
+def cluster_of(snapshot: Snapshot) -> fc.Cluster:
+    """Every instance type with accelerators that a workload waits for or runs on; each team's queue in it; what
+    runs (what demand says is in use beyond the workloads listed counts as one workload that started now)."""
+    quotas = {q.team: q for q in snapshot.quotas}
+    pools = sorted({w.pool for w in snapshot.pending_workloads} | {w.pool for w in snapshot.running_workloads})
+    at = _t(snapshot.taken_at)
+    out = []
+    for pool in pools:
+        size = capacity(snapshot, pool)
+        running = [fc.Running(_key(w.name, w.pool), w.team, w.accelerators, _t(w.started or snapshot.taken_at))
+                   for w in snapshot.running_workloads if w.pool == pool]
+        listed: dict[str, float] = {}
+        for r in running:
+            listed[r.team] = listed.get(r.team, 0.0) + r.accelerators
+        for team, by_pool in sorted(snapshot.demand.items()):
+            rest = by_pool.get(pool, Demand()).in_use.accelerators - listed.get(team, 0.0)
+            if rest >= 1:
+                running.append(fc.Running(_key(f"{team} (in use, not listed)", pool), team, rest, at))
+        waiting = [fc.Waiting(_key(w.name, w.pool), w.team, w.accelerators, _t(w.created or snapshot.taken_at))
+                   for w in snapshot.pending_workloads if w.pool == pool]
+        teams = sorted(set(quotas) | {r.team for r in running} | {w.team for w in waiting})
+        out.append(fc.Pool(pool, size, tuple(_queue(quotas.get(t), t, pool) for t in teams), tuple(running),
+                           tuple(waiting)))
+    config = snapshot.scheduler_config.SchedulerConfig if snapshot.scheduler_config is not None else {}
+    return fc.Cluster(at, tuple(out), fair_share=config.get("FairShare", "Enabled") != "Disabled",
+                      share_unallocated=config.get("IdleResourceSharing", "Enabled") != "Disabled")
+
+
+# --- the controller in the forecast ---
+def _with_accelerators(quota: ComputeQuota, amounts: Mapping[str, float]) -> ComputeQuota:
+    entries = list(quota.ComputeQuotaConfig.ComputeQuotaResources)
+    for pool, amount in amounts.items():
+        at = next((i for i, r in enumerate(entries) if r.InstanceType == pool and r.AcceleratorPartition is None),
+                  None)
+        entry = ComputeQuotaResource(InstanceType=pool, Accelerators=round(amount))
+        if at is None:
+            entries.append(entry)
+        else:
+            entries[at] = entries[at].model_copy(update={"Accelerators": round(amount), "Count": None})
+    config = quota.ComputeQuotaConfig.model_copy(update={"ComputeQuotaResources": tuple(entries)})
+    return quota.model_copy(update={"ComputeQuotaConfig": config})
+
+
+def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
+    """The snapshot as the forecast has the cluster: its time, each team's quotas, in use and pending on the
+    forecast's pools, and the workloads waiting there. What did not change is the snapshot's own (a re-plan at
+    1,000 teams rewrites only the teams the forecast moved)."""
+    listed = {_key(w.name, w.pool): w for w in snapshot.pending_workloads}
+    demand = {t: dict(by_pool) for t, by_pool in snapshot.demand.items()}
+    changed_quota: dict[str, dict[str, float]] = {}
+    quotas_now = {q.team: q for q in snapshot.quotas}
+    for p in cluster.pools:
+        use: dict[str, list[float]] = {}
+        oldest: dict[str, float] = {}
+        for r in p.running:
+            use.setdefault(r.team, [0.0, 0.0])[0] += r.accelerators
+        for w in p.waiting:
+            use.setdefault(w.team, [0.0, 0.0])[1] += w.accelerators
+            oldest[w.team] = min(w.queued, oldest.get(w.team, w.queued))
+        for q in p.queues:
+            quota = quotas_now.get(q.team)
+            if quota is not None and held(quota, p.name) != q.nominal:
+                changed_quota.setdefault(q.team, {})[p.name] = q.nominal
+            u, pend = use.get(q.team, [0.0, 0.0])
+            old = demand.get(q.team, {}).get(p.name, Demand())
+            since = _at(oldest[q.team]) if q.team in oldest else None
+            if (old.in_use.accelerators, old.pending.accelerators, old.oldest_pending) == (u, pend, since):
+                continue
+            demand.setdefault(q.team, {})[p.name] = old.model_copy(update={
+                "in_use": old.in_use.model_copy(update={"accelerators": u}),
+                "pending": old.pending.model_copy(update={"accelerators": pend}) if pend or old.pending
+                else Resources(), "oldest_pending": since})
+    waiting = []
+    for p in cluster.pools:
+        for w in p.waiting:
+            before = listed.get(w.job)
+            if before is None:
+                waiting.append(PendingWorkload(name=w.job, team=w.team, pool=p.name, accelerators=w.accelerators,
+                                               pods=1, created=_at(w.queued)))
+            elif before.created is not None and _t(before.created) == w.queued:
+                waiting.append(before)
+            else:
+                waiting.append(before.model_copy(update={"created": _at(w.queued)}))
+    quotas = tuple(_with_accelerators(q, changed_quota[q.team]) if q.team in changed_quota else q
+                   for q in snapshot.quotas)
+    return snapshot.model_copy(update={"taken_at": _at(cluster.at), "demand": demand, "quotas": quotas,
+                                       "pending_workloads": tuple(waiting)})
+
+
+def planned_quotas(plan: Plan, pools: tuple[str, ...]) -> Quotas:
+    """What the plan sets on the forecast's pools: team → pool → accelerators."""
+    return {team: {p: a["accelerators"] for p, a in by_pool.items() if p in pools and "accelerators" in a}
+            for team, by_pool in plan.allocations.items()}
+
+
+def controller(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, applies: bool,
+               context: PlanningContext | None, replans: int = REPLANS) -> Controller | None:
+    """The controller in the forecast: the run's plan staged when it applies by itself, then the planner on the
+    forecast's cluster (with the run's planning context: budget use and use over the window as they are now), each
+    of its plans applied only when it would apply by itself (not in a dry run, not one waiting for approval)."""
+    if policy is None or policy.mode == "dry-run":
+        return None
+    from rebalancer.planning.planner import make_plan  # the planner: only where a forecast re-plans
+
+    pools = tuple(sorted({w.pool for w in snapshot.pending_workloads} | {w.pool for w in snapshot.running_workloads}))
+
+    def replan(cluster: fc.Cluster) -> Quotas | None:
+        later = snapshot_at(snapshot, cluster)
+        planned = make_plan(later, policy, later.taken_at, context=context)
+        return planned_quotas(planned, pools) if planned.applies and not planned.requires_approval else None
+
+    staged = (_t(snapshot.taken_at) + APPLY_DELAY_S, planned_quotas(plan, pools)) if plan and applies else None
+    return Controller(replan, REPLAN_EVERY_S, APPLY_DELAY_S, replans, staged)
+
+
+# --- the answers ---
+UNKNOWN = {
+    "larger_than_pool": "it asks for more accelerators than its instance type has healthy in all",
+    "never_admitted": "its quota and borrow limit cannot hold it as they stand, and as the controller plans them",
+    "beyond_horizon": f"it does not start within {HORIZON_S / 86_400:g} days of the snapshot",
+    "beyond_work": "so much waits ahead of it that the forecast stopped before it started (the bound that keeps the "
+                   "plan step within its time)",
+    "no_history": "no workload of this cluster has been seen to finish yet: there is no duration to estimate from",
+}
+
+
+def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, applies: bool,
+              context: PlanningContext | None, history: RunHistory, replans: int = REPLANS) -> tuple[WorkloadEta, ...]:
+    """Every pending workload's estimate (a workload waiting on several types, one per type). Without a policy
+    the quotas stay as they are in the forecast."""
+    if not snapshot.pending_workloads:
+        return ()
+    cluster = cluster_of(snapshot)
+    got = estimate(cluster, History(dict(history.finished)),
+                   controller=controller(snapshot, policy, plan, applies, context, replans))
+    spent = _budgets_spent(snapshot, policy, context)
+    out = []
+    for w in snapshot.pending_workloads:
+        e = got.get(_key(w.name, w.pool), Estimate(None, unknown="never_admitted"))
+        until = spent.get(w.team)
+        if until is not None and (e.start is None or _at(e.start) >= until):
+            out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool,
+                                   unknown=f"its team's budget is spent until {until:%Y-%m-%d %H:%M} UTC"))
+        elif e.start is None:
+            out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool, unknown=UNKNOWN[e.unknown or
+                                                                                          "never_admitted"]))
+        else:
+            out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool, start=_at(e.start),
+                                   earliest=_at(e.earliest if e.earliest is not None else e.start),
+                                   latest=None if e.latest is None else _at(e.latest)))
+    return tuple(out)
+
+
+def _budgets_spent(snapshot: Snapshot, policy: Policy | None,
+                   context: PlanningContext | None) -> dict[str, datetime]:
+    """Per team whose budget is used up (and whose policy then holds it back): when its period ends."""
+    out: dict[str, datetime] = {}
+    for team, tp in (policy.teams.items() if policy is not None else ()):
+        used = context.budget_usage.get(team) if context is not None else None
+        if (tp.budget is not None and tp.budget.on_exhausted != "notify" and used is not None
+                and used.fraction(tp.budget) >= 1):
+            out[team] = tp.budget.window(snapshot.taken_at).end.astimezone(UTC)
+    return out

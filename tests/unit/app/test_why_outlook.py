@@ -1,0 +1,101 @@
+"""The plan step stores each run's outlook beside its plan (the estimated starts, the teams' standings) and keeps
+the run history the durations come from; `why` answers with both, the same in text, JSON and Slack's blocks, and
+as before for a run stored without one."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from support.clock import ticking
+from support.clusters import T0, policy
+from support.why_runs import CLUSTER, P5, SECOND, record_runs, run, waiting_snapshot
+
+from rebalancer.app.approvals.slash_command import message
+from rebalancer.app.why import why
+from rebalancer.app.workflow import run_plan, state
+from rebalancer.app.workflow.steps.plan import plan
+from rebalancer.budgets.metering import Reading
+from rebalancer.domain.outlook import Outlook, RunHistory
+from rebalancer.domain.snapshot import RunningWorkload
+from rebalancer_tools.memory_store import MemoryStore
+
+THIRD = "test-0003"
+POLICY = policy({"a": {}, "b": {"weight": 3}})
+
+
+def stored_run(store: MemoryStore) -> None:
+    """Run 3 through the plan step: a's 16-GPU gang waits; b runs 20 of 24 since 2 h ago, a 8 since 1 h; b's
+    runs have lasted 3 h, a's 1 h; over the week a received 100 accelerator-hours of p5, b 300."""
+    snap = waiting_snapshot().model_copy(update={"running_workloads": (
+        RunningWorkload(name="a-0", team="a", pool=P5, accelerators=8, pods=1, started=T0 - timedelta(hours=1)),
+        RunningWorkload(name="b-0", team="b", pool=P5, accelerators=20, pods=3, started=T0 - timedelta(hours=2)))})
+    state.record_snapshot(store.artifacts, run(THIRD), snap)
+    store.durations.record(CLUSTER, RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10}))
+    store.meter.record(CLUSTER, Reading(at=T0 - timedelta(hours=1), rates={"a": {P5: (100.0, 0.0)},
+                                                                          "b": {P5: (300.0, 0.0)}}),
+                       timedelta(hours=2))
+    store.meter.record(CLUSTER, Reading(at=T0, rates={"a": {P5: (100.0, 0.0)}, "b": {P5: (300.0, 0.0)}}),
+                       timedelta(hours=2))
+    plan(run(THIRD), store=store, load_policy=lambda _: POLICY.model_copy(update={"mode": "dry-run"}), now=T0)
+
+
+def test_the_plan_step_stores_the_outlook_and_keeps_the_run_history() -> None:
+    store = MemoryStore(now=ticking())
+    record_runs(store)
+    stored_run(store)
+    outlook = Outlook.model_validate(store.artifacts.get(THIRD, "OUTLOOK"))
+    (gang,) = outlook.estimates
+    # a's gang of 16 needs its quota (8) and 8 more: it may borrow 4, so it waits, in a dry run, for nothing that
+    # changes the quotas: no estimate, and the reason
+    assert (gang.name, gang.team, gang.start) == ("pretrain", "a", None)
+    assert gang.unknown is not None
+    assert store.durations.history(CLUSTER).running.keys() == {f"a-0@{P5}", f"b-0@{P5}"}
+    a, b = outlook.standing["a"].pools[0], outlook.standing["b"].pools[0]
+    assert (a.received_hours, a.entitled_hours, b.received_hours, b.entitled_hours) == (100.0, 100.0, 300.0, 300.0)
+
+
+def test_why_shows_the_estimate_and_the_standing_in_text_json_and_slack() -> None:
+    store = MemoryStore(now=ticking())
+    record_runs(store)
+    stored_run(store)
+    answer = why(store, CLUSTER, "a")
+    assert answer.execution == THIRD
+    lines = answer.lines()
+    assert "  over the last 168 h:" in lines
+    assert f"    {P5}: received 100 of the 100 accelerator-hours it was entitled to (100%)" in lines
+    assert lines[-1].startswith("  no estimated start: ")
+    doc = answer.model_dump(mode="json")
+    assert doc["standing"]["pools"][0] == {"pool": P5, "received_hours": 100.0, "entitled_hours": 100.0}
+    assert doc["waiting"][0]["eta"]["unknown"] == lines[-1].removeprefix("  no estimated start: ")
+    blocks = message(answer)["blocks"]
+    texts = [b.get("text", {}).get("text", "") for b in blocks]
+    assert any(t.startswith("*Standing over the last 168 h*") for t in texts)
+    assert any("_When:_ no estimated start: " in t for t in texts)
+
+
+def test_with_the_plan_applied_the_gang_has_an_estimate_and_its_range() -> None:
+    store = MemoryStore(now=ticking())
+    record_runs(store)
+    snap = waiting_snapshot().model_copy(update={"running_workloads": (
+        RunningWorkload(name="b-0", team="b", pool=P5, accelerators=20, pods=3, started=T0 - timedelta(hours=2)),
+        RunningWorkload(name="a-0", team="a", pool=P5, accelerators=8, pods=1, started=T0 - timedelta(hours=1)))})
+    store.durations.record(CLUSTER, RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10}))
+    pol = policy({"a": {"guarantee": {P5: 24}}, "b": {}}, approval={"moved_accelerators": 1000,
+                                                                    "max_decrease_percent": 100})
+    planned = run_plan.make_run_plan(snap, pol, T0, store=store)
+    assert planned.decision == "apply"
+    from rebalancer.app.workflow.outlook import record_outlook
+
+    (gang,) = record_outlook(store, run(THIRD), snap, pol, planned).estimates
+    # a's quota of 24 applies 2 min on, and with it a takes back what b borrows above its new 8 (b's one run)
+    assert (gang.start, gang.earliest, gang.latest) == (T0 + timedelta(minutes=2),) * 3
+
+
+def test_a_run_stored_without_an_outlook_is_answered_as_before() -> None:
+    store = MemoryStore(now=ticking())
+    record_runs(store)
+    answer = why(store, CLUSTER, "a")
+    assert answer.execution == SECOND
+    assert answer.standing is None
+    assert answer.waiting[0].eta is None
+    assert not any("estimated" in line or "over the last" in line for line in answer.lines())

@@ -1,0 +1,88 @@
+"""How long workloads run, drawn from what was seen to finish only: a running workload's remaining time from the
+team's runs that lasted longer than it has run, Lindy's rule past them, one of the team's runs for a waiting one,
+the cluster's runs for a team with too few."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support.props import properties
+
+from rebalancer.forecast.durations import KEPT, MIN_SAMPLES, Drawn, History
+from rebalancer.forecast.model import Running, Waiting
+
+H = 3600.0
+RUNS = History({"a": tuple(h * H for h in (1, 2, 3, 4, 5, 6, 10, 20)), "b": (7 * H,)})
+
+
+class Fixed(random.Random):
+    """A generator whose draws a test sets: `pick` the index `choice` takes, `u` what `random` returns."""
+
+    def __init__(self, pick: int = 0, u: float = 0.5) -> None:
+        super().__init__(0)
+        self.pick, self.u = pick, u
+
+    def choice(self, seq: Sequence[float]) -> float:  # type: ignore[override]
+        return seq[self.pick]
+
+    def random(self) -> float:
+        return self.u
+
+
+def running(team: str, started: float) -> Running:
+    return Running("w", team, 8, started)
+
+
+def test_a_running_workload_has_what_one_of_the_longer_runs_had_left() -> None:
+    # ran 2.5 h: the runs longer than that are 3, 4, 5, 6, 10, 20 h, so 0.5 … 17.5 h left
+    assert Drawn(RUNS, Fixed(0)).remaining(running("a", 0.0), 2.5 * H) == pytest.approx(0.5 * H)
+    assert Drawn(RUNS, Fixed(-1)).remaining(running("a", 0.0), 2.5 * H) == pytest.approx(17.5 * H)
+    seen = {Drawn(RUNS, random.Random(i)).remaining(running("a", 0.0), 2.5 * H) for i in range(200)}
+    assert seen == {h * H for h in (0.5, 1.5, 2.5, 3.5, 7.5, 17.5)}
+
+
+def test_past_what_the_history_holds_lindys_rule_gives_as_long_again_at_the_median() -> None:
+    # ran 8 h: only 10 h and 20 h were longer, fewer than MIN_SAMPLES: e · u / (1 − u)
+    assert Drawn(RUNS, Fixed(u=0.5)).remaining(running("a", 0.0), 8 * H) == pytest.approx(8 * H)
+    assert Drawn(RUNS, Fixed(u=0.25)).remaining(running("a", 0.0), 8 * H) == pytest.approx(8 * H / 3)
+    draws = sorted(Drawn(RUNS, random.Random(i)).remaining(running("a", 0.0), 8 * H) for i in range(2001))
+    assert draws[1000] == pytest.approx(8 * H, rel=0.1)  # as likely to run another 8 h as not
+
+
+def test_a_waiting_workload_runs_one_of_the_teams_runs() -> None:
+    assert Drawn(RUNS, Fixed(0)).duration(Waiting("w", "a", 8, 0.0)) == 1 * H
+    assert Drawn(RUNS, Fixed(-1)).duration(Waiting("w", "a", 8, 0.0)) == 20 * H
+
+
+def test_a_team_with_too_few_runs_draws_from_the_clusters_and_nothing_at_all_is_no_duration() -> None:
+    assert len(RUNS.by_team["b"]) < MIN_SAMPLES
+    assert Drawn(RUNS, Fixed(-1)).duration(Waiting("w", "b", 8, 0.0)) == 20 * H  # the cluster's longest
+    assert Drawn(History(), Fixed()).duration(Waiting("w", "b", 8, 0.0)) == float("inf")
+    assert Drawn(History(), Fixed(u=0.5)).remaining(running("b", 0.0), 3 * H) == pytest.approx(3 * H)
+
+
+def test_the_same_seed_draws_the_same() -> None:
+    def draws(seed: str) -> list[float]:
+        d = Drawn(RUNS, random.Random(seed))
+        return [d.remaining(running("a", 0.0), 2.5 * H), d.duration(Waiting("w", "a", 8, 0.0))]
+
+    assert draws("t:1") == draws("t:1")
+
+
+def test_the_history_keeps_each_teams_newest_runs() -> None:
+    h = History().with_finished({"a": [float(i) for i in range(KEPT + 5)]}).with_finished({"a": [999.0], "b": []})
+    assert len(h.by_team["a"]) == KEPT
+    assert (h.by_team["a"][0], h.by_team["a"][-1]) == (6.0, 999.0)
+    assert "b" not in h.by_team
+    assert h
+    assert not History()
+
+
+@properties(80)
+@given(st.lists(st.floats(1, 1e6), min_size=1, max_size=60), st.floats(0, 2e6), st.integers(0, 2**32))
+def test_a_remaining_time_is_never_negative(runs: list[float], ran: float, seed: int) -> None:
+    assert Drawn(History({"a": tuple(runs)}), random.Random(seed)).remaining(running("a", 0.0), ran) >= 0

@@ -1,0 +1,114 @@
+"""`simulate` measures the estimated starts `rebalancer why` would have given: each job is asked about at the first
+controller run after it arrives, on what the controller sees; the estimator never reads how long a job runs (the
+trace's durations), which a change to the durations of the jobs not yet finished shows: nothing asked before they
+finish changes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+from support.props import properties
+
+from rebalancer_tools.simulator.engine import SimConfig, Simulation
+from rebalancer_tools.simulator.eta import Estimator, EtaAccuracy, accuracy
+from rebalancer_tools.simulator.kueue import QueueSpec
+from rebalancer_tools.simulator.results import RawResult, Timeline
+from rebalancer_tools.simulator.trace import TraceJob
+
+H = 3600.0
+
+
+def raw(submit: list[float], start: list[float], estimate: list[float | None]) -> RawResult:
+    n = len(submit)
+    return RawResult(teams=["a"], end_s=0, window_s=0, busy_gpu_s_window=0, capacity_gpu_s_window=0,
+                     received_gpu_s=[0], entitled_gpu_s=[0], deficit_gpu_s=[0], preemptions=[0], lost_gpu_s=[0],
+                     failure_kills=[0], failure_lost_gpu_s=[0], quota_changes=[0], job_team=[0] * n,
+                     job_wait_s=[0] * n, job_done=[True] * n, timeline=Timeline(), job_submit_s=submit,
+                     job_first_start_s=start, job_estimate_s=estimate, job_asked=[True] * n)
+
+
+def test_only_jobs_that_waited_an_hour_count_and_a_missing_estimate_is_a_miss() -> None:
+    got = accuracy(raw(submit=[0, 0, 0, 0, 0, 0], start=[0.5 * H, 2 * H, 4 * H, 4 * H, 10 * H, -1],
+                       estimate=[None, 3 * H, 9 * H, 2 * H, None, 5 * H]))
+    # counted: waited 2 h (est 3 h: within), 4 h (est 9 h: over 2 ×), 4 h (est 2 h: exactly ½, within), 10 h
+    # (none); not counted: 0.5 h, and the job that never started
+    assert got == EtaAccuracy(jobs=4, within_2x=0.5, median_abs_error_h=2.0, without_estimate=1, too_late=0.25)
+    assert got.output() == {"jobs": 4, "within_2x": 0.5, "median_abs_error_h": 2.0, "without_estimate": 1,
+                            "too_early": 0.0, "too_late": 0.25}
+
+
+def run(jobs: list[TraceJob], capacity: int = 8, estimator: Estimator | None = None) -> Simulation:
+    cfg = SimConfig(nodes=capacity, gpus_per_node=1, share_unallocated=True, fair_share=True)
+    sim = Simulation(jobs, ["a", "b"], [QueueSpec("a", capacity // 2, borrow_limit_percent=50),
+                                        QueueSpec("b", capacity // 2, borrow_limit_percent=50)], [0, 1], cfg,
+                     eta=estimator or Estimator())
+    sim.run()
+    return sim
+
+
+def test_a_team_whose_runs_all_last_an_hour_is_told_its_starts_to_the_second() -> None:
+    warm = [TraceJob(f"w{i}", "a", 0.0, H, 8) for i in range(5)]  # five one-hour runs, one after another
+    burst = [TraceJob(f"x{i}", "a", 10 * H, H, 8) for i in range(4)]
+    sim = run(warm + burst, capacity=16)  # a: 8 of its own and 4 it may borrow: one gang of 8 at a time
+    assert sim.first_start[5:] == [10 * H, 11 * H, 12 * H, 13 * H]
+    assert sim.estimated[5:] == [10 * H, 11 * H, 12 * H, 13 * H]
+    # asked at 0, before anything had finished: the first starts now, the others have no duration to go by
+    assert sim.estimated[:5] == [0.0, None, None, None, None]
+    result = accuracy(sim._result())  # w1-w4 (1-4 h, no estimate) and x1-x3 (1-3 h, exact) waited an hour or more
+    assert result == EtaAccuracy(jobs=7, within_2x=3 / 7, median_abs_error_h=0.0, without_estimate=4)
+    assert accuracy(raw([0, 0], [2 * H, 2 * H], [0.5 * H, 0.75 * H])) == EtaAccuracy(2, 0.0, 1.375, 0, 1.0, 0.0)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[list[TraceJob], float]:
+    jobs = [TraceJob(f"j{i}", draw(st.sampled_from("ab")), float(draw(st.integers(0, 40)) * 900),
+                     float(draw(st.integers(1, 40)) * 600), draw(st.sampled_from([1, 2, 4, 8])))
+            for i in range(draw(st.integers(2, 40)))]
+    jobs.sort(key=lambda j: j.submit_s)
+    return jobs, float(draw(st.integers(1, 50)) * 900)
+
+
+@properties(60)
+@given(traces(), st.floats(0.1, 10))
+def test_no_estimate_changes_when_the_durations_of_jobs_not_yet_finished_do(case: tuple[list[TraceJob], float],
+                                                                           factor: float) -> None:
+    jobs, cut = case
+    before = run(jobs)
+    done_by = {j for j in range(len(jobs)) if before.done[j] and before.first_start[j] + jobs[j].duration_s < cut}
+    # every job that has not finished by `cut` runs `factor` times as long (or as short)
+    changed = [j if i in done_by else dataclasses.replace(j, duration_s=j.duration_s * factor)
+               for i, j in enumerate(jobs)]
+    after = run(changed)
+    interval = SimConfig().controller_interval_s
+    asked_before = [i for i, j in enumerate(jobs) if j.submit_s + interval <= cut]
+    for i in asked_before:
+        assert after.estimated[i] == before.estimated[i], jobs[i]
+        assert after.asked[i] == before.asked[i]
+
+
+def test_asking_changes_nothing_else_the_simulation_reports() -> None:
+    jobs = [TraceJob(f"j{i}", "ab"[i % 2], i * 700.0, 3000.0 + 500 * (i % 5), 1 + (i % 4) * 2) for i in range(40)]
+    cfg = SimConfig(nodes=8, gpus_per_node=1, share_unallocated=True, fair_share=True)
+    queues = [QueueSpec("a", 4, borrow_limit_percent=50), QueueSpec("b", 4, borrow_limit_percent=50)]
+    quiet = Simulation(jobs, ["a", "b"], queues, [0, 1], cfg).run()
+    asked = Simulation(jobs, ["a", "b"], [dataclasses.replace(q) for q in queues], [0, 1], cfg,
+                       eta=Estimator()).run()
+    assert (asked.job_wait_s, asked.busy_gpu_s_window, asked.received_gpu_s) == \
+        (quiet.job_wait_s, quiet.busy_gpu_s_window, quiet.received_gpu_s)
+    assert quiet.job_asked == []
+    assert any(asked.job_asked)
+
+
+def test_the_rebalancer_strategys_forecast_plans_with_its_controller() -> None:
+    from rebalancer_tools.simulator import Scenario, TeamSpec, run_strategy
+
+    jobs = [TraceJob(f"w{i}", "a", 0.0, H, 8) for i in range(6)] + \
+        [TraceJob(f"x{i}", "b", 6 * H, 2 * H, 16) for i in range(3)]
+    teams = (TeamSpec("a", 1.0, 8), TeamSpec("b", 1.0, 8))
+    sc = Scenario(jobs=jobs, teams=teams, nodes=2, gpus_per_node=8, eta=True)
+    result = run_strategy(sc, "rebalancer")
+    assert result.eta is not None
+    assert result.output()["eta"]["jobs"] == result.eta.jobs >= 1
+    assert run_strategy(dataclasses.replace(sc, eta=False), "rebalancer").eta is None

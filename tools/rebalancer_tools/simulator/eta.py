@@ -1,0 +1,87 @@
+"""How good `rebalancer why`'s estimated start would have been: every job is asked about at the first controller
+run after it arrives (when the controller first sees it, as the plan step does), with the estimator the controller
+runs (rebalancer.forecast.estimate: the median of its forecasts) on what the controller sees
+(`Simulation.observed`: never a job's duration) and the run durations it saw finish; once the run is over, each
+job that waited at least an hour has its estimate set against its actual first start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rebalancer.forecast.durations import History
+from rebalancer.forecast.engine import Controller, Quotas
+from rebalancer.forecast.estimate import estimate
+from rebalancer.forecast.model import Cluster
+from rebalancer.planning.eta import REPLANS
+from rebalancer_tools.simulator.results import RawResult
+
+WAITED_S = 3600.0  # the jobs measured: those that waited at least an hour before they first started
+WITHIN = 2.0  # an estimate counts when the wait it gives is within a factor 2 of the actual wait
+
+
+class Estimator:
+    """An `EtaProbe`: the estimate of the jobs asked about; with `replan` (the strategy's controller, as the
+    forecast calls it) the forecast re-plans every `interval_s`, applied `apply_delay_s` later."""
+
+    def __init__(self, replan: Callable[[Cluster], Quotas | None] | None = None, interval_s: float = 900.0,
+                 apply_delay_s: float = 120.0, max_replans: int = REPLANS) -> None:
+        self.replan, self.interval_s, self.apply_delay_s = replan, interval_s, apply_delay_s
+        self.max_replans = max_replans
+
+    def __call__(self, cluster: Cluster, history: History, targets: tuple[str, ...],
+                 staged: tuple[float, dict[str, dict[str, int]]] | None) -> dict[str, float | None]:
+        controller = (Controller(self.replan, self.interval_s, self.apply_delay_s, self.max_replans, staged)
+                      if self.replan is not None else None)
+        answers = estimate(cluster, history, targets=targets, controller=controller)
+        return {job: e.start for job, e in answers.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class EtaAccuracy:
+    """Over the jobs that waited at least WAITED_S and started: how many, the share whose estimated wait was within
+    a factor WITHIN of the actual one (a job given no estimate counts as missed), the median of |estimated −
+    actual start| in hours over those given one, how many were given none, and the shares of the misses on either
+    side (estimated wait under 1/WITHIN of the actual one: too early; over WITHIN times it: too late)."""
+
+    jobs: int
+    within_2x: float
+    median_abs_error_h: float | None
+    without_estimate: int
+    too_early: float = 0.0
+    too_late: float = 0.0
+
+    def output(self) -> dict[str, Any]:
+        return {"jobs": self.jobs, "within_2x": round(self.within_2x, 4),
+                "median_abs_error_h": None if self.median_abs_error_h is None else round(self.median_abs_error_h, 2),
+                "without_estimate": self.without_estimate, "too_early": round(self.too_early, 4),
+                "too_late": round(self.too_late, 4)}
+
+
+def accuracy(raw: RawResult) -> EtaAccuracy | None:
+    """None when the run asked nothing (no estimator)."""
+    if not raw.job_asked:
+        return None
+    errors: list[float] = []
+    hits = jobs = missing = early = late = 0
+    for submit, start, est in zip(raw.job_submit_s, raw.job_first_start_s, raw.job_estimate_s, strict=True):
+        waited = start - submit
+        if start < 0 or waited < WAITED_S:
+            continue
+        jobs += 1
+        if est is None:
+            missing += 1
+            continue
+        errors.append(abs(est - start) / 3600)
+        ratio = (est - submit) / waited
+        hits += 1 / WITHIN <= ratio <= WITHIN
+        early += ratio < 1 / WITHIN
+        late += ratio > WITHIN
+    errors.sort()
+    median = None
+    if errors:
+        mid = len(errors) // 2
+        median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
+    return EtaAccuracy(jobs, hits / jobs if jobs else 1.0, median, missing, early / jobs if jobs else 0.0,
+                       late / jobs if jobs else 0.0)
