@@ -11,9 +11,9 @@ holding `--older` audit records (20,000: most of a year of 15-minute runs) under
 `--teams` teams (1,000) on two pools with five pending workloads each, and whose outlook (what the plan step stores:
 each workload's estimated start, each team's standing) the answer reads and shows. A fresh interpreter with a
 Lambda's environment and this checkout's source on its path imports functions/approval/app.py and answers one signed
-slash command through its handler. Its CPU time is what Lambda bills and stretches: the table's answers cost it only their parsing (the
-emulator's own work is done in this process, outside the child's CPU time). Each child runs twice; the
-first writes the .pyc files (the layer ships them compiled, rebalancer_tools.layer), the second is timed.
+slash command through its handler. Its CPU time is what Lambda bills and stretches: the table's answers cost it
+only their parsing (the emulator's own work is done in this process, outside the child's CPU time). Each child runs
+twice; the first writes the .pyc files (the layer ships them compiled, rebalancer_tools.layer), the second is timed.
 
 Modelled: Lambda gives a function a CPU share in proportion to its memory, one full vCPU at 1,769 MB (DESIGN.md), so
 CPU time measured here is stretched by 1,769 / MemorySize of the approval function (read from template.yaml); the
