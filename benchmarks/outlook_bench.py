@@ -57,7 +57,10 @@ def main() -> None:
     ap.add_argument("--types", type=int, default=15)
     ap.add_argument("--workloads", type=int, default=5)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="once, small (the test suite runs it so)")
     args = ap.parse_args()
+    if args.smoke:
+        args.teams, args.types, args.runs = 10, 3, 1
     snap, policy = synthetic(args.teams, instance_types(args.types))
     snap = workloads(snap, args.workloads)
     rnd = random.Random(3)
