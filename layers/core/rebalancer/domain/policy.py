@@ -280,7 +280,7 @@ class Approval(Written):
     # A plan that creates a quota for a team that has none needs approval: the name it is created under is permanent.
     new_teams: bool = True
     # An approved plan older than this is made again on the cluster as it is before anything is written, even when
-    # nothing it was made from has moved (docs/stale-plans.md).
+    # nothing it was made from has moved (docs/deploy/approvals.md).
     max_plan_age_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
 
 
