@@ -1,6 +1,7 @@
 """Every figure and count the README, the docs site, the help texts and the Makefile state about the tools is the
 code's own: the demo's scenarios, the simulator's bench scenarios and strategies, the sandbox's cluster, the commands,
-the holds in their order, the template's parameters, what `why` reads, the supported Pythons."""
+the holds in their order, the template's parameters, what `why` reads, the supported Pythons, every policy field and
+the approval rules' defaults, the bounds of approval rounds, of reservations and of the CLI's lock."""
 
 from __future__ import annotations
 
@@ -8,14 +9,20 @@ import re
 import tomllib
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from support import docs
 from support.layer_build import build_layer
 from support.template import template
 
+from rebalancer.app.reservations import ATTEMPTS as RESERVE_ATTEMPTS
 from rebalancer.app.why import READ_MAX as SLACK_READ_MAX
+from rebalancer.app.workflow.recheck import MAX_APPROVAL_ROUNDS
+from rebalancer.domain.policy import Approval, Policy
 from rebalancer.engine.stability import RULES
+from rebalancer.planning.reservations import AHEAD_MAX, SETTLE_MINUTES
 from rebalancer_tools.cli import COMMANDS, cli
+from rebalancer_tools.cli.cluster_lock import LEASE_MARGIN, SETTLES
 from rebalancer_tools.cli.why_cmd import READ_MAX as CLI_READ_MAX
 from rebalancer_tools.demo.scenarios import SCENARIOS
 from rebalancer_tools.emulator.demo import DEMO
@@ -109,3 +116,46 @@ def test_the_layer_ships_the_data_of_the_services_the_page_counts() -> None:
     counted = re.search(r"botocore's data for the (\w+) services", docs.flat(docs.page("deploy/index.md")))
     assert counted
     assert NUMBERS[counted.group(1)] == len(build_layer().SERVICES)
+
+
+def _yaml_of(*pages: str) -> str:
+    return "\n".join(b for page in pages for b in re.findall(r"```yaml\n(.*?)```", docs.page(page), re.S))
+
+
+def test_every_policy_field_is_in_the_policy_reference() -> None:
+    schema = Policy.model_json_schema()
+    fields = set(schema["properties"])
+    for definition in schema["$defs"].values():
+        fields |= set(definition.get("properties", {}))
+    fields -= {"value", "percent"}  # an amount's own shape: written as 8 or "25%"
+    blocks = _yaml_of("policy/reference.md", "policy/budgets.md")
+    assert sorted(f for f in fields if not re.search(rf"(?<![\w.]){f}:", blocks)) == []
+
+
+def test_the_references_approval_block_holds_the_defaults() -> None:
+    written = next(d["approval"] for b in re.findall(r"```yaml\n(.*?)```", docs.page("policy/reference.md"), re.S)
+                   if isinstance(d := yaml.safe_load(b), dict) and "approval" in d)
+    assert written == Approval().model_dump()
+
+
+def test_the_bounds_of_an_approved_plan_are_the_codes() -> None:
+    page = docs.flat(docs.page("deploy/approvals.md"))
+    age = Approval.model_fields["max_plan_age_minutes"]
+    low, high = (next(getattr(m, k) for m in age.metadata if hasattr(m, k)) for k in ("ge", "le"))
+    assert f"`approval.max_plan_age_minutes` (default {age.default}, from {low} to {high:,})" in page
+    assert f"`MAX_APPROVAL_ROUNDS` ({MAX_APPROVAL_ROUNDS})" in page
+    assert f"it went stale in {MAX_APPROVAL_ROUNDS} rounds of approval" in page
+
+
+def test_the_bounds_of_a_reservation_are_the_codes() -> None:
+    page = docs.flat(docs.page("policy/reservations.md"))
+    assert f"more than **{AHEAD_MAX.days} days** ahead" in page
+    assert f"**one run interval plus {SETTLE_MINUTES} minutes**" in page
+    assert f"After {RESERVE_ATTEMPTS} such rounds it gives up" in page
+
+
+def test_the_clis_lease_is_the_codes() -> None:
+    page = docs.flat(docs.page("cli/apply.md"))
+    times = {v: k for k, v in NUMBERS.items()}
+    assert f"three times `--timeout` plus {times[int(LEASE_MARGIN.total_seconds() // 60)]} minutes" in page
+    assert NUMBERS["three"] == SETTLES
