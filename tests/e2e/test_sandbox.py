@@ -123,7 +123,7 @@ def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) ->
     assert "FAIL" not in out
     assert re.search(r"^OK +add-on amazon-sagemaker-hyperpod-taskgovernance: ACTIVE", out, re.M), out
     assert re.search(r"^OK +EKS access entry", out, re.M), out
-    assert re.search(r"^SANDBOX function permissions: the sandbox deploys no stack", out, re.M), out
+    assert re.search(r"^SANDBOX function permissions: the sandbox deploys no CloudFormation stack", out, re.M), out
 
     code, out = rebalancer("emulator", "heal-node", "--node", failed.group(1))
     assert code == 0, out
