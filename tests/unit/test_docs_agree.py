@@ -5,6 +5,7 @@ the holds in their order, the template's parameters, what `why` reads, the suppo
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 
 import pytest
@@ -68,7 +69,7 @@ def test_every_command_is_in_the_docs(command: str) -> None:
 
 
 @pytest.mark.parametrize(("group", "sub"), [("emulator", s) for s in ("fail-node", "heal-node", "add-demand",
-                                                                        "resize")]
+                                                                        "resize", "run")]
                          + [("approvals", s) for s in ("list", "approve", "reject")] + [("policy", "init"),
                                                                                         ("policy", "push")])
 def test_every_subcommand_the_docs_name_exists(group: str, sub: str) -> None:
@@ -109,3 +110,20 @@ def test_the_layer_ships_the_data_of_the_services_the_page_counts() -> None:
     counted = re.search(r"botocore's data for the (\w+) services", docs.flat(docs.page("deploy/index.md")))
     assert counted
     assert NUMBERS[counted.group(1)] == len(build_layer().SERVICES)
+
+
+def test_the_readmes_sandbox_commands_are_the_walk_the_emulator_page_tests() -> None:
+    """tests/e2e/test_sandbox_controller.py runs the page's walk as written; the README shows the start of it."""
+    def commands(text: str, heading: str) -> list[str]:
+        block = re.search(r"```bash\n(.*?)```", text[text.index(heading):], re.S)
+        assert block is not None, heading
+        return [" ".join(shlex.split(line, comments=True)) for line in block.group(1).splitlines()
+                if line.strip() and not line.startswith("#")]
+
+    readme = commands(README, "## A sandbox where every command works")
+    walk = commands(docs.page("cli/emulator.md"), "### A first walk")
+    assert len(readme) >= 10
+    at = 0
+    for command in readme:
+        assert command in walk[at:], f"{command!r} is not in the emulator page's walk after step {at}"
+        at = walk.index(command, at) + 1

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from unittest import mock
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from rebalancer.domain.frozen import Frozen
 from rebalancer_tools.sample_events import load_event
 
 if TYPE_CHECKING:  # the stack's parts load moto: `rebalancer emulator run` reads a RunReport without them
@@ -45,10 +46,8 @@ SANDBOX_ENV = {
 }                                           # the messages in the sandbox's terminal
 
 
-class Delivered(BaseModel):
+class Delivered(Frozen):
     """One message the controller sent: an email (what SNS delivers to a subscriber) or a Slack webhook POST."""
-
-    model_config = ConfigDict(frozen=True)
 
     channel: Literal["email", "slack"]
     subject: str
@@ -60,10 +59,8 @@ class Delivered(BaseModel):
         return text in self.body or text in str(self.post)
 
 
-class RunReport(BaseModel):
-    """What `rebalancer emulator run` answers with."""
-
-    model_config = ConfigDict(frozen=True)
+class RunReport(Frozen):
+    """What `rebalancer emulator run` answers with (over HTTP, as JSON)."""
 
     cluster: str
     started: bool

@@ -36,7 +36,7 @@ def emulator(ctx: click.Context, port: int, seed: bool, transition_reads: int, p
         serve_sandbox(port, transition_reads, policy_file)
         return
     if policy_file is not None:
-        raise InvalidInput("--policy is the sandbox controller's: give --seed-demo too", field="--policy",
+        raise InvalidInput("the sandbox controller's policy: give --seed-demo too", field="--policy",
                            value=policy_file)
     server = EmulatorServer("127.0.0.1", port)
     try:
