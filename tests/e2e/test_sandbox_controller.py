@@ -8,6 +8,7 @@ page served on loopback, and applies."""
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -51,7 +52,10 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
     credentials.write_text(profile_block())
     heard: list[Delivered] = []
     policy = (ROOT / "examples" / "demo-policy.yaml").read_text()
-    with pytest.MonkeyPatch.context() as mp, open_sandbox(policy=policy, listener=heard.append) as sandbox:
+    before = dict(os.environ)
+    # The sandbox outside: the controller sets the environment of this process for as long as it runs, and puts it
+    # back once the test's own settings are undone.
+    with open_sandbox(policy=policy, listener=heard.append) as sandbox, pytest.MonkeyPatch.context() as mp:
         for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "REBALANCER_TABLE"):
             mp.delenv(name, raising=False)
         for name, value in sandbox.environment().items():  # what the sandbox prints to export, nothing else
@@ -60,6 +64,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
         mp.setenv("COLUMNS", "80")  # a narrow terminal: links must still come out whole
         mp.chdir(here)
         yield Box(sandbox, heard)
+    assert dict(os.environ) == before  # the tests after this module see no sandbox that has gone
 
 
 def profile_block() -> str:

@@ -187,7 +187,8 @@ def add_admin(account: str, admin: Admin) -> None:
 def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = None, policy: str | None = None,
                  listener: Callable[[Delivered], None] | None = None) -> Iterator[Sandbox]:
     """Everything served on 127.0.0.1:`port` (0: a free port) until the block ends; with `policy` (a policy
-    document), the controller too, managing the cluster under it (`listener` sees each message it sends)."""
+    document), the controller too, managing the cluster under it (`listener` sees each message it sends). The
+    controller points this process's AWS environment at the sandbox until the block ends, when it is put back."""
     with ExitStack() as stack:
         kube_url, kube = stack.enter_context(kube_fake.serve())
         box: list[Sandbox] = []
