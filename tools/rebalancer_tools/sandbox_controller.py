@@ -70,6 +70,7 @@ class RunReport(Frozen):
     states: tuple[str, ...] = ()  # the states entered, in order
     approval_id: str | None = None  # the approval it waits for
     decide_by: datetime | None = None
+    headline: str | None = None  # its plan's, when the plan changes no amount ("nothing changes now: …")
     messages: tuple[Delivered, ...] = ()  # what the controller sent since the run started
 
     @property
@@ -137,7 +138,8 @@ class Controller:
         return RunReport(cluster=self.cluster, started=True, reason=str(outcome.get("reason") or ""),
                          execution=name, status=status, states=tuple(self.stack.states_entered(arn)),
                          approval_id=None if pending is None else pending.approval_id,
-                         decide_by=None if pending is None else pending.decide_by, messages=self.inbox.since(seen))
+                         decide_by=None if pending is None else pending.decide_by,
+                         headline=self._headline(name, arn), messages=self.inbox.since(seen))
 
     def deliver_run_ends(self) -> None:
         """Each run that ended since the last call, to the trigger (EventBridge's RunFinished rule), once."""
@@ -153,6 +155,19 @@ class Controller:
         sent = self.inbox.since(seen)
         return all(any(m.channel == channel and m.mentions(pending.approval_id) for m in sent)
                    for channel in ("email", "slack"))
+
+    def _headline(self, name: str, arn: str) -> str | None:
+        """The stored plan's one line when it changes no amount (None before the plan step stored one)."""
+        from rebalancer.app import wiring
+        from rebalancer.app.workflow.state import RunRef, load_plan
+        from rebalancer.errors import RebalancerError
+
+        try:
+            plan = load_plan(wiring.store().artifacts, RunRef(cluster_name=self.cluster, execution_name=name,
+                                                              execution_arn=arn))
+        except RebalancerError:
+            return None
+        return plan.headline()
 
     @staticmethod
     def _pending(arn: str) -> Any:

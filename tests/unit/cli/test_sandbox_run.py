@@ -90,7 +90,10 @@ def test_what_run_says_of_each_outcome() -> None:
                                          f"  rebalancer approvals reject 20261202T211546-b653f43 --cluster {CLUSTER}"]
     ended = waiting.model_copy(update={"status": "SUCCEEDED", "states": ("Begin", "Decide", "NoChange"),
                                        "approval_id": None, "decide_by": None})
-    assert report_lines(ended)[1] == "it ended: NoChange (SUCCEEDED)"
+    assert report_lines(ended)[1:] == ["it ended: NoChange (SUCCEEDED)"]
+    held = ended.model_copy(update={"headline": f"{CLUSTER}: nothing changes now: 2 changes held back (cooldown)"})
+    assert report_lines(held)[1:] == ["it ended: NoChange (SUCCEEDED)",
+                                      f"{CLUSTER}: nothing changes now: 2 changes held back (cooldown)"]
     going = ended.model_copy(update={"status": "RUNNING"})
     assert report_lines(going)[1] == f"still running (`rebalancer history --cluster {CLUSTER}` shows it when it ends)"
     refused = RunReport(cluster=CLUSTER, started=False, reason="a run of demo-hyperpod is under way")

@@ -208,7 +208,8 @@ def report_lines(report: RunReport) -> list[str]:
                       f"{report.decide_by:%Y-%m-%d %H:%M} UTC"]
     if report.status == "RUNNING":
         return [head, f"still running (`rebalancer history --cluster {cluster}` shows it when it ends)"]
-    return [head, f"it ended: {report.states[-1] if report.states else report.status} ({report.status})"]
+    ended = [head, f"it ended: {report.states[-1] if report.states else report.status} ({report.status})"]
+    return ended + ([report.headline] if report.headline else [])
 
 
 def decide_lines(report: RunReport) -> list[str]:
