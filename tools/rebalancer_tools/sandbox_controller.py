@@ -198,7 +198,7 @@ class _RunEnds(threading.Thread):
         while not self._stop.wait(RUN_ENDS_EVERY):
             try:
                 self._controller.deliver_run_ends()
-            except Exception:  # a run's end is delivered on the next look (or by the next `run`)
+            except Exception:  # the trigger answers every event; what raises is the emulator going as the sandbox stops
                 continue
 
     def stop(self) -> None:
