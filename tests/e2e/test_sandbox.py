@@ -123,7 +123,7 @@ def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) ->
     assert "FAIL" not in out
     assert re.search(r"^OK +add-on amazon-sagemaker-hyperpod-taskgovernance: ACTIVE", out, re.M), out
     assert re.search(r"^OK +EKS access entry", out, re.M), out
-    assert re.search(r"^SANDBOX function permissions: the sandbox deploys no stack", out, re.M), out
+    assert re.search(r"^SANDBOX function permissions: the sandbox deploys no CloudFormation stack", out, re.M), out
 
     code, out = rebalancer("emulator", "heal-node", "--node", failed.group(1))
     assert code == 0, out
@@ -141,6 +141,9 @@ def test_the_drive_commands_refuse_in_one_line(sandbox: Sandbox) -> None:
     code, out = rebalancer("emulator", "fail-node", "--group", "no-such-group")
     assert code == 2
     assert out.strip() == "error: fail-node: no running node in instance group 'no-such-group'"
+    code, out = rebalancer("emulator", "run")  # this one was opened without a policy: no controller
+    assert code == 2
+    assert out.strip() == "error: run: this sandbox runs no controller: start it with `rebalancer emulator --seed-demo`"
 
 
 def test_the_banner_prints_every_variable_to_export(sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ the approval rules' defaults, the bounds of approval rounds, of reservations and
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 
 import pytest
@@ -75,7 +76,7 @@ def test_every_command_is_in_the_docs(command: str) -> None:
 
 
 @pytest.mark.parametrize(("group", "sub"), [("emulator", s) for s in ("fail-node", "heal-node", "add-demand",
-                                                                        "resize")]
+                                                                        "resize", "run")]
                          + [("approvals", s) for s in ("list", "approve", "reject")] + [("policy", "init"),
                                                                                         ("policy", "push")])
 def test_every_subcommand_the_docs_name_exists(group: str, sub: str) -> None:
@@ -159,3 +160,20 @@ def test_the_clis_lease_is_the_codes() -> None:
     times = {v: k for k, v in NUMBERS.items()}
     assert f"three times `--timeout` plus {times[int(LEASE_MARGIN.total_seconds() // 60)]} minutes" in page
     assert NUMBERS["three"] == SETTLES
+
+
+def test_the_readmes_sandbox_commands_are_the_walk_the_emulator_page_tests() -> None:
+    """tests/e2e/test_sandbox_controller.py runs the page's walk as written; the README shows the start of it."""
+    def commands(text: str, heading: str) -> list[str]:
+        block = re.search(r"```bash\n(.*?)```", text[text.index(heading):], re.S)
+        assert block is not None, heading
+        return [" ".join(shlex.split(line, comments=True)) for line in block.group(1).splitlines()
+                if line.strip() and not line.startswith("#")]
+
+    readme = commands(README, "## A sandbox where every command works")
+    walk = commands(docs.page("cli/emulator.md"), "### A first walk")
+    assert len(readme) >= 10
+    at = 0
+    for command in readme:
+        assert command in walk[at:], f"{command!r} is not in the emulator page's walk after step {at}"
+        at = walk.index(command, at) + 1

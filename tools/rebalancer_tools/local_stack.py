@@ -116,6 +116,7 @@ class LocalStack:
     # "appconfig": the stack deployed with PolicySource=appconfig — the first cluster's policy is pushed to the
     # template's AppConfig profile (its validator included) and read by the plan step through Powertools.
     policy_source: str = "ssm"
+    table_name: str | None = None  # a table made already (the sandbox's, which its commands read); None: one made here
 
     def __post_init__(self) -> None:
         self.template = tpl.load_template(self.root)
@@ -157,7 +158,7 @@ class LocalStack:
                                                  {"stepfunctions": {"execute_state_machine": True}}))
         self._atomic_dynamodb_writes()
         resources = self.template["Resources"]
-        table = self._table(resources["Table"]["Properties"])
+        table = self.table_name or self._table(resources["Table"]["Properties"])
         topic = self.client("sns").create_topic(Name=f"{STACK}-topic")["TopicArn"]
         self._subscribe_queue(topic)
         secrets = self.client("secretsmanager")

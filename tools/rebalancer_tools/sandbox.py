@@ -3,10 +3,14 @@ cluster, and on the same loopback server the Kubernetes API of its EKS cluster (
 ClusterQueues and Workloads, the Nodes), the EKS side (the cluster as HyperPod's orchestrator, its endpoint that
 server, the task-governance add-on ACTIVE, an access entry for the caller), Container Insights metrics and the
 controller's audit table. `rebalancer emulator --seed-demo` serves it; the demo provisions its cluster the same way.
+Given a policy, it also runs the controller (rebalancer_tools.sandbox_controller: the state machine and handlers,
+the approval page), and two admins exist: you (the exported keys) and SECOND_ADMIN, who approves what you request.
 
 Routes besides moto's and the emulator's /_emulator/ controls:
   /api/…, /apis/…                    the Kubernetes API (served by kube_fake, proxied here)
-  GET  /_sandbox/info                → {"cluster", "eks_cluster", "table", "region", "nodes": [...]}
+  GET  /_sandbox/info                → {"cluster", "eks_cluster", "table", "region", "nodes": [...], "admins": [...],
+                                        "approval_api"}
+  POST /_sandbox/run                 {}: a controller run from the scheduled event → RunReport (once it ends or asks)
   POST /_sandbox/fail-node           {"node_id"} or {"group"}: the node fails (HyperPod and Kubernetes agree)
   POST /_sandbox/heal-node           {"node_id"}
   POST /_sandbox/add-demand          {"team", "instance_type", "accelerators", "pods"?, "name"?}: a pending workload
@@ -23,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rebalancer.catalog import specs as catalog
 from rebalancer_tools import kube_fake
@@ -31,6 +35,9 @@ from rebalancer_tools.demo import cast
 from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo, seed_demo
 from rebalancer_tools.emulator.control import DEFAULT_ACCOUNT, DEFAULT_REGION
 from rebalancer_tools.emulator.server import EmulatorServer
+
+if TYPE_CHECKING:
+    from rebalancer_tools.sandbox_controller import Controller, Delivered, RunReport
 
 TABLE = "rebalancer-sandbox"
 PREFIX = "/_sandbox/"
@@ -43,6 +50,27 @@ ENVIRONMENT_KEYS = ("AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
+@dataclass(frozen=True, slots=True)
+class Admin:
+    """An IAM user of the sandbox's account with an access key of its own: what STS says a command runs as."""
+
+    user: str
+    access_key_id: str
+    secret_access_key: str
+
+    def arn(self, account: str = DEFAULT_ACCOUNT) -> str:
+        return f"arn:aws:iam::{account}:user/{self.user}"
+
+    def environment(self) -> dict[str, str]:
+        """What to put before a command to run it as this admin."""
+        return {"AWS_ACCESS_KEY_ID": self.access_key_id, "AWS_SECRET_ACCESS_KEY": self.secret_access_key}
+
+
+# The one who approves what you (the exported keys: moto's default identity, CALLER) request: an approval is a
+# second pair of eyes, and a reservation's requester cannot approve it.
+SECOND_ADMIN = Admin("admin-2", "AKIASANDBOXADMIN0002", "sandbox-admin-2-secret")
+
+
 @dataclass
 class Sandbox:
     endpoint: str
@@ -51,10 +79,15 @@ class Sandbox:
     kube: kube_fake.KubeState
     table: str = TABLE
     jobs: dict[str, list[cast.Job]] = field(default_factory=lambda: {t: list(j) for t, j in cast.STEADY.items()})
+    controller: Controller | None = None  # the controller, when the sandbox runs it
 
     @property
     def cluster(self) -> str:
         return DEMO.cluster_name
+
+    @property
+    def region(self) -> str:
+        return DEFAULT_REGION
 
     def environment(self) -> dict[str, str]:
         """What to export so that boto3, the AWS CLI and every `rebalancer` command use the sandbox."""
@@ -63,7 +96,15 @@ class Sandbox:
 
     def info(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "eks_cluster": cast.EKS_CLUSTER, "table": self.table,
-                "region": DEFAULT_REGION, "nodes": self.emulator.nodes(self.cluster)}
+                "region": DEFAULT_REGION, "nodes": self.emulator.nodes(self.cluster),
+                "admins": [CALLER, SECOND_ADMIN.arn(self.emulator.account_id)],
+                "approval_api": self.controller.approval_api if self.controller else None}
+
+    def run(self) -> RunReport:
+        """A controller run (rebalancer_tools.sandbox_controller.Controller.run)."""
+        if self.controller is None:
+            raise LookupError("this sandbox runs no controller: start it with `rebalancer emulator --seed-demo`")
+        return self.controller.run()
 
     # --- what the drive commands do ------------------------------------------------------------------------------
     def fail_node(self, node_id: str | None = None, group: str | None = None) -> str:
@@ -129,9 +170,25 @@ def provision(emulator: Emulator, kube: kube_fake.KubeState, *, kube_endpoint: s
     return seeded
 
 
+def add_admin(account: str, admin: Admin) -> None:
+    """`admin` as an IAM user of moto's account, holding its access key."""
+    from moto.iam.models import iam_backends
+
+    iam = iam_backends[account]["aws"]
+    iam.create_user(DEFAULT_REGION, admin.user)
+    key = iam.create_access_key(admin.user)
+    # moto makes a random pair; the sandbox's is fixed, so the docs can show the command that acts as this admin.
+    del iam.access_keys[key.physical_resource_id]
+    key.access_key_id, key.secret_access_key = admin.access_key_id, admin.secret_access_key
+    iam.access_keys[key.physical_resource_id] = key
+
+
 @contextmanager
-def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = None) -> Iterator[Sandbox]:
-    """Everything served on 127.0.0.1:`port` (0: a free port) until the block ends."""
+def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = None, policy: str | None = None,
+                 listener: Callable[[Delivered], None] | None = None) -> Iterator[Sandbox]:
+    """Everything served on 127.0.0.1:`port` (0: a free port) until the block ends; with `policy` (a policy
+    document), the controller too, managing the cluster under it (`listener` sees each message it sends). The
+    controller points this process's AWS environment at the sandbox until the block ends, when it is put back."""
     with ExitStack() as stack:
         kube_url, kube = stack.enter_context(kube_fake.serve())
         box: list[Sandbox] = []
@@ -141,12 +198,18 @@ def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = No
         _reset(server.endpoint)  # moto's backends are per process: start from nothing, leave nothing behind
         stack.callback(_reset, server.endpoint)
         emulator = Emulator()
-        seeded = provision(emulator, kube, kube_endpoint=server.endpoint)
+        add_admin(emulator.account_id, SECOND_ADMIN)
+        seeded = provision(emulator, kube, kube_endpoint=server.endpoint,
+                           callers=(CALLER, SECOND_ADMIN.arn(emulator.account_id)))
         sandbox = Sandbox(server.endpoint, emulator, seeded, kube)
         box.append(sandbox)
         sandbox.sync_nodes()
         _create_table(server.endpoint, TABLE)
         cast.publish_metrics(_client("cloudwatch", server.endpoint), now or datetime.now(UTC))
+        if policy is not None:
+            from rebalancer_tools.sandbox_controller import open_controller
+
+            sandbox.controller = stack.enter_context(open_controller(sandbox, policy, listener=listener))
         yield sandbox
 
 
@@ -219,6 +282,8 @@ def _control(box: Sandbox, environ: dict[str, Any], start_response: Callable[...
         if method == "POST" and route == "resize":
             box.resize(str(body["group"]), int(body["count"]))
             return _json(start_response, 200, {})
+        if method == "POST" and route == "run":
+            return _json(start_response, 200, box.run().model_dump(mode="json"))
         return _json(start_response, 404, {"error": f"no route {method} {environ['PATH_INFO']}"})
     except KeyError as e:
         return _json(start_response, 400, {"error": f"bad request: {e} missing"})
@@ -246,14 +311,14 @@ def _proxy(kube_url: str, environ: dict[str, Any], start_response: Callable[...,
 
 
 # --- the drive commands' side: a sandbox served by another process ------------------------------------------------
-def call(endpoint: str, route: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def call(endpoint: str, route: str, body: Mapping[str, Any] | None = None, *, timeout: float = 30) -> dict[str, Any]:
     """One control call; the sandbox's refusal becomes a LookupError / ValueError carrying its message."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{endpoint.rstrip('/')}{PREFIX}{route}", data=data,
                                      method="GET" if body is None else "POST",
                                      headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             out: dict[str, Any] = json.loads(answer.read() or b"{}")
             return out
     except urllib.error.HTTPError as e:

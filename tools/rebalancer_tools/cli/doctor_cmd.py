@@ -68,9 +68,9 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
                                "pass --stack or --collect-role-arn to name the collect role"))
 
     if sandbox is not None:
-        lines.append(pre.Check("function permissions", "sandbox", "the sandbox deploys no stack (IAM's policy "
-                               "simulator has no function role to check); `rebalancer demo` runs the functions "
-                               "under their template policies"))
+        lines.append(pre.Check("function permissions", "sandbox", "the sandbox deploys no CloudFormation stack "
+                               "(IAM's policy simulator has no function role to check); its controller runs each "
+                               "function under its template policy, every call authorized by the emulator"))
     elif stack:
         with aws_call("sts:GetCallerIdentity", "the caller"):
             account = clients.client("sts").get_caller_identity()["Account"]

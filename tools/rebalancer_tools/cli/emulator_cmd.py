@@ -1,12 +1,14 @@
 """`rebalancer emulator`: the HyperPod task-governance emulator as a server on 127.0.0.1. With --seed-demo it is the
-sandbox (rebalancer_tools.sandbox): the demo cluster, its Kubernetes API, EKS side, metrics and audit table, so that
-every command works on it; `rebalancer emulator fail-node / heal-node / add-demand / resize` drive it."""
+sandbox (rebalancer_tools.sandbox): the demo cluster, its Kubernetes API, EKS side, metrics and audit table, and the
+controller, so that every command works on it; `rebalancer emulator fail-node / heal-node / add-demand / resize /
+run` drive it."""
 
 from __future__ import annotations
 
 import click
 
-from rebalancer_tools.cli.params import Whole
+from rebalancer.errors import InvalidInput
+from rebalancer_tools.cli.params import InputFile, Whole
 from rebalancer_tools.cli.sandbox_cmds import DRIVE_COMMANDS
 from rebalancer_tools.emulator import DEFAULT_REGION, DEMO, Emulator
 from rebalancer_tools.emulator.server import EmulatorServer
@@ -20,16 +22,22 @@ from rebalancer_tools.emulator.server import EmulatorServer
                    "(Kueue, Nodes), EKS side, metrics and audit table.")
 @click.option("--transition-reads", type=Whole(0, 1000), default=0, show_default=True,
               help="Describe calls that still see Creating / Updating after each write.")
+@click.option("--policy", "policy_file", type=InputFile(),
+              help="With --seed-demo: the policy the sandbox's controller runs with (default: "
+                   "examples/demo-policy.yaml).")
 @click.pass_context
-def emulator(ctx: click.Context, port: int, seed: bool, transition_reads: int) -> None:
+def emulator(ctx: click.Context, port: int, seed: bool, transition_reads: int, policy_file: str | None) -> None:
     """Serve SageMaker (moto) with compute quotas and scheduler configs; point the AWS CLI or boto3 at it."""
     if ctx.invoked_subcommand is not None:
         return
     if seed:
         from rebalancer_tools.cli.sandbox_cmds import serve_sandbox
 
-        serve_sandbox(port, transition_reads)
+        serve_sandbox(port, transition_reads, policy_file)
         return
+    if policy_file is not None:
+        raise InvalidInput("the sandbox controller's policy: give --seed-demo too", field="--policy",
+                           value=policy_file)
     server = EmulatorServer("127.0.0.1", port)
     try:
         server.start()

@@ -123,8 +123,8 @@ def reserve(cluster: str, table: str | None, stack: str | None, region: str | No
         click.echo(f"its quota is raised {rec.lead_minutes} minutes before each window opens")
     why = reservations.needs_approval(policy, accelerators)
     if why:
-        click.echo(f"needs approval ({why}): rebalancer reservations approve {rec.reservation_id} --cluster "
-                   f"{printable(cluster)}")
+        click.echo(f"needs approval by another admin than you ({why}): rebalancer reservations approve "
+                   f"{rec.reservation_id} --cluster {printable(cluster)}")
 
 
 @click.group(invoke_without_command=True)

@@ -1,31 +1,45 @@
-"""The sandbox from the command line: `rebalancer emulator --seed-demo` serves it and prints what to export;
-`rebalancer emulator fail-node / heal-node / add-demand / resize` drive a running one (found through
-$AWS_ENDPOINT_URL, as every other command finds it)."""
+"""The sandbox from the command line: `rebalancer emulator --seed-demo` serves it, with the controller, prints what
+to export and then every email and Slack message the controller sends; `rebalancer emulator fail-node / heal-node /
+add-demand / resize / run` drive a running one (found through $AWS_ENDPOINT_URL, as every other command finds it)."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rebalancer.errors import InvalidInput, PermanentError
 from rebalancer_tools.cli.params import Whole
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rebalancer_tools.sandbox_controller import Delivered, RunReport
+
+RUN_WAIT = 120  # seconds `run` waits for the sandbox's answer (it answers within its own RUN_TIMEOUT)
+
 
 def _stop(*_: object) -> None:
     raise KeyboardInterrupt  # `kill PID` stops the sandbox as Ctrl-C does: servers closed, moto reset
 
 
-def serve_sandbox(port: int, transition_reads: int) -> None:
+def serve_sandbox(port: int, transition_reads: int, policy_file: str | None) -> None:
+    from rebalancer_tools.cli.output import console
     from rebalancer_tools.sandbox import open_sandbox
 
+    policy, policy_text = _policy(policy_file)
+    out = console()
+    # The handlers log JSON lines for CloudWatch; this terminal shows what they send people instead.
+    logging.disable(logging.WARNING)
     signal.signal(signal.SIGTERM, _stop)
     try:
-        with open_sandbox(port) as sandbox:
+        with open_sandbox(port, policy=policy_text, listener=lambda m: show_message(out, m)) as sandbox:
             sandbox.emulator.set_transition_reads(transition_reads)
-            _announce(sandbox)
+            _announce(sandbox, policy)
             try:
                 while True:
                     time.sleep(3600)
@@ -35,11 +49,29 @@ def serve_sandbox(port: int, transition_reads: int) -> None:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
 
 
-def _announce(sandbox: Any) -> None:
+def _policy(policy_file: str | None) -> tuple[Path, str]:
+    """The controller's policy: the file (checked as the plan step would check it) and its text."""
+    from rebalancer.domain.policy import Policy
+    from rebalancer.parsing.loading import POLICY_MAX_BYTES, load_model_file, read_text
+    from rebalancer_tools.cli.demo_cmd import DEFAULT_POLICY
+    from rebalancer_tools.template import find_root
+
+    path = Path(policy_file) if policy_file else find_root() / DEFAULT_POLICY
+    load_model_file(Policy, path)  # a policy the plan step would refuse: one line now, not a failed run later
+    return path, read_text(path, what="policy", max_bytes=POLICY_MAX_BYTES)
+
+
+def _announce(sandbox: Any, policy: Path | None = None) -> None:
+    from rebalancer_tools.sandbox import CALLER, SECOND_ADMIN
+
     groups = ", ".join(f"{g.name} {g.count}× {g.instance_type}" for g in _groups())
     click.echo(f"sandbox listening on {sandbox.endpoint}: HyperPod cluster {sandbox.cluster} ({groups}) with "
                f"{len(sandbox.seeded.quota_ids)} team quotas, its EKS cluster's Kubernetes API (Kueue, Nodes) on "
                f"the same address, audit table {sandbox.table}")
+    if sandbox.controller is not None:
+        click.echo(f"the controller (state machine and handlers) manages {sandbox.cluster} under {policy}; its "
+                   f"approval page is served on {sandbox.controller.approval_api}; the emails and Slack messages "
+                   "it sends are printed here")
     click.echo("in another shell:")
     for name, value in sandbox.environment().items():
         click.echo(f"  export {name}={value}")
@@ -47,7 +79,25 @@ def _announce(sandbox: Any) -> None:
     click.echo(f"  rebalancer snapshot --cluster {cluster} -o snap.json")
     click.echo(f"  rebalancer plan --cluster {cluster} --policy examples/demo-policy.yaml")
     click.echo(f"  rebalancer emulator fail-node --group {_groups()[0].name}   # also: heal-node, add-demand, resize")
+    if sandbox.controller is not None:
+        click.echo("  rebalancer emulator run   # a controller run; what it asks, `rebalancer approvals` decides")
+    me = CALLER.rsplit(":", 1)[-1]
+    click.echo(f"you are {me}; a second admin, {SECOND_ADMIN.user}, approves what you request. Put its keys before a "
+               "command to run it as them:")
+    keys = " ".join(f"{k}={v}" for k, v in SECOND_ADMIN.environment().items())
+    click.echo(f"  {keys} rebalancer reservations approve ID --cluster {cluster}")
     click.echo("Ctrl-C stops it.", nl=True)
+
+
+def show_message(out: Console, message: Delivered) -> None:
+    """An email as its text under a rule (each link a line of its own, whole), a Slack message as Slack lays it
+    out."""
+    from rebalancer_tools.demo.narrative import RichStory
+
+    if message.channel == "email":
+        RichStory(out).email(message.subject, message.body)
+    else:
+        RichStory(out).slack(message.post)
 
 
 def _groups() -> Any:
@@ -63,12 +113,12 @@ def _endpoint(endpoint: str | None) -> str:
     return endpoint
 
 
-def _call(endpoint: str | None, route: str, body: dict[str, Any]) -> dict[str, Any]:
+def _call(endpoint: str | None, route: str, body: dict[str, Any], *, timeout: float = 30) -> dict[str, Any]:
     from rebalancer_tools.sandbox import call
 
     where = _endpoint(endpoint)
     try:
-        return call(where, route, body)
+        return call(where, route, body, timeout=timeout)
     except LookupError as e:
         raise InvalidInput(str(e), field=route) from None
     except ValueError as e:
@@ -126,4 +176,51 @@ def resize(group: str, count: int, endpoint: str | None) -> None:
     click.echo(f"instance group {group} resized to {count}")
 
 
-DRIVE_COMMANDS = (fail_node, heal_node, add_demand, resize)
+@click.command("run")
+@ENDPOINT
+def run(endpoint: str | None) -> None:
+    """A controller run, as the schedule starts one: it plans, then applies, or asks an admin and waits. Prints
+    the run's states and the messages it sent (each link on a line of its own)."""
+    from rebalancer_tools.cli.output import console
+    from rebalancer_tools.sandbox_controller import RunReport
+
+    report = RunReport.model_validate(_call(endpoint, "run", {}, timeout=RUN_WAIT))
+    out = console()
+    for line in report_lines(report):
+        out.print(line, soft_wrap=True, highlight=False, markup=False)
+    for message in report.messages:
+        show_message(out, message)
+    if report.waiting:
+        for line in decide_lines(report):
+            out.print(line, soft_wrap=True, highlight=False, markup=False)
+
+
+def report_lines(report: RunReport) -> list[str]:
+    """What a run did, in a line or two."""
+    from rebalancer_tools.cli.run_ids import short_run
+
+    cluster = report.cluster
+    if not report.started:
+        return [f"no run started: {report.reason}"]
+    head = f"run {short_run(report.execution, cluster)} of {cluster}: {' → '.join(report.states)}"
+    if report.waiting and report.decide_by is not None:
+        return [head, f"it waits for an admin: approval {report.approval_id}, to decide by "
+                      f"{report.decide_by:%Y-%m-%d %H:%M} UTC"]
+    if report.status == "RUNNING":
+        return [head, f"still running (`rebalancer history --cluster {cluster}` shows it when it ends)"]
+    ended = [head, f"it ended: {report.states[-1] if report.states else report.status} ({report.status})"]
+    return ended + ([report.headline] if report.headline else [])
+
+
+def decide_lines(report: RunReport) -> list[str]:
+    """How to decide what a run asks: the commands, each on a line of its own, and the page."""
+    from rebalancer_tools.cli.run_ids import short_run
+
+    cluster = report.cluster
+    run_id = short_run(report.execution, cluster)
+    return ["decide it here (recorded with your AWS identity), or open the email's Approve or Reject link:",
+            f"  rebalancer approvals approve {run_id} --cluster {cluster}",
+            f"  rebalancer approvals reject {run_id} --cluster {cluster}"]
+
+
+DRIVE_COMMANDS = (fail_node, heal_node, add_demand, resize, run)
