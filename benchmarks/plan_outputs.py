@@ -8,16 +8,31 @@ Each case is the benchmark's contended cluster (plan_bench.synthetic) at 3 to 30
 variation (spread, max_move, min_step, cooldowns, protection, outsiders, disabled or missing quotas, removals,
 families, percents, managed settings, explicit vCPU / memory, CPU and MIG pools, zero weights, modes, guarantees
 above capacity), plus the 1,000-team benchmark and its settled re-plan. A fingerprint covers the plan's JSON,
-`Plan.output()`, the plan with known versions, `build_pools` and `allocate` (their reprs: floats to the last bit).
+`Plan.output()`, the plan with known versions, and the engine's inputs and outputs as JSON (`engine_json`):
+`build_pools`' pools and warnings, and `allocate`'s result.
+
+The engine's JSON is written field by field here, not from the records' types, so that it reads the same whatever
+the records are made of (NamedTuple, dataclass, columns or rows):
+
+- a pool (`PoolInput`): {"key", "resource", "capacity", "claims": [one object per claim: "team", "weight",
+  "guarantee", "cap", "demand", "current", "in_use", "protected", "cooldown", "notes"], "notes", "families":
+  [{"team", "key", "amount"}], "gangs": [per claim, its pending workloads' sizes]};
+- a pool's result (`PoolResult`): every field of the record under its name, per-claim fields as lists in claim
+  order;
+- a hold (`Hold`): {"rule", "text", "until"} with "until" in ISO 8601 or null; tuples are lists;
+- a float as Python's shortest round-trip repr (to the last bit: 0.1 + 0.2 is 0.30000000000000004), an infinite
+  one as the string "inf" or "-inf" (JSON has no infinity); an int stays an int (1 and 1.0 differ); keys sorted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import sys
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import plan_bench as bench
 
+from rebalancer.domain.plan import Hold
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer.engine.allocation import Settings, allocate
+from rebalancer.engine.allocation import Allocation, PoolInput, PoolResult, Settings, allocate
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.pools import build_pools
@@ -126,6 +142,47 @@ def variant(teams: int, seed: int, **kw: Any) -> tuple[Snapshot, Policy]:  # one
     return Snapshot.model_validate(sd), Policy.model_validate(pd)
 
 
+CLAIM_FIELDS = ("team", "weight", "guarantee", "cap", "demand", "current", "in_use", "protected", "cooldown", "notes")
+RESULT_FIELDS = ("key", "resource", "capacity", "teams", "before", "after", "fair", "desired", "reasons", "warnings",
+                 "holds", "wants", "share", "demand", "running", "weight", "guarantee", "cap", "claim_notes", "notes",
+                 "factor", "spread")
+
+
+def _value(v: object) -> object:
+    """A value of the engine's records as JSON (see the module's docstring)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)
+    if isinstance(v, Hold):
+        return {"rule": v.rule, "text": v.text, "until": _value(v.until)}
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, tuple | list):
+        return [_value(x) for x in v]
+    return v
+
+
+def pool_json(pool: PoolInput) -> dict[str, object]:
+    """A pool as JSON (see the module's docstring)."""
+    return {"key": pool.key, "resource": pool.resource, "capacity": _value(pool.capacity),
+            "claims": [{name: _value(getattr(c, name)) for name in CLAIM_FIELDS} for c in pool.claims],
+            "notes": _value(pool.notes), "families": [{"team": b.team, "key": b.key, "amount": _value(b.amount)}
+                                                      for b in pool.families],
+            "gangs": _value(pool.gangs)}
+
+
+def result_json(result: PoolResult) -> dict[str, object]:
+    """A pool's result as JSON: every field under its name."""
+    return {name: _value(getattr(result, name)) for name in RESULT_FIELDS}
+
+
+def engine_json(pools: Sequence[PoolInput], warnings: Sequence[str], result: Allocation) -> list[str]:
+    """build_pools' pools and warnings, and allocate's result, as JSON texts."""
+    return [json.dumps([pool_json(p) for p in pools], sort_keys=True, allow_nan=False),
+            json.dumps(list(warnings), allow_nan=False),
+            json.dumps({"pools": [result_json(r) for r in result.pools], "warnings": list(result.warnings)},
+                       sort_keys=True, allow_nan=False)]
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -138,7 +195,7 @@ def fingerprint(snap: Snapshot, pol: Policy) -> list[object]:
     result = allocate(pools, Settings(surplus=pol.surplus, min_step=pol.stability.min_step,
                                       max_move=pol.stability.max_move))
     texts = [plan.model_dump_json(), json.dumps(plan.output(), sort_keys=True), known.model_dump_json(),
-             repr(pools), repr(warnings), repr(result)]
+             *engine_json(pools, warnings, result)]
     return [*map(_digest, texts), len(plan.changes), len(plan.requests), len(plan.field_changes)]
 
 

@@ -70,37 +70,3 @@ def test_a_handler_loads_only_what_it_runs(function: str) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
-
-
-# Code compiled at import that the layer's .pyc files could have carried: a stdlib dataclass execs its generated
-# methods when its class is made (3.7 M instructions a frozen one, 0.004 of the floor; a NamedTuple costs a third, a
-# plain class next to nothing), and a pydantic model whose module has `from __future__ import annotations` compiles
-# every field's annotation from its string (~0.12 M instructions a field).
-COMPILED_AT_IMPORT = """
-import __future__, runpy, sys
-import pydantic
-runpy.run_path(APP)
-found = []
-for name, module in list(sys.modules.items()):
-    if not name.startswith("rebalancer."):
-        continue
-    mine = [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == name]
-    found += [f"{name}.{c.__name__}: a dataclass" for c in mine
-              if "__dataclass_fields__" in c.__dict__ and "__pydantic_fields__" not in c.__dict__]
-    if getattr(module, "annotations", None) is __future__.annotations and any(
-            issubclass(c, pydantic.BaseModel) for c in mine):
-        found.append(f"{name}: pydantic models under `from __future__ import annotations`")
-print(sorted(found))
-"""
-
-
-@pytest.mark.parametrize("function", sorted(p.name for p in FUNCTIONS.iterdir() if (p / "app.py").is_file()))
-def test_a_handler_init_compiles_no_code(function: str) -> None:
-    app = FUNCTIONS / function / "app.py"
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(RUNTIME.parent), "AWS_REGION": "us-east-1",
-           "LAMBDA_TASK_ROOT": str(app.parent), "AWS_LAMBDA_FUNCTION_NAME": function,
-           "POWERTOOLS_SERVICE_NAME": "test", "TABLE_NAME": "t", "MANAGED_CLUSTERS": "c"}
-    code = COMPILED_AT_IMPORT.replace("APP", repr(str(app)))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -99,7 +100,7 @@ class MemoryApprovals:
             raise ApprovalNotPending(current.status)
         if current.decide_by <= self.now():
             raise ApprovalNotPending("expired")
-        decided = current._replace(status=status, decided_by=who)
+        decided = replace(current, status=status, decided_by=who)
         self.approvals[approval_id] = decided
         return decided
 
@@ -107,7 +108,7 @@ class MemoryApprovals:
         current = self.approvals.get(approval_id)
         if current is None:
             return False
-        self.approvals[approval_id] = current._replace(status="superseded")
+        self.approvals[approval_id] = replace(current, status="superseded")
         return True
 
     def put_context(self, approval_id: str, context: RunContext, decide_by: datetime) -> None:

@@ -171,8 +171,8 @@ def test_a_lease_names_its_holder_renews_and_is_released_unless_a_run_waits_for_
     arn = "arn:aws:states:us-east-1:1:execution:m:run-1"
     assert store.locks.holding("c1") is None
     run = store.locks.acquire("c1", "run-1", day, run_arn=arn)
-    assert store.locks.holding("c1")[:3] == (False, "run-1", run.acquired_at)
-    assert store.locks.holding("c1").run_arn == arn
+    held = store.locks.holding("c1")
+    assert (held.acquired, held.holder, held.acquired_at, held.run_arn) == (False, "run-1", run.acquired_at, arn)
     # A command's lease never takes over a run whose follow-up is still to start.
     store.locks.request_followup("c1", "run-1", "a node failed", machine="arn:sm", lease=day)
     refused = store.locks.acquire("c1", "cli-1", ten, replace="run-1", by="arn:aws:iam::1:user/ann")

@@ -41,7 +41,7 @@ def test_the_autoscaler_s_ceiling_raises_a_limit_and_never_lowers_one() -> None:
 
 def test_a_raise_above_the_limit_is_refused_a_raise_that_fits_or_a_decrease_is_not() -> None:
     a, b = q("a", {P5: 10}), q("b", {P5: 6})
-    guard = Guard([a, b], {P5: 16.0})  # the pool holds exactly its capacity
+    guard = Guard.of([a, b], {P5: 16.0})  # the pool holds exactly its capacity
     assert guard.refusal(a.ComputeQuotaId, q("a", {P5: 11})) == \
         f"{P5}: the enabled quotas would hold 17, the cluster has 16 healthy"
     assert guard.refusal(None, q("c", {P5: 1})) is not None  # a new quota takes room too
@@ -53,7 +53,7 @@ def test_a_raise_above_the_limit_is_refused_a_raise_that_fits_or_a_decrease_is_n
 
 def test_a_pool_a_node_left_may_stay_or_shrink_but_not_grow() -> None:
     a, b = q("a", {P5: 12}), q("b", {P5: 12})
-    guard = Guard([a, b], {P5: 16.0})  # 24 held, 16 healthy: a node failed
+    guard = Guard.of([a, b], {P5: 16.0})  # 24 held, 16 healthy: a node failed
     assert guard.refusal(a.ComputeQuotaId, q("a", {P5: 6})) is None
     guard.wrote(a.ComputeQuotaId, q("a", {P5: 6}))
     assert guard.refusal(b.ComputeQuotaId, q("b", {P5: 14})) == \
@@ -79,7 +79,7 @@ def writes(draw: st.DrawFn) -> tuple[list[ComputeQuota], dict[str, float], list[
 def test_whatever_is_written_through_the_guard_no_type_ends_above_its_limit_or_what_it_held(
         case: tuple[list[ComputeQuota], dict[str, float], list[ComputeQuota]]) -> None:
     start, limit, later = case
-    guard = Guard(start, limit)
+    guard = Guard.of(start, limit)
     held = {qq.ComputeQuotaId: qq for qq in start}
     bound = {t: max(limit[t], sum(load(x).get(t, 0.0) for x in start)) for t in limit}
     for w in later:

@@ -15,7 +15,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -278,7 +278,7 @@ def cases(draw: st.DrawFn) -> tuple[Snapshot, Policy, PlanningContext]:
                       "max_move": draw(st.sampled_from([None, 0, 4, 16]))},
     })
     snap = snapshot(nodes, quotas=quotas, pending=pending, in_use=in_use, modified=modified)
-    context = planning_context(snap, pol)._replace(budget_usage=usage)
+    context = replace(planning_context(snap, pol), budget_usage=usage)
     return snap, pol, context
 
 

@@ -8,8 +8,9 @@ first read, not when a handler that may read it is imported.
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from rebalancer.adapters import prerequisites
 from rebalancer.adapters.aws import AwsClients
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from kubernetes import client as k8s
 
 
-class KubeAccess(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class KubeAccess:
     """How to reach the cluster's Kubernetes API: EKS (endpoint, CA and token from AWS; the default), a kubeconfig
     context, a plain URL (the loopback fake, for the demo and tests), or not at all."""
 
@@ -66,7 +68,8 @@ WARNINGS_MAX = 100
 WARNING_MAX_BYTES = 1024
 
 
-class Collected(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Collected:
     snapshot: Snapshot
     warnings: tuple[str, ...] = ()
 
@@ -109,7 +112,8 @@ def collect_snapshot(cluster_name: str, clients: AwsClients, *, now: datetime,
                                                    rest="… and {n} more collect warnings")))
 
 
-class SageMakerSide(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SageMakerSide:
     """What SageMaker says: the cluster, its nodes, its quotas (with their tags) and its scheduler config."""
 
     described: dict[str, Any]
@@ -159,18 +163,19 @@ def _operations(sm: SageMakerReader, cluster_name: str, warnings: list[str]) -> 
         return ()
 
 
-class KubeSide(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class KubeSide:
     """What the cluster's Kubernetes API says: demand per team (Kueue), MIG partitions (node allocatable), and,
     when prerequisites are checked, whether Kueue could be listed."""
 
-    demand: dict[str, dict[str, Demand]]
-    mig: dict[str, dict[str, int]]
-    access: prerequisites.Kueue | None
-    node_health: dict[str, str]
-    autoscaling_max_nodes: dict[str, int]
-    topology: dict[str, tuple[str, ...]]
-    pending_workloads: tuple[PendingWorkload, ...]
-    topology_unlisted: dict[str, int]
+    demand: dict[str, dict[str, Demand]] = field(default_factory=dict)
+    mig: dict[str, dict[str, int]] = field(default_factory=dict)
+    access: prerequisites.Kueue | None = None
+    node_health: dict[str, str] = field(default_factory=dict)
+    autoscaling_max_nodes: dict[str, int] = field(default_factory=dict)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    pending_workloads: tuple[PendingWorkload, ...] = ()
+    topology_unlisted: dict[str, int] = field(default_factory=dict)
     running_workloads: tuple[RunningWorkload, ...] = ()
 
     @classmethod
@@ -178,8 +183,7 @@ class KubeSide(NamedTuple):
              autoscaled: bool = False) -> KubeSide:
         if api is None:
             warnings.append("Kueue not read: every team's demand is taken as zero")
-            return cls(demand={}, mig={}, access=None, node_health={}, autoscaling_max_nodes={}, topology={},
-                       pending_workloads=(), topology_unlisted={})
+            return cls()
         from rebalancer.adapters.kubernetes.kueue import KueueReader, NodeReader
 
         with api:

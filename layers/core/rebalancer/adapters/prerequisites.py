@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -28,7 +29,8 @@ RBAC_FIX = "apply the Kueue reader ClusterRole and binding (docs/deploy/kueue-ac
 Status = Literal["ok", "warn", "fail", "sandbox"]  # sandbox: a check that cannot apply to the local sandbox
 
 
-class Check(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Check:
     name: str
     status: Status
     found: str
@@ -44,7 +46,8 @@ class Check(NamedTuple):
 
 
 # --- the task-governance add-on ------------------------------------------------------------------------------------
-class Addon(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Addon:
     check: Check
     version: str | None = None
     status: str | None = None
@@ -93,7 +96,8 @@ def check_access_entry(eks: Any, eks_cluster: str, role_arn: str) -> Check:
     return Check(name, "ok", f"{role_arn} ({groups})")
 
 
-class Kueue(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Kueue:
     check: Check
     api_version: str | None = None
 
@@ -302,7 +306,8 @@ def denied_or_error(name: str, call: str, e: ClientError | BotoCoreError) -> Che
 
 
 # --- what collect and doctor run -----------------------------------------------------------------------------------
-class ClusterReport(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ClusterReport:
     checks: tuple[Check, ...]
     addon: Addon | None = None
     kueue: Kueue | None = None

@@ -6,8 +6,9 @@ The template's alarms on these start a rebalance. Each observation also stores a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
@@ -33,7 +34,8 @@ class Store(Protocol):
     def samples(self) -> Samples: ...
 
 
-class TeamUsage(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TeamUsage:
     team: str
     allocated: float
     in_use: float
@@ -44,7 +46,8 @@ class TeamUsage(NamedTuple):
         return max(0.0, self.allocated - self.in_use)
 
 
-class Imbalance(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Imbalance:
     cluster: str
     capacity: float
     teams: tuple[TeamUsage, ...]

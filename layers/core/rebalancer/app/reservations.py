@@ -11,8 +11,9 @@ again, and is checked against the first (or refused)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -59,7 +60,8 @@ class Outlet(Protocol):
     def send(self, kind: str, lines: tuple[str, ...]) -> None: ...
 
 
-class Request(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Request:
     cluster: str
     team: str
     pool: str

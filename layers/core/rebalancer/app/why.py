@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
@@ -85,16 +86,18 @@ def why(store: WhyStore, cluster: str, team: str, *, read_max: int = READ_MAX) -
     return answer
 
 
+@dataclass(slots=True)
 class _Scan:
     """The audit records read so far, newest first, and whether they answer: the latest run with a stored snapshot
     found, and for each pool of the team's quota its last applied change and that run's plan (its reason) seen."""
 
-    def __init__(self, artifacts: Artifacts, team: str):
-        self.artifacts, self.team = artifacts, team
-        self.seen: list[dict[str, Any]] = []
-        self.run: tuple[str, Snapshot, Plan | None, Outlook | None] | None = None
-        self.changed: dict[str, str] = {}  # pool → the execution of its last change (newest first: the first seen)
-        self.planned: set[str] = set()  # executions whose plan record was seen
+    artifacts: Artifacts
+    team: str
+    seen: list[dict[str, Any]] = field(default_factory=list)
+    run: tuple[str, Snapshot, Plan | None, Outlook | None] | None = None
+    # pool → the execution of its last change (newest first: the first seen)
+    changed: dict[str, str] = field(default_factory=dict)
+    planned: set[str] = field(default_factory=set)  # executions whose plan record was seen
 
     def take(self, record: dict[str, Any]) -> bool:
         """Adds one record; True when nothing older can change the answer."""

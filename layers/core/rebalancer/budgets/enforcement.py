@@ -7,12 +7,11 @@ the budget is used. Pure: the period-to-date use comes in the planning context
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.budget import Budget, BudgetUsage, describe
-from rebalancer.domain.context import EMPTY
 from rebalancer.domain.policy import Amount, Policy, Sharing, TeamPolicy, family_types
 from rebalancer.domain.pools import PoolKey
 from rebalancer.domain.snapshot import Snapshot
@@ -21,11 +20,13 @@ from rebalancer.errors import UnknownInstanceType
 LEND_ONLY = Sharing(strategy="Lend")
 
 
-class Enforced(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Enforced:
     policy: Policy
-    notes: Mapping[str, str] = EMPTY  # team → "budget 92 % used (…)"
+    notes: Mapping[str, str] = field(default_factory=dict)  # team → "budget 92 % used (…)"
     warnings: tuple[str, ...] = ()
-    held_until: Mapping[str, datetime] = EMPTY  # team held at its guarantee → when its period ends
+    # team held at its guarantee → when its period ends
+    held_until: Mapping[str, datetime] = field(default_factory=dict)
 
 
 def _in_scope(budget: Budget, key: str) -> bool:

@@ -11,8 +11,9 @@ missed readings.
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -112,7 +113,8 @@ def fact_between(last: Reading, now: Reading, expected_gap: timedelta = EXPECTED
                 estimated=now.at - last.at > expected_gap)
 
 
-class MeterResult(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class MeterResult:
     """What metering one reading did: the first reading of a cluster, a fact recorded, a duplicate (a retried or
     concurrent run metered this interval already) or a stale reading (not after the last one)."""
 
@@ -120,15 +122,13 @@ class MeterResult(NamedTuple):
     fact: Fact | None
 
 
+@dataclass(slots=True)
 class Used:
-    """One team's accelerator-hours on one instance type over a window."""
+    """One team's accelerator-hours on one instance type over a window (added to as facts are read)."""
 
-    __slots__ = ("borrowed", "estimated", "own")
-
-    def __init__(self, own: float = 0.0, borrowed: float = 0.0, estimated: bool = False) -> None:
-        self.own = own
-        self.borrowed = borrowed
-        self.estimated = estimated
+    own: float = 0.0
+    borrowed: float = 0.0
+    estimated: bool = False
 
 
 def hours_in(facts: Iterable[Fact], since: datetime, until: datetime) -> dict[str, dict[str, Used]]:
@@ -169,15 +169,19 @@ def budgets_of(policy: "Policy") -> dict[str, Budget]:
     return {name: t.budget for name, t in sorted(policy.teams.items()) if t.budget is not None and not t.remove}
 
 
+@dataclass(slots=True)
 class Ledger:
     """Period use per budgeted team: accelerator-hours per budget period and instance type, added up fact by fact
     in the order the facts were metered. The one way the planner's budget use is summed: the plan step builds one
     from the facts the store holds, the simulator and the backtest keep one and add each fact as it is metered
     (`rebalancer usage` reports over any period, budget or not, with `hours_in`)."""
 
-    def __init__(self, budgets: Mapping[str, Budget]) -> None:
-        self.budgets = dict(sorted(budgets.items()))
-        self.used: dict[tuple[str, str], dict[str, Used]] = {}  # (team, period label) → instance type → hours
+    budgets: Mapping[str, Budget]
+    # (team, period label) → instance type → hours
+    used: dict[tuple[str, str], dict[str, Used]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.budgets = dict(sorted(self.budgets.items()))
 
     @classmethod
     def of(cls, facts: Iterable[Fact], budgets: Mapping[str, Budget], until: datetime) -> "Ledger":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rebalancer.budgets.metering import Fact
@@ -27,15 +28,15 @@ def _add(total: Hours, part: Hours, sign: float) -> None:
             into[itype] = into.get(itype, 0.0) + sign * h
 
 
+@dataclass(slots=True)
 class TrailingUsage:
     """Per team and instance type, the accelerator-hours received within [at − window, at). Facts are added in the
     order they were metered; `hours(at)` is asked at times that never go backwards (each run's snapshot time), and
     a fact that ended before the window's start is forgotten for good."""
 
-    def __init__(self, window: timedelta) -> None:
-        self.window = window
-        self._facts: deque[tuple[Fact, Hours]] = deque()
-        self._total: Hours = {}  # the whole hours of every fact kept
+    window: timedelta
+    _facts: deque[tuple[Fact, Hours]] = field(default_factory=deque, init=False)
+    _total: Hours = field(default_factory=dict, init=False)  # the whole hours of every fact kept
 
     @classmethod
     def of(cls, facts: Iterable[Fact], window: timedelta) -> TrailingUsage:

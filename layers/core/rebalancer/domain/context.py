@@ -5,18 +5,15 @@ far in the period, the writes to the teams' quotas, how long work has waited. `r
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from types import MappingProxyType
-from typing import Any, NamedTuple
 
 from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.reservation import Reservation
 
-# The default of a mapping field in the planner's records (NamedTuples: a default is shared, so it is immutable).
-EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
-
-class RecentChange(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RecentChange:
     """A write to a team's quota: in one pool, by how much (`before` → `after`), when a caller recorded it; or the
     quota as a whole (`pool` None, amounts unknown), as its LastModifiedTime tells."""
 
@@ -27,7 +24,8 @@ class RecentChange(NamedTuple):
     after: float | None = None
 
 
-class PlanningContext(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PlanningContext:
     """`known_versions`: per team, the quota version our last applied write left (the key `(cluster)` for the
     scheduler config); None when nothing is recorded (every setting that differs from the policy may be a console
     edit). `budget_usage`: per team with a budget, its use so far in the period that holds the snapshot's time.
@@ -39,12 +37,12 @@ class PlanningContext(NamedTuple):
     expires on; the caller keeps it for the next run)."""
 
     known_versions: Mapping[str, int] | None = None
-    budget_usage: Mapping[str, BudgetUsage] = EMPTY
+    budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
     recent_changes: tuple[RecentChange, ...] = ()
-    last_changed: Mapping[str, datetime] = EMPTY
-    pending_since: Mapping[str, Mapping[str, datetime]] = EMPTY
+    last_changed: Mapping[str, datetime] = field(default_factory=dict)
+    pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
-    unavailable_since: Mapping[str, tuple[str, datetime]] = EMPTY
+    unavailable_since: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)
     # per team and instance type, accelerator-hours received over the trailing fair-share window (own and
     # borrowed); filled only for a policy with `fairness.window_hours`
-    trailing_usage: Mapping[str, Mapping[str, float]] = EMPTY
+    trailing_usage: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

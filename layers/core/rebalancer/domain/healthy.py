@@ -14,6 +14,7 @@ On a cluster whose autoscaler may add nodes, what the quotas may reach is the au
 read (`ceilings`, from the run's basis); a node failing there does not lower it."""
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
@@ -76,20 +77,24 @@ def limits(healthy: Mapping[str, float], ceilings: Mapping[str, float]) -> dict[
     return {t: max(healthy.get(t, 0.0), ceilings.get(t, 0.0)) for t in {*healthy, *ceilings}}
 
 
+@dataclass(slots=True)
 class Guard:
     """The enabled quotas of one cluster, per instance type, as just read, against the limits just read; each
-    write is checked (`refusal`) and then taken into account (`wrote`). Not a record: the state of one pass of
-    writes."""
+    write is checked (`refusal`) and then taken into account (`wrote`): the state of one pass of writes. `held`:
+    per quota id, what it holds per type; `totals`: their sums per type."""
 
-    __slots__ = ("held", "limit", "totals")
+    held: dict[str, dict[str, float]]
+    totals: dict[str, float]
+    limit: dict[str, float]
 
-    def __init__(self, quotas: Iterable[ComputeQuota], limit: Mapping[str, float]):
-        self.held = {q.ComputeQuotaId: load(q) for q in quotas}
-        self.totals: dict[str, float] = {}
-        for held in self.held.values():
-            for t, amount in held.items():
-                self.totals[t] = self.totals.get(t, 0.0) + amount
-        self.limit = dict(limit)
+    @classmethod
+    def of(cls, quotas: Iterable[ComputeQuota], limit: Mapping[str, float]) -> "Guard":
+        held = {q.ComputeQuotaId: load(q) for q in quotas}
+        totals: dict[str, float] = {}
+        for amounts in held.values():
+            for t, amount in amounts.items():
+                totals[t] = totals.get(t, 0.0) + amount
+        return cls(held, totals, dict(limit))
 
     def _after(self, quota_id: str | None, after: ComputeQuota | None) -> dict[str, float]:
         was = self.held.get(quota_id or "", {})

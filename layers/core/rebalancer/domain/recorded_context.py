@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, Field, field_serializer
+from pydantic import AwareDatetime, Field
 
 from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.context import PlanningContext, RecentChange
@@ -56,11 +56,6 @@ class RecordedContext(Frozen):
                    pending_since={team: dict(pools) for team, pools in context.pending_since.items()},
                    reservations=context.reservations, unavailable_since=dict(context.unavailable_since),
                    trailing_usage={team: dict(types) for team, types in context.trailing_usage.items()})
-
-    @field_serializer("recent_changes")
-    def _changes_by_name(self, changes: tuple[RecentChange, ...]) -> list[dict[str, Any]]:
-        """Each write as a record with its fields named, not a bare list."""
-        return [c._asdict() for c in changes]
 
     def context(self) -> PlanningContext:
         """The planning context as the plan read it."""

@@ -1,19 +1,20 @@
 """What the table keeps about a run besides its documents: the approval record and the run's context shown on the
 review page, and the answer to taking the per-cluster lock. Plain values, shared by the DynamoDB repositories and
-the in-memory ones. NamedTuples: every handler defines them at cold start, and the repositories write them field by
-field, never as a whole."""
+the in-memory ones; the repositories write them field by field, never as a whole."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 # superseded: approved, but the plan went stale before it was written and was made again beyond what was approved;
 # a new approval was asked for the new plan.
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired", "superseded"]
 
 
-class ApprovalRecord(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
     approval_id: str
     task_token: str
     execution_arn: str
@@ -23,14 +24,16 @@ class ApprovalRecord(NamedTuple):
     decided_by: str | None = None
 
 
-class RunContext(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RunContext:
     """What the review page shows about the run besides its plan."""
 
     trigger: dict[str, Any]
     started_at: str | None = None
 
 
-class LockResult(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class LockResult:
     """The per-cluster lock as it stands after an attempt to take it (or to release it)."""
 
     acquired: bool

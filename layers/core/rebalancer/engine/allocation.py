@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass, fields, replace
 
 from rebalancer.domain.plan import Hold
 from rebalancer.engine import gangs, reasons, stability
@@ -49,73 +49,49 @@ __all__ = ["EPS", "INF", "Allocation", "Claim", "Claims", "FamilyBound", "Outcom
            "solve_families", "water_fill"]
 
 INF = math.inf
-# A claim's fields in order: Claim's attributes, and Claims' columns.
-_FIELDS = ("team", "weight", "guarantee", "cap", "demand", "current", "in_use", "protected", "cooldown", "notes")
 
 
+@dataclass(frozen=True, slots=True)
 class Claim:
     """One team in one pool. Amounts are in the pool's unit; `cap` is INF when the policy sets none."""
 
-    __slots__ = _FIELDS
-
-    def __init__(self, team: str, weight: float, guarantee: float = 0.0, cap: float = INF, demand: float = 0.0,
-                 current: float = 0.0, in_use: float = 0.0, protected: bool = False, cooldown: Hold | None = None,
-                 notes: tuple[str, ...] = ()) -> None:
-        self.team = team
-        self.weight = weight
-        self.guarantee = guarantee
-        self.cap = cap
-        self.demand = demand
-        self.current = current
-        self.in_use = in_use
-        self.protected = protected
-        self.cooldown = cooldown  # the cooldown the team is in, or None
-        self.notes = notes  # facts about this team's amounts quoted in its reason (e.g. a family split)
-
-    def _row(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in _FIELDS)
-
-    def __eq__(self, other: object) -> bool:  # tests compare rows
-        return self._row() == other._row() if isinstance(other, Claim) else NotImplemented
-
-    def __repr__(self) -> str:
-        return _repr(self)
+    team: str
+    weight: float
+    guarantee: float = 0.0
+    cap: float = INF
+    demand: float = 0.0
+    current: float = 0.0
+    in_use: float = 0.0
+    protected: bool = False
+    cooldown: Hold | None = None  # the cooldown the team is in, or None
+    notes: tuple[str, ...] = ()  # facts about this team's amounts quoted in its reason (e.g. a family split)
 
 
+# A claim's fields in order: Claim's attributes, and Claims' columns.
+_FIELDS = tuple(f.name for f in fields(Claim))
+
+
+@dataclass(frozen=True, slots=True)
 class Claims:
     """A pool's claims as parallel columns, entry i of every column being team i's (see Claim). The engine reads
     columns; at 1,000 teams × 15 pools, one object per claim was 15k objects for the garbage collector to walk.
-    Iterating gives Claim rows. Immutable by convention: a step that changes columns makes new claims
-    (`_replace`, as on the NamedTuples that hold them)."""
+    Iterating gives Claim rows; a step that changes columns makes new claims (`dataclasses.replace`)."""
 
-    __slots__ = _FIELDS
-
-    def __init__(self, team: tuple[str, ...], weight: tuple[float, ...], guarantee: tuple[float, ...],
-                 cap: tuple[float, ...], demand: tuple[float, ...], current: tuple[float, ...],
-                 in_use: tuple[float, ...], protected: tuple[bool, ...], cooldown: tuple[Hold | None, ...],
-                 notes: tuple[tuple[str, ...], ...]) -> None:
-        self.team = team
-        self.weight = weight
-        self.guarantee = guarantee
-        self.cap = cap
-        self.demand = demand
-        self.current = current
-        self.in_use = in_use
-        self.protected = protected
-        self.cooldown = cooldown
-        self.notes = notes
+    team: tuple[str, ...]
+    weight: tuple[float, ...]
+    guarantee: tuple[float, ...]
+    cap: tuple[float, ...]
+    demand: tuple[float, ...]
+    current: tuple[float, ...]
+    in_use: tuple[float, ...]
+    protected: tuple[bool, ...]
+    cooldown: tuple[Hold | None, ...]
+    notes: tuple[tuple[str, ...], ...]
 
     @classmethod
     def of(cls, claims: Iterable[Claim]) -> Claims:
         rows = tuple(claims)
         return cls(*(tuple(getattr(c, name) for c in rows) for name in _FIELDS))
-
-    def _replace(self, *, weight: tuple[float, ...] | None = None, guarantee: tuple[float, ...] | None = None,
-                 notes: tuple[tuple[str, ...], ...] | None = None) -> Claims:
-        """The same claims with the columns the planning steps rewrite replaced."""
-        return Claims(self.team, self.weight if weight is None else weight,
-                      self.guarantee if guarantee is None else guarantee, self.cap, self.demand, self.current,
-                      self.in_use, self.protected, self.cooldown, self.notes if notes is None else notes)
 
     def __len__(self) -> int:
         return len(self.team)
@@ -125,16 +101,9 @@ class Claims:
                                             self.current, self.in_use, self.protected, self.cooldown, self.notes,
                                             strict=True))
 
-    def __repr__(self) -> str:
-        return _repr(self)
 
-
-def _repr(c: Claim | Claims) -> str:
-    """As a dataclass's repr reads (benchmarks/plan_outputs.py fingerprints the pools' reprs)."""
-    return f"{type(c).__name__}(" + ", ".join(f"{name}={getattr(c, name)!r}" for name in _FIELDS) + ")"
-
-
-class FamilyBound(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class FamilyBound:
     """A family cap of one team, listed by every pool of the family: the team's amounts over the pools that list
     the same (team, key) add up to at most `amount`. Those pools are allocated together (rebalancer.engine.family_caps).
     A team's families do not overlap (the policy says so)."""
@@ -144,7 +113,8 @@ class FamilyBound(NamedTuple):
     amount: float
 
 
-class PoolInput(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PoolInput:
     key: str
     resource: str
     capacity: float  # what the policy's teams share (healthy capacity minus what others hold)
@@ -152,7 +122,6 @@ class PoolInput(NamedTuple):
     notes: tuple[str, ...] = ()  # capacity facts quoted in every reason of this pool
     families: tuple[FamilyBound, ...] = ()  # the family caps of teams in this pool; usually none
     # Per claim, the sizes of its pending workloads in admission order (rebalancer.engine.gangs); () when not read.
-    # Out of the repr, so that a pool without them reads as it did before they existed.
     gangs: tuple[tuple[float, ...], ...] = ()
 
     @classmethod
@@ -162,33 +131,27 @@ class PoolInput(NamedTuple):
         """A pool from Claim rows."""
         return cls(key, resource, capacity, Claims.of(claims), notes, families, gangs)
 
-    def __repr__(self) -> str:
-        return (f"PoolInput(key={self.key!r}, resource={self.resource!r}, capacity={self.capacity!r}, "
-                f"claims={self.claims!r}, notes={self.notes!r}, families={self.families!r})")
 
-
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """One claim's outcome (PoolResult.outcomes)."""
 
-    __slots__ = ("after", "before", "desired", "fair", "pool", "reason", "resource", "team")
-
-    def __init__(self, team: str, pool: str, resource: str, before: float, after: int, fair: float, desired: int,
-                 reason: str) -> None:
-        self.team = team
-        self.pool = pool
-        self.resource = resource
-        self.before = before
-        self.after = after
-        self.fair = fair  # the continuous allocation of steps 1-3
-        self.desired = desired  # after rounding, before the stability rules
-        self.reason = reason
+    team: str
+    pool: str
+    resource: str
+    before: float
+    after: int
+    fair: float  # the continuous allocation of steps 1-3
+    desired: int  # after rounding, before the stability rules
+    reason: str
 
     @property
     def changed(self) -> bool:
         return abs(self.after - self.before) > EPS
 
 
-class PoolResult(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PoolResult:
     """One pool's outcome as parallel columns, one entry per claim in input order (a plan at 1,000 teams × 15
     types would otherwise keep 15k Outcome objects alive, which the garbage collector traverses again and again).
     `reasons[i]` is empty when claim i keeps its amount."""
@@ -242,7 +205,8 @@ class PoolResult(NamedTuple):
                                                   strict=True))
 
 
-class Allocation(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Allocation:
     pools: tuple[PoolResult, ...]
     warnings: tuple[str, ...] = ()
 
@@ -346,7 +310,7 @@ def gang_stepped(pool: PoolInput, shares: Sequence[float], surplus: Surplus) -> 
     for i, s in fixed.items():
         if abs(s.amount - s.share) > EPS:
             notes[i] = (*notes[i], gangs.note(s))
-    return out, pool._replace(claims=claims._replace(notes=tuple(notes)))
+    return out, replace(pool, claims=replace(claims, notes=tuple(notes)))
 
 
 def _fill_others(out: list[float], fixed: dict[int, gangs.Step], cap: float, floors: Sequence[float],
@@ -369,7 +333,8 @@ def _fill_others(out: list[float], fixed: dict[int, gangs.Step], cap: float, flo
     return fixed
 
 
-class _Solved(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Solved:
     """Steps 1-4 of a pool solved with the others of its family caps: the pool (its claims' notes now saying
     which family cap applied), the continuous amounts, the guarantees' factor and the integers."""
 
@@ -425,30 +390,26 @@ def solve_families(pools: Sequence[PoolInput], surplus: Surplus) -> dict[str, _S
                     + ", ".join(f"{coupled[p].key} {desired[p][i]}" for p, i in fam.pairs) + ")")
             for p, i in fam.pairs:
                 notes[p][i] = (*notes[p][i], note)
-    return {p.key: _Solved(p._replace(claims=p.claims._replace(notes=tuple(n))), s, factor, d)
+    return {p.key: _Solved(replace(p, claims=replace(p.claims, notes=tuple(n))), s, factor, d)
             for p, s, factor, d, n in zip(coupled, shares, factors, desired, notes, strict=True)}
 
 
 # ---------------------------------------------------------------- steps 4-5 of one pool
 
 
+@dataclass(slots=True)
 class _Pool:
     """Working state of one pool between the per-pool steps and the plan rules (stability.Working)."""
 
-    __slots__ = ("after", "desired", "factor", "fair", "holds", "input", "shares", "spread", "warnings")
-
-    def __init__(self, input: PoolInput, shares: list[float], desired: list[int], after: list[int],
-                 holds: list[Hold | None], warnings: list[str], factor: float, spread: bool,
-                 fair: list[float] | None = None) -> None:
-        self.input = input
-        self.shares = shares
-        self.fair = shares if fair is None else fair  # the continuous shares of steps 1-3, before gang steps
-        self.desired = desired
-        self.after = after
-        self.holds = holds
-        self.warnings = warnings
-        self.factor = factor
-        self.spread = spread
+    input: PoolInput
+    shares: list[float]
+    desired: list[int]
+    after: list[int]
+    holds: list[Hold | None]
+    warnings: list[str]
+    factor: float
+    spread: bool
+    fair: list[float]  # the continuous shares of steps 1-3, before gang steps
 
 
 def _allocate_pool(pool: PoolInput, settings: Settings, solved: _Solved | None = None) -> _Pool:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from typing import NamedTuple
+from dataclasses import dataclass, field
 
 EPS = 1e-9
 INF = math.inf
@@ -73,45 +73,42 @@ def clamp(level: float, w: float, f: float, u: float) -> float:
     return min(max(level * w, f), u)
 
 
+@dataclass(frozen=True, slots=True)
 class CoupledPool:
     """One pool of the coupled solve: its capacity and, per claim, weight, floor and ceiling."""
 
-    __slots__ = ("capacity", "ceilings", "floors", "weights")
-
-    def __init__(self, capacity: float, weights: Sequence[float], floors: Sequence[float],
-                 ceilings: Sequence[float]) -> None:
-        self.capacity = capacity
-        self.weights = weights
-        self.floors = floors
-        self.ceilings = ceilings
+    capacity: float
+    weights: Sequence[float]
+    floors: Sequence[float]
+    ceilings: Sequence[float]
 
 
-class Family(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Family:
     """One team's family cap: `amount` bounds the sum of its `pairs`, (pool index, claim index) each."""
 
     amount: float
     pairs: tuple[tuple[int, int], ...]
 
 
+@dataclass(slots=True)
 class _Open:
-    __slots__ = ("capacity", "ceilings", "dirty", "families", "floors", "frozen", "level", "weights")
+    """A pool while it fills: its ceilings lowered as its families freeze, its level, whether it is frozen."""
 
-    def __init__(self, capacity: float, weights: Sequence[float], floors: Sequence[float],
-                 ceilings: list[float]) -> None:
-        self.capacity = capacity
-        self.weights = weights
-        self.floors = floors
-        self.ceilings = ceilings
-        self.families: list[int] = []  # the families with a pair in this pool
-        self.level = 0.0
-        self.frozen = False
-        self.dirty = True
+    capacity: float
+    weights: Sequence[float]
+    floors: Sequence[float]
+    ceilings: list[float]
+    families: list[int] = field(default_factory=list)  # the families with a pair in this pool
+    level: float = 0.0
+    frozen: bool = False
+    dirty: bool = True
 
 
 def coupled_fill(pools: Sequence[CoupledPool], families: Sequence[Family]) -> list[list[float]]:
     """Weighted max-min fair amounts of every pool's claims under the pools' capacities and the family caps
     (needs Σ f ≤ capacity per pool and f ≤ u per claim, as `allocation.water_fill`)."""
-    fill = _Filling(pools, families)
+    fill = _Filling.start(pools, families)
     while True:
         fill.refresh_levels()
         if fill.freeze_families():
@@ -121,22 +118,26 @@ def coupled_fill(pools: Sequence[CoupledPool], families: Sequence[Family]) -> li
     return [v if v is not None else list(p.floors) for v, p in zip(fill.values, pools, strict=True)]
 
 
+@dataclass(slots=True)
 class _Filling:
     """The progressive filling's state: each pool's and family's level, which are frozen, and the frozen pools'
     amounts."""
 
-    __slots__ = ("fam_dirty", "fam_frozen", "fam_level", "families", "open_", "values")
+    open_: list[_Open]
+    families: Sequence[Family]
+    fam_level: list[float]
+    fam_frozen: list[bool]
+    fam_dirty: list[bool]
+    values: list[list[float] | None]
 
-    def __init__(self, pools: Sequence[CoupledPool], families: Sequence[Family]):
-        self.open_ = [_Open(max(p.capacity, 0.0), p.weights, p.floors, list(p.ceilings)) for p in pools]
+    @classmethod
+    def start(cls, pools: Sequence[CoupledPool], families: Sequence[Family]) -> _Filling:
+        open_ = [_Open(max(p.capacity, 0.0), p.weights, p.floors, list(p.ceilings)) for p in pools]
         for j, fam in enumerate(families):
             for p in {p for p, _ in fam.pairs}:
-                self.open_[p].families.append(j)
-        self.families = families
-        self.fam_level = [0.0] * len(families)
-        self.fam_frozen = [False] * len(families)
-        self.fam_dirty = [True] * len(families)
-        self.values: list[list[float] | None] = [None] * len(pools)
+                open_[p].families.append(j)
+        n = len(families)
+        return cls(open_, families, [0.0] * n, [False] * n, [True] * n, [None] * len(pools))
 
     def family_level(self, j: int) -> float:
         """The level at which family j's open pairs reach its cap, less what its frozen pairs hold."""
@@ -212,7 +213,7 @@ def coupled_round(values: Sequence[Sequence[float]], totals: Sequence[int], uppe
                   families: Sequence[Family]) -> list[list[int]]:
     """Per pool, integers within one unit of `values` summing to at most `totals[p]`, never above `uppers`, and
     within each family cap (rounded down to whole units, or the floors' sum if that is more)."""
-    rounding = _Rounding(values, uppers, weights, names, families)
+    rounding = _Rounding.start(values, uppers, weights, names, families)
     for p, short in enumerate(rounding.largest_remainders(totals)):
         for _ in range(short):
             if not rounding.augment(p):
@@ -221,28 +222,34 @@ def coupled_round(values: Sequence[Sequence[float]], totals: Sequence[int], uppe
                                                                                  strict=True)]
 
 
+@dataclass(slots=True)
 class _Rounding:
     """Which claims take a unit above their floor (`up`), and each family's units left to give."""
 
-    __slots__ = ("base", "budget", "families", "family_of", "orders", "up")
+    base: list[list[int]]
+    up: list[list[bool]]
+    families: Sequence[Family]
+    family_of: dict[tuple[int, int], int]
+    budget: list[int]
+    orders: list[list[int]]
 
-    def __init__(self, values: Sequence[Sequence[float]], uppers: Sequence[Sequence[float]],
-                 weights: Sequence[Sequence[float]], names: Sequence[Sequence[str]], families: Sequence[Family]):
-        self.base = [[math.floor(v + EPS) for v in vs] for vs in values]
-        self.up = [[False] * len(vs) for vs in values]
-        self.families = families
-        self.family_of: dict[tuple[int, int], int] = {}
-        self.budget = []
+    @classmethod
+    def start(cls, values: Sequence[Sequence[float]], uppers: Sequence[Sequence[float]],
+              weights: Sequence[Sequence[float]], names: Sequence[Sequence[str]],
+              families: Sequence[Family]) -> _Rounding:
+        base = [[math.floor(v + EPS) for v in vs] for vs in values]
+        family_of: dict[tuple[int, int], int] = {}
+        budget = []
         for j, fam in enumerate(families):
             for pair in fam.pairs:
-                self.family_of[pair] = j
+                family_of[pair] = j
             if fam.amount == INF:
-                self.budget.append(len(fam.pairs))  # one unit per pair at most: never the limit
+                budget.append(len(fam.pairs))  # one unit per pair at most: never the limit
                 continue
             total = sum(values[p][i] for p, i in fam.pairs)
-            self.budget.append(max(0, math.floor(max(fam.amount, total) + EPS)
-                                   - sum(self.base[p][i] for p, i in fam.pairs)))
-        self.orders = [_order(values[p], self.base[p], uppers[p], weights[p], names[p]) for p in range(len(values))]
+            budget.append(max(0, math.floor(max(fam.amount, total) + EPS) - sum(base[p][i] for p, i in fam.pairs)))
+        orders = [_order(values[p], base[p], uppers[p], weights[p], names[p]) for p in range(len(values))]
+        return cls(base, [[False] * len(vs) for vs in values], families, family_of, budget, orders)
 
     def free(self, p: int, i: int) -> bool:
         j = self.family_of.get((p, i))

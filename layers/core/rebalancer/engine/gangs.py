@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from dataclasses import dataclass, replace
 
 from rebalancer.engine.rounding import EPS
 
 
-class Step(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Step:
     """A team moved off its share: `amount`, its levels (`ladder`) and its ceiling, and the next pending workload's
     size at its share (`gang`) for the reason."""
 
@@ -104,14 +105,14 @@ def take_leftover(stepped: dict[int, Step], leftover: float, teams: Sequence[str
             break
         _, i, above = best
         leftover -= above - out[i].amount
-        out[i] = out[i]._replace(amount=above)
+        out[i] = replace(out[i], amount=above)
     for i in sorted(out, key=lambda i: (out[i].amount - out[i].share, teams[i])):
         if leftover <= EPS:
             break
         raised = min(out[i].ceiling, out[i].amount + leftover)
         if raised > out[i].amount + EPS:
             leftover -= raised - out[i].amount
-            out[i] = out[i]._replace(amount=raised)
+            out[i] = replace(out[i], amount=raised)
     return out
 
 

@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
 from rebalancer.budgets.enforcement import enforce
 from rebalancer.domain import ownership
-from rebalancer.domain.context import EMPTY, PlanningContext
+from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.plan import Hold, Plan, until_text
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
@@ -64,7 +65,8 @@ Surplus = Literal["idle", "spread"]
 Stage = Literal["policy", "claim", "pool", "plan"]
 
 
-class Settings(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Settings:
     """The engine's settings: how surplus is shared, and the parameters of the rules below (`settings_of` reads
     them from the effective policy)."""
 
@@ -123,16 +125,19 @@ def settings_of(policy: Policy) -> Settings:
 # ---------------------------------------------------------------- policy rules: one effective policy per plan
 
 
-class Said(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Said:
     """What a policy rule did to the policy, and what the plan says about it."""
 
     policy: Policy
-    notes: Mapping[str, str] = EMPTY  # team → a fact in the reason of each of its changes
+    notes: Mapping[str, str] = field(default_factory=dict)  # team → a fact in the reason of each of its changes
     warnings: tuple[str, ...] = ()
-    held: Mapping[str, Hold] = EMPTY  # team → the hold that keeps its amounts below what the policy as written wants
+    # team → the hold that keeps its amounts below what the policy as written wants
+    held: Mapping[str, Hold] = field(default_factory=dict)
 
 
-class PolicyRule(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PolicyRule:
     name: str
     holds: str
     apply: Callable[[Policy, Snapshot, PlanningContext], Said]
@@ -140,16 +145,19 @@ class PolicyRule(NamedTuple):
     stage: Stage = "policy"
 
 
-class Effective(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Effective:
     """The policy every stage of one plan reads (the pools, the engine's settings, the request writer), and what the
     policy rules that made it say: notes per team for its changes' reasons, warnings before and after the plan's."""
 
     policy: Policy
-    notes: Mapping[str, str] = EMPTY
+    notes: Mapping[str, str] = field(default_factory=dict)
     opening: tuple[str, ...] = ()
     closing: tuple[str, ...] = ()
-    held: Mapping[str, Hold] = EMPTY  # per team, a policy rule's hold (a budget): what it wants is planned without
-    unheld_notes: Mapping[str, str] = EMPTY  # per held team, its notes but the hold's (said by the hold instead)
+    # per team, a policy rule's hold (a budget): what it wants is planned without
+    held: Mapping[str, Hold] = field(default_factory=dict)
+    # per held team, its notes but the hold's (said by the hold instead)
+    unheld_notes: Mapping[str, str] = field(default_factory=dict)
 
 
 def _budget_caps(policy: Policy, snapshot: Snapshot, context: PlanningContext) -> Said:
@@ -223,7 +231,8 @@ def explain(plan: Plan, held: Effective) -> Plan:
 ClaimHold = Callable[[Claims, int, int, int, Settings], tuple[int, Hold] | None]
 
 
-class ClaimRule(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ClaimRule:
     """`hold(claims, i, amount, current, settings)`: the amount claim i is held at and why, or None; `applies`
     says whether the rule can hold anyone in the pool at all (most pools: no rule applies)."""
 
@@ -278,7 +287,8 @@ PROTECTED = ClaimRule("protected", "a protected_in_use team is never planned bel
 # ---------------------------------------------------------------- pool rule: the shrink tiers
 
 
-class Tier(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Tier:
     """One tier of the shrink: what it is called in a warning (`what`; None: cut without a word), how much may be
     cut from each claim (`room`), whether a cut claim's reason says its hold was overridden (else: "unused taken
     first"), whether the warning says holds were broken (else: what was taken), and whether the tier is one of the
@@ -292,7 +302,8 @@ class Tier(NamedTuple):
     idle: bool = False
 
 
-class _Fit(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Fit:
     after: list[int]
     desired: Sequence[int]
     holds: list[Hold | None]
@@ -393,7 +404,8 @@ def _shrunk(capacity: int, hold: Hold | None, tier: Tier) -> Hold:
     return Hold(rule="capacity", text=f"{short}: {tier.what or 'increases'} cut first")
 
 
-class PoolRule(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PoolRule:
     name: str
     holds: str
     apply: Callable[[str, int, list[int], Sequence[int], list[Hold | None], Claims, Settings, list[str], float],
@@ -464,7 +476,8 @@ def max_move(pools: Sequence[Working], settings: Settings) -> None:
             budget = max(0, budget - _limit_moves(p, budget, limit))
 
 
-class PlanRule(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PlanRule:
     name: str
     holds: str
     apply: Callable[[Sequence[Working], Settings], None]

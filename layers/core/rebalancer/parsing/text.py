@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 VALUE_SHOWN = 60  # characters of an offending value an error message shows
@@ -47,20 +48,20 @@ def cut_utf8(text: str, max_bytes: int) -> str:
     return data[:max_bytes - len("…".encode())].decode("utf-8", "ignore") + "…"
 
 
+@dataclass(slots=True)
 class Lines:
     """Lines added one at a time, held to a size whatever comes: each distinct line kept once (in the order first
     seen) and cut to `line_bytes` of UTF-8; at most `limit` lines come out, the last one counting the lines left
     out when there are more (`rest`, formatted with `n`). Memory is bounded by `limit` × `line_bytes`."""
 
-    __slots__ = ("_kept", "limit", "line_bytes", "more")
+    limit: int
+    line_bytes: int
+    _kept: dict[str, None] = field(default_factory=dict, init=False)
+    more: int = field(default=0, init=False)  # lines added beyond the kept ones (repeats among them included)
 
-    def __init__(self, limit: int, line_bytes: int) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
-        self.limit = limit
-        self.line_bytes = line_bytes
-        self._kept: dict[str, None] = {}
-        self.more = 0  # lines added beyond the kept ones (repeats among them included)
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError(f"limit must be at least 1, got {self.limit}")
 
     def add(self, line: str) -> None:
         line = cut_utf8(line, self.line_bytes)

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.healthy import FOR_NOW_STATUSES, SCHEDULABLE_STATUS
@@ -45,7 +45,8 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-class TypeCapacity(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TypeCapacity:
     now: int = 0  # nodes counted in this run
     lasting: int = 0  # of those, what guarantees may stand on
     reachable: int = 0  # what quotas may sum to, in nodes (≥ now)
@@ -54,7 +55,8 @@ class TypeCapacity(NamedTuple):
     notes: tuple[str, ...] = ()
 
 
-class Capacity(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Capacity:
     by_type: Mapping[str, TypeCapacity]
 
     def of(self, instance_type: str) -> TypeCapacity:
@@ -91,9 +93,8 @@ def bound_guarantees(claims: Claims, limit: float) -> Claims:
         return claims
     factor = max(limit, 0.0) / total
     note = f"guarantees scaled to {factor:.0%}: only {max(limit, 0.0):g} of the capacity lasts (not spot)"
-    return claims._replace(
-        guarantee=tuple([g * factor for g in claims.guarantee]),
-        notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
+    return replace(claims, guarantee=tuple([g * factor for g in claims.guarantee]),
+                   notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
 
 
 def of_snapshot(snapshot: Snapshot, policy: Policy, seen_since: Mapping[str, datetime] | None = None) -> Capacity:
@@ -108,18 +109,16 @@ def of_snapshot(snapshot: Snapshot, policy: Policy, seen_since: Mapping[str, dat
     return Capacity({t: _of_type(t, tally, held.get(t), ceilings.get(t), source) for t in types})
 
 
+@dataclass(slots=True)
 class _Tally:
     """Per instance type: nodes counted now, of those on spot (when spot carries no guarantee), nodes lost, and
     why nodes were lost or counted for now."""
 
-    __slots__ = ("counted", "expired", "lost", "spot", "why")
-
-    def __init__(self) -> None:
-        self.counted: Counter[str] = Counter()
-        self.spot: Counter[str] = Counter()
-        self.lost: Counter[str] = Counter()
-        self.why: dict[str, Counter[str]] = {}
-        self.expired: dict[str, list[str]] = {}  # per type, one line per node past the grace
+    counted: Counter[str] = field(default_factory=Counter)
+    spot: Counter[str] = field(default_factory=Counter)
+    lost: Counter[str] = field(default_factory=Counter)
+    why: dict[str, Counter[str]] = field(default_factory=dict)
+    expired: dict[str, list[str]] = field(default_factory=dict)  # per type, one line per node past the grace
 
     def note(self, instance_type: str, what: str) -> None:
         self.why.setdefault(instance_type, Counter())[what] += 1

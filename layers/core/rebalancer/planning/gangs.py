@@ -6,6 +6,7 @@ list none: their partitions are not accelerators of the type. Pure."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from rebalancer.domain.snapshot import PendingWorkload
 from rebalancer.engine.allocation import PoolInput
@@ -28,5 +29,5 @@ def with_gangs(pools: Sequence[PoolInput], workloads: Iterable[PendingWorkload])
         if by_team is None:
             out.append(pool)
             continue
-        out.append(pool._replace(gangs=tuple(by_team.get(t, ()) for t in pool.claims.team)))
+        out.append(replace(pool, gangs=tuple(by_team.get(t, ()) for t in pool.claims.team)))
     return out

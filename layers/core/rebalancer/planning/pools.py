@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from operator import attrgetter
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
@@ -69,7 +70,8 @@ def split_by_demand(amount: int, capacities: dict[str, float], demand: Mapping[s
     return {t: placed[t] + rest[t] for t in names}
 
 
-class FamilyCap(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class FamilyCap:
     """A team's cap on a family: the sum of its amounts on `types` (the family's types in the cluster)."""
 
     key: str
@@ -77,7 +79,8 @@ class FamilyCap(NamedTuple):
     amount: float
 
 
-class TeamAmounts(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TeamAmounts:
     """A team's guarantees and caps per pool in whole units (family guarantees divided across their types; family
     caps as a bound on the sum, see rebalancer.engine.family_caps), and the notes that explain a family guarantee's
     split, quoted in the reasons of the types it touched."""
@@ -145,7 +148,8 @@ def demand_of(by_pool: Mapping[str, Demand], pool: str, resource: str) -> float:
     return float(math.ceil(getattr(d.in_use, resource) + getattr(d.pending, resource) - EPS))
 
 
-class Teams(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Teams:
     """What the policy's teams bring to every pool, one entry per team in each column: built once per plan, read
     once per pool. The columns that do not depend on the pool are the engine's own, the same tuples in every pool.
     Guarantees, caps and notes are few: kept per pool as (team index, value) pairs over a default."""
@@ -267,7 +271,8 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
     return pools, warnings
 
 
-class Capacity(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Capacity:
     """Every pool a plan looks at (by name) and its capacity now (`raw`, before what teams outside the policy
     hold), with what the capacity model of rebalancer.planning.capacity says of each type (its notes, what it
     lets a pool reach)."""
@@ -370,7 +375,7 @@ def _aged(claims: Claims, context: PlanningContext, pool: str, taken_at: datetim
     since = [context.pending_since.get(team, {}).get(pool) for team in claims.team]
     weights, why = aged_weights(claims.weight, since, taken_at, doubling_hours)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
-    return claims._replace(weight=weights, notes=notes)
+    return replace(claims, weight=weights, notes=notes)
 
 
 def _windowed(claims: Claims, context: PlanningContext, instance_type: str, window_hours: float,
@@ -381,4 +386,4 @@ def _windowed(claims: Claims, context: PlanningContext, instance_type: str, wind
     weights, why = windowed_weights(claims.weight, claims.demand, received, window_hours,
                                     form=fairness.window_form, k=fairness.window_k, capacity=capacity)
     notes = tuple([(*n, w) if w else n for n, w in zip(claims.notes, why, strict=True)])
-    return claims._replace(weight=weights, notes=notes)
+    return replace(claims, weight=weights, notes=notes)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain import ownership
@@ -44,17 +45,15 @@ Entry = dict[str, Any]  # one ComputeQuotaResources entry, as the API takes it
 Move = tuple[str, float, int]
 
 
+@dataclass(slots=True)
 class QuotaWrites:
     """The requests of a plan, collected team by team, and what they rewrite besides amounts."""
 
-    __slots__ = ("blocked", "fields", "first", "second", "warnings")
-
-    def __init__(self) -> None:
-        self.first: list[QuotaRequest] = []  # decreases, deactivations, settings
-        self.second: list[QuotaRequest] = []  # creations and increases
-        self.blocked: set[str] = set()  # teams whose increases are not written
-        self.fields: list[FieldChange] = []
-        self.warnings: list[str] = []
+    first: list[QuotaRequest] = field(default_factory=list)  # decreases, deactivations, settings
+    second: list[QuotaRequest] = field(default_factory=list)  # creations and increases
+    blocked: set[str] = field(default_factory=set)  # teams whose increases are not written
+    fields: list[FieldChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def requests(self) -> tuple[QuotaRequest, ...]:
@@ -325,7 +324,8 @@ def _deactivate(q: ComputeQuota, out: QuotaWrites) -> None:
                                   reason="remove: true in the policy: deactivated, not deleted"))
 
 
-class _Settings(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Settings:
     """A quota's config besides its entries, and its target, as read and as the policy wants them."""
 
     read: dict[str, Any]
@@ -350,7 +350,8 @@ def _settings(config: dict[str, Any], q: ComputeQuota, tp: TeamPolicy) -> _Setti
     return _Settings(read, wanted, target, wanted_target)
 
 
-class _Entries(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Entries:
     """A quota's resource entries as read, after its decreases (lowered) and after its increases too (final)."""
 
     read: list[Entry]

@@ -13,6 +13,7 @@ estimated start, and the team its standing over the fair-share window.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
@@ -157,15 +158,22 @@ def waiting_title(w: Waiting) -> str:
 
 
 # --- the pool as the snapshot saw it --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
 class _Pool:
     """Capacity, use and quotas of one pool, in accelerators."""
 
-    def __init__(self, snapshot: Snapshot, pool: str):
-        self.pool = pool
-        self.capacity = capacity(snapshot, pool)
-        self.in_use = {t: d[pool].in_use.accelerators for t, d in snapshot.demand.items() if pool in d}
-        self.quotas = {q.team: held(q, pool) for q in snapshot.quotas if _known(pool)}
-        self.free = max(0.0, self.capacity - sum(self.in_use.values()))
+    pool: str
+    capacity: float
+    in_use: dict[str, float]  # per team
+    quotas: dict[str, float]  # per team
+    free: float
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, pool: str) -> _Pool:
+        total = capacity(snapshot, pool)
+        in_use = {t: d[pool].in_use.accelerators for t, d in snapshot.demand.items() if pool in d}
+        return cls(pool, total, in_use, {q.team: held(q, pool) for q in snapshot.quotas if _known(pool)},
+                   max(0.0, total - sum(in_use.values())))
 
     def borrowed_by_others(self, team: str) -> float:
         """What other teams run beyond their own quota: capacity a team's nominal quota takes back (reclaim)."""
@@ -261,7 +269,7 @@ def _pending(snapshot: Snapshot, team: str) -> list[PendingWorkload]:
 
 def _waiting(snapshot: Snapshot, quota: ComputeQuota | None, w: PendingWorkload, notes: Sequence[str],
              reservations: Sequence[Reservation], policy: Policy | None) -> Waiting:
-    pool = _Pool(snapshot, w.pool)
+    pool = _Pool.of(snapshot, w.pool)
     reasons = _reasons(pool, quota, w, notes, reservations)
     return Waiting(name=w.name or None, pool=w.pool, accelerators=w.accelerators, pods=w.pods or None,
                    created=w.created, topology=w.topology, reasons=tuple(reasons),

@@ -139,7 +139,7 @@ def _within(resource: str, total: Decimal, field: str) -> Decimal:
     return total
 
 
-@dataclass
+@dataclass(slots=True)
 class _Amounts:
     """Mutable accumulator of one team's amounts on one pool."""
 
@@ -152,7 +152,7 @@ class _Amounts:
         return Resources(**{k: float(v) for k, v in self.values.items() if v})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KueueDemand:
     demand: dict[str, dict[str, Demand]]
     teams: tuple[str, ...]
@@ -279,7 +279,7 @@ def _count(pod_set: dict[str, Any], where: str) -> int:
     return count
 
 
-@dataclass
+@dataclass(slots=True)
 class _Gang:
     """One pending workload's accelerators on one instance type, summed over its pod sets."""
 
@@ -293,15 +293,13 @@ class _Gang:
         self.topology = self.topology or topology
 
 
+@dataclass(slots=True)
 class _Listed:
     """A team's pending workloads on one pool: the first `limit` in admission order (Kueue's BestEffortFIFO), kept
     in the order listed; how many there were."""
 
-    __slots__ = ("entries", "seen")
-
-    def __init__(self) -> None:
-        self.entries: list[tuple[tuple[datetime, str, str], int, PendingWorkload]] = []
-        self.seen = 0
+    entries: list[tuple[tuple[datetime, str, str], int, PendingWorkload]] = field(default_factory=list)
+    seen: int = 0
 
     def add(self, seq: int, w: PendingWorkload, limit: int) -> None:
         self.seen += 1
@@ -314,18 +312,27 @@ class _Listed:
             self.entries = sorted(self.entries, key=lambda e: (e[0], e[1]))[:limit]
 
 
+def _by_pool() -> dict[str, dict[str, _Amounts]]:
+    return defaultdict(lambda: defaultdict(_Amounts))
+
+
+@dataclass(slots=True)
 class _Accumulator:
-    def __init__(self) -> None:
-        self.in_use: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
-        self.pending: dict[str, dict[str, _Amounts]] = defaultdict(lambda: defaultdict(_Amounts))
-        self.topology: dict[str, dict[str, None]] = defaultdict(dict)
-        self.topology_unlisted: dict[str, int] = defaultdict(int)
-        self.oldest: dict[str, dict[str, datetime]] = defaultdict(dict)  # team → pool → oldest pending creation
-        self.warnings = Lines(WARNINGS_MAX, WARNING_MAX_BYTES)
-        self.listed: dict[tuple[str, str], _Listed] = defaultdict(_Listed)  # (team, pool) → its pending workloads
-        self.running: dict[tuple[str, str], list[RunningWorkload]] = defaultdict(list)  # (team, pool) → admitted
-        self.seq = 0
-        self.skipped = 0
+    """What a read of Kueue gathers, team by team and pool by pool, before it becomes a KueueDemand."""
+
+    in_use: dict[str, dict[str, _Amounts]] = field(default_factory=_by_pool)
+    pending: dict[str, dict[str, _Amounts]] = field(default_factory=_by_pool)
+    topology: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
+    topology_unlisted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # team → pool → oldest pending creation
+    oldest: dict[str, dict[str, datetime]] = field(default_factory=lambda: defaultdict(dict))
+    warnings: Lines = field(default_factory=lambda: Lines(WARNINGS_MAX, WARNING_MAX_BYTES))
+    # (team, pool) → its pending workloads
+    listed: dict[tuple[str, str], _Listed] = field(default_factory=lambda: defaultdict(_Listed))
+    # (team, pool) → admitted
+    running: dict[tuple[str, str], list[RunningWorkload]] = field(default_factory=lambda: defaultdict(list))
+    seq: int = 0
+    skipped: int = 0
 
     def skip(self, what: str, error: _Malformed) -> None:
         self.skipped += 1

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -63,7 +64,8 @@ def failed_message(what: str, status: str, reason: str | None) -> str:
     return f"{what} ended in {status} ({means}): {reason or 'no FailureReason given'}"
 
 
-class Poller(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Poller:
     """How long to wait for a quota to settle. Tests inject `sleep` and `clock`; nothing here sleeps for real."""
 
     sleep: Callable[[float], None] = time.sleep
@@ -72,7 +74,8 @@ class Poller(NamedTuple):
     timeout: float = 900.0
 
 
-class Step(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Step:
     team: str
     operation: WriteOperation
     parameters: dict[str, Any]
@@ -134,23 +137,20 @@ class _SettleFailed(Exception):
                                         getattr(quota, "FailureReason", None)))
 
 
+@dataclass(slots=True)
 class _Run:
     """State of one pass over a list of steps."""
 
-    __slots__ = ("conflict", "created", "decrease_in_flight", "error", "guard", "index_of", "outcomes", "transient",
-                 "unsettled", "versions")
-
-    def __init__(self, guard: Guard | None = None) -> None:
-        self.guard = guard  # the capacity check, read before the first write when any step raises a quota
-        self.outcomes: list[ChangeOutcome] = []
-        self.index_of: dict[str, int] = {}  # quota id → its latest outcome
-        self.versions: dict[str, int] = {}  # quota id → the version our last write produced
-        self.created: list[str] = []  # quotas this run created (rollback deletes them)
-        self.unsettled: set[str] = set()
-        self.decrease_in_flight = False  # an unsettled write lowered a quota: increases wait for it
-        self.error: str | None = None
-        self.conflict = False
-        self.transient = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
+    guard: Guard | None = None  # the capacity check, read before the first write when any step raises a quota
+    outcomes: list[ChangeOutcome] = field(default_factory=list)
+    index_of: dict[str, int] = field(default_factory=dict)  # quota id → its latest outcome
+    versions: dict[str, int] = field(default_factory=dict)  # quota id → the version our last write produced
+    created: list[str] = field(default_factory=list)  # quotas this run created (rollback deletes them)
+    unsettled: set[str] = field(default_factory=set)
+    decrease_in_flight: bool = False  # an unsettled write lowered a quota: increases wait for it
+    error: str | None = None
+    conflict: bool = False
+    transient: bool = False  # the error was throttling / 5xx / a status still in progress: worth a later retry
 
 
 class QuotaWriter:
@@ -197,7 +197,7 @@ class QuotaWriter:
 
     def guard(self, cluster_arn: str, ceilings: Mapping[str, float]) -> Guard:
         """The cluster's quotas and healthy capacity, read now."""
-        return Guard(self.reader.quotas(cluster_arn), limits(self.capacity.healthy(cluster_arn), ceilings))
+        return Guard.of(self.reader.quotas(cluster_arn), limits(self.capacity.healthy(cluster_arn), ceilings))
 
     def _start(self, steps: Sequence[Step], cluster_arn: str, ceilings: Mapping[str, float]) -> _Run:
         """A pass over `steps`, with the capacity guard read now when one of them raises a quota. A failed read

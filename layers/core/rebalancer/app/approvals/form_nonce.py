@@ -25,7 +25,7 @@ def _random_part() -> str:
     return secrets.token_hex(NONCE_BYTES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FormNonces:
     link_key: bytes
     random: Callable[[], str] = field(default=_random_part)  # injected in tests for repeatable pages

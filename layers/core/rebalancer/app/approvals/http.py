@@ -85,7 +85,7 @@ app = APIGatewayHttpResolver()
 _one_at_a_time = threading.Lock()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Approver:
     """Who decides, as verified by the API's JWT authorizer."""
 

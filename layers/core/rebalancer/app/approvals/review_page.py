@@ -7,11 +7,11 @@ Jinja2 is imported, and the templates compiled, on the first page rendered: Requ
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from rebalancer.app.notifications.messages import field_line
 from rebalancer.domain.plan import FieldChange, Plan, movement
@@ -36,7 +36,8 @@ SECURITY_HEADERS = {
 }
 
 
-class Row(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Row:
     team: str
     pool: str  # instance type, or instance type:MIG profile
     resource: str
@@ -50,7 +51,8 @@ class Row(NamedTuple):
         return self.after - self.before
 
 
-class Review(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Review:
     """Everything the review page shows."""
 
     approval_id: str
@@ -66,7 +68,7 @@ class Review(NamedTuple):
     settings: Sequence[FieldChange] = ()  # settings besides amounts the plan rewrites (console edits among them)
     decided_by: str | None = None
     execution_url: str | None = None
-    form: Mapping[str, str] = MappingProxyType({})  # hidden fields: the signed token and the nonce
+    form: Mapping[str, str] = field(default_factory=dict)  # hidden fields: the signed token and the nonce
     action: str = ""  # where the form posts (relative to the page)
     signed_in_as: str | None = None  # the verified approver (JWT authorizer); None: the form asks for a name
 

@@ -2,7 +2,8 @@
 slack_sdk's WebhookClient). Channels never raise into a run: failures come back as DeliveryResult."""
 
 import json
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict
@@ -205,7 +206,8 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-class DeliveryResult(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class DeliveryResult:
     channel: str
     ok: bool
     error: str | None = None

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -54,20 +55,20 @@ class Store(Protocol):
     def now(self) -> datetime: ...
 
 
+@dataclass(slots=True)
 class TriggerOutcome:
-    __slots__ = ("debounced", "event_id", "executions", "reason", "replayed", "status")
+    """What the trigger did with one event (the handler's answer), filled in as it goes."""
 
-    def __init__(self, event_id: str, status: str, *, reason: str = "") -> None:
-        self.event_id = event_id
-        self.status = status  # started | debounced | ignored | malformed | irrelevant
-        self.executions: list[str] = []
-        self.debounced: list[str] = []
-        self.reason = reason
-        self.replayed = 0  # cluster events listed after a gap (rebalancer.app.trigger.gap)
+    event_id: str
+    status: str  # started | debounced | ignored | malformed | irrelevant
+    _: KW_ONLY
+    executions: list[str] = field(default_factory=list)
+    debounced: list[str] = field(default_factory=list)
+    reason: str = ""
+    replayed: int = 0  # cluster events listed after a gap (rebalancer.app.trigger.gap)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"event_id": self.event_id, "status": self.status, "executions": self.executions,
-                "debounced": self.debounced, "reason": self.reason, "replayed": self.replayed}
+        return asdict(self)
 
 
 def execution_name(cluster_name: str, now: datetime, debounce: timedelta) -> str:
@@ -211,7 +212,7 @@ class Starter:
 
     def _holder_busy(self, lock: LockResult, now: datetime) -> bool:
         if lock.run_arn is None and lock.by is None:  # written before locks named their run: it is one of ours
-            lock = lock._replace(run_arn=execution_arn(self.state_machine_arn, lock.holder))
+            lock = replace(lock, run_arn=execution_arn(self.state_machine_arn, lock.holder))
         return holder_busy(self.sfn, lock, now)
 
 

@@ -18,7 +18,7 @@ from rebalancer.parsing.text import short
 SHOWN_IDS = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Restore:
     changed: tuple[ComputeQuota, ...]  # the snapshot's quotas that differ from the cluster's now
     unchanged: int

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
 from rebalancer.app import budgets, reservations
 from rebalancer.app.workflow import audit
@@ -87,7 +88,8 @@ def decide(plan: Plan) -> Decision:
     return "approve" if plan.requires_approval else "apply"
 
 
-class RunPlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RunPlan:
     plan: Plan
     context: PlanningContext  # what it was planned with beyond the snapshot: versions, period-to-date budget use
     basis: PlanBasis  # what it was made from, for a write long after it to compare with the cluster then
@@ -131,7 +133,7 @@ def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budget
         return planned
     kept = tuple(w for w in planned.plan.warnings
                  if w not in advisories or meter.announce_once(snapshot.cluster.ClusterName, advisory_key(w)))
-    return planned._replace(plan=planned.plan.model_copy(update={"warnings": kept}))
+    return replace(planned, plan=planned.plan.model_copy(update={"warnings": kept}))
 
 
 def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: Sources) -> RunPlan:

@@ -17,7 +17,8 @@ quota, what it held before and holds after, and which quotas it left as they wer
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.adapters.sagemaker.scheduler_config import SchedulerOutcome
@@ -89,7 +90,8 @@ def written_versions(report: ApplyReport) -> dict[str, int]:
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
-class Applied(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Applied:
     report: ApplyReport
     scheduler: SchedulerOutcome | None
     versions: dict[str, int]  # team (or `(cluster)`) → the version our writes left
@@ -167,7 +169,8 @@ def _no_outcome() -> SchedulerOutcome:
 
 
 # --- rollback ----------------------------------------------------------------------------------------------------
-class RolledBack(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class RolledBack:
     undo: ApplyReport
     scheduler: SchedulerOutcome | None
 
