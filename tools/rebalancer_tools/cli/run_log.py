@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rebalancer.app.workflow import run_plan, runs
     from rebalancer_tools.cli.cluster_lock import Locks
 
-    class RunStore(run_plan.Store, runs.Store, Protocol):
+    class RunStore(run_plan.RecordsAndSources, runs.RecordsAndVersions, Protocol):
         """What the CLI's runs record in: the plan's store and the writing use cases' alike, and the cluster's
         lock."""
 

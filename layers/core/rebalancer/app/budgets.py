@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from rebalancer.domain.policy import Policy  # metering (Collect, Observe) runs without the policy model
 
 
-class MeterStore(Protocol):
+class MeterRecords(Protocol):
     """The metered readings and facts, and the announcements made: rebalancer.adapters.dynamodb.metering;
     rebalancer_tools.memory_store.MemoryMeter."""
 
@@ -32,11 +32,11 @@ class Outlet(Protocol):
     def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None: ...
 
 
-def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
+def meter(store: MeterRecords, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
     return store.record(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
 
 
-def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Ledger | None:
+def metered(store: MeterRecords, cluster: str, policy: Policy, at: datetime) -> Ledger | None:
     """The use metered so far in the periods that hold `at`, per team with a budget (None: no team has one)."""
     budgets = budgets_of(policy)
     if not budgets:
@@ -45,7 +45,7 @@ def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Le
     return Ledger.of(facts, budgets, at)
 
 
-def trailing(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> TrailingUsage | None:
+def trailing(store: MeterRecords, cluster: str, policy: Policy, at: datetime) -> TrailingUsage | None:
     """What each team received over the fair-share window that ends at `at` (None: the policy has none)."""
     hours = policy.fairness.window_hours
     if hours is None:
@@ -54,19 +54,19 @@ def trailing(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> T
     return TrailingUsage.of(store.facts(cluster, at - window, at), window)
 
 
-def received(store: MeterStore, cluster: str, hours: float, at: datetime) -> dict[str, dict[str, float]]:
+def received(store: MeterRecords, cluster: str, hours: float, at: datetime) -> dict[str, dict[str, float]]:
     """Per team and instance type, the accelerator-hours received over the `hours` that end at `at`."""
     window = timedelta(hours=hours)
     return TrailingUsage.of(store.facts(cluster, at - window, at), window).hours(at)
 
 
-def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
+def period_to_date(store: MeterRecords, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
     """Per team with a budget: use from its period's start until `at`, from the metered facts."""
     ledger = metered(store, cluster, policy, at)
     return ledger.usage(at, policy.prices) if ledger else {}
 
 
-def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage],
+def announce(store: MeterRecords, policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage],
              outlet: Outlet) -> list[str]:
     """Per team with a budget: % used and accelerator-hours as metrics (`usage`: what the plan read, its
     context's), thresholds newly reached this period (each once, whatever the number of runs), then the summary
@@ -97,7 +97,7 @@ def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, usage: Mappi
     return sent
 
 
-def _ended_periods(store: MeterStore, cluster: str, policy: Policy, budgets: dict[str, Budget],
+def _ended_periods(store: MeterRecords, cluster: str, policy: Policy, budgets: dict[str, Budget],
                    at: datetime) -> list[str]:
     """One line per team whose previous period has not been summarised yet: checked once per kind of period
     (month or week, time zone) at the first run of a new one; a period with no metered use is not summarised."""

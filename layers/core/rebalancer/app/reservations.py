@@ -3,7 +3,7 @@ a recurring one), and, at each plan run, announce the windows that began or ende
 the run that first sees it sets the flag on the record). Every step has its audit record
 (`app.workflow.audit.reservation`).
 
-Made atomically: the check reads the cluster's reservations with their version (`ReservationStore.book`) and the
+Made atomically: the check reads the cluster's reservations with their version (`ReservationRecords.book`) and the
 write stores the new one only while that version holds, moving it on (one DynamoDB transaction). Two reservations
 checked at the same moment cannot both be stored on the same reading: the second finds the version moved, reads
 again, and is checked against the first (or refused)."""
@@ -38,7 +38,7 @@ from rebalancer.planning.reservations import default_lead_minutes, refuse_if_unf
 ATTEMPTS = 5  # checks of one request against reservations others stored meanwhile, before giving up (transient)
 
 
-class ReservationStore(Protocol):
+class ReservationRecords(Protocol):
     """rebalancer.adapters.dynamodb.reservations.TableReservations; rebalancer_tools.memory_store.MemoryReservations."""
 
     def put(self, rec: Reservation, *, version: int | None = None) -> bool: ...
@@ -82,7 +82,7 @@ def needs_approval(policy: Policy, accelerators: int) -> str | None:
     return None
 
 
-def reserve(store: ReservationStore, log: AuditLog, request: Request, *, policy: Policy, snapshot: Snapshot,
+def reserve(store: ReservationRecords, log: AuditLog, request: Request, *, policy: Policy, snapshot: Snapshot,
             now: datetime, new_id: Callable[[], str], who: str) -> Reservation:
     """Stores the reservation (approved, or pending with the reason it waits) once it fits; refuses it otherwise
     (ReservationRefused, nothing stored). The check and the write are one step (see the module)."""
@@ -138,7 +138,7 @@ def known(reservation_id: str) -> str:
     return reservation_id
 
 
-def decide(store: ReservationStore, log: AuditLog, cluster: str, reservation_id: str,
+def decide(store: ReservationRecords, log: AuditLog, cluster: str, reservation_id: str,
            decision: Literal["approve", "cancel"], who: str) -> Reservation:
     """Pending → approved (once), or pending / approved → cancelled; anything else raises ReservationNotPending.
     Approval is a second pair of eyes: whoever requested a reservation cannot approve it (ReservationNotPending)."""
@@ -155,7 +155,7 @@ def decide(store: ReservationStore, log: AuditLog, cluster: str, reservation_id:
     return rec
 
 
-def cancel_occurrence(store: ReservationStore, log: AuditLog, cluster: str, reservation_id: str, local_day: date,
+def cancel_occurrence(store: ReservationRecords, log: AuditLog, cluster: str, reservation_id: str, local_day: date,
                       who: str) -> tuple[Reservation, Window]:
     """Cancels the window of a recurring reservation that opens on `local_day` (in its time zone); the others stay.
     A window already begun ends at the next run (announced as cancelled)."""
@@ -176,7 +176,7 @@ def cancel_occurrence(store: ReservationStore, log: AuditLog, cluster: str, rese
     return rec, window
 
 
-def announce(store: ReservationStore, log: AuditLog, cluster: str, at: datetime, outlet: Outlet | None) -> list[str]:
+def announce(store: ReservationRecords, log: AuditLog, cluster: str, at: datetime, outlet: Outlet | None) -> list[str]:
     """The windows that began to be held (approved, within the lead of their start) or ended (past their end, or
     cancelled, after they began) by `at` and were not announced yet: each flagged on its record, audited and sent
     once."""
@@ -203,7 +203,7 @@ def announce(store: ReservationStore, log: AuditLog, cluster: str, at: datetime,
     return started + ended
 
 
-def _announce_windows(store: ReservationStore, log: AuditLog, rec: Reservation, at: datetime, started: list[str],
+def _announce_windows(store: ReservationRecords, log: AuditLog, rec: Reservation, at: datetime, started: list[str],
                       ended: list[str]) -> None:
     """A recurring reservation's windows: the one held now, once; each one begun and not yet ended, once over."""
     held = rec.window_at(at) if rec.status == "approved" else None

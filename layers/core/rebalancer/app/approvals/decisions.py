@@ -44,7 +44,10 @@ class ApprovalRecords(Protocol):
     def claim_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool: ...
 
 
-class Store(Protocol):
+class ApprovalsAndRuns(Protocol):
+    """The approval records, and of the runs they belong to the stored plans, the deliveries and the audit log; the
+    table's clock."""
+
     @property
     def approvals(self) -> ApprovalRecords: ...
     @property
@@ -59,7 +62,7 @@ class Store(Protocol):
 class Approvals:
     __slots__ = ("channels", "clock", "signer", "store", "tasks")
 
-    def __init__(self, *, store: Store, tasks: TaskTokens, signer: LinkSigner, channels: list[Channel],
+    def __init__(self, *, store: ApprovalsAndRuns, tasks: TaskTokens, signer: LinkSigner, channels: list[Channel],
                  clock: Clock) -> None:
         self.store = store
         self.tasks = tasks

@@ -30,7 +30,10 @@ class ApprovalLookup(Protocol):
     def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord: ...
 
 
-class Store(Protocol):
+class DeliveriesAndRuns(Protocol):
+    """Which messages of a run went out on which channel, and of the run its stored documents, the approvals its
+    messages name and the audit log."""
+
     @property
     def artifacts(self) -> Artifacts: ...
     @property
@@ -118,7 +121,7 @@ def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
     return results
 
 
-def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Channel]) -> dict[str, Any]:
+def notify(kind: Kind, state: dict[str, Any], *, store: DeliveriesAndRuns, channels: list[Channel]) -> dict[str, Any]:
     run = RunRef.model_validate(state["run"])
     doc = store.artifacts.get(run.execution_name, "PLAN")
     plan = Plan.model_validate(doc) if doc else None

@@ -52,14 +52,14 @@ class Sources(Protocol):
     @property
     def versions(self) -> KnownVersions: ...
     @property
-    def meter(self) -> budgets.MeterStore: ...
+    def meter(self) -> budgets.MeterRecords: ...
     @property
-    def reservations(self) -> reservations.ReservationStore: ...
+    def reservations(self) -> reservations.ReservationRecords: ...
     @property
     def sightings(self) -> UnavailableNodes: ...
 
 
-class Store(audit.Records, Sources, Protocol):
+class RecordsAndSources(audit.Records, Sources, Protocol):
     """A run's records, and what its planning context is read from."""
 
 
@@ -122,7 +122,7 @@ def advisory_key(line: str) -> str:
     return "advisory#" + hashlib.sha256(line.encode()).hexdigest()[:32]
 
 
-def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterStore) -> RunPlan:
+def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterRecords) -> RunPlan:
     """The plan without the prerequisites' advisories an earlier run already announced (each is announced once, as
     a budget threshold is; `rebalancer doctor` lists them every time). A problem stays in every plan: it bears on
     what the plan could read."""
@@ -141,7 +141,7 @@ def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: S
                    RecordedContext.of(snapshot, policy, now, context))
 
 
-def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None,
+def record_plan(store: RecordsAndSources, run: RunRef, planned: RunPlan, *, who: str | None = None,
                 decision: str | None = None) -> None:
     """The plan becomes the run's (the apply reads it back, with what it was made from) and its audit record (its
     outcome the decision, or `decision` when the caller decides otherwise: a plan made again after an approval);

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from rebalancer.app.workflow import runs
-from rebalancer.app.workflow.runs import SchedulerConfigs, Store, Writer
+from rebalancer.app.workflow.runs import RecordsAndVersions, SchedulerConfigs, Writer
 from rebalancer.app.workflow.state import RunRef, summarised
 
 
-def apply(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerConfigs | None = None,
+def apply(run: RunRef, *, store: RecordsAndVersions, writer: Writer, configs: SchedulerConfigs | None = None,
           approved_by: str | None = None) -> dict[str, Any]:
     done = runs.apply_run(run, store=store, writer=writer, configs=configs, who=approved_by)
     written = [o.quota_id for o in done.report.outcomes if o.result == "applied" and o.quota_id]

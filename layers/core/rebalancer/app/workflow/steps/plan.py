@@ -24,11 +24,12 @@ from rebalancer.errors import InvalidInput, PermanentError
 if TYPE_CHECKING:
     from rebalancer.app.workflow import outlook
 
-    class Store(rechecking.Store, outlook.Store, Protocol):
-        """The plan use case's store, with the approvals a recheck reads, and the run history the outlook keeps."""
+    class RecordsSourcesApprovalsAndHistory(rechecking.RecordsSourcesAndApprovals, outlook.HistoryAndMeter, Protocol):
+        """What the plan use case records in and plans from, the approvals a recheck supersedes, and the run
+        history the outlook keeps."""
 
 
-def plan(run: RunRef, *, store: Store, load_policy: Callable[[str], Policy], now: datetime,
+def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: Callable[[str], Policy], now: datetime,
          mode_override: str = "", budget_outlet: budgets.Outlet | None = None,
          recheck: Recheck | None = None) -> dict[str, Any]:
     """`budget_outlet` takes the budget metrics and messages (thresholds reached, a period's summary) and the
