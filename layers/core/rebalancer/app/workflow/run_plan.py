@@ -122,15 +122,15 @@ def advisory_key(line: str) -> str:
     return "advisory#" + hashlib.sha256(line.encode()).hexdigest()[:32]
 
 
-def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterRecords) -> RunPlan:
-    """The plan without the prerequisites' advisories an earlier run already announced (each is announced once, as
-    a budget threshold is; `rebalancer doctor` lists them every time). A problem stays in every plan: it bears on
-    what the plan could read."""
+def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterRecords, run: str) -> RunPlan:
+    """The plan without the prerequisites' advisories an earlier run already announced (each is claimed by the first
+    run whose plan says it, as a budget threshold is; `rebalancer doctor` lists them every time). A problem stays in
+    every plan: it bears on what the plan could read."""
     advisories = set(snapshot.governance.advisories) if snapshot.governance is not None else set()
     if not advisories & set(planned.plan.warnings):
         return planned
     kept = tuple(w for w in planned.plan.warnings
-                 if w not in advisories or meter.announce_once(snapshot.cluster.ClusterName, advisory_key(w)))
+                 if w not in advisories or meter.claim(snapshot.cluster.ClusterName, advisory_key(w), run))
     return planned._replace(plan=planned.plan.model_copy(update={"warnings": kept}))
 
 
