@@ -1,4 +1,5 @@
-"""Notify: SNS plain text and Slack Block Kit about what the run did; never fails a rebalance."""
+"""Notify: SNS plain text and Slack Block Kit about what the run did, or the run's news (budget thresholds,
+reservation windows); never fails a rebalance."""
 
 from typing import Any
 
@@ -11,9 +12,8 @@ from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 
 
-@logger.inject_lambda_context(correlation_id_path="state.run.execution_name")
+@logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
-    given = state.parse(state.NotifyInput, event, "notify")
-    return notify(given.kind, given.state, store=wiring.store(), channels=channels(cfg))
+    return notify(state.parse(state.NotifyInput, event, "notify"), store=wiring.store(), channels=channels(cfg))

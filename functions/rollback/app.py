@@ -15,7 +15,7 @@ from rebalancer.app.workflow.writers import scheduler_configs, writer
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    given = state.parse(state.RunInput, event, "rollback")
+    given = state.parse(state.RollbackInput, event, "rollback")
     run = given.run
     store = wiring.store()
     return once("rollback", run.execution_name, context,

@@ -2,7 +2,8 @@
 quota at the API's 15 resource entries, a plan that moves the quotas of 150 teams (each loss above the policy's
 limit is an approval reason), approved from Slack, applied and verified. Every state's input and output
 stays under Step Functions' 256 KB limit and every DynamoDB item under 400 KB, each with a 25 % margin, however long
-the lists of approval reasons, warnings and outcomes grow: the state carries summaries, the store keeps the rest."""
+the lists of approval reasons, warnings and outcomes grow: the state carries the run and the small results the later
+states read, the store keeps the rest."""
 
 from __future__ import annotations
 

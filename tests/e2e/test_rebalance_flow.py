@@ -120,8 +120,8 @@ def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
     with stack_for(world, AUTO, now=clock) as stack:
         arn, done = run_once(stack)
         assert done["status"] == "SUCCEEDED"
-        assert stack.states_entered(arn) == ["Begin", "Collect", "Plan", "Decide", "Apply", "StartVerify", "Verify",
-                                             "Verified", "NotifyApplied", "Applied"]
+        assert stack.states_entered(arn) == ["Begin", "Collect", "Plan", "HasNews", "Decide", "Apply", "StartVerify",
+                                             "Verify", "Verified", "NotifyApplied", "Applied"]
         plan = stored_plan(stack, arn)
         after = quotas(emu)
         # The emulator now holds exactly the plan's allocations, and every changed quota got a new version.
@@ -144,7 +144,7 @@ def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
         # A retried Apply (same execution) returns the first result and writes nothing.
         run = json.loads(stack.describe(arn)["input"]) | {"execution_name": arn.rsplit(":", 1)[-1],
                                                            "execution_arn": arn}
-        again = stack.invoke("apply", {"run": run, "plan": {}})
+        again = stack.invoke("apply", {"run": run})
         assert again["quota_ids"]
         assert quotas(emu) == after
 

@@ -111,6 +111,28 @@ def test_a_reservation_holds_its_window_and_is_announced_at_both_ends(
     assert steps == ["started:approved", "ended:approved"]
 
 
+def test_a_window_that_opens_on_a_run_with_nothing_to_change_is_announced_all_the_same(
+        flow: tuple[LocalStack, EmulatorHandle, SlackReceiver, TickingClock]) -> None:
+    """The plan step plans and Notify announces: a run whose plan changes nothing still goes through Announce."""
+    stack, emu, _slack, clock = flow
+    store = Store(wiring.store().table_name, resource=boto3.resource("dynamodb", region_name=stack.region))
+    run(stack, clock, 0)
+    held = p5_quota(emu, "research")
+    assert held >= 8
+    store.reservations.put(Reservation(
+        reservation_id="r-quiet", cluster=CLUSTER, team="research", pool=P5, accelerators=8,
+        start=clock() + timedelta(minutes=10), until=clock() + timedelta(hours=2), reason="evaluation",
+        status="approved", requested_by="alice", requested_at=clock()))
+    stack.sns_messages()
+
+    run(stack, clock, 15)  # inside the window: research holds more than it reserves, nothing to change
+    arn = stack.executions()[-1]
+    assert stack.states_entered(arn)[-5:] == ["Plan", "HasNews", "Announce", "Decide", "NoChange"]
+    assert p5_quota(emu, "research") == held
+    assert [s for s, _ in subjects(stack)] == [f"Reservation started on {CLUSTER}"]
+    run(stack, clock, 15)  # said once
+    assert stack.states_entered(stack.executions()[-1])[-3:] == ["HasNews", "Decide", "NoChange"]
+    assert subjects(stack) == []
 
 
 def run_at(stack: LocalStack, clock: TickingClock, at: datetime) -> None:

@@ -22,6 +22,7 @@ from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.http import ApprovalApi
 from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer.app.notifications.messages import DeliveryResult, Message
+from rebalancer.app.workflow.state import ApprovalRequest
 from rebalancer.domain.plan import Change, Hold, Plan
 from rebalancer_tools.http_api import http_api_event
 from rebalancer_tools.ticking_clock import TickingClock
@@ -128,8 +129,9 @@ def approval_api(*, oidc_issuer: str | None = None, slack_signing_secret: str | 
         run = {"cluster_name": "c1", "execution_name": "c1-node-health-0001", "execution_arn": ARN,
                "trigger": {"kind": "node-health", "summary": "node gpu-p5-0 Unhealthy"},
                "started_at": T0.isoformat()}
-        approvals.request({"run": run, "plan": {"approval_timeout_seconds": 3600}, "task_token": "token-1",
-                           "base_url": BASE})
+        approvals.request(ApprovalRequest.model_validate({
+            "action": "request", "run": run, "approval_round": 1, "approval_timeout_seconds": 3600,
+            "task_token": "token-1", "base_url": BASE}))
         yield Api(ApprovalApi(approvals, slack_signing_secret=slack_signing_secret, oidc_issuer=oidc_issuer),
                   sfn, inbox, clock, store)
 

@@ -68,6 +68,6 @@ def test_the_json_and_the_notify_message_carry_the_held_changes() -> None:
                              "text": "cooldown until Mon 30 Nov 13:50 UTC (last changed 10 min ago, cooldown 120 min)"}}
     assert Plan.model_validate(plan.model_dump(mode="json")) == plan
     run = RunRef(cluster_name="test", execution_name="e", execution_arn="arn:aws:states:us-east-1:1:execution:m:e")
-    message = message_for("dry_run", run, plan, {})
+    message = message_for("dry_run", run, plan)
     assert message.held == plan.held
     assert "Held back (what the policy wants and a hold keeps back):" in render_text(message)[1]

@@ -200,7 +200,7 @@ class MemoryMeter:
     def __init__(self) -> None:
         self.last: dict[str, Reading] = {}
         self.kept: dict[str, dict[datetime, Fact]] = {}  # cluster → start → fact
-        self.announced: set[tuple[str, str]] = set()
+        self.announced: dict[tuple[str, str], str] = {}  # (cluster, key) → the run that announces it
 
     def record(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult:
         reading = Reading.model_validate(_json(reading.model_dump(mode="json")))
@@ -222,11 +222,8 @@ class MemoryMeter:
         kept = self.kept.get(cluster_name, {})
         return [kept[start] for start in sorted(kept) if kept[start].end > since and start < until]
 
-    def announce_once(self, cluster_name: str, key: str) -> bool:
-        if (cluster_name, key) in self.announced:
-            return False
-        self.announced.add((cluster_name, key))
-        return True
+    def claim(self, cluster_name: str, key: str, run: str) -> bool:
+        return self.announced.setdefault((cluster_name, key), run) == run
 
 
 class MemorySamples:
@@ -295,12 +292,12 @@ class MemoryReservations:
             if current is None:
                 return False
             if occurrence is None:
-                if getattr(current, f"{flag}_at") is not None:
+                if getattr(current, f"{flag}_at") not in (None, at):
                     return False
                 self._set(current.model_copy(update={f"{flag}_at": at}))
                 return True
             key = f"{occurrence}/{flag}"
-            if key in current.announced:
+            if current.announced.get(key, at) != at:
                 return False
             self._set(current.model_copy(update={"announced": {**current.announced, key: at}}))
             return True

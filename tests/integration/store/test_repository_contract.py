@@ -266,11 +266,12 @@ def test_metering_counts_each_interval_once_and_only_forward(store: Any) -> None
     assert store.meter.facts("other", T0, T0 + timedelta(hours=3)) == []
 
 
-def test_a_budget_announcement_is_made_once_per_cluster(store: Any) -> None:
-    assert store.meter.announce_once("c", "research#2026-11#80")
-    assert not store.meter.announce_once("c", "research#2026-11#80")
-    assert store.meter.announce_once("c", "research#2026-11#100")
-    assert store.meter.announce_once("d", "research#2026-11#80")
+def test_a_budget_announcement_is_claimed_by_one_run_per_cluster(store: Any) -> None:
+    assert store.meter.claim("c", "research#2026-11#80", "run-1")
+    assert store.meter.claim("c", "research#2026-11#80", "run-1")  # the same run again: a retried step
+    assert not store.meter.claim("c", "research#2026-11#80", "run-2")
+    assert store.meter.claim("c", "research#2026-11#100", "run-2")
+    assert store.meter.claim("d", "research#2026-11#80", "run-2")
 
 
 # --- samples -----------------------------------------------------------------------------------------------------
@@ -350,6 +351,7 @@ def test_a_reservation_is_stored_once_decided_once_and_flagged_once(store: Any) 
     with pytest.raises(UnknownReservation):
         store.reservations.decide("c1", "r-9", "approved", "bob", ("pending",))
     assert store.reservations.mark("c1", "r-2", "started", T0)
+    assert store.reservations.mark("c1", "r-2", "started", T0)  # the run that set it, again: a retried step
     assert not store.reservations.mark("c1", "r-2", "started", T0 + GAP)
     assert not store.reservations.mark("c1", "r-9", "started", T0)
     assert store.reservations.get("c1", "r-2").started_at == T0
@@ -384,6 +386,7 @@ def test_a_recurring_reservation_round_trips_and_its_windows_are_cancelled_and_f
     skipped = store.reservations.skip("c1", "r-1", second, ("pending", "approved"))
     assert skipped.skipped == (second,)
     assert second not in [w.key for w in skipped.windows(T0, rec.until)]
+    assert store.reservations.mark("c1", "r-1", "started", T0, occurrence=first)
     assert store.reservations.mark("c1", "r-1", "started", T0, occurrence=first)
     assert not store.reservations.mark("c1", "r-1", "started", T0 + GAP, occurrence=first)
     assert store.reservations.mark("c1", "r-1", "ended", T0 + GAP, occurrence=first)

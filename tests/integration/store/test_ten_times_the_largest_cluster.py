@@ -24,9 +24,11 @@ from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.adapters.kubernetes.kueue import LISTED_TOTAL, demand_of
-from rebalancer.app.workflow.state import RunRef
+from rebalancer.app.workflow.run_plan import decide
+from rebalancer.app.workflow.state import PlanResult, RunRef
 from rebalancer.app.workflow.steps.collect import collect
 from rebalancer.app.workflow.steps.plan import plan
+from rebalancer.domain.plan import Plan
 
 pytestmark = pytest.mark.slow
 
@@ -83,11 +85,11 @@ def test_ten_times_the_largest_cluster_with_hostile_tenants_fits_every_item_and_
     run = RunRef(cluster_name="bench", execution_name="bench-20261130T120000",
                  execution_arn="arn:aws:states:us-east-1:123456789012:execution:rebalance:bench-20261130T120000",
                  trigger={"kind": "alarm", "event_id": "e", "summary": "x" * 2048})
-    collected = collect(run, store=store, read_snapshot=lambda _: snap)
+    collect(run, store=store, read_snapshot=lambda _: snap)
     planned = plan(run, store=store, load_policy=lambda _: pol, now=NOW)
-    # What the state machine carries after Plan (Begin's run, Collect's and Plan's results): every later state's
-    # input is this plus the small results of Apply, Verify and Notify.
-    state = {"run": run.model_dump(mode="json"), "collect": collected, "plan": planned}
+    # What the state machine carries after Plan (Begin's run and Plan's result; Collect's is not kept): every later
+    # state's input is drawn from this and the small results of Apply and Verify.
+    state = {"run": run.model_dump(mode="json"), "plan": planned}
     state_size = len(json.dumps(state, ensure_ascii=False).encode())
     items = [(f"{i['pk'][:40]}/{i['sk'][:40]}", item_size(i)) for i in _scan(store)]
     largest = max(items, key=lambda x: x[1])
@@ -100,7 +102,8 @@ def test_ten_times_the_largest_cluster_with_hostile_tenants_fits_every_item_and_
     assert largest[1] < ITEM_LIMIT * MARGIN, largest
     assert any(name.startswith("PART#RUN#") for name, _ in items)  # the snapshot and the plan needed parts
     assert _digest(store.artifacts.get(run.execution_name, "SNAPSHOT")) == _digest(snap.model_dump(mode="json"))
-    assert len(stored["changes"]) == planned["changes"]
+    assert stored["changes"]
+    assert PlanResult.model_validate(planned).decision == decide(Plan.model_validate(stored))
     assert len(stored["warnings"]) <= 50
 
 

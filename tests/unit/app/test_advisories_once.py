@@ -24,14 +24,14 @@ def governed(advisories: tuple[str, ...], problems: tuple[str, ...] = (PROBLEM,)
     return base.model_copy(update={"governance": Governance(problems=problems, advisories=advisories)})
 
 
-def run(store: MemoryStore, snap: Snapshot) -> tuple[str, ...]:
+def run(store: MemoryStore, snap: Snapshot, execution: str = "run-1") -> tuple[str, ...]:
     planned = make_run_plan(snap, POLICY, T0, store=store)
-    return announce_advisories_once(planned, snap, store.meter).plan.warnings
+    return announce_advisories_once(planned, snap, store.meter, execution).plan.warnings
 
 
 def test_an_advisory_is_in_the_first_plan_only_and_a_problem_in_every_one() -> None:
     store = MemoryStore()
-    first, second, third = (run(store, governed((ADVICE,))) for _ in range(3))
+    first, second, third = (run(store, governed((ADVICE,)), f"run-{i}") for i in range(3))
     assert first.count(ADVICE) == 1
     assert PROBLEM in first
     assert ADVICE not in second
@@ -48,6 +48,13 @@ def test_each_advisory_is_announced_exactly_once_over_any_sequence_of_runs(seen:
     """Whatever each run finds, every distinct advisory appears in exactly one plan: the first that found it."""
     store = MemoryStore()
     shown: list[str] = []
-    for advisory in seen:
-        shown += [w for w in run(store, governed((advisory,), problems=())) if w.startswith("WARN")]
+    for i, advisory in enumerate(seen):
+        shown += [w for w in run(store, governed((advisory,), problems=()), f"run-{i}") if w.startswith("WARN")]
     assert sorted(shown) == sorted(set(seen))
+
+
+def test_a_retried_plan_step_keeps_the_advisories_its_first_attempt_claimed() -> None:
+    store = MemoryStore()
+    first = run(store, governed((ADVICE,)), "run-1")
+    assert run(store, governed((ADVICE,)), "run-1") == first  # the same run again: its claim is its own
+    assert ADVICE not in run(store, governed((ADVICE,)), "run-2")

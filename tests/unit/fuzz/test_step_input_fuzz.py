@@ -18,11 +18,15 @@ RUN = {"cluster_name": "ml-cluster", "execution_name": "ml-cluster-20261130T1200
        "trigger": {"kind": "node-health", "summary": "node i-1 is Unschedulable"}, "started_at": "2026-11-30T12:00Z"}
 INPUTS: dict[str, tuple[type[state.StepInput], dict[str, Any]]] = {
     "collect": (state.RunInput, {"run": RUN}),
-    "plan": (state.RunInput, {"run": RUN, "collect": {"snapshot_stored": True}}),
-    "rollback": (state.RunInput, {"run": RUN, "error": {"Error": "ApplyFailed", "Cause": "x"}}),
-    "verify": (state.VerifyInput, {"attempt": 2, "apply": {"quota_ids": ["q-1", "q-2"],
-                                                                "scheduler_config_id": None}}),
-    "notify": (state.NotifyInput, {"kind": "applied", "state": {"run": RUN, "plan": {"changed": True}}}),
+    "plan": (state.PlanInput, {"run": RUN, "recheck": {"approval_round": 2}}),
+    "rollback": (state.RollbackInput, {"run": RUN, "error": {"Error": "ApplyFailed", "Cause": "x"}}),
+    "verify": (state.VerifyInput, {"run": RUN, "attempt": 2, "apply": {"quota_ids": ["q-1", "q-2"],
+                                                                           "scheduler_config_id": None}}),
+    "notify": (state.NotifyInput, {"kind": "applied", "run": RUN, "approval_round": 1, "notes": ["x"],
+                                   "error": {"Error": "States.Timeout"}}),
+    "approval request": (state.ApprovalRequest, {"action": "request", "task_token": "t", "run": RUN,
+                                                 "approval_round": 1, "approval_timeout_seconds": 3600,
+                                                 "notes": [], "base_url": "https://example.com/"}),
 }
 
 
@@ -48,10 +52,13 @@ def test_the_state_machine_s_inputs_parse(step: str) -> None:
     ("collect", {}, "run: Field required"),
     ("collect", {"run": "x"}, "run: Input should be a valid dictionary"),
     ("plan", {"run": {**RUN, "execution_name": ""}}, "run.execution_name must be a non-empty name"),
-    ("verify", {"attempt": "x", "apply": {}}, "attempt"),
-    ("verify", {"attempt": 1, "apply": {"quota_ids": "q-1"}}, "apply.quota_ids"),
-    ("notify", {"kind": "applied", "state": {}}, "run: Field required"),
-    ("notify", {"kind": "exploded", "state": {"run": RUN}}, "kind"),
+    ("verify", {"run": RUN, "attempt": "x", "apply": {}}, "attempt"),
+    ("verify", {"run": RUN, "attempt": 1, "apply": {"quota_ids": "q-1"}}, "apply.quota_ids"),
+    ("notify", {"kind": "applied"}, "run: Field required"),
+    ("notify", {"kind": "exploded", "run": RUN}, "kind"),
+    ("notify", {"kind": "applied", "run": RUN, "approval_round": 0}, "approval_round"),
+    ("approval request", {"action": "request", "run": RUN, "task_token": "t", "approval_round": 1,
+                          "base_url": "https://example.com/"}, "approval_timeout_seconds: Field required"),
     ("rollback", [], "expected an object, got list"),
 ])
 def test_a_malformed_input_names_the_step_and_the_field(step: str, event: Any, words: str) -> None:

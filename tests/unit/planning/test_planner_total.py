@@ -122,15 +122,8 @@ class MeteredFacts(MemoryMeter):
         return [f for f in self.given if f.end > since and f.start < until]
 
 
-class Outlet:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, tuple[str, ...]]] = []
-
-    def send(self, kind: str, lines: tuple[str, ...]) -> None:
-        self.sent.append((kind, lines))
-
-    def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None:
-        _finite(used)
+def finite_figures(cluster: str, used: dict[str, tuple[float, float]]) -> None:
+    _finite(used)
 
 
 @properties(40)
@@ -142,6 +135,7 @@ def test_the_plan_step_never_raises_for_a_policy_the_loader_accepts(case: tuple[
     run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name="test-20261130T120000",
                        execution_arn="", source="cli")
     store.artifacts.put(run.execution_name, "SNAPSHOT", snap.model_dump(mode="json"))
-    out = plan_step(run, store=store, load_policy=lambda _: pol, now=T0, budget_outlet=Outlet())
+    out = plan_step(run, store=store, load_policy=lambda _: pol, now=T0, budget_figures=finite_figures)
     _finite(out)
     _finite(store.artifacts.get(run.execution_name, "PLAN"))
+    _finite(store.artifacts.get(run.execution_name, "NEWS"))

@@ -117,11 +117,17 @@ def test_a_series_above_the_teams_cap_at_once_is_refused() -> None:
 
 # --- announced once each --------------------------------------------------------------------------------------
 @dataclass
-class Outlet:
+class Told:
+    """The messages the runs' news makes: one per kind of line."""
+
     sent: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
-    def send(self, kind: str, lines: tuple[str, ...]) -> None:
-        self.sent.append((kind, lines))
+    def news(self, store: MemoryStore, at: datetime) -> list[str]:
+        """The run at `at`: the windows that began, then those that ended."""
+        started, ended = reservations.news(store.reservations, store.audit, "test", at)
+        self.sent += [(kind, tuple(lines)) for kind, lines in (("reservation_started", started),
+                                                               ("reservation_ended", ended)) if lines]
+        return started + ended
 
 
 def made(store: MemoryStore) -> Reservation:
@@ -134,13 +140,13 @@ def made(store: MemoryStore) -> Reservation:
 
 
 def test_each_windows_start_and_end_is_announced_once_every_fifteen_minutes() -> None:
-    store, outlet = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK)), Outlet()
+    store, told = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK)), Told()
     rec = made(store)
     assert rec.lead_minutes == default_lead_minutes(POLICY) == 15 + SETTLE_MINUTES
     said: list[tuple[datetime, str]] = []
     at = FRI_BEFORE_FALL_BACK
     while at < FRI_BEFORE_FALL_BACK + timedelta(days=4, hours=1):
-        said += [(at, line) for line in reservations.announce(store.reservations, store.audit, "test", at, outlet)]
+        said += [(at, line) for line in told.news(store, at)]
         at += timedelta(minutes=15)
     assert [(t, line.split(": ")[1].split(";")[0]) for t, line in said] == [
         (utc("2026-10-23T15:30Z"), "began"), (utc("2026-10-24T06:00Z"), "ended"),  # Fri 18:00-08:00 CEST, lead 30
@@ -148,33 +154,45 @@ def test_each_windows_start_and_end_is_announced_once_every_fifteen_minutes() ->
     ]
     assert "window of Fri 23 Oct 18:00" in said[0][1]
     assert "until Sat 24 Oct 06:00 UTC (the window opens at 16:00 UTC)" in said[0][1]
-    assert [k for k, _ in outlet.sent] == ["reservation_started", "reservation_ended"] * 2
+    assert [k for k, _ in told.sent] == ["reservation_started", "reservation_ended"] * 2
     steps = [r["outcome"] for r in store.audit.records("test") if r["kind"] == "reservation"]
     assert steps == ["requested:approved", "started:approved", "ended:approved", "started:approved", "ended:approved"]
 
 
 def test_a_window_cancelled_while_held_ends_as_cancelled_and_the_next_one_still_comes() -> None:
-    store, outlet = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK)), Outlet()
+    store, told = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK)), Told()
     made(store)
-    assert reservations.announce(store.reservations, store.audit, "test", utc("2026-10-23T17:00Z"), outlet)
+    assert told.news(store, utc("2026-10-23T17:00Z"))
     reservations.cancel_occurrence(store.reservations, store.audit, "test", "r-n", datetime(2026, 10, 23).date(), "bob")
-    [line] = reservations.announce(store.reservations, store.audit, "test", utc("2026-10-23T17:15Z"), outlet)
+    [line] = told.news(store, utc("2026-10-23T17:15Z"))
     assert "window of Fri 23 Oct 18:00: cancelled; nightly's quota" in line
-    [line] = reservations.announce(store.reservations, store.audit, "test", utc("2026-10-26T16:30Z"), outlet)
+    [line] = told.news(store, utc("2026-10-26T16:30Z"))
     assert "window of Mon 26 Oct 18:00: began" in line
     at = utc("2026-10-23T17:30Z")
     assert planning_context(snapshot({P5: 8}, taken_at=at), POLICY,
                             reservations=store.reservations.of_cluster("test")).reservations == ()
 
 
-def test_a_cancelled_series_ends_its_held_window_and_holds_no_more() -> None:
-    store, outlet = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK)), Outlet()
+def test_a_retried_run_says_its_windows_again_and_another_run_does_not() -> None:
+    store = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK))
     made(store)
-    reservations.announce(store.reservations, store.audit, "test", utc("2026-10-23T17:00Z"), outlet)
+    for at in (utc("2026-10-23T17:00Z"), utc("2026-10-24T07:00Z")):  # the window begun, then over
+        said = reservations.news(store.reservations, store.audit, "test", at)
+        assert said != ([], [])
+        assert reservations.news(store.reservations, store.audit, "test", at) == said
+        assert reservations.news(store.reservations, store.audit, "test", at + timedelta(minutes=15)) == ([], [])
+    steps = [r["outcome"] for r in store.audit.records("test") if r["kind"] == "reservation"]
+    assert steps == ["requested:approved", "started:approved", "ended:approved"]
+
+
+def test_a_cancelled_series_ends_its_held_window_and_holds_no_more() -> None:
+    store, told = MemoryStore(now=TickingClock(FRI_BEFORE_FALL_BACK)), Told()
+    made(store)
+    told.news(store, utc("2026-10-23T17:00Z"))
     reservations.decide(store.reservations, store.audit, "test", "r-n", "cancel", "bob")
-    [line] = reservations.announce(store.reservations, store.audit, "test", utc("2026-10-23T17:15Z"), outlet)
+    [line] = told.news(store, utc("2026-10-23T17:15Z"))
     assert ": cancelled;" in line
-    assert reservations.announce(store.reservations, store.audit, "test", utc("2026-10-26T17:00Z"), outlet) == []
+    assert told.news(store, utc("2026-10-26T17:00Z")) == []
 
 
 # --- the goal: the quota is in place when the window opens ------------------------------------------------------

@@ -5,7 +5,7 @@ and the end each announced once by the plan run that first sees them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from support.clock import T0, ticking
@@ -25,11 +25,17 @@ SNAP = snapshot({P5: 8})
 
 
 @dataclass
-class Outlet:
+class Told:
+    """The messages the runs' news makes: one per kind of line."""
+
     sent: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
-    def send(self, kind: str, lines: tuple[str, ...]) -> None:
-        self.sent.append((kind, lines))
+    def news(self, store: MemoryStore, at: datetime) -> list[str]:
+        """The run at `at`: the windows that began, then those that ended."""
+        started, ended = reservations.news(store.reservations, store.audit, "test", at)
+        self.sent += [(kind, tuple(lines)) for kind, lines in (("reservation_started", started),
+                                                               ("reservation_ended", ended)) if lines]
+        return started + ended
 
 
 def request(n: int, hours: float = 24) -> reservations.Request:
@@ -89,11 +95,11 @@ def test_a_refused_reservation_stores_nothing() -> None:
 
 
 def test_start_and_end_are_announced_once_each_with_the_reason() -> None:
-    store, outlet = MemoryStore(now=ticking()), Outlet()
+    store, told = MemoryStore(now=ticking()), Told()
     rec = make(store, 16)
 
     def run(hours: float) -> list[str]:
-        return reservations.announce(store.reservations, store.audit, "test", T0 + timedelta(hours=hours), outlet)
+        return told.news(store, T0 + timedelta(hours=hours))
 
     assert run(0.25) == []  # not begun
     started = run(0.5)  # the policy's default lead: a run interval (15 min) and 15 min to settle
@@ -107,33 +113,51 @@ def test_start_and_end_are_announced_once_each_with_the_reason() -> None:
     assert "ended" in ended[0]
     assert "returns to the policy" in ended[0]
     assert run(26) == []
-    assert [k for k, _ in outlet.sent] == ["reservation_started", "reservation_ended"]
+    assert [k for k, _ in told.sent] == ["reservation_started", "reservation_ended"]
     stored = store.reservations.get("test", rec.reservation_id)
     assert stored is not None
     assert stored.started_at is not None
     assert stored.ended_at is not None
-    text = render_text(Message(kind="reservation_started", cluster="test", notes=outlet.sent[0][1]))
+    text = render_text(Message(kind="reservation_started", cluster="test", notes=told.sent[0][1]))
     assert text[0] == "Reservation started on test"
     assert "for launch" in text[1]
-    blocks = render_blocks(Message(kind="reservation_ended", cluster="test", notes=outlet.sent[1][1]))
+    blocks = render_blocks(Message(kind="reservation_ended", cluster="test", notes=told.sent[1][1]))
     assert "for launch" in blocks[1]["text"]["text"]
 
 
+def test_a_retried_plan_step_says_its_run_s_lines_again_and_audits_them_once() -> None:
+    """The run that saw a window begin flags it with its snapshot's time: that run again (its Plan step retried)
+    finds its own flag and says the line again; the audit record is written once; the next run says nothing."""
+    store = MemoryStore(now=ticking())
+    make(store, 16)
+    at = T0 + timedelta(hours=1)
+    first = reservations.news(store.reservations, store.audit, "test", at)
+    assert first[0]
+    assert reservations.news(store.reservations, store.audit, "test", at) == first
+    assert [r["outcome"] for r in store.audit.records("test") if r["kind"] == "reservation"] == [
+        "requested:approved", "started:approved"]
+    assert reservations.news(store.reservations, store.audit, "test", at + timedelta(minutes=15)) == ([], [])
+    end = T0 + timedelta(hours=25)
+    ended = reservations.news(store.reservations, store.audit, "test", end)
+    assert ended[1]
+    assert reservations.news(store.reservations, store.audit, "test", end) == ended
+
+
 def test_a_reservation_cancelled_after_its_start_is_announced_as_cancelled() -> None:
-    store, outlet = MemoryStore(now=ticking()), Outlet()
+    store, told = MemoryStore(now=ticking()), Told()
     rec = make(store, 16)
-    reservations.announce(store.reservations, store.audit, "test", T0 + timedelta(hours=1), outlet)
+    told.news(store, T0 + timedelta(hours=1))
     reservations.decide(store.reservations, store.audit, "test", rec.reservation_id, "cancel", "bob")
-    lines = reservations.announce(store.reservations, store.audit, "test", T0 + timedelta(hours=2), outlet)
+    lines = told.news(store, T0 + timedelta(hours=2))
     assert len(lines) == 1
     assert "cancelled" in lines[0]
 
 
 def test_a_pending_reservation_is_never_announced() -> None:
-    store, outlet = MemoryStore(now=ticking()), Outlet()
+    store, told = MemoryStore(now=ticking()), Told()
     make(store, 40)
-    assert reservations.announce(store.reservations, store.audit, "test", T0 + timedelta(hours=2), outlet) == []
-    assert outlet.sent == []
+    assert told.news(store, T0 + timedelta(hours=2)) == []
+    assert told.sent == []
 
 
 def test_the_requester_cannot_approve_their_own_reservation() -> None:

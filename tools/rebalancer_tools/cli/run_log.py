@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rebalancer.app.workflow import run_plan, runs
     from rebalancer_tools.cli.cluster_lock import Locks
 
-    class RunStore(run_plan.Store, runs.Store, Protocol):
+    class RunStore(run_plan.RecordsAndSources, runs.RecordsAndVersions, Protocol):
         """What the CLI's runs record in: the plan's store and the writing use cases' alike, and the cluster's
         lock."""
 
@@ -34,7 +34,7 @@ NO_TABLE_WARNING = ("no audit table (--table / --stack / $REBALANCER_TABLE): the
 # The DynamoDB call behind each repository method the CLI's runs use, for the one-line error.
 CALLS = {("artifacts", "put"): "PutItem", ("artifacts", "get"): "GetItem", ("audit", "append"): "PutItem",
          ("audit", "records"): "Query", ("versions", "record"): "PutItem", ("versions", "known"): "Query",
-         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "announce_once"): "PutItem",
+         ("meter", "record"): "TransactWriteItems", ("meter", "facts"): "Query", ("meter", "claim"): "PutItem",
          ("reservations", "of_cluster"): "Query", ("sightings", "unavailable"): "GetItem",
          ("sightings", "record_unavailable"): "PutItem", ("locks", "acquire"): "PutItem",
          ("locks", "holding"): "GetItem", ("locks", "request_followup"): "UpdateItem", ("locks", "renew"): "UpdateItem",

@@ -261,7 +261,7 @@ FUNCTION_CALLS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("states:DescribeExecution", "{EXECUTIONS}"), ("sagemaker:ListClusterEvents", _CLUSTER)),
     "collect": (*_STORE, *_READ_CLUSTER),
     "observe": (*_STORE, *_READ_CLUSTER),
-    "plan": (*_STORE, *_POLICY, *_SNS, ("secretsmanager:GetSecretValue", "{SLACK_WEBHOOK_SECRET_ARN}")),
+    "plan": (*_STORE, *_POLICY),
     "apply": (*_STORE, *_WRITE_QUOTAS,
               ("sagemaker:CreateComputeQuota", _QUOTA), ("sagemaker:CreateComputeQuota", _CLUSTER),
               ("sagemaker:CreateClusterSchedulerConfig", _CONFIG),

@@ -1,5 +1,7 @@
-"""Budgets in the workflow: meter each reading, give the planning context the use metered so far, and tell people
-when a team passes a threshold (once per period) and how each period ended (once)."""
+"""Budgets in the workflow: meter each reading, give the planning context the use metered so far, and say what is
+news at a run: a team that passed a threshold (once per period) and how each period ended (once). The run that
+claims a line in the meter's announcement records is the one whose Notify step sends it
+(rebalancer.app.workflow.news)."""
 
 from __future__ import annotations
 
@@ -16,27 +18,20 @@ if TYPE_CHECKING:
     from rebalancer.domain.policy import Policy  # metering (Collect, Observe) runs without the policy model
 
 
-class MeterStore(Protocol):
-    """The metered readings and facts, and the announcements made: rebalancer.adapters.dynamodb.metering;
+class MeterRecords(Protocol):
+    """The metered readings and facts, and which run announces what: rebalancer.adapters.dynamodb.metering;
     rebalancer_tools.memory_store.MemoryMeter."""
 
     def record(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult: ...
     def facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...
-    def announce_once(self, cluster_name: str, key: str) -> bool: ...
+    def claim(self, cluster_name: str, key: str, run: str) -> bool: ...
 
 
-class Outlet(Protocol):
-    """Where budget news goes: messages on the notification channels, figures as CloudWatch metrics."""
-
-    def send(self, kind: str, lines: tuple[str, ...]) -> None: ...
-    def record(self, cluster: str, used: dict[str, tuple[float, float]]) -> None: ...
-
-
-def meter(store: MeterStore, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
+def meter(store: MeterRecords, snapshot: Snapshot, expected_gap: timedelta = EXPECTED_GAP) -> MeterResult:
     return store.record(snapshot.cluster.ClusterName, reading_of(snapshot), expected_gap)
 
 
-def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Ledger | None:
+def metered(store: MeterRecords, cluster: str, policy: Policy, at: datetime) -> Ledger | None:
     """The use metered so far in the periods that hold `at`, per team with a budget (None: no team has one)."""
     budgets = budgets_of(policy)
     if not budgets:
@@ -45,7 +40,7 @@ def metered(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> Le
     return Ledger.of(facts, budgets, at)
 
 
-def trailing(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> TrailingUsage | None:
+def trailing(store: MeterRecords, cluster: str, policy: Policy, at: datetime) -> TrailingUsage | None:
     """What each team received over the fair-share window that ends at `at` (None: the policy has none)."""
     hours = policy.fairness.window_hours
     if hours is None:
@@ -54,56 +49,51 @@ def trailing(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> T
     return TrailingUsage.of(store.facts(cluster, at - window, at), window)
 
 
-def received(store: MeterStore, cluster: str, hours: float, at: datetime) -> dict[str, dict[str, float]]:
+def received(store: MeterRecords, cluster: str, hours: float, at: datetime) -> dict[str, dict[str, float]]:
     """Per team and instance type, the accelerator-hours received over the `hours` that end at `at`."""
     window = timedelta(hours=hours)
     return TrailingUsage.of(store.facts(cluster, at - window, at), window).hours(at)
 
 
-def period_to_date(store: MeterStore, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
+def period_to_date(store: MeterRecords, cluster: str, policy: Policy, at: datetime) -> dict[str, BudgetUsage]:
     """Per team with a budget: use from its period's start until `at`, from the metered facts."""
     ledger = metered(store, cluster, policy, at)
     return ledger.usage(at, policy.prices) if ledger else {}
 
 
-def announce(store: MeterStore, policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage],
-             outlet: Outlet) -> list[str]:
-    """Per team with a budget: % used and accelerator-hours as metrics (`usage`: what the plan read, its
-    context's), thresholds newly reached this period (each once, whatever the number of runs), then the summary
-    of every period that ended since the last one was sent. Returns the lines sent."""
+def figures(policy: Policy, usage: Mapping[str, BudgetUsage]) -> dict[str, tuple[float, float]]:
+    """Per team with a budget: % used and accelerator-hours (`usage`: what the plan read, its context's), the
+    figures published as metrics at every run."""
+    budgets = budgets_of(policy)
+    return {team: (u.fraction(budgets[team]) * 100, u.accelerator_hours) for team, u in usage.items()
+            if team in budgets}
+
+
+def news(store: MeterRecords, policy: Policy, snapshot: Snapshot, usage: Mapping[str, BudgetUsage],
+         run: str) -> tuple[list[str], list[str]]:
+    """(thresholds newly reached this period, summaries of the periods that ended), each line claimed for `run`:
+    once per cluster whatever the number of runs, and the same lines again for the same run (a retried step)."""
     cluster = snapshot.cluster.ClusterName
     budgets = budgets_of(policy)
-    figures = {team: (u.fraction(budgets[team]) * 100, u.accelerator_hours)
-               for team, u in usage.items() if team in budgets}
-    if figures:
-        outlet.record(cluster, figures)
-    sent: list[str] = []
     crossed = []
     for team, budget in budgets.items():
         used = usage.get(team)
         if used is None:
             continue
         new = [pct for pct in reached_thresholds(budget, used)
-               if store.announce_once(cluster, f"{team}#{used.period}#{pct}")]
+               if store.claim(cluster, f"{team}#{used.period}#{pct}", run)]
         if new:
             crossed.append(f"{team}: {describe(budget, used)}; passed {', '.join(f'{p} %' for p in new)}")
-    if crossed:
-        outlet.send("budget", tuple(crossed))
-        sent += crossed
-    summary = _ended_periods(store, cluster, policy, budgets, snapshot.taken_at)
-    if summary:
-        outlet.send("budget_summary", tuple(summary))
-        sent += summary
-    return sent
+    return crossed, _ended_periods(store, cluster, policy, budgets, snapshot.taken_at, run)
 
 
-def _ended_periods(store: MeterStore, cluster: str, policy: Policy, budgets: dict[str, Budget],
-                   at: datetime) -> list[str]:
+def _ended_periods(store: MeterRecords, cluster: str, policy: Policy, budgets: dict[str, Budget],
+                   at: datetime, run: str) -> list[str]:
     """One line per team whose previous period has not been summarised yet: checked once per kind of period
     (month or week, time zone) at the first run of a new one; a period with no metered use is not summarised."""
     previous = {team: b.window(b.window(at).start - timedelta(microseconds=1)) for team, b in budgets.items()}
     kinds = {(b.period, b.timezone, previous[t].label) for t, b in budgets.items()}
-    fresh = {k for k in sorted(kinds) if store.announce_once(cluster, f"summary#{k[0]}#{k[1]}#{k[2]}")}
+    fresh = {k for k in sorted(kinds) if store.claim(cluster, f"summary#{k[0]}#{k[1]}#{k[2]}", run)}
     due = {t: w for t, w in previous.items() if (budgets[t].period, budgets[t].timezone, w.label) in fresh}
     if not due:
         return []

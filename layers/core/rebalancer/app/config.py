@@ -62,7 +62,7 @@ class NotifyConfig(EnvConfig):
     slack_webhook_secret_arn: str = Field("", alias="SLACK_WEBHOOK_SECRET_ARN")
 
 
-class PlanConfig(NotifyConfig):
+class PlanConfig(EnvConfig):
     # Where the policy is read: SSM (PREFIX/CLUSTER, at most 8 KB) or an AppConfig hosted configuration (1 MB), whose
     # application, environment and profile the template creates for the stack's first cluster (ids).
     policy_source: Literal["ssm", "appconfig"] = Field("ssm", alias="POLICY_SOURCE")

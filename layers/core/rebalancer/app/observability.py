@@ -34,6 +34,17 @@ for _name in BODY_LOGGERS:
     _library.setLevel(max(_library.getEffectiveLevel(), logging.INFO))
 
 
+def publish_budget_usage(cluster: str, used: dict[str, tuple[float, float]]) -> None:
+    """Per team with a budget: % used and accelerator-hours (BudgetUsedPercent, BudgetAcceleratorHours; dimensions
+    ClusterName, Team), at every run the Plan step makes."""
+    for team, (percent, hours) in sorted(used.items()):
+        for name, value, unit in (("BudgetUsedPercent", percent, MetricUnit.Percent),
+                                  ("BudgetAcceleratorHours", hours, MetricUnit.Count)):
+            with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE) as metric:
+                metric.add_dimension(name="ClusterName", value=cluster)
+                metric.add_dimension(name="Team", value=team)
+
+
 @contextmanager
 def transient_failures_counted(step: str) -> Iterator[None]:
     """Counts a TransientError leaving the step (metric TransientFailures, dimension Step) before it goes on to the

@@ -27,9 +27,11 @@ class Samples(Protocol):
     def put(self, sample: DemandSample, retention: timedelta) -> None: ...
 
 
-class Store(Protocol):
+class MeterAndSamples(Protocol):
+    """The metered readings (rebalancer.app.budgets.MeterRecords) and the demand samples the backtest replays."""
+
     @property
-    def meter(self) -> budgets.MeterStore: ...
+    def meter(self) -> budgets.MeterRecords: ...
     @property
     def samples(self) -> Samples: ...
 
@@ -94,7 +96,7 @@ def measure(snapshot: Snapshot) -> Imbalance:
     return Imbalance(snapshot.cluster.ClusterName, float(capacity), tuple(usage))
 
 
-def observe(snapshots: Sequence[Snapshot], store: Store, retention: timedelta,
+def observe(snapshots: Sequence[Snapshot], store: MeterAndSamples, retention: timedelta,
             warn: Callable[[str], None] = lambda _message: None) -> list[Imbalance]:
     """Each cluster's snapshot measured, metered for the teams' budgets and stored as a demand sample (kept
     `retention`). A reading or sample DynamoDB refuses is a warning, not a failure: the metrics (which the alarms

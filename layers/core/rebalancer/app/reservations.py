@@ -1,9 +1,9 @@
 """Reservations as use cases: make one (one window, or one that comes back), approve or cancel it (or one window of
-a recurring one), and, at each plan run, announce the windows that began or ended since the last run (once each:
-the run that first sees it sets the flag on the record). Every step has its audit record
-(`app.workflow.audit.reservation`).
+a recurring one), and, at each plan run, say which windows began or ended since the last run (once each: the run
+that first sees it sets the flag on the record, and its Notify step sends the line: rebalancer.app.workflow.news).
+Every step has its audit record (`app.workflow.audit.reservation`).
 
-Made atomically: the check reads the cluster's reservations with their version (`ReservationStore.book`) and the
+Made atomically: the check reads the cluster's reservations with their version (`ReservationRecords.book`) and the
 write stores the new one only while that version holds, moving it on (one DynamoDB transaction). Two reservations
 checked at the same moment cannot both be stored on the same reading: the second finds the version moved, reads
 again, and is checked against the first (or refused)."""
@@ -39,7 +39,7 @@ from rebalancer.planning.reservations import default_lead_minutes, refuse_if_unf
 ATTEMPTS = 5  # checks of one request against reservations others stored meanwhile, before giving up (transient)
 
 
-class ReservationStore(Protocol):
+class ReservationRecords(Protocol):
     """rebalancer.adapters.dynamodb.reservations.TableReservations; rebalancer_tools.memory_store.MemoryReservations."""
 
     def put(self, rec: Reservation, *, version: int | None = None) -> bool: ...
@@ -52,12 +52,6 @@ class ReservationStore(Protocol):
              allowed: Sequence[ReservationStatus]) -> Reservation: ...
     def mark(self, cluster: str, reservation_id: str, flag: Flag, at: datetime,
              occurrence: str | None = None) -> bool: ...
-
-
-class Outlet(Protocol):
-    """Where start and end messages go (rebalancer.app.notifications.outlets.BudgetOutlet sends any kind)."""
-
-    def send(self, kind: str, lines: tuple[str, ...]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +78,7 @@ def needs_approval(policy: Policy, accelerators: int) -> str | None:
     return None
 
 
-def reserve(store: ReservationStore, log: AuditLog, request: Request, *, policy: Policy, snapshot: Snapshot,
+def reserve(store: ReservationRecords, log: AuditLog, request: Request, *, policy: Policy, snapshot: Snapshot,
             now: datetime, new_id: Callable[[], str], who: str) -> Reservation:
     """Stores the reservation (approved, or pending with the reason it waits) once it fits; refuses it otherwise
     (ReservationRefused, nothing stored). The check and the write are one step (see the module)."""
@@ -140,7 +134,7 @@ def known(reservation_id: str) -> str:
     return reservation_id
 
 
-def decide(store: ReservationStore, log: AuditLog, cluster: str, reservation_id: str,
+def decide(store: ReservationRecords, log: AuditLog, cluster: str, reservation_id: str,
            decision: Literal["approve", "cancel"], who: str) -> Reservation:
     """Pending → approved (once), or pending / approved → cancelled; anything else raises ReservationNotPending.
     Approval is a second pair of eyes: whoever requested a reservation cannot approve it (ReservationNotPending)."""
@@ -157,7 +151,7 @@ def decide(store: ReservationStore, log: AuditLog, cluster: str, reservation_id:
     return rec
 
 
-def cancel_occurrence(store: ReservationStore, log: AuditLog, cluster: str, reservation_id: str, local_day: date,
+def cancel_occurrence(store: ReservationRecords, log: AuditLog, cluster: str, reservation_id: str, local_day: date,
                       who: str) -> tuple[Reservation, Window]:
     """Cancels the window of a recurring reservation that opens on `local_day` (in its time zone); the others stay.
     A window already begun ends at the next run (announced as cancelled)."""
@@ -178,53 +172,61 @@ def cancel_occurrence(store: ReservationStore, log: AuditLog, cluster: str, rese
     return rec, window
 
 
-def announce(store: ReservationStore, log: AuditLog, cluster: str, at: datetime, outlet: Outlet | None) -> list[str]:
-    """The windows that began to be held (approved, within the lead of their start) or ended (past their end, or
-    cancelled, after they began) by `at` and were not announced yet: each flagged on its record, audited and sent
-    once."""
+def news(store: ReservationRecords, log: AuditLog, cluster: str, at: datetime) -> tuple[list[str], list[str]]:
+    """(windows that began, windows that ended) by `at`, the time of this run's snapshot, and not yet flagged: a
+    window began when it is held (approved, within the lead of its start) and ended when it is past its end, or
+    cancelled, after it began. Each is flagged on its record with `at` and audited once; a flag already set to `at`
+    is this run's own (a retried step): its line comes again, its audit record does not."""
     started: list[str] = []
     ended: list[str] = []
     for rec in store.of_cluster(cluster):
         if rec.recurring:
-            _announce_windows(store, log, rec, at, started, ended)
+            _window_news(store, log, rec, at, started, ended)
             continue
-        if rec.started_at is None and rec.active_at(at) and store.mark(cluster, rec.reservation_id, "started", at):
+        if _unflagged(rec.started_at, at) and rec.active_at(at) \
+                and store.mark(cluster, rec.reservation_id, "started", at):
             started.append(f"{rec.label}: began; {rec.team} is guaranteed at least {rec.accelerators} of "
                            f"{rec.pool} from this run's plan (reserved by {rec.requested_by})")
-            audit.reservation(log, rec, "started", None)
+            _audited(log, rec, "started", rec.started_at)
         over = rec.status == "cancelled" or at >= rec.until
-        if rec.started_at is not None and rec.ended_at is None and over \
+        if rec.started_at not in (None, at) and _unflagged(rec.ended_at, at) and over \
                 and store.mark(cluster, rec.reservation_id, "ended", at):
             ended.append(f"{rec.label}: {'cancelled' if rec.status == 'cancelled' else 'ended'}; {rec.team}'s quota "
                          f"on {rec.pool} returns to the policy")
-            audit.reservation(log, rec, "ended", None)
-    if outlet is not None:
-        for kind, lines in (("reservation_started", started), ("reservation_ended", ended)):
-            if lines:
-                outlet.send(kind, tuple(lines))
-    return started + ended
+            _audited(log, rec, "ended", rec.ended_at)
+    return started, ended
 
 
-def _announce_windows(store: ReservationStore, log: AuditLog, rec: Reservation, at: datetime, started: list[str],
-                      ended: list[str]) -> None:
+def _unflagged(flag: datetime | None, at: datetime) -> bool:
+    """Not flagged yet, or flagged by this run (at its snapshot's time `at`)."""
+    return flag is None or flag == at
+
+
+def _audited(log: AuditLog, rec: Reservation, step: str, flag: datetime | None, occurrence: str | None = None) -> None:
+    if flag is None:  # set just now, not by an earlier attempt of this run
+        audit.reservation(log, rec, step, None, occurrence=occurrence)
+
+
+def _window_news(store: ReservationRecords, log: AuditLog, rec: Reservation, at: datetime, started: list[str],
+                 ended: list[str]) -> None:
     """A recurring reservation's windows: the one held now, once; each one begun and not yet ended, once over."""
     held = rec.window_at(at) if rec.status == "approved" else None
-    if held is not None and f"{held.key}/started" not in rec.announced \
+    if held is not None and _unflagged(rec.announced.get(f"{held.key}/started"), at) \
             and store.mark(rec.cluster, rec.reservation_id, "started", at, occurrence=held.key):
         opens = f" (the window opens at {held.start:%H:%M} UTC)" if at < held.start else ""
         started.append(f"{_occurrence(rec, held.key)}: began; {rec.team} is guaranteed at least {rec.accelerators} "
                        f"of {rec.pool} from this run's plan until {held.end:%a %d %b %H:%M} UTC{opens} (reserved by "
                        f"{rec.requested_by})")
-        audit.reservation(log, rec, "started", None, occurrence=held.key)
-    begun = [k.removesuffix("/started") for k in rec.announced if k.endswith("/started")]
+        _audited(log, rec, "started", rec.announced.get(f"{held.key}/started"), held.key)
+    begun = [k.removesuffix("/started") for k, flag in rec.announced.items() if k.endswith("/started") and flag != at]
     for key in sorted(begun):
-        if f"{key}/ended" in rec.announced or (held is not None and held.key == key):
+        if not _unflagged(rec.announced.get(f"{key}/ended"), at) or (held is not None and held.key == key):
             continue
         cancelled = rec.status == "cancelled" or key in rec.skipped
         if store.mark(rec.cluster, rec.reservation_id, "ended", at, occurrence=key):
             ended.append(f"{_occurrence(rec, key)}: {'cancelled' if cancelled else 'ended'}; {rec.team}'s quota on "
                          f"{rec.pool} returns to the policy")
-            audit.reservation(log, rec, "ended", None, occurrence=key)
+            _audited(log, rec, "ended", rec.announced.get(f"{key}/ended"), key)
 
 
 def _occurrence(rec: Reservation, key: str) -> str:

@@ -51,7 +51,7 @@ class Reservations(Protocol):
     def of_cluster(self, cluster: str) -> list[Reservation]: ...
 
 
-class WhyStore(Protocol):
+class RunsAndReservations(Protocol):
     """The run documents, the audit log and the reservations: rebalancer.adapters.dynamodb.store.Store,
     MemoryStore."""
 
@@ -63,7 +63,7 @@ class WhyStore(Protocol):
     def reservations(self) -> Reservations: ...
 
 
-def why(store: WhyStore, cluster: str, team: str, *, read_max: int = READ_MAX) -> Explanation:
+def why(store: RunsAndReservations, cluster: str, team: str, *, read_max: int = READ_MAX) -> Explanation:
     """NotFound when the cluster has no stored run; InvalidInput (one line naming the team) for a team the latest
     snapshot does not know. Reads the audit log newest first, only as far as the answer needs (at most
     `read_max` records): the latest run, and the last change of each of the team's quotas with its reason."""

@@ -1,5 +1,5 @@
 """A run's documents (snapshot, the planning context, plan and what it was made from, apply report, scheduler
-outcome, outlook), gzip'd: too big for Step Functions' state, and in parts when too big for one item
+outcome, outlook, news), gzip'd: too big for Step Functions' state, and in parts when too big for one item
 (Table.put_packed)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from rebalancer.adapters.dynamodb.table import ARTIFACT_RETENTION, KEY, SORT, TTL, Table, epoch
 
-Artifact = Literal["SNAPSHOT", "CONTEXT", "PLAN", "BASIS", "APPLY", "SCHEDULER", "OUTLOOK"]
+Artifact = Literal["SNAPSHOT", "CONTEXT", "PLAN", "BASIS", "APPLY", "SCHEDULER", "OUTLOOK", "NEWS"]
 
 
 class TableArtifacts:

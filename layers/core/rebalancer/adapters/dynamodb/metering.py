@@ -6,10 +6,19 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.conditions import Key
+from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
-from rebalancer.adapters.dynamodb.table import AUDIT_RETENTION, KEY, SORT, TTL, Table, epoch, sort_time
+from rebalancer.adapters.dynamodb.table import (
+    AUDIT_RETENTION,
+    KEY,
+    SORT,
+    TTL,
+    Table,
+    conditional_failed,
+    epoch,
+    sort_time,
+)
 from rebalancer.errors import TransientError
 
 if TYPE_CHECKING:
@@ -80,8 +89,18 @@ class TableMeter:
                 out.append(fact)
         return out[::-1]
 
-    def announce_once(self, cluster_name: str, key: str) -> bool:
-        """True the first time `key` (team#period#threshold) is announced for this cluster."""
+    def claim(self, cluster_name: str, key: str, run: str) -> bool:
+        """True when `run` announces `key` (team#period#threshold, summary#…, advisory#…) for this cluster: the first
+        claim, or the same run's again (a retried step says what its first attempt claimed); False once another run
+        has."""
         now = self.t.now()
-        return self.t.put_new({KEY: f"METER#{cluster_name}", SORT: f"ALERT#{key}", "at": now.isoformat(),
-                               TTL: epoch(now + AUDIT_RETENTION)})
+        try:
+            self.t.table.put_item(
+                Item={KEY: f"METER#{cluster_name}", SORT: f"ALERT#{key}", "at": now.isoformat(), "run": run,
+                      TTL: epoch(now + AUDIT_RETENTION)},
+                ConditionExpression=Attr(KEY).not_exists() | Attr("run").eq(run))
+        except ClientError as e:
+            if conditional_failed(e):
+                return False
+            raise
+        return True

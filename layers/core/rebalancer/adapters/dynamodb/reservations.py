@@ -107,13 +107,13 @@ class TableReservations:
 
     def mark(self, cluster: str, reservation_id: str, flag: Flag, at: datetime,
              occurrence: str | None = None) -> bool:
-        """Sets the flag (of the one window, or of `occurrence` of a recurring one) unless it is set: True the
-        first time only."""
+        """Sets the flag (of the one window, or of `occurrence` of a recurring one) to `at`, the time of the run that
+        saw it, unless it is set: True the first time, and again for the same `at` (a retried step of that run)."""
         target, name = ("#f", f"{flag}_at") if occurrence is None else ("announced.#f", f"{occurrence}/{flag}")
         try:
             self.t.table.update_item(
                 Key={KEY: _pk(cluster), SORT: reservation_id}, UpdateExpression=f"SET {target} = :t",
-                ConditionExpression=f"attribute_exists(#k) AND attribute_not_exists({target})",
+                ConditionExpression=f"attribute_exists(#k) AND (attribute_not_exists({target}) OR {target} = :t)",
                 ExpressionAttributeNames={"#k": KEY, "#f": name}, ExpressionAttributeValues={":t": at.isoformat()})
         except ClientError as e:
             if conditional_failed(e):

@@ -3,9 +3,10 @@ has its repository beside this module; only this package builds keys or calls th
 
 Item layout (pk / sk), by repository:
   artifacts    RUN#<execution>        / SNAPSHOT | CONTEXT | PLAN | BASIS |  gzip'd JSON, too big for Step
-                                        APPLY | SCHEDULER | OUTLOOK          Functions state (in parts when
+                                        APPLY | SCHEDULER | OUTLOOK | NEWS   Functions state (in parts when
                                                                              larger than PART_BYTES; OUTLOOK: the
-                                                                             estimated starts and standings)
+                                                                             estimated starts and standings; NEWS:
+                                                                             the lines the run announces)
   deliveries   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries
                                                                        skip it)
   audit        AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome
@@ -35,7 +36,8 @@ Item layout (pk / sk), by repository:
                METER#<cluster>        / FACT#<start, UTC ISO>          use between two readings; one per start,
                                                                        never rewritten
                METER#<cluster>        / ALERT#<team>#<period>#<pct>    a budget threshold announced (once per
-                                                                       period)
+                                                                       period), `run` the run that announces it;
+                                                                       ALERT#summary#… and ALERT#advisory#… alike
   reservations RESERVATION#<cluster>  / <reservation id>               the reservation (JSON), its status, decider
                                                                        and started / ended flags; expires_at =
                                                                        until + the audit retention

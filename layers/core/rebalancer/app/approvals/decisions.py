@@ -12,17 +12,10 @@ from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app.approvals.review_page import COMMENT_MAX
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
-from rebalancer.app.notifications.notify import (
-    Deliveries,
-    approval_id_of,
-    approval_round,
-    deliver,
-    execution_url,
-    recheck_notes,
-)
+from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.audit import AuditLog
-from rebalancer.app.workflow.state import Artifacts, RunRef, load_plan
+from rebalancer.app.workflow.state import ApprovalRequest, Artifacts, load_plan
 from rebalancer.domain.clock import Clock
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus, RunContext
 from rebalancer.errors import ApprovalRejected, DecisionNotDelivered, RebalancerError, RunNotWaiting
@@ -44,7 +37,10 @@ class ApprovalRecords(Protocol):
     def claim_nonce(self, approval_id: str, nonce_id: str, expires: datetime) -> bool: ...
 
 
-class Store(Protocol):
+class ApprovalsAndRuns(Protocol):
+    """The approval records, and of the runs they belong to the stored plans, the deliveries and the audit log; the
+    table's clock."""
+
     @property
     def approvals(self) -> ApprovalRecords: ...
     @property
@@ -59,7 +55,7 @@ class Store(Protocol):
 class Approvals:
     __slots__ = ("channels", "clock", "signer", "store", "tasks")
 
-    def __init__(self, *, store: Store, tasks: TaskTokens, signer: LinkSigner, channels: list[Channel],
+    def __init__(self, *, store: ApprovalsAndRuns, tasks: TaskTokens, signer: LinkSigner, channels: list[Channel],
                  clock: Clock) -> None:
         self.store = store
         self.tasks = tasks
@@ -68,19 +64,18 @@ class Approvals:
         self.clock = clock
 
     # --- RequestApproval (invoked by the state machine with a task token) -------------------------------------------
-    def request(self, payload: dict[str, Any]) -> dict[str, Any]:
-        run = RunRef.model_validate(payload["run"])
+    def request(self, asked: ApprovalRequest) -> dict[str, Any]:
+        run = asked.run
         plan = load_plan(self.store.artifacts, run)
-        rounds = approval_round(payload)
+        rounds = asked.approval_round
         approval_id = approval_id_of(run.execution_arn, rounds)
-        timeout = int(payload["plan"]["approval_timeout_seconds"])
-        decide_by = self.clock() + timedelta(seconds=timeout)
+        decide_by = self.clock() + timedelta(seconds=asked.approval_timeout_seconds)
         created = self.store.approvals.put(ApprovalRecord(
-            approval_id=approval_id, task_token=payload["task_token"], execution_arn=run.execution_arn,
+            approval_id=approval_id, task_token=asked.task_token, execution_arn=run.execution_arn,
             cluster_name=run.cluster_name, status="pending", decide_by=decide_by))
         existing = self.store.approvals.get(approval_id)
         assert existing is not None
-        base = str(payload["base_url"])
+        base = asked.base_url
         message = Message(
             kind="approval_request", cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
             changes=plan.changes, held=plan.held, field_changes=plan.field_changes, warnings=plan.warnings,
@@ -88,7 +83,7 @@ class Approvals:
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
             reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by),
-            notes=recheck_notes(payload))
+            notes=asked.notes)
         results = deliver(self.store.deliveries, self.channels, run.execution_name, message, rounds)
         self.store.approvals.put_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
                                    existing.decide_by)

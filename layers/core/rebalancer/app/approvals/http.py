@@ -69,7 +69,7 @@ from rebalancer.errors import (
 from rebalancer.parsing.text import clean_text
 
 if TYPE_CHECKING:  # the slash command's use case loads the explanation, only when a command comes
-    from rebalancer.app.why import WhyStore
+    from rebalancer.app.why import RunsAndReservations
 
 APPROVAL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 IDENTITY_CLAIMS = ("email", "preferred_username", "sub")  # the first one the token has names the approver
@@ -99,7 +99,7 @@ class ApprovalApi:
     slack_signing_secret: str | None = None
     oidc_issuer: str | None = None  # set when the API's JWT authorizer is on (only then are claims believed)
     clusters: tuple[str, ...] = ()  # the clusters the stack manages: what `/rebalancer why` may name
-    runs: WhyStore | None = None  # what `/rebalancer why` reads: the table's runs, audit log and reservations
+    runs: RunsAndReservations | None = None  # what `/rebalancer why` reads
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         with _one_at_a_time:

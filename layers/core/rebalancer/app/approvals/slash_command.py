@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rebalancer.app.notifications.messages import escaped
-from rebalancer.app.why import WhyStore, why
+from rebalancer.app.why import RunsAndReservations, why
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.why import Explanation, Waiting, eta_text, quota_line, standing_lines, waiting_title
 
@@ -35,7 +35,7 @@ def cluster_and_team(text: str, clusters: Sequence[str]) -> tuple[str, str]:
     return clusters[0], team
 
 
-def answer(store: WhyStore, clusters: Sequence[str], text: str) -> dict[str, Any]:
+def answer(store: RunsAndReservations, clusters: Sequence[str], text: str) -> dict[str, Any]:
     cluster, team = cluster_and_team(text, clusters)
     return message(why(store, cluster, team))
 

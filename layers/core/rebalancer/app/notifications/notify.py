@@ -1,5 +1,6 @@
-"""The Notify step: build the message for what happened in the run, send it on every channel at most once, record
-the outcome. A failure to notify is retried (TransientError when nothing went out) and never fails a rebalance."""
+"""The Notify step: build the message for what happened in the run, or (`news`) one message per kind of line of the
+run's NEWS (app.workflow.news), send each on every channel at most once, record the outcome. A failure to notify is
+retried (TransientError when a message went out nowhere) and never fails a rebalance."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, Protocol
 
 from rebalancer.app.notifications.messages import Channel, DeliveryResult, Message
 from rebalancer.app.workflow.audit import AuditLog, notified
-from rebalancer.app.workflow.state import Artifacts, Kind, RunRef
+from rebalancer.app.workflow.news import load_news
+from rebalancer.app.workflow.state import Artifacts, Kind, NotifyInput, RunRef
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus
 from rebalancer.errors import ApprovalNotPending, TransientError
@@ -30,7 +32,10 @@ class ApprovalLookup(Protocol):
     def decide(self, approval_id: str, status: ApprovalStatus, who: str) -> ApprovalRecord: ...
 
 
-class Store(Protocol):
+class DeliveriesAndRuns(Protocol):
+    """Which messages of a run went out on which channel, and of the run its stored documents, the approvals its
+    messages name and the audit log."""
+
     @property
     def artifacts(self) -> Artifacts: ...
     @property
@@ -48,13 +53,6 @@ def approval_id_of(execution_arn: str, approval_round: int = 1) -> str:
 
     key = execution_arn if approval_round <= 1 else f"{execution_arn}#{approval_round}"
     return hashlib.sha256(key.encode()).hexdigest()[:24]
-
-
-def approval_round(state: dict[str, Any]) -> int:
-    """The round of approval the run is in, from the execution's state (the Plan step's output)."""
-    plan = state.get("plan")
-    found = plan.get("approval_round") if isinstance(plan, dict) else None
-    return found if isinstance(found, int) and found > 0 else 1
 
 
 def delivery_kind(kind: str, approval_round: int) -> str:
@@ -83,23 +81,16 @@ def error_text(error: Any) -> str | None:
     return f"{error.get('Error')}: {cause}" if cause else str(error.get("Error"))
 
 
-def message_for(kind: Kind, run: RunRef, plan: Plan | None, state: dict[str, Any],
+def message_for(kind: Kind, run: RunRef, plan: Plan | None, *, error: Any = None, notes: tuple[str, ...] = (),
                 decided_by: str | None = None) -> Message:
-    error = state.get("rollback_error") if kind == "rollback_failed" else state.get("error")
+    """`notes`: what the check before the write said, when the approved plan was made again (the Plan step's)."""
     return Message(kind=kind, cluster=run.cluster_name, execution_url=execution_url(run.execution_arn),
                    changes=plan.changes if plan else (), held=plan.held if plan else (),
                    field_changes=plan.field_changes if plan else (),
                    warnings=plan.warnings if plan else (),
                    approval_reasons=plan.approval_reasons if plan and kind == "approval_request" else (),
                    error=error_text(error) if kind in ("failed", "rolled_back", "rollback_failed") else None,
-                   decided_by=decided_by, notes=recheck_notes(state))
-
-
-def recheck_notes(state: dict[str, Any]) -> tuple[str, ...]:
-    """What the check before the write said, when the approved plan was made again (the Plan step's `notes`)."""
-    plan = state.get("plan")
-    notes = plan.get("notes") if isinstance(plan, dict) else None
-    return tuple(str(n) for n in notes) if isinstance(notes, list) else ()
+                   decided_by=decided_by, notes=notes)
 
 
 def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
@@ -118,24 +109,46 @@ def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
     return results
 
 
-def notify(kind: Kind, state: dict[str, Any], *, store: Store, channels: list[Channel]) -> dict[str, Any]:
-    run = RunRef.model_validate(state["run"])
+def notify(given: NotifyInput, *, store: DeliveriesAndRuns, channels: list[Channel]) -> dict[str, Any]:
+    """The message of the run's end (`given.kind`), or the run's news (`news`)."""
+    run = given.run
+    if given.kind == "news":
+        return announce(run, store=store, channels=channels)
     doc = store.artifacts.get(run.execution_name, "PLAN")
     plan = Plan.model_validate(doc) if doc else None
-    rounds = approval_round(state)
-    approval_id = approval_id_of(run.execution_arn, rounds)
-    if kind == "expired":
+    approval_id = approval_id_of(run.execution_arn, given.approval_round)
+    if given.kind == "expired":
         with contextlib.suppress(ApprovalNotPending):
             store.approvals.decide(approval_id, "expired", "timeout")
-    # Who decided comes from the approval record: the store is the source of truth, not the task's output.
-    # A plan made again after an approval may need none itself: the run's state says one was decided.
-    asked = plan is not None and (plan.requires_approval or "approval" in state)
-    approval = store.approvals.get(approval_id) if asked else None
+    # Who decided comes from the approval record, when the run asked for one: the store is the source of truth.
+    approval = store.approvals.get(approval_id) if plan is not None else None
     decided_by = approval.decided_by if approval and approval.status in ("approved", "rejected") else None
-    results = deliver(store.deliveries, channels, run.execution_name, message_for(kind, run, plan, state, decided_by),
-                      rounds)
-    notified(store.audit, run, kind, results)
+    message = message_for(given.kind, run, plan, error=given.error, notes=given.notes, decided_by=decided_by)
+    results = deliver(store.deliveries, channels, run.execution_name, message, given.approval_round)
+    notified(store.audit, run, given.kind, results)
+    _raise_if_nothing_went_out(results)
+    return _outcome(results)
+
+
+def announce(run: RunRef, *, store: DeliveriesAndRuns, channels: list[Channel]) -> dict[str, Any]:
+    """Each kind of line of the run's NEWS as one message (budget thresholds, period summaries, reservation windows
+    begun, ended), each on every channel once per run; one audit record per message."""
+    results: list[DeliveryResult] = []
+    for kind, lines in load_news(store.artifacts, run).messages():
+        sent = deliver(store.deliveries, channels, run.execution_name,
+                       Message(kind=kind, cluster=run.cluster_name, notes=lines))
+        notified(store.audit, run, kind, sent)
+        _raise_if_nothing_went_out(sent)  # a retry sends it again, and skips what went out already
+        results += sent
+    return _outcome(results)
+
+
+def _raise_if_nothing_went_out(results: list[DeliveryResult]) -> None:
     failed = [r for r in results if not r.ok]
     if failed and len(failed) == len(results):
         raise TransientError("; ".join(r.error or r.channel for r in failed))
-    return {"sent": [r.channel for r in results if r.ok], "failed": {r.channel: r.error for r in failed}}
+
+
+def _outcome(results: list[DeliveryResult]) -> dict[str, Any]:
+    return {"sent": list(dict.fromkeys(r.channel for r in results if r.ok)),
+            "failed": {r.channel: r.error for r in results if not r.ok}}

@@ -45,7 +45,10 @@ class Locks(Protocol):
                          lease: timedelta | None = None) -> bool: ...
 
 
-class Store(Protocol):
+class LocksAndEvents(Protocol):
+    """The per-cluster locks, the cluster events seen (rebalancer.app.trigger.gap), the audit log the starts go in;
+    the table's clock."""
+
     @property
     def locks(self) -> Locks: ...
     @property
@@ -108,7 +111,7 @@ def holder_busy(sfn: Any, lock: LockResult, now: datetime) -> bool:
 
 
 class Starter:
-    def __init__(self, *, store: Store, sfn: Any, state_machine_arn: str, managed: tuple[str, ...],
+    def __init__(self, *, store: LocksAndEvents, sfn: Any, state_machine_arn: str, managed: tuple[str, ...],
                  lock_ttl: timedelta, debounce: timedelta, clock: Clock,
                  sagemaker: Callable[[], Any] | None = None, event_gap: timedelta | None = None):
         """`sagemaker` (what makes the SageMaker client, called only when a gap is replayed) and `event_gap`: list

@@ -23,11 +23,14 @@ class RunHistories(Protocol):
     def record(self, cluster_name: str, history: RunHistory) -> None: ...
 
 
-class Store(Protocol):
+class HistoryAndMeter(Protocol):
+    """The run histories the durations come from, the metered use, and the run documents the outlook is stored
+    in."""
+
     @property
     def artifacts(self) -> Artifacts: ...
     @property
-    def meter(self) -> budgets.MeterStore: ...
+    def meter(self) -> budgets.MeterRecords: ...
     @property
     def durations(self) -> RunHistories: ...
 
@@ -49,7 +52,8 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
     return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes)
 
 
-def record_outlook(store: Store, run: RunRef, snapshot: Snapshot, policy: Policy, planned: RunPlan) -> Outlook:
+def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, policy: Policy,
+                   planned: RunPlan) -> Outlook:
     """The run history moved on to `snapshot`, the outlook stored as the run's OUTLOOK, the history kept for the
     next run."""
     cluster = run.cluster_name

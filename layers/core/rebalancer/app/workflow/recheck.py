@@ -36,7 +36,10 @@ class Supersede(Protocol):
     def supersede(self, approval_id: str, why: str) -> bool: ...
 
 
-class Store(run_plan.Store, Protocol):
+class RecordsSourcesAndApprovals(run_plan.RecordsAndSources, Protocol):
+    """A run's records and what its plan is made from (run_plan.RecordsAndSources), and the approvals a recheck
+    supersedes."""
+
     @property
     def approvals(self) -> Supersede: ...
 
@@ -71,7 +74,7 @@ class Rechecked(Frozen):
                 *(f"beyond the approval: {b}" for b in self.beyond)]
 
 
-def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Store, approval_round: int,
+def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.RecordsAndSources, approval_round: int,
             approvals: Supersede | None = None, approval_id: str | None = None,
             policy_may_approve: bool = True) -> Rechecked:
     """The run's approved plan (PLAN, made from BASIS) against the snapshot the run collected again. Records the

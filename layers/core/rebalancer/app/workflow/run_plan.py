@@ -53,14 +53,14 @@ class Sources(Protocol):
     @property
     def versions(self) -> KnownVersions: ...
     @property
-    def meter(self) -> budgets.MeterStore: ...
+    def meter(self) -> budgets.MeterRecords: ...
     @property
-    def reservations(self) -> reservations.ReservationStore: ...
+    def reservations(self) -> reservations.ReservationRecords: ...
     @property
     def sightings(self) -> UnavailableNodes: ...
 
 
-class Store(audit.Records, Sources, Protocol):
+class RecordsAndSources(audit.Records, Sources, Protocol):
     """A run's records, and what its planning context is read from."""
 
 
@@ -124,15 +124,15 @@ def advisory_key(line: str) -> str:
     return "advisory#" + hashlib.sha256(line.encode()).hexdigest()[:32]
 
 
-def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterStore) -> RunPlan:
-    """The plan without the prerequisites' advisories an earlier run already announced (each is announced once, as
-    a budget threshold is; `rebalancer doctor` lists them every time). A problem stays in every plan: it bears on
-    what the plan could read."""
+def announce_advisories_once(planned: RunPlan, snapshot: Snapshot, meter: budgets.MeterRecords, run: str) -> RunPlan:
+    """The plan without the prerequisites' advisories an earlier run already announced (each is claimed by the first
+    run whose plan says it, as a budget threshold is; `rebalancer doctor` lists them every time). A problem stays in
+    every plan: it bears on what the plan could read."""
     advisories = set(snapshot.governance.advisories) if snapshot.governance is not None else set()
     if not advisories & set(planned.plan.warnings):
         return planned
     kept = tuple(w for w in planned.plan.warnings
-                 if w not in advisories or meter.announce_once(snapshot.cluster.ClusterName, advisory_key(w)))
+                 if w not in advisories or meter.claim(snapshot.cluster.ClusterName, advisory_key(w), run))
     return replace(planned, plan=planned.plan.model_copy(update={"warnings": kept}))
 
 
@@ -143,7 +143,7 @@ def make_run_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, store: S
                    RecordedContext.of(snapshot, policy, now, context))
 
 
-def record_plan(store: Store, run: RunRef, planned: RunPlan, *, who: str | None = None,
+def record_plan(store: RecordsAndSources, run: RunRef, planned: RunPlan, *, who: str | None = None,
                 decision: str | None = None) -> None:
     """The plan becomes the run's (the apply reads it back, with what it was made from) and its audit record (its
     outcome the decision, or `decision` when the caller decides otherwise: a plan made again after an approval);

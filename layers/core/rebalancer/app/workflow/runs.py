@@ -1,7 +1,7 @@
 """A rebalance run of one cluster, as the use cases both entry points call: the workflow's Lambda steps
-(`app.steps`) and the CLI (`rebalancer apply / rollback / history`). Each records what it did in the run log (the
-controller's table: artifacts, audit records (shaped by `app.workflow.audit`), the versions our writes left). The plan
-use case is `app.run_plan` (apart, so that the steps that write never load the planner).
+(`app.workflow.steps`) and the CLI (`rebalancer apply / rollback / history`). Each records what it did in the run log
+(the controller's table: artifacts, audit records (shaped by `app.workflow.audit`), the versions our writes left). The
+plan use case is `app.workflow.run_plan` (apart, so that the steps that write never load the planner).
 
 - apply: the scheduler config first, then the quotas (each with the TargetVersion read), one audit record, and on
   success the versions the writes left, so the next plan takes them for ours;
@@ -62,7 +62,7 @@ class Versions(Protocol):
     def known(self, cluster_name: str) -> dict[str, int]: ...
 
 
-class Store(audit.Records, Protocol):
+class RecordsAndVersions(audit.Records, Protocol):
     """What a run's use cases record in: its documents, the audit log, the versions our writes left."""
 
     @property
@@ -131,7 +131,7 @@ def apply_scheduler(run: RunRef, requests: Sequence[SchedulerRequest], *, artifa
     return done
 
 
-def apply_run(run: RunRef, *, store: Store, writer: Writer, configs: SchedulerConfigs | None = None,
+def apply_run(run: RunRef, *, store: RecordsAndVersions, writer: Writer, configs: SchedulerConfigs | None = None,
               who: str | None = None) -> Applied:
     """Writes the run's plan: the scheduler config first, then the quotas (decreases first, waiting for each to
     settle before an increase). On failure the reports are stored for `rollback_run` and the error is raised
@@ -186,7 +186,7 @@ class RolledBack:
         return ([self.scheduler.line()] if self.scheduler else []) + [o.line() for o in self.undo.outcomes]
 
 
-def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: Store, writer: Writer,
+def rollback_run(run: RunRef, error: Mapping[str, Any] | None, *, store: RecordsAndVersions, writer: Writer,
                  configs: SchedulerConfigs | None = None) -> RolledBack:
     """Restore what this run wrote to the snapshot's state: each quota it wrote (created ones are deleted), and
     the scheduler config if it wrote it. With the stored reports, a quota (or config) someone else changed after
@@ -246,8 +246,8 @@ def restore_scheduler(run: RunRef, started: Started, *, artifacts: Artifacts,
 
 
 def restore_quotas(run: RunRef, cluster_arn: str, target: Sequence[ComputeQuota],
-                   current: Mapping[str, ComputeQuota], *, store: Store, writer: Writer, who: str | None = None,
-                   detail: Mapping[str, Any] | None = None) -> ApplyReport:
+                   current: Mapping[str, ComputeQuota], *, store: RecordsAndVersions, writer: Writer,
+                   who: str | None = None, detail: Mapping[str, Any] | None = None) -> ApplyReport:
     """The quotas of a saved snapshot (`target`) put back, with fresh versions, decreases first; a quota whose
     version is no longer the one in `current` (what was shown before asking) was edited since: left alone; so is
     one whose restore would raise an instance type above its healthy capacity now. One rollback record, and the

@@ -1,14 +1,17 @@
 """What the state machine carries between its task steps: the run every step is given (`RunRef`), each step's input
 read through a model (a malformed input is an InvalidInput naming the step and the field: a PermanentError, which
-the ASL's Catch routes to the failure path and nothing retries, never a KeyError from deep inside a step), the kinds
-of message the notify step is asked for, the run's stored plan and the quotas it started from read back, and the
-bound on what a step returns into the execution's state (Step Functions allows 256 KB; big documents stay in
-DynamoDB)."""
+the ASL's Catch routes to the failure path and nothing retries, never a KeyError from deep inside a step), the small
+result each step returns for the later states to read (`PlanResult`, `ApplyResult`, `VerifyResult`), the kinds of
+message the notify step is asked for, the run's stored plan and the quotas it started from read back, and the bound
+on a list in the execution's state (Step Functions allows 256 KB; big documents stay in DynamoDB).
+
+A state passes a step only what that step's input model reads, and a step returns only what a later state reads:
+tests/unit/test_state_machine_data_flow.py holds statemachines/rebalance.asl.json to these models."""
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, StringConstraints, model_validator
 
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
@@ -23,6 +26,8 @@ if TYPE_CHECKING:
 
 Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
                "failed", "budget", "budget_summary", "reservation_started", "reservation_ended"]
+# What a Notify state asks for: the message of the run's end, or (`news`) the run's NEWS (app.workflow.news).
+NotifyKind = Literal["applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed", "failed", "news"]
 MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
 MAX_STATE_LINE_BYTES = 1024
 
@@ -41,7 +46,7 @@ class RunRef(BaseModel):
 
 
 class Artifacts(Protocol):
-    """A run's stored documents (SNAPSHOT, CONTEXT, PLAN, BASIS, APPLY, SCHEDULER):
+    """A run's stored documents (SNAPSHOT, CONTEXT, PLAN, BASIS, APPLY, SCHEDULER, OUTLOOK, NEWS):
     rebalancer.adapters.dynamodb.artifacts;
     rebalancer_tools.memory_store.MemoryArtifacts."""
 
@@ -92,10 +97,10 @@ class StepInput(BaseModel):
 
 
 class RunInput(StepInput):
-    """Collect, Plan, Apply, Rollback: `run` from the Begin state (and more the step reads from its store)."""
+    """Collect, Apply: `run` from the Begin state; every step's input holds it (the logs' correlation id), and the
+    rest a step reads comes from its store."""
 
     run: RunRef
-    error: dict[str, Any] | None = None  # Rollback: the error that sent the run there
 
     @model_validator(mode="after")
     def _names(self) -> "RunInput":
@@ -116,24 +121,77 @@ class PlanInput(RunInput):
     recheck: Recheck | None = None
 
 
+class RollbackInput(RunInput):
+    error: dict[str, Any] | None = None  # the error that sent the run there ({"Error", "Cause"})
+
+
 class VerifyApply(StepInput):
+    """What the Apply step wrote, as its result (ApplyResult) says."""
+
     quota_ids: tuple[Name, ...] = ()
     scheduler_config_id: Name | None = None
 
 
-class VerifyInput(StepInput):
+class VerifyInput(RunInput):
     attempt: NonNegativeInt
     apply: VerifyApply
 
 
-class NotifyInput(StepInput):
-    kind: Kind
-    state: Annotated[dict[str, Any], Field()]
+class NotifyInput(RunInput):
+    """`approval_round` and `notes` as the Plan step's result says them (defaults: the run asked no approval, or
+    failed before it planned); `error` the one that sent the run to this state."""
 
-    @model_validator(mode="after")
-    def _run(self) -> "NotifyInput":
-        RunInput.model_validate(self.state)  # the state carries the run; raises naming `run.…`
-        return self
+    kind: NotifyKind
+    approval_round: PositiveInt = 1
+    notes: tuple[str, ...] = ()
+    error: dict[str, Any] | None = None
+
+
+class ApprovalRequest(RunInput):
+    """RequestApproval's payload: the task token to store, the round of approval the Plan step's result is in, how
+    long an approver has, what the messages say about a recheck, the approval API's address."""
+
+    action: Literal["request"]
+    task_token: Annotated[str, StringConstraints(min_length=1)]
+    approval_round: PositiveInt
+    approval_timeout_seconds: PositiveInt
+    notes: tuple[str, ...] = ()
+    base_url: Annotated[str, StringConstraints(min_length=1)]
+
+
+# --- what the steps return into the execution's state (the later states read every field) -------------------------
+class StepResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def as_state(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class PlanResult(StepResult):
+    """Decide routes on `decision` and Announce on `news` (the lines of the run's NEWS); RequestApproval waits
+    `approval_timeout_seconds` and, with Recheck and the Notify states, reads the `approval_round` and the `notes`
+    (what a recheck found, summarised)."""
+
+    decision: Literal["no_change", "dry_run", "approve", "apply", "stale"]
+    approval_round: PositiveInt
+    approval_timeout_seconds: PositiveInt
+    notes: list[str]
+    news: NonNegativeInt
+
+
+class ApplyResult(StepResult):
+    """What Verify polls."""
+
+    quota_ids: list[str]
+    scheduler_config_id: str | None
+
+
+class VerifyResult(StepResult):
+    """Verified routes on `done`, WaitBeforeVerify waits `wait_seconds`, Verify counts `attempt`."""
+
+    done: bool
+    attempt: PositiveInt
+    wait_seconds: NonNegativeInt
 
 
 def parse(model: type[M], event: Any, step: str) -> M:

@@ -10,14 +10,16 @@ from rebalancer.app.workflow.state import Artifacts, RunRef, record_snapshot
 from rebalancer.domain.snapshot import Snapshot
 
 
-class Store(Protocol):
+class SnapshotsAndMeter(Protocol):
+    """The run documents the snapshot is stored in, and the meter its reading goes to."""
+
     @property
     def artifacts(self) -> Artifacts: ...
     @property
-    def meter(self) -> budgets.MeterStore: ...
+    def meter(self) -> budgets.MeterRecords: ...
 
 
-def collect(run: RunRef, *, store: Store, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
+def collect(run: RunRef, *, store: SnapshotsAndMeter, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
     snapshot = read_snapshot(run.cluster_name)
     record_snapshot(store.artifacts, run, snapshot)
     metered = budgets.meter(store.meter, snapshot)

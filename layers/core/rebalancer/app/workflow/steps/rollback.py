@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from rebalancer.app.workflow import runs
-from rebalancer.app.workflow.runs import SchedulerConfigs, Store, Writer
+from rebalancer.app.workflow.runs import RecordsAndVersions, SchedulerConfigs, Writer
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.errors import RollbackFailed
 
 
-def rollback(run: RunRef, error: dict[str, Any] | None, *, store: Store, writer: Writer,
+def rollback(run: RunRef, error: dict[str, Any] | None, *, store: RecordsAndVersions, writer: Writer,
              configs: SchedulerConfigs | None = None) -> dict[str, Any]:
     done = runs.rollback_run(run, error, store=store, writer=writer, configs=configs)
     if not done.ok:

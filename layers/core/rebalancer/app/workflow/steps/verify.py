@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rebalancer.app.workflow.runs import SchedulerConfigs, Writer
+from rebalancer.app.workflow.state import VerifyResult
 from rebalancer.errors import PermanentError, TransientError, VerifyTimedOut
 
 
@@ -17,13 +18,13 @@ def verify(attempt: int, quota_ids: Sequence[str], *, writer: Writer, poll_secon
     polls raise VerifyTimedOut."""
     attempt += 1
     try:
-        statuses = writer.verify(quota_ids)
+        writer.verify(quota_ids)
         if scheduler_config_id:
             if configs is None:
                 raise PermanentError("the run wrote the scheduler config but no scheduler-config client was given")
-            statuses[scheduler_config_id] = configs.wait(scheduler_config_id).Status
+            configs.wait(scheduler_config_id)
     except TransientError as e:
         if attempt >= max_attempts:
             raise VerifyTimedOut(f"quotas not settled after {attempt} polls: {e}") from None
-        return {"done": False, "attempt": attempt, "wait_seconds": poll_seconds}
-    return {"done": True, "attempt": attempt, "wait_seconds": poll_seconds, "statuses": statuses}
+        return VerifyResult(done=False, attempt=attempt, wait_seconds=poll_seconds).as_state()
+    return VerifyResult(done=True, attempt=attempt, wait_seconds=poll_seconds).as_state()
