@@ -14,5 +14,5 @@ from rebalancer.app.workflow.steps.collect import collect
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
-    run = state.run_of(event, "collect")
-    return collect(run, store=wiring.store(), read_snapshot=snapshot_reader())
+    step = state.parse(state.CollectInput, event, "collect")
+    return collect(step.run, store=wiring.store(), read_snapshot=snapshot_reader(), again=step.again)

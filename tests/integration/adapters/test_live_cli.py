@@ -124,6 +124,8 @@ def test_rollback_given_the_audit_table_shows_in_history(emu: Emulator, aws: Aws
     assert [(r["kind"], r["outcome"]) for r in records] == [("rollback", "restored")]
     assert records[0]["before"]["a"] == {P5: 2}
     assert records[0]["after"]["a"] == {P5: BEFORE["a"]}
+    # the other teams' quotas were already as saved: nothing happened to them, and the record says nothing of them
+    assert set(records[0]["before"]) == set(records[0]["after"]) == {"a"}
     assert records[0]["detail"]["source"] == "cli"
     assert records[0]["who"].startswith("arn:aws:")
     table_view = run("history", "--cluster", "c1", "--table", table).stdout

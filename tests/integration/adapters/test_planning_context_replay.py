@@ -176,3 +176,30 @@ def test_plan_on_the_cluster_given_the_table_is_the_controllers_plan(emu: Emulat
                     "--policy", str(policy_file), "--format", "json")
     assert "planned from the snapshot alone" in alone.stderr
     assert canonical(json.loads(alone.stdout)) != canonical(stored.output())
+
+
+def test_a_plan_checked_again_and_found_fresh_replays_from_what_it_was_made_from(emu: Emulator, aws: AwsClients,
+                                                                                 kube: str, tmp_path: Path) -> None:
+    """After an approval the run reads the cluster again (Recollect) and checks the plan (Recheck): found fresh, the
+    plan written is the first one, so the run's snapshot stays the one beside its recorded context."""
+    from rebalancer.app.workflow.recheck import recheck
+
+    store = seeded(emu, aws)
+    run = controller_run(aws, store, kube)
+    later = NOW + timedelta(minutes=5)
+    emu.set_clock(lambda: later)
+    collect(run, store=store, again=True, read_snapshot=lambda c: collect_snapshot(
+        c, aws, now=later, kube=KubeAccess(mode="url", url=kube), metrics_window=None).snapshot)
+    checked = recheck(run, Policy.model_validate(yaml.safe_load(POLICY)), later, store=store, approval_round=1)
+    assert checked.outcome == "fresh"
+    assert json.loads(stored_json(store, "RECHECK"))["taken_at"] != json.loads(stored_json(store, "SNAPSHOT"))["taken_at"]
+
+    snap, context, policy_file = tmp_path / "snap.json", tmp_path / "context.json", tmp_path / "policy.yaml"
+    policy_file.write_text(POLICY)
+    got = cli_run("history", "--cluster", "c1", "--table", "replay", "--snapshot-of", RUN, "-o", str(snap),
+                  "--context-output", str(context))
+    assert got.exit_code == 0, got.output
+    offline = cli_run("plan", "--snapshot", str(snap), "--context", str(context), "--policy", str(policy_file),
+                      "--format", "json")
+    assert offline.exit_code == 0, offline.output
+    assert canonical(json.loads(offline.stdout)) == canonical(checked.plan.output())

@@ -350,7 +350,7 @@ def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, 
     rounds = 1
     while True:
         fresh = live.collect(_now()).snapshot
-        state.record_snapshot(log.store.artifacts, run, fresh)
+        state.record_snapshot(log.store.artifacts, run, fresh, again=True)
         if save_snapshot:  # the quotas as they are just before the write: the state to roll back to
             write_atomically(save_snapshot, fresh.model_dump_json(indent=2, exclude_none=True) + "\n")
         checked = recheck.recheck(run, policy, _now(), store=log.store, approval_round=rounds,

@@ -1,4 +1,4 @@
-"""A run's documents (snapshot, the planning context, plan and what it was made from, apply report, scheduler
+"""A run's documents (snapshot, the cluster read again before an approved plan is written, the planning context, plan and what it was made from, apply report, scheduler
 outcome, outlook, news), gzip'd: too big for Step Functions' state, and in parts when too big for one item
 (Table.put_packed)."""
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from rebalancer.adapters.dynamodb.table import ARTIFACT_RETENTION, KEY, SORT, TTL, Table, epoch
 
-Artifact = Literal["SNAPSHOT", "CONTEXT", "PLAN", "BASIS", "APPLY", "SCHEDULER", "OUTLOOK", "NEWS"]
+Artifact = Literal["SNAPSHOT", "RECHECK", "CONTEXT", "PLAN", "BASIS", "APPLY", "SCHEDULER", "OUTLOOK", "NEWS"]
 
 
 class TableArtifacts:

@@ -2,11 +2,13 @@
 has its repository beside this module; only this package builds keys or calls the table.
 
 Item layout (pk / sk), by repository:
-  artifacts    RUN#<execution>        / SNAPSHOT | CONTEXT | PLAN | BASIS |  gzip'd JSON, too big for Step
-                                        APPLY | SCHEDULER | OUTLOOK | NEWS   Functions state (in parts when
-                                                                             larger than PART_BYTES; OUTLOOK: the
-                                                                             estimated starts and standings; NEWS:
-                                                                             the lines the run announces)
+  artifacts    RUN#<execution>        / SNAPSHOT | RECHECK | CONTEXT |     gzip'd JSON, too big for Step
+                                        PLAN | BASIS | APPLY | SCHEDULER |   Functions state (in parts when
+                                        OUTLOOK | NEWS                       larger than PART_BYTES; RECHECK: the
+                                                                             cluster read again after an approval;
+                                                                             OUTLOOK: the estimated starts and
+                                                                             standings; NEWS: the lines the run
+                                                                             announces)
   deliveries   RUN#<execution>        / DELIVERED#<kind>#<channel>     a notification that went out (retries
                                                                        skip it)
   audit        AUDIT#<cluster>        / <ISO time>#<execution>#<kind>  before, after, who, when, outcome

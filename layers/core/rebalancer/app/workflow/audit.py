@@ -150,12 +150,15 @@ LEFT_RESULTS = frozenset({"conflict", "refused", "failed", "not-attempted"})
 def quota_states(report: ApplyReport, fallback: Mapping[str, Mapping[str, float]] | None = None
                  ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """Per team, what its quota held when a rollback read it and holds after it (each per pool), and the quotas it
-    left as they were, with why. `fallback`: what a team held before where the rollback did not read it (a quota
-    the run created, deleted without a read)."""
+    left as they were, with why. A quota already as the rollback would put it is not among them: nothing happened
+    to it. `fallback`: what a team held before where the rollback did not read it (a quota the run created, deleted
+    without a read)."""
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
     left: dict[str, str] = {}
     for o in report.outcomes:
+        if o.result == "unchanged":
+            continue
         if o.held is not None:
             before[o.team] = dict(o.held)
         elif fallback is not None and o.team in fallback:

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from rebalancer.app.workflow import audit, run_plan
-from rebalancer.app.workflow.state import RunRef, load_plan
+from rebalancer.app.workflow.state import RunRef, load_plan, record_snapshot
 from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.plan import Plan
@@ -85,7 +85,8 @@ def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Recor
     the plan shown)."""
     approved = load_plan(store.artifacts, run)
     then = load_basis(store.artifacts, run)
-    planned = run_plan.make_run_plan(run_plan.load_snapshot(store.artifacts, run), policy, now, store=store)
+    snapshot = run_plan.load_snapshot(store.artifacts, run, again=True)
+    planned = run_plan.make_run_plan(snapshot, policy, now, store=store)
     store.sightings.record_unavailable(run.cluster_name, dict(planned.context.unavailable_since))
     max_age = timedelta(minutes=policy.approval.max_plan_age_minutes)
     stale = (stale_reasons(then, planned.basis, approved, now, max_age) if then is not None
@@ -103,7 +104,8 @@ def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Recor
         outcome = "replanned" if not beyond else "gave_up" if approval_round >= MAX_APPROVAL_ROUNDS else "superseded"
     result = Rechecked(outcome=outcome, plan=approved if outcome in ("fresh", "gave_up") else new,
                        approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond)
-    if outcome not in ("fresh", "gave_up"):
+    if outcome not in ("fresh", "gave_up"):  # the plan made again is the run's now, beside what it was made from
+        record_snapshot(store.artifacts, run, snapshot)
         run_plan.record_plan(store, run, planned, decision=outcome)
     if outcome == "superseded" and approvals is not None and approval_id is not None:
         why = [*stale, *beyond]

@@ -64,8 +64,8 @@ class RecordsAndSources(audit.Records, Sources, Protocol):
     """A run's records, and what its planning context is read from."""
 
 
-def load_snapshot(artifacts: Artifacts, run: RunRef) -> Snapshot:
-    return Snapshot.model_validate(stored_snapshot(artifacts, run))
+def load_snapshot(artifacts: Artifacts, run: RunRef, *, again: bool = False) -> Snapshot:
+    return Snapshot.model_validate(stored_snapshot(artifacts, run, again=again))
 
 
 def known_versions_for(recorded: Mapping[str, int], snapshot: Snapshot, policy: Policy) -> dict[str, int]:

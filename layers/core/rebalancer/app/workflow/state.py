@@ -46,7 +46,7 @@ class RunRef(BaseModel):
 
 
 class Artifacts(Protocol):
-    """A run's stored documents (SNAPSHOT, CONTEXT, PLAN, BASIS, APPLY, SCHEDULER, OUTLOOK, NEWS):
+    """A run's stored documents (SNAPSHOT, RECHECK, CONTEXT, PLAN, BASIS, APPLY, SCHEDULER, OUTLOOK, NEWS):
     rebalancer.adapters.dynamodb.artifacts;
     rebalancer_tools.memory_store.MemoryArtifacts."""
 
@@ -65,12 +65,16 @@ class Started(BaseModel):
     scheduler_config: ClusterSchedulerConfig | None = None
 
 
-def record_snapshot(artifacts: Artifacts, run: RunRef, snapshot: "Snapshot") -> None:
-    artifacts.put(run.execution_name, "SNAPSHOT", snapshot.model_dump(mode="json"))
+def record_snapshot(artifacts: Artifacts, run: RunRef, snapshot: "Snapshot", *, again: bool = False) -> None:
+    """The run's SNAPSHOT, what its plan is made from; `again`: the cluster read again before an approved plan is
+    written (RECHECK), kept apart so that the snapshot stays the one beside the plan's recorded context (a plan
+    found fresh is written as planned, and replays offline from that pair)."""
+    artifacts.put(run.execution_name, "RECHECK" if again else "SNAPSHOT", snapshot.model_dump(mode="json"))
 
 
-def stored_snapshot(artifacts: Artifacts, run: RunRef) -> Any:
-    doc = artifacts.get(run.execution_name, "SNAPSHOT")
+def stored_snapshot(artifacts: Artifacts, run: RunRef, *, again: bool = False) -> Any:
+    """The run's SNAPSHOT; `again`: the cluster read again (RECHECK) when it was, else the SNAPSHOT."""
+    doc = (again and artifacts.get(run.execution_name, "RECHECK")) or artifacts.get(run.execution_name, "SNAPSHOT")
     if doc is None:
         raise PermanentError(f"no snapshot stored for execution {run.execution_name}")
     return doc
@@ -115,6 +119,12 @@ class Recheck(StepInput):
     """Plan, run again once an approval arrives: compare the approved plan with the cluster collected again."""
 
     approval_round: PositiveInt = 1  # the round of approval that was decided
+
+
+class CollectInput(RunInput):
+    """`again`: the Recollect state's, the cluster read again after an approval (record_snapshot)."""
+
+    again: bool = False
 
 
 class PlanInput(RunInput):

@@ -19,9 +19,11 @@ class SnapshotsAndMeter(Protocol):
     def meter(self) -> budgets.MeterRecords: ...
 
 
-def collect(run: RunRef, *, store: SnapshotsAndMeter, read_snapshot: Callable[[str], Snapshot]) -> dict[str, Any]:
+def collect(run: RunRef, *, store: SnapshotsAndMeter, read_snapshot: Callable[[str], Snapshot],
+            again: bool = False) -> dict[str, Any]:
+    """`again`: after an approval, the cluster as it is now, for the approved plan to be checked against."""
     snapshot = read_snapshot(run.cluster_name)
-    record_snapshot(store.artifacts, run, snapshot)
+    record_snapshot(store.artifacts, run, snapshot, again=again)
     metered = budgets.meter(store.meter, snapshot)
     return {"taken_at": snapshot.taken_at.isoformat(), "cluster_arn": snapshot.cluster.ClusterArn,
             "nodes": len(snapshot.nodes), "quotas": len(snapshot.quotas), "metered": metered.status}
