@@ -129,7 +129,8 @@ def test_the_walk_on_the_page_works_from_a_fresh_sandbox(box: Box) -> None:
     # 1. the cooldown holds what the policy wants, and says so
     assert "nothing changes now: 2 changes held back (cooldown until" in docs.flat(output("plan"))
     quiet = output("emulator", "run")  # and the controller's run agrees, saying why
-    assert re.search(r"^run \d{8}T\d{6} of demo-hyperpod: Begin → Collect → Plan → HasNews → Decide → NoChange$", quiet, re.M)
+    assert re.search(r"^run \d{8}T\d{6} of demo-hyperpod: Begin → Collect → Plan → HasNews → Decide → NoChange$",
+                     quiet, re.M)
     assert "nothing changes now: 2 changes held back (cooldown until" in docs.flat(quiet)
     # 2. a node less: applied by hand
     assert "every quota settled" in output("apply")

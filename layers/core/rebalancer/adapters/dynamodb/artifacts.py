@@ -1,6 +1,6 @@
-"""A run's documents (snapshot, the cluster read again before an approved plan is written, the planning context, plan and what it was made from, apply report, scheduler
-outcome, outlook, news), gzip'd: too big for Step Functions' state, and in parts when too big for one item
-(Table.put_packed)."""
+"""A run's documents (snapshot, the cluster read again before an approved plan is written, the planning
+context, plan and what it was made from, apply report, scheduler outcome, outlook, news), gzip'd: too big for Step
+Functions' state, and in parts when too big for one item (Table.put_packed)."""
 
 from __future__ import annotations
 
