@@ -192,7 +192,8 @@ def test_a_plan_checked_again_and_found_fresh_replays_from_what_it_was_made_from
         c, aws, now=later, kube=KubeAccess(mode="url", url=kube), metrics_window=None).snapshot)
     checked = recheck(run, Policy.model_validate(yaml.safe_load(POLICY)), later, store=store, approval_round=1)
     assert checked.outcome == "fresh"
-    assert json.loads(stored_json(store, "RECHECK"))["taken_at"] != json.loads(stored_json(store, "SNAPSHOT"))["taken_at"]
+    taken = {kind: json.loads(stored_json(store, kind))["taken_at"] for kind in ("RECHECK", "SNAPSHOT")}
+    assert taken["RECHECK"] != taken["SNAPSHOT"]
 
     snap, context, policy_file = tmp_path / "snap.json", tmp_path / "context.json", tmp_path / "policy.yaml"
     policy_file.write_text(POLICY)
