@@ -1,7 +1,8 @@
 """The run's outlook at 1,000 teams: what the plan step adds to every run so that `why` and `/rebalancer why` can
 say when each pending workload is estimated to start and where each team stands over the fair-share window
 (app.workflow.outlook: a forecast with the controller's planner re-planning in it, drawn forecast.estimate.DRAWS
-times for the range, and the standings), timed against the plan step's own plan in the same run, and what the Slack answer then reads.
+times for the range, and the standings), timed against the plan step's own plan in the same run, and what the
+Slack answer then reads.
 
 Run: `python benchmarks/outlook_bench.py [--teams 1000] [--types 15] [--workloads 5] [--runs 3]`. The cluster is
 plan_bench's contended one (every team a quota on every type, demand ~1.5 × capacity), each team with
