@@ -7,7 +7,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
-from rebalancer.app.observability import logger, metrics, tracer
+from rebalancer.app.observability import logger, metrics, tracer, transient_failures_counted
 from rebalancer.app.trigger.start import Starter
 
 METRIC = {"started": "RunsStarted", "debounced": "EventsDebounced", "ignored": "EventsIgnored",
@@ -23,6 +23,7 @@ def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
                       managed=cfg.managed_clusters, lock_ttl=timedelta(seconds=cfg.lock_ttl_seconds),
                       debounce=timedelta(seconds=cfg.debounce_seconds), clock=wiring.clock,
                       sagemaker=lambda: wiring.client("sagemaker"), event_gap=timedelta(seconds=cfg.event_gap_seconds))
-    outcome = starter.handle(event)
+    with transient_failures_counted("trigger"):  # throttled by Step Functions: EventBridge retries the event
+        outcome = starter.handle(event)
     metrics.add_metric(name=METRIC[outcome.status], unit=MetricUnit.Count, value=1)
     return outcome.as_dict()

@@ -103,3 +103,26 @@ def test_a_finish_event_of_another_state_machine_or_cluster_starts_nothing(start
     no_cluster["detail"]["input"] = "{}"
     assert starter.handle(no_cluster).status == "irrelevant"
     assert len(executions(starter)) == 1
+
+
+def test_step_functions_throttling_is_a_transient_failure_and_a_later_event_still_starts_the_run(
+        starter: Starter, clock: TickingClock) -> None:
+    """Throttled past the SDK's retries, the trigger fails as transient (counted apart from a bug; EventBridge
+    retries the event), naming the call; the lock it took does not keep the cluster's next event from a run."""
+    from botocore.awsrequest import AWSResponse
+
+    from rebalancer.errors import TransientError
+
+    def throttled(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        error = {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
+                 "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return AWSResponse("https://states", 400, {}, None), error  # type: ignore[arg-type]
+
+    starter.sfn.meta.events.register("before-call.sfn.StartExecution", throttled)
+    with pytest.raises(TransientError, match=r"states:StartExecution on .*ThrottlingException: Rate exceeded"):
+        starter.handle(load_event("hyperpod-node-health"))
+    starter.sfn.meta.events.unregister("before-call.sfn.StartExecution", throttled)
+    assert executions(starter) == []
+    clock.t += timedelta(minutes=10)  # past the grace a run that never started gets
+    assert starter.handle(load_event("hyperpod-node-health")).status == "started"
+    assert len(executions(starter)) == 1

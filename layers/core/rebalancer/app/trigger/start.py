@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
+from rebalancer.adapters.aws import classify, error_code
 from rebalancer.app.observability import logger
 from rebalancer.app.trigger.events import Trigger, event_id_of, parse_trigger
 from rebalancer.app.trigger.gap import EventMarks, Watch
@@ -104,9 +105,9 @@ def holder_busy(sfn: Any, lock: LockResult, now: datetime) -> bool:
     try:
         status = sfn.describe_execution(executionArn=lock.run_arn)["status"]
     except ClientError as e:
-        if e.response["Error"]["Code"] == "ExecutionDoesNotExist":
+        if error_code(e) == "ExecutionDoesNotExist":
             return now - lock.acquired_at < STARTING_GRACE
-        raise
+        raise classify("states:DescribeExecution", lock.run_arn, e) from e
     return bool(status == "RUNNING")
 
 
@@ -207,9 +208,9 @@ class Starter:
         try:
             self.sfn.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(run_input))
         except ClientError as e:
-            if e.response["Error"]["Code"] == "ExecutionAlreadyExists":
+            if error_code(e) == "ExecutionAlreadyExists":
                 return False
-            raise
+            raise classify("states:StartExecution", name, e) from e
         trigger_started(self.store.audit, cluster, name, described)
         return True
 
