@@ -113,6 +113,20 @@ def canonical(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
 
+def replayed(tmp_path: Path) -> tuple[Result, tuple[Path, Path, Path]]:
+    """`history --snapshot-of RUN -o S --context-output C`, then `plan --snapshot S --context C`: the plan's output,
+    and the three files."""
+    snap, context, policy_file = tmp_path / "snap.json", tmp_path / "context.json", tmp_path / "policy.yaml"
+    policy_file.write_text(POLICY)
+    got = cli_run("history", "--cluster", "c1", "--table", "replay", "--snapshot-of", RUN, "-o", str(snap),
+                  "--context-output", str(context))
+    assert got.exit_code == 0, got.output
+    offline = cli_run("plan", "--snapshot", str(snap), "--context", str(context), "--policy", str(policy_file),
+                      "--format", "json")
+    assert offline.exit_code == 0, offline.output
+    return offline, (snap, context, policy_file)
+
+
 def test_a_controller_run_is_planned_again_offline_byte_for_byte(emu: Emulator, aws: AwsClients, kube: str,
                                                                  tmp_path: Path) -> None:
     store = seeded(emu, aws)
@@ -128,14 +142,7 @@ def test_a_controller_run_is_planned_again_offline_byte_for_byte(emu: Emulator, 
     assert any("received" in c.reason and "over the last 24 h" in c.reason for c in rows.values())
     assert all("SystemUpdating since 04:30, past the 60 min grace" in c.reason for c in rows.values())
 
-    snap, context, policy_file = tmp_path / "snap.json", tmp_path / "context.json", tmp_path / "policy.yaml"
-    policy_file.write_text(POLICY)
-    got = cli_run("history", "--cluster", "c1", "--table", "replay", "--snapshot-of", RUN, "-o", str(snap),
-                  "--context-output", str(context))
-    assert got.exit_code == 0, got.output
-    offline = cli_run("plan", "--snapshot", str(snap), "--context", str(context), "--policy", str(policy_file),
-                      "--format", "json")
-    assert offline.exit_code == 0, offline.output
+    offline, (snap, context, policy_file) = replayed(tmp_path)
     assert offline.stderr == ""
     assert canonical(json.loads(offline.stdout)) == canonical(stored.output())
     # the whole plan, as the table holds it: the same bytes
@@ -195,12 +202,5 @@ def test_a_plan_checked_again_and_found_fresh_replays_from_what_it_was_made_from
     taken = {kind: json.loads(stored_json(store, kind))["taken_at"] for kind in ("RECHECK", "SNAPSHOT")}
     assert taken["RECHECK"] != taken["SNAPSHOT"]
 
-    snap, context, policy_file = tmp_path / "snap.json", tmp_path / "context.json", tmp_path / "policy.yaml"
-    policy_file.write_text(POLICY)
-    got = cli_run("history", "--cluster", "c1", "--table", "replay", "--snapshot-of", RUN, "-o", str(snap),
-                  "--context-output", str(context))
-    assert got.exit_code == 0, got.output
-    offline = cli_run("plan", "--snapshot", str(snap), "--context", str(context), "--policy", str(policy_file),
-                      "--format", "json")
-    assert offline.exit_code == 0, offline.output
+    offline, _ = replayed(tmp_path)
     assert canonical(json.loads(offline.stdout)) == canonical(checked.plan.output())
