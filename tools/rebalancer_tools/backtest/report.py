@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalancer_tools import figures
 from rebalancer_tools.backtest.replay import NOT_REPLAYED, Replay, State
+from rebalancer_tools.reports import figures
+from rebalancer_tools.reports.tables import Column, Listing, Record
 from rebalancer_tools.simulator.metrics import WINDOW_HOURS
-from rebalancer_tools.tables import Column, Listing, Record
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
