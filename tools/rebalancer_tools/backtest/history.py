@@ -61,7 +61,7 @@ class End(BaseModel):
     samples: Annotated[int, Field(ge=0, le=MAX_LINES)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class History:
     cluster: str
     runs: tuple[Run, ...]

@@ -78,7 +78,7 @@ class Reversal:
     size: float  # of the reversing change
 
 
-@dataclass
+@dataclass(slots=True)
 class TeamTotals:
     demand_hours: float = 0.0
     met_hours: float = 0.0
@@ -87,7 +87,7 @@ class TeamTotals:
     idle_guaranteed_hours: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Replay:
     """What one policy would have done, and the timelines it leaves (accelerators summed over pools)."""
 

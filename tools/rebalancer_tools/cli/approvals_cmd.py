@@ -22,7 +22,7 @@ from rebalancer_tools.reports.tables import Column, Listing
 APPROVAL_REQUESTED = "approval-requested"  # the audit record RequestApproval writes, with the approval's id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
     approval_id: str
     execution: str

@@ -43,7 +43,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveSource:
     cluster: str
     region: str | None = None

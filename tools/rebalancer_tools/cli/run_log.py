@@ -68,7 +68,7 @@ def _one_line(repository: R, family: str, table_name: str) -> R:
     return cast(R, _OneLine(repository, family, table_name))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunLog:
     """The store a CLI run's use cases are given, and whether what it records outlives the command."""
 

@@ -38,14 +38,14 @@ FAILED_NODE = "gpu-p5-0"
 TABLE = f"{STACK}-table"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Check:
     what: str
     ok: bool
     detail: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class ScenarioResult:
     key: str
     title: str

@@ -31,7 +31,7 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class World:
     endpoint: str
     emulator: Emulator

@@ -27,7 +27,7 @@ DEFAULT_ACCOUNT = "123456789012"
 DEFAULT_REGION = "us-east-1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupSpec:
     name: str
     instance_type: str

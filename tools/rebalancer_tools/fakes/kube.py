@@ -29,7 +29,7 @@ KARPENTER_PREFIX = "/apis/karpenter.sh/v1"
 REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
-@dataclass
+@dataclass(slots=True)
 class KubeState:
     """What the server serves. Mutate it from the test; the server reads it on every request."""
 

@@ -35,7 +35,7 @@ KINDS = ("hyperpod-node-health", "hyperpod-cluster-state-change", "hyperpod-clus
 WEIGHTS = (40, 20, 20, 15, 2, 2, 1)  # mostly node trouble; a schedule (every cluster) now and then
 
 
-@dataclass
+@dataclass(slots=True)
 class BurstResult:
     clusters: int
     events: int

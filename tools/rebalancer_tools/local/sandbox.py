@@ -71,7 +71,7 @@ class Admin:
 SECOND_ADMIN = Admin("admin-2", "AKIASANDBOXADMIN0002", "sandbox-admin-2-secret")
 
 
-@dataclass
+@dataclass(slots=True)
 class Sandbox:
     endpoint: str
     emulator: Emulator

@@ -56,7 +56,7 @@ LOCAL_ENV = {
 Hook = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class FakeContext:
     """The parts of the Lambda context that Powertools reads."""
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UsageRow:
     team: str
     period: str
