@@ -1,6 +1,6 @@
 """Many clusters, one deployment: how long a burst of 1,000 mixed events across 50 managed clusters takes to settle
 (every event handled, every run ended, every follow-up run started and ended), through the real trigger, the
-template's table and Step Functions in moto (rebalancer_tools.burst). Runs end when the harness stops them, so the
+template's table and Step Functions in moto (rebalancer_tools.local.burst). Runs end when the harness stops them, so the
 figure is the controller's own cost (trigger, lock, follow-ups), not the runs' duration. Run with `make bench`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import argparse
 import logging
 import os
 
-from rebalancer_tools.burst import run_burst
+from rebalancer_tools.local.burst import run_burst
 
 
 def main() -> None:

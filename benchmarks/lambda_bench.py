@@ -8,7 +8,8 @@ interpreters interleaved with this one's, so before and after share the machine'
   CoreLayer's files unzipped, and zipped with deflate as `sam deploy` uploads it.
 - Imports: `import app` of functions/<name>/app.py, timed inside a fresh interpreter (-S: the standard library and the
   layer only). The layer's compiled wheels are aarch64, so the interpreter sees the built layer with its compiled
-  packages taken from this venv (rebalancer_tools.layer.importable). The environment is a Lambda's (LAMBDA_TASK_ROOT
+  packages taken from this venv (rebalancer_tools.packaging.layer.importable). The environment is a Lambda's
+  (LAMBDA_TASK_ROOT
   set, so Powertools' Tracer is on and patches what X-Ray patches). A first round writes the .pyc files into a scratch
   PYTHONPYCACHEPREFIX (never into the build); then --runs rounds each start one fresh interpreter per handler and one
   for the floor, in turn, so a burst of load on a shared machine falls on all of them alike. CPU is the process's CPU
@@ -48,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from rebalancer_tools import layer  # noqa: E402
+from rebalancer_tools.packaging import layer  # noqa: E402
 
 RUNS = 9
 SHIPPED_RUNS = 3

@@ -34,7 +34,7 @@ from rebalancer.app.workflow.outlook import record_outlook  # noqa: E402
 from rebalancer.app.workflow.state import RunRef  # noqa: E402
 from rebalancer.domain.outlook import RunHistory  # noqa: E402
 from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload, Snapshot  # noqa: E402
-from rebalancer_tools.memory_store import MemoryStore  # noqa: E402
+from rebalancer_tools.fakes.memory_store import MemoryStore  # noqa: E402
 
 
 def workloads(snap: Snapshot, per_team: int, seed: int = 11) -> Snapshot:

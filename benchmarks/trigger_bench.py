@@ -43,7 +43,7 @@ def alarm(clusters: list[str]) -> dict[str, Any]:
 
 def cpu_ms(event: dict[str, Any]) -> tuple[float, str]:
     from rebalancer.app.trigger.start import Starter
-    from rebalancer_tools.memory_store import MemoryStore
+    from rebalancer_tools.fakes.memory_store import MemoryStore
 
     times, status = [], ""
     for _ in range(RUNS):

@@ -13,7 +13,8 @@ each workload's estimated start, each team's standing) the answer reads and show
 Lambda's environment and this checkout's source on its path imports functions/approval/app.py and answers one signed
 slash command through its handler. Its CPU time is what Lambda bills and stretches: the table's answers cost it
 only their parsing (the emulator's own work is done in this process, outside the child's CPU time). Each child runs
-twice; the first writes the .pyc files (the layer ships them compiled, rebalancer_tools.layer), the second is timed.
+twice; the first writes the .pyc files (the layer ships them compiled, rebalancer_tools.packaging.layer), the second
+is timed.
 
 Modelled: Lambda gives a function a CPU share in proportion to its memory, one full vCPU at 1,769 MB (DESIGN.md), so
 CPU time measured here is stretched by 1,769 / MemorySize of the approval function (read from template.yaml); the
@@ -95,7 +96,7 @@ def seed(teams: int, older: int) -> dict[str, str]:
     from rebalancer.domain.outlook import Outlook, PoolStanding, Standing, WorkloadEta
     from rebalancer.domain.plan import Plan
     from rebalancer.domain.snapshot import PendingWorkload
-    from rebalancer_tools.ticking_clock import TickingClock
+    from rebalancer_tools.fakes.ticking_clock import TickingClock
 
     create_table(boto3.client("dynamodb", region_name=REGION), "bench")
     secrets = boto3.client("secretsmanager", region_name=REGION)
@@ -153,7 +154,7 @@ class _Capture:
 
 def slash_command(team: str) -> str:
     """A `/rebalancer why` request as Slack signs it, now, in API Gateway's HTTP API event."""
-    from rebalancer_tools.http_api import http_api_event
+    from rebalancer_tools.fakes.http_api import http_api_event
 
     body = urlencode({"command": "/rebalancer", "text": f"why {team}", "user_name": "bench"})
     stamp = str(int(time.time()))
@@ -165,7 +166,7 @@ def slash_command(team: str) -> str:
 
 
 def cold_answer(env: dict[str, str], pycache: Path, team: str) -> dict[str, float]:
-    from rebalancer_tools import layer
+    from rebalancer_tools.packaging import layer
 
     function_dir = ROOT / "functions" / "approval"
     command = layer.python_command([function_dir, ROOT / "layers" / "core", layer.site_packages()], CHILD)

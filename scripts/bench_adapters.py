@@ -20,7 +20,7 @@ from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
 from rebalancer.domain.plan import QuotaRequest
 from rebalancer_tools.emulator.control import Emulator
 from rebalancer_tools.emulator.server import EmulatorServer
-from rebalancer_tools.kube_fake import KubeState, cluster_queue, pod_set, serve, workload
+from rebalancer_tools.fakes.kube import KubeState, cluster_queue, pod_set, serve, workload
 
 P5 = "ml.p5.48xlarge"
 os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")

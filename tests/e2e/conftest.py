@@ -1,4 +1,4 @@
-"""Every end-to-end test runs with IAM enforced (rebalancer_tools.local_stack); after each, every request a function
+"""Every end-to-end test runs with IAM enforced (rebalancer_tools.local.stack); after each, every request a function
 made is checked against the calls `rebalancer doctor` simulates for it
 (rebalancer.adapters.prerequisites.FUNCTION_CALLS), so the doctor cannot miss a permission a function needs."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from rebalancer.adapters.prerequisites import FUNCTION_CALLS
 from rebalancer_tools.iam.enforce import Decision
-from rebalancer_tools.local_stack import LocalStack
+from rebalancer_tools.local.stack import LocalStack
 
 
 @pytest.fixture(autouse=True)

@@ -18,8 +18,8 @@ from support.events import load_event
 
 from rebalancer.app import wiring
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import LocalStack
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack
 
 pytestmark = pytest.mark.slow  # deploys the local stack and plans 1,000 teams
 

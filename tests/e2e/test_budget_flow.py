@@ -22,8 +22,8 @@ from rebalancer.domain.recorded_context import RecordedContext
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow
 

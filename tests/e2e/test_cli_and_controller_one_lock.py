@@ -28,8 +28,8 @@ from rebalancer.app import wiring
 from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer_tools.cli import cli, live_cmds
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import STACK, LocalStack
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import STACK, LocalStack
 
 pytestmark = pytest.mark.slow
 

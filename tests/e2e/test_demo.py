@@ -10,10 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from rebalancer_tools.cli import cli
+from rebalancer_tools.cli.demo_cmd import run_cli
 from rebalancer_tools.demo import scenarios
 from rebalancer_tools.demo.scenarios import ADMIN, ScenarioResult, SilentStory
 from rebalancer_tools.demo.world import World, open_world
-from rebalancer_tools.emulator.demo import DEMO, G5, P5, TRN1
+from rebalancer_tools.emulator.demo_cluster import DEMO, G5, P5, TRN1
 
 pytestmark = pytest.mark.slow  # one demo run: about 10 s
 
@@ -40,7 +41,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, dict[
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
             mp.setenv(name, "testing")
         with open_world(POLICY) as world:
-            results = scenarios.run_all(world, SilentStory(), tmp_path_factory.mktemp("demo"))
+            results = scenarios.run_all(world, SilentStory(), tmp_path_factory.mktemp("demo"), run_cli)
             yield world, {r.key: r for r in results}
 
 

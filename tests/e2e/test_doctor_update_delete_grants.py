@@ -16,7 +16,7 @@ from support.kube_api import serve
 
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import STACK, LocalStack
+from rebalancer_tools.local.stack import STACK, LocalStack
 
 pytestmark = pytest.mark.slow  # deploys the local stack
 

@@ -14,7 +14,7 @@ from support.events import load_event
 from support.kube_api import node, pod_set, serve, workload
 
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow
 

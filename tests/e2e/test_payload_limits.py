@@ -23,8 +23,8 @@ from rebalancer.app import wiring
 from rebalancer.catalog import specs as catalog
 from rebalancer_tools.emulator.control import GroupSpec
 from rebalancer_tools.emulator.resources import Kind
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow
 

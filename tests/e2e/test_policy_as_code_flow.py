@@ -21,8 +21,8 @@ from support.kube_api import pod_set, serve, workload
 from rebalancer.app.notifications.messages import email_links
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator.resources import Kind
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow  # each test deploys the stack and runs several executions on moto's interpreter
 

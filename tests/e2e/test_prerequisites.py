@@ -20,8 +20,8 @@ from rebalancer.adapters.prerequisites import ADDON
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator import prerequisites as emu_pre
-from rebalancer_tools.local_stack import STACK, LocalStack
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import STACK, LocalStack
 
 pytestmark = pytest.mark.slow  # deploys the local stack
 

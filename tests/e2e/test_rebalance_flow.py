@@ -25,8 +25,8 @@ from support.kube_api import KubeState, pod_set, serve, workload
 
 from rebalancer.app.notifications.messages import email_links
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 # Each test deploys the stack and runs executions on moto's interpreter (ANTLR-parsed ASL): seconds, not millis.
 pytestmark = pytest.mark.slow

@@ -19,8 +19,8 @@ from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import wiring
 from rebalancer.domain.reservation import Reservation
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow
 

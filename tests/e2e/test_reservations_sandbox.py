@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from rebalancer_tools.cli import cli
-from rebalancer_tools.emulator.demo import DEMO, P5
-from rebalancer_tools.sandbox import Sandbox, open_sandbox
+from rebalancer_tools.emulator.demo_cluster import DEMO, P5
+from rebalancer_tools.local.sandbox import Sandbox, open_sandbox
 
 pytestmark = pytest.mark.slow
 

@@ -25,9 +25,9 @@ from rebalancer.app.notifications.messages import email_links
 from rebalancer_tools.cli import cli
 from rebalancer_tools.cli.sandbox_cmds import _announce
 from rebalancer_tools.demo.scenarios import http, matches_plan, stored_plan
-from rebalancer_tools.emulator.demo import DEMO, P5
-from rebalancer_tools.sandbox import CALLER, SECOND_ADMIN, Sandbox, open_sandbox
-from rebalancer_tools.sandbox_controller import Controller, Delivered
+from rebalancer_tools.emulator.demo_cluster import DEMO, P5
+from rebalancer_tools.local.sandbox import CALLER, SECOND_ADMIN, Sandbox, open_sandbox
+from rebalancer_tools.local.sandbox_controller import Controller, Delivered
 
 pytestmark = pytest.mark.slow
 

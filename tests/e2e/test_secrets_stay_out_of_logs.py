@@ -27,8 +27,8 @@ from support.kube_api import pod_set, serve, workload
 from rebalancer.app import wiring
 from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.app.observability import logger as service_logger
-from rebalancer_tools.local_stack import APPROVAL_KEY, LocalStack, SlackReceiver
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import APPROVAL_KEY, LocalStack, SlackReceiver
 
 pytestmark = pytest.mark.slow
 

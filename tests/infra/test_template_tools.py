@@ -21,7 +21,7 @@ import pytest
 from support import template as t
 from support.layer_build import build_layer
 
-from rebalancer_tools import layer
+from rebalancer_tools.packaging import layer
 
 ROOT = t.ROOT
 SAM_VENV = ROOT / ".venv-sam"

@@ -63,7 +63,7 @@ def test_the_installed_command_runs_outside_a_checkout(installed: Path, tmp_path
     assert run(rebalancer, "--version", cwd=tmp_path).stdout.startswith("rebalancer, version ")
     where = json.loads(run(installed / "bin" / "python", "-c", (
         "import json, rebalancer, rebalancer_tools\n"
-        "from rebalancer_tools.template import find_root, load_template\n"
+        "from rebalancer_tools.packaging.template import find_root, load_template\n"
         "root = find_root(); tpl = load_template(root)\n"
         "print(json.dumps({'runtime': rebalancer.__file__, 'tools': rebalancer_tools.__file__, 'root': str(root),"
         " 'handlers': sorted(p.parent.name for p in (root / 'functions').glob('*/app.py')),"

@@ -24,8 +24,8 @@ from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer.app.notifications.messages import DeliveryResult, Message
 from rebalancer.app.workflow.state import ApprovalRequest
 from rebalancer.domain.plan import Change, Hold, Plan
-from rebalancer_tools.http_api import http_api_event
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.http_api import http_api_event
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 from support.approval_page import review_form
 from support.clock import T0, ticking
 from support.template import create_table

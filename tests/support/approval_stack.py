@@ -15,9 +15,9 @@ from rebalancer.app.notifications.messages import email_links
 from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.records import ApprovalRecord
-from rebalancer_tools.demo.world import ApprovalGateway
 from rebalancer_tools.emulator import DEMO
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+from rebalancer_tools.local.approval_gateway import ApprovalGateway
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 from support.clock import ticking
 from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event

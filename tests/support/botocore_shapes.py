@@ -13,7 +13,7 @@ from typing import Any
 from botocore.model import ListShape, MapShape, Shape, StringShape, StructureShape
 from hypothesis import strategies as st
 
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 MAX_DEPTH = 5
 _TEXT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=12)

@@ -13,7 +13,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 from support.clock import T0
 
 # A claim in its cooldown (rebalancer.engine.stability.cooling_down makes them from a quota's last change).

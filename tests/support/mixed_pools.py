@@ -3,6 +3,8 @@ teams on each, 1.2 × the capacity of demand: the scenario of the multi-pool sim
 
 from __future__ import annotations
 
+import dataclasses
+
 from rebalancer_tools.simulator.engine import Failures
 from rebalancer_tools.simulator.run import Scenario
 from rebalancer_tools.simulator.synthetic import generate, pool_teams
@@ -16,4 +18,4 @@ def mixed(seed: int = 1, mtbf: float | None = None) -> Scenario:
     jobs = generate(loads, days=4, seed=seed)
     sc = Scenario(jobs=jobs, teams=(), pools=((P5, 8), (TRN1, 2)), failures=Failures(mtbf_hours=mtbf), seed=seed,
                   controller_interval_s=3600)
-    return Scenario(**{**sc.__dict__, "teams": default_pool_teams(sc.jobs_by_pool())})
+    return dataclasses.replace(sc, teams=default_pool_teams(sc.jobs_by_pool()))

@@ -1,9 +1,9 @@
-"""What each class of the runtime package is made of: a pydantic model, a dataclass (frozen and slotted, or slotted
-working state), a NamedTuple, or a plain class (with `__slots__` or without); exceptions, Protocols, enums and
-TypedDicts are not records and are left out. Read from the imported classes, so a model that inherits its base
-through another module counts as one. Counted per style:
+"""What each class of the runtime package (or of the tools package) is made of: a pydantic model, a dataclass (frozen
+and slotted, or slotted working state), a NamedTuple, or a plain class (with `__slots__` or without); exceptions,
+Protocols, enums and TypedDicts are not records and are left out. Read from the imported classes, so a model that
+inherits its base through another module counts as one. Counted per style:
 
-    PYTHONPATH=<tree>/layers/core:tests python -m support.record_styles
+    PYTHONPATH=<tree>/layers/core:<tree>/tools:tests python -m support.record_styles [--tools] [--list]
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import enum
 import importlib
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from typing import Protocol, is_typeddict
 
 from pydantic import BaseModel
 
-from support.import_graph import MODULES
+from support.import_graph import MODULES, TOOLS_MODULES
 
 PYDANTIC_MODEL = "pydantic model"
 PYDANTIC_DATACLASS = "pydantic dataclass"
@@ -46,10 +47,11 @@ def style(cls: type) -> str | None:
     return SLOTTED_CLASS if "__slots__" in cls.__dict__ else PLAIN_CLASS
 
 
-def classes() -> dict[str, type]:
-    """Every class defined in a runtime module, by qualified name (`rebalancer.engine.allocation.Claim`)."""
+def classes(modules: Iterable[str] = MODULES) -> dict[str, type]:
+    """Every class defined in one of the modules (default: the runtime's), by qualified name
+    (`rebalancer.engine.allocation.Claim`). A `__main__` module is left out: importing it runs it."""
     found: dict[str, type] = {}
-    for name in sorted(MODULES):
+    for name in sorted(m for m in modules if not m.endswith(".__main__")):
         module = importlib.import_module(name)
         for value in vars(module).values():
             if isinstance(value, type) and value.__module__ == name and value is not Protocol:
@@ -57,15 +59,15 @@ def classes() -> dict[str, type]:
     return found
 
 
-def styles() -> dict[str, str]:
-    """Every runtime class that is a record of some kind, and its style."""
-    return {name: s for name, cls in classes().items() if (s := style(cls)) is not None}
+def styles(modules: Iterable[str] = MODULES) -> dict[str, str]:
+    """Every class of the modules (default: the runtime's) that is a record of some kind, and its style."""
+    return {name: s for name, cls in classes(modules).items() if (s := style(cls)) is not None}
 
 
 if __name__ == "__main__":
-    by_style = styles()
+    by_style = styles(TOOLS_MODULES if "--tools" in sys.argv else MODULES)
     for s, n in sorted(Counter(by_style.values()).items(), key=lambda kv: -kv[1]):
         print(f"{n:4d}  {s}")
-    if sys.argv[1:] == ["--list"]:
+    if "--list" in sys.argv:
         for name, s in sorted(by_style.items(), key=lambda kv: (kv[1], kv[0])):
             print(f"{s:45} {name}")

@@ -1,10 +1,10 @@
-"""template.yaml and the ASL of this checkout, through the package's reader (rebalancer_tools.template)."""
+"""template.yaml and the ASL of this checkout, through the package's reader (rebalancer_tools.packaging.template)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rebalancer_tools import template as _t
+from rebalancer_tools.packaging import template as _t
 
 ROOT = _t.find_root()
 TEMPLATE = ROOT / "template.yaml"

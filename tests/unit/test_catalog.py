@@ -5,10 +5,10 @@ import pytest
 from rebalancer.catalog import instance_types
 from rebalancer.catalog import specs as catalog
 from rebalancer.errors import UnknownInstanceType
-from rebalancer_tools import catalog_gen
-from rebalancer_tools.sdk_model import cluster_instance_types, mig_profile_types
+from rebalancer_tools.packaging import catalog_gen
+from rebalancer_tools.packaging.sdk_model import cluster_instance_types, mig_profile_types
 
-REGENERATE = "python -m rebalancer_tools.catalog_gen > layers/core/rebalancer/catalog/instance_types.py"
+REGENERATE = "python -m rebalancer_tools.packaging.catalog_gen > layers/core/rebalancer/catalog/instance_types.py"
 
 
 def test_the_table_is_the_installed_sdk_enum() -> None:

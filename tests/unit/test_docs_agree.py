@@ -26,7 +26,7 @@ from rebalancer_tools.cli import COMMANDS, cli
 from rebalancer_tools.cli.cluster_lock import LEASE_MARGIN, SETTLES
 from rebalancer_tools.cli.why_cmd import READ_MAX as CLI_READ_MAX
 from rebalancer_tools.demo.scenarios import SCENARIOS
-from rebalancer_tools.emulator.demo import DEMO
+from rebalancer_tools.emulator.demo_cluster import DEMO
 from rebalancer_tools.simulator import STRATEGIES, bench
 
 ROOT = docs.ROOT

@@ -17,15 +17,15 @@ from support.props import properties
 
 from rebalancer.budgets.metering import Fact
 from rebalancer.domain.policy import Policy
-from rebalancer_tools import figures
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import Replay, prepare
 from rebalancer_tools.backtest.report import team_figure
 from rebalancer_tools.demo.report import Stage, quotas_figure
+from rebalancer_tools.reports import figures
+from rebalancer_tools.reports.usage_report import usage_figure
 from rebalancer_tools.simulator.metrics import StrategyResult
 from rebalancer_tools.simulator.report import teams_figure, utilization_figure
 from rebalancer_tools.simulator.results import Timeline
-from rebalancer_tools.usage_report import usage_figure
 
 T0 = datetime(2026, 12, 2, 17, 0, tzinfo=UTC)
 P5, G5, TRN1 = "ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge"

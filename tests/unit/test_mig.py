@@ -6,7 +6,7 @@ import pytest
 
 from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
-from rebalancer_tools.sdk_model import mig_profile_types
+from rebalancer_tools.packaging.sdk_model import mig_profile_types
 
 # (GPU, profile, instances per GPU) as NVIDIA's tables give them ("Number of Instances Available").
 NVIDIA = [

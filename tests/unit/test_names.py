@@ -11,7 +11,7 @@ from support.props import properties
 
 from rebalancer.domain.names import entity_name, quota_name, scheduler_config_name
 from rebalancer.domain.policy import TEAM_NAME, TEAM_NAME_MAX
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 
 def _string_rule(shape: str) -> tuple[re.Pattern[str], int, int]:

@@ -7,7 +7,7 @@ from support import docs
 
 from rebalancer_tools.backtest import evidence
 from rebalancer_tools.backtest.search import TOP
-from rebalancer_tools.tables import MIN_WRAP
+from rebalancer_tools.reports.tables import MIN_WRAP
 
 OUTPUT = docs.flat(docs.page("cli/output.md"))
 BACKTEST = docs.flat(docs.page("cli/backtest.md"))

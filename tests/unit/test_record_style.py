@@ -1,6 +1,7 @@
-"""A record is a value. The runtime's records are frozen, slotted dataclasses, its working state slotted mutable
-dataclasses, and pydantic models where a value crosses a boundary: no NamedTuple, no dataclass without slots, no
-equality, repr or copy written by hand. And the records the engine passes around compare, hash and copy as values."""
+"""A record is a value. The runtime's records (and the tools') are frozen, slotted dataclasses, its working state
+slotted mutable dataclasses, and pydantic models where a value crosses a boundary: no NamedTuple, no dataclass
+without slots, no equality, repr or copy written by hand. And the records the engine passes around compare, hash and
+copy as values."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import dataclasses
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.import_graph import TOOLS_MODULES, TOOLS_PACKAGE
 from support.layer import RUNTIME
 from support.props import properties
 from support.record_styles import NAMED_TUPLE, UNSLOTTED_DATACLASS, styles
@@ -21,6 +23,11 @@ from rebalancer.engine.allocation import INF, Claim, Claims, PoolInput
 TUPLES: dict[str, str] = {}
 # Dataclasses that are not records: a service object, whose dataclass gives it a keyword constructor.
 SERVICES = {"rebalancer.app.approvals.http.ApprovalApi": "the approval API: Approvals, the Slack signing secret"}
+# The tools' dataclasses that are not records: services that set up what they hold open when they start.
+TOOLS_SERVICES = {
+    "rebalancer_tools.local.stack.LocalStack": "the local stack: moto's resources, the handlers, the patches it holds",
+    "rebalancer_tools.iam.enforce.Enforcer": "moto's authorization hooked to the template's policies while entered",
+}
 BY_HAND = ("__eq__", "__ne__", "__hash__", "__repr__", "__copy__", "_replace")
 
 
@@ -31,13 +38,23 @@ def test_no_record_is_a_named_tuple_or_a_dataclass_without_slots() -> None:
             if s in (NAMED_TUPLE, UNSLOTTED_DATACLASS) and name not in TUPLES and name not in SERVICES] == []
 
 
+def test_no_tools_record_is_a_named_tuple_or_a_dataclass_without_slots() -> None:
+    found = styles(TOOLS_MODULES)
+    assert len(found) > 80  # the finder sees the tools' records
+    assert [f"{name}: {s}" for name, s in found.items()
+            if s in (NAMED_TUPLE, UNSLOTTED_DATACLASS) and name not in TOOLS_SERVICES] == []
+
+
 def test_no_class_writes_its_equality_repr_or_copy_by_hand() -> None:
     found = []
-    for path in sorted(RUNTIME.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef):
-                found += [f"{path.relative_to(RUNTIME)}::{node.name}.{f.name}" for f in node.body
-                          if isinstance(f, ast.FunctionDef) and f.name in BY_HAND]
+    for root in (RUNTIME, TOOLS_PACKAGE):
+        for path in sorted(root.rglob("*.py")):
+            if "_assets" in path.relative_to(root).parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ClassDef):
+                    found += [f"{path.relative_to(root)}::{node.name}.{f.name}" for f in node.body
+                              if isinstance(f, ast.FunctionDef) and f.name in BY_HAND]
     assert found == []
 
 

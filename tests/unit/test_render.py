@@ -13,7 +13,7 @@ from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.render import render_plan
+from rebalancer_tools.reports.render import render_plan
 
 G5 = "ml.g5.12xlarge"
 

@@ -19,7 +19,7 @@ from support.events import load_event
 
 from rebalancer.app.trigger.start import Starter
 from rebalancer.app.workflow import state
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL: dict[str, Any] = json.loads((ROOT / "statemachines" / "rebalance.asl.json").read_text())

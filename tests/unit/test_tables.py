@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 from support.props import properties
 
-from rebalancer_tools.tables import MIN_WRAP, Column, Listing
+from rebalancer_tools.reports.tables import MIN_WRAP, Column, Listing
 
 WORD = st.text(alphabet=string.ascii_letters + string.digits + "→.:-_", min_size=1, max_size=3 * MIN_WRAP)
 CELL = st.lists(WORD, min_size=1, max_size=8).map(" ".join)

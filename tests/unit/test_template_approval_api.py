@@ -16,7 +16,7 @@ from rebalancer.app.approvals.decisions import Approvals
 from rebalancer.app.approvals.http import ApprovalApi
 from rebalancer.app.approvals.signing import LinkSigner
 from rebalancer.domain.clock import system_clock
-from rebalancer_tools.http_api import http_api_event
+from rebalancer_tools.fakes.http_api import http_api_event
 
 CONDITION = "HasApprovalOidc"
 JWT_ROUTE_AUTH = {"AuthorizationType": {"!If": [CONDITION, "JWT", "NONE"]},

@@ -13,7 +13,7 @@ from support.approval_stack import CLUSTER, Waiting
 from rebalancer.app import wiring
 from rebalancer.domain.plan import movement
 from rebalancer_tools.cli import approvals_cmd, cli
-from rebalancer_tools.cli.run_ids import short_run
+from rebalancer_tools.reports.run_ids import short_run
 
 
 def rebalancer(*args: str) -> tuple[int, str]:

@@ -1,14 +1,18 @@
-"""No function in the runtime over 50 lines, counted from its `def` to its last line (a nested function counts in its
-parent too): a longer one is split at the steps it already has, so each step has a name a reader can find."""
+"""No function in the runtime or in the tools over 50 lines, counted from its `def` to its last line (a nested
+function counts in its parent too): a longer one is split at the steps it already has, so each step has a name a
+reader can find."""
 
 from __future__ import annotations
 
 import ast
 import textwrap
 
-from support.layer import RUNTIME
+from support.layer import ROOT, RUNTIME
 
 LIMIT = 50
+TOOLS = ROOT / "tools" / "rebalancer_tools"
+
+
 def too_long(source: str, where: str) -> list[str]:
     """`where::name (n lines)` for every function of source longer than LIMIT; methods are `Class.name`."""
     found = []
@@ -48,4 +52,12 @@ def test_no_runtime_function_is_over_the_limit() -> None:
     for path in sorted(RUNTIME.rglob("*.py")):
         where = path.relative_to(RUNTIME).as_posix()
         found += too_long(path.read_text(), where)
+    assert found == []
+
+
+def test_no_tools_function_is_over_the_limit() -> None:
+    found = []
+    for path in sorted(TOOLS.rglob("*.py")):
+        if "_assets" not in path.relative_to(TOOLS).parts:  # links to the checkout's handlers, not tools' code
+            found += too_long(path.read_text(), path.relative_to(TOOLS).as_posix())
     assert found == []

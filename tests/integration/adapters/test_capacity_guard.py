@@ -24,8 +24,8 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.errors import RollbackFailed
 from rebalancer_tools.emulator.control import Emulator
-from rebalancer_tools.memory_store import MemoryStore
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 NOW = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ from rebalancer.app.workflow import runs
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import QuotaRequest
 from rebalancer.domain.quotas import ComputeQuota
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.12xlarge"
 PER_NODE = {P5: 8, G5: 4}

@@ -15,7 +15,7 @@ from rebalancer.adapters.collect import KubeAccess, collect_snapshot
 from rebalancer.domain.policy import Policy
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.pools import build_pools
-from rebalancer_tools.kube_fake import node_pool
+from rebalancer_tools.fakes.kube import node_pool
 
 NOW = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 P5 = "ml.p5.48xlarge"

@@ -22,7 +22,7 @@ from rebalancer.domain.plan import QuotaRequest, SchedulerRequest
 from rebalancer.errors import ApplyFailed
 from rebalancer_tools.emulator.control import Emulator
 from rebalancer_tools.emulator.faults import FaultRule
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 
 def writer(aws: AwsClients, clock: FakeClock) -> QuotaWriter:

@@ -18,7 +18,7 @@ from rebalancer.domain.ownership import CLOUDFORMATION_STACK_TAG, MANAGED_BY, MA
 from rebalancer.domain.policy import Policy
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.pools import build_pools
-from rebalancer_tools.drift import find_drift
+from rebalancer_tools.reports.drift import find_drift
 
 NOW = datetime(2026, 11, 30, 5, 0, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from support.approval_api import BASE, Api, approval_api, slack_headers
 from support.approval_page import has_form
 
-from rebalancer_tools.http_api import http_api_event
+from rebalancer_tools.fakes.http_api import http_api_event
 
 ISSUER = "https://login.example.com/oauth2/default"
 ALICE = {"iss": ISSUER, "sub": "00u1alice", "email": "alice@example.com", "aud": "rebalancer-approvals"}

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from support.approval_api import BASE, Api, approval_api
 from support.props import properties
 
-from rebalancer_tools.http_api import http_api_event
+from rebalancer_tools.fakes.http_api import http_api_event
 
 ISSUER = "https://login.example.com"
 METHODS = st.sampled_from(["POST", "POST", "POST", "GET", "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "get", "TRACE",

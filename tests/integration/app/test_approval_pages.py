@@ -15,7 +15,7 @@ from support.approval_page import has_form
 
 from rebalancer.app.approvals.form_nonce import FormNonces
 from rebalancer.app.notifications.messages import render_blocks, render_text
-from rebalancer_tools.http_api import http_api_event
+from rebalancer_tools.fakes.http_api import http_api_event
 
 
 @pytest.fixture

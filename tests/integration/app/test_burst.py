@@ -1,5 +1,5 @@
 """Many clusters, one deployment: a burst of mixed events across 50 managed clusters, with runs ending at random
-points of it (rebalancer_tools.burst). At most one run per cluster at a time, and no change lost: every event is
+points of it (rebalancer_tools.local.burst). At most one run per cluster at a time, and no change lost: every event is
 followed by a run of its cluster that started after it arrived. The settle time of the full 1,000-event burst is
 measured by `make bench` (benchmarks/burst_bench.py), not here."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from rebalancer_tools.burst import run_burst
+from rebalancer_tools.local.burst import run_burst
 
 pytestmark = pytest.mark.slow
 

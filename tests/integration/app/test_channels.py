@@ -14,7 +14,7 @@ from slack_sdk.http_retry import handler as slack_retry
 from support.fake_clock import FakeTime
 
 from rebalancer.app.notifications.messages import Message, SlackChannel, SnsChannel
-from rebalancer_tools.local_stack import SlackReceiver
+from rebalancer_tools.local.stack import SlackReceiver
 
 MESSAGE = Message(kind="applied", cluster="c1")
 

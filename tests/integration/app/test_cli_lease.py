@@ -21,8 +21,8 @@ from rebalancer.app.trigger.start import Starter
 from rebalancer.errors import TransientError
 from rebalancer_tools.cli.cluster_lock import UNLOCKED_WARNING, cluster_lock, lease_for
 from rebalancer_tools.cli.run_log import memory_log, table_log
-from rebalancer_tools.local_stack import run_finished_event
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import run_finished_event
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 CLUSTER = "ml-cluster"  # the cluster of the events in events/

@@ -16,8 +16,8 @@ from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.start import Starter, followup_name
-from rebalancer_tools.local_stack import run_finished_event
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import run_finished_event
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from support.why_runs import P5, record_runs
 
 from rebalancer.app.approvals.http import ApprovalApi
 from rebalancer.app.notifications.messages import escaped
-from rebalancer_tools.http_api import http_api_event
+from rebalancer_tools.fakes.http_api import http_api_event
 
 SECRET = "slack-secret"
 

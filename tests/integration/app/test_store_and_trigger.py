@@ -16,7 +16,7 @@ from support.template import create_table
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.events import parse_trigger
 from rebalancer.app.trigger.start import Starter, execution_name
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 

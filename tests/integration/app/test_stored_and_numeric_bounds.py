@@ -16,7 +16,7 @@ from support.why_runs import SECOND, record_runs
 
 from rebalancer.adapters.dynamodb.table import KEY, SORT
 from rebalancer.app.approvals.http import ApprovalApi
-from rebalancer_tools.http_api import http_api_event
+from rebalancer_tools.fakes.http_api import http_api_event
 
 SECRET = "slack-secret"
 

@@ -18,7 +18,7 @@ from support.template import create_table
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.events import SUMMARY_MAX_BYTES
 from rebalancer.app.trigger.start import Starter
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GAP = timedelta(minutes=30)

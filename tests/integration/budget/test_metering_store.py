@@ -128,7 +128,7 @@ def test_a_day_of_readings_adds_up(store: Store) -> None:
 
 def test_the_fair_share_window_reads_the_tables_facts_as_the_in_memory_meter_does(store: Store) -> None:
     from rebalancer.app.budgets import trailing
-    from rebalancer_tools.memory_store import MemoryStore
+    from rebalancer_tools.fakes.memory_store import MemoryStore
 
     windowed = Policy.model_validate({"teams": {"research": {}, "ops": {}}, "fairness": {"window_hours": 2}})
     memory = MemoryStore()

@@ -19,9 +19,9 @@ from support.emulator import EmulatorHandle
 from support.template import template
 
 from rebalancer.app.policy_source import load_appconfig_policy
-from rebalancer_tools import appconfig_policy as ac
 from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator import appconfig as emu_appconfig
+from rebalancer_tools.packaging import appconfig_policy as ac
 
 POLICY = "mode: dry-run\nteams:\n  a: {weight: 2}\n  b: {weight: 1}\n"
 

@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from support.emulator import EmulatorHandle
 
 from rebalancer_tools.emulator.errors import ValidationError
-from rebalancer_tools.sdk_model import cluster_instance_types
+from rebalancer_tools.packaging.sdk_model import cluster_instance_types
 
 ROLE = "arn:aws:iam::123456789012:role/hyperpod"
 

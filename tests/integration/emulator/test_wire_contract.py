@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from support.emulator import EmulatorHandle, http_emulator
 
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 UNKNOWN = "000000000000"
 P5 = "ml.p5.48xlarge"

@@ -27,8 +27,8 @@ from support.fuzz import JSON, fuzz
 from rebalancer.app import wiring
 from rebalancer.domain.records import ApprovalRecord
 from rebalancer.errors import InvalidInput
-from rebalancer_tools.local_stack import LocalStack
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local.stack import LocalStack
 
 CLUSTER = "ml-cluster"
 POLICY = "teams:\n  a: {weight: 1}\n"

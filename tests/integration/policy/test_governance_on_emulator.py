@@ -21,9 +21,9 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import ConflictError
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli import cli
-from rebalancer_tools.drift import find_drift
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.emulator.resources import Kind
+from rebalancer_tools.reports.drift import find_drift
 
 __all__ = ["demo_emulator", "http_emulator_server"]
 

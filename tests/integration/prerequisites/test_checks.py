@@ -12,8 +12,8 @@ import pytest
 from support.emulator import EmulatorHandle, in_process_emulator
 
 from rebalancer.adapters import prerequisites as pre
-from rebalancer_tools import role_permissions
 from rebalancer_tools.emulator import prerequisites as emu_pre
+from rebalancer_tools.iam import role_permissions
 
 EKS = "ml-eks"
 ROLE = "arn:aws:iam::123456789012:role/reader"

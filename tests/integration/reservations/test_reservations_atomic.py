@@ -28,7 +28,7 @@ from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app import reservations
 from rebalancer.domain.reservation import Book
 from rebalancer.errors import ReservationRefused, TransientError
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 P5 = "ml.p5.48xlarge"
 SNAP = snapshot({P5: 8})  # 64 accelerators

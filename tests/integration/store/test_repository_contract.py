@@ -1,6 +1,6 @@
 """One contract, two implementations: every repository of the table (rebalancer.adapters.dynamodb, real boto3 against
-moto) and its in-memory twin (rebalancer_tools.memory_store, what the CLI's offline paths and the unit tests use) must
-give the same answers, so the two cannot drift. Each test runs on both; the last ones run one script on both and
+moto) and its in-memory twin (rebalancer_tools.fakes.memory_store, what the CLI's offline paths and the unit tests use)
+must give the same answers, so the two cannot drift. Each test runs on both; the last ones run one script on both and
 compare what comes back, field for field."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from rebalancer.domain.outlook import RunHistory, Seen
 from rebalancer.domain.records import ApprovalRecord, RunContext
 from rebalancer.domain.sample import sample_of
 from rebalancer.errors import ApprovalNotPending
-from rebalancer_tools.memory_store import MemoryStore
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 P5 = "ml.p5.48xlarge"

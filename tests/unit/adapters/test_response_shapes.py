@@ -20,7 +20,7 @@ from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
 from rebalancer.domain.quotas import ClusterSchedulerConfig, ComputeQuota
 from rebalancer.domain.snapshot import Cluster, ClusterNode, Snapshot
 from rebalancer.errors import InvalidInput
-from rebalancer_tools.sdk_model import cluster_instance_types
+from rebalancer_tools.packaging.sdk_model import cluster_instance_types
 
 TYPES = st.sampled_from(cluster_instance_types())
 # Instance types drawn from the model's enum wherever a member is called InstanceType (it is free text in

@@ -11,7 +11,7 @@ from support.props import properties
 from rebalancer.app.workflow.run_plan import announce_advisories_once, make_run_plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Governance, Snapshot
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 G5 = "ml.g5.12xlarge"
 POLICY = Policy.model_validate({"teams": {"a": {}, "b": {}}})

@@ -12,8 +12,8 @@ from rebalancer.app.notifications.messages import DeliveryResult
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import Change, Plan
-from rebalancer_tools.memory_store import MemoryAudit
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.memory_store import MemoryAudit
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 T0 = datetime(2026, 11, 30, 12, tzinfo=UTC)
 RUN = RunRef(cluster_name="c1", execution_name="c1-20261130T120000", execution_arn="arn:exec", source="cli",

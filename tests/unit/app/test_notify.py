@@ -14,7 +14,7 @@ from rebalancer.app.workflow.news import News, record_news
 from rebalancer.app.workflow.state import NotifyInput, RunRef
 from rebalancer.domain.records import ApprovalRecord
 from rebalancer.errors import TransientError
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 RUN = {"cluster_name": "c1", "execution_name": "run-1",
        "execution_arn": "arn:aws:states:us-east-1:123456789012:execution:rebalancer-rebalance:run-1"}

@@ -18,8 +18,8 @@ from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.records import ApprovalRecord
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer_tools.memory_store import MemoryStore
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 P5 = "ml.p5.48xlarge"
 POLICY = policy({"a": {"weight": 1}, "b": {"weight": 1}}, mode="approve")

@@ -19,7 +19,7 @@ from rebalancer.app.workflow.state import RunRef
 from rebalancer.app.workflow.steps.plan import plan
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, RebalancerError, TransientError
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 RUN = RunRef(cluster_name="test", execution_name="test-0001",
              execution_arn="arn:aws:states:us-east-1:123456789012:execution:rebalance:test-0001")

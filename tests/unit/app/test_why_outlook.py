@@ -17,7 +17,7 @@ from rebalancer.app.workflow.steps.plan import plan
 from rebalancer.budgets.metering import Reading
 from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.snapshot import RunningWorkload
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 THIRD = "test-0003"
 POLICY = policy({"a": {}, "b": {"weight": 3}})

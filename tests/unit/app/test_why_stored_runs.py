@@ -15,8 +15,8 @@ from rebalancer.app.why import why
 from rebalancer.app.workflow import audit
 from rebalancer.domain.plan import Change, Plan
 from rebalancer.errors import InvalidInput, NotFound
-from rebalancer_tools.memory_store import MemoryStore
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 
 @pytest.fixture

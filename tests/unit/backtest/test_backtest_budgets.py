@@ -12,7 +12,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import _snapshot, initial_quotas, prepare, replay
 from rebalancer_tools.backtest.report import markdown
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 P5 = syn.P5
 GUARANTEE = 8

@@ -11,7 +11,7 @@ from rebalancer.app.workflow.run_plan import make_run_plan
 from rebalancer.domain.policy import Policy
 from rebalancer_tools.backtest import synthetic as syn
 from rebalancer_tools.backtest.replay import _snapshot, initial_quotas, prepare, replay
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 P5 = syn.P5
 

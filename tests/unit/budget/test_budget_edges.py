@@ -20,8 +20,8 @@ from rebalancer.domain.snapshot import Snapshot
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_text
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import parse_since
+from rebalancer_tools.reports import usage_report
 
 P5 = "ml.p5.48xlarge"
 

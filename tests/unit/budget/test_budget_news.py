@@ -11,7 +11,7 @@ from support.clusters import snapshot
 from rebalancer.app.budgets import figures, news, period_to_date
 from rebalancer.budgets.metering import Reading
 from rebalancer.domain.policy import Policy
-from rebalancer_tools.memory_store import MemoryMeter
+from rebalancer_tools.fakes.memory_store import MemoryMeter
 
 P5 = "ml.p5.48xlarge"
 CLUSTER = "test"  # support.clusters.snapshot's

@@ -17,8 +17,8 @@ from rebalancer.budgets.metering import Fact, hours_in
 from rebalancer.budgets.trailing import TrailingUsage
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.context import planning_context
-from rebalancer_tools.budget_meter import BudgetMeter
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.simulator.budget_meter import BudgetMeter
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.12xlarge"
 TEAMS = ("research", "ops")

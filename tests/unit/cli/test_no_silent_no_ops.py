@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from rebalancer_tools.cli import cli
-from rebalancer_tools.drift import Drift
+from rebalancer_tools.reports.drift import Drift
 
 ROOT = Path(__file__).resolve().parents[3]
 TRACE = "job_id,team,submit_s,duration_s,gpus\nj1,alpha,0,3600,8\nj2,beta,60,3600,8\nhuge,beta,120,3600,64\n"

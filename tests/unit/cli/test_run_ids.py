@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rebalancer.errors import InvalidInput
-from rebalancer_tools.cli.run_ids import resolve_run, short_run
+from rebalancer_tools.reports.run_ids import resolve_run, short_run
 
 CLUSTER = "ml-prod-1"  # a cluster name with dashes: the id is not "the part after the last dash"
 RUNS = [f"{CLUSTER}-20261201T180000", f"{CLUSTER}-20261201T180000-2acefbc", f"{CLUSTER}-cli20261201T180900",

@@ -17,8 +17,8 @@ from moto import mock_aws
 
 from rebalancer_tools.cli import cli
 from rebalancer_tools.cli.sandbox_cmds import decide_lines, report_lines
-from rebalancer_tools.sandbox import CALLER, SECOND_ADMIN, add_admin
-from rebalancer_tools.sandbox_controller import Delivered, Inbox, RunReport
+from rebalancer_tools.local.sandbox import CALLER, SECOND_ADMIN, add_admin
+from rebalancer_tools.local.sandbox_controller import Delivered, Inbox, RunReport
 
 CLUSTER = "demo-hyperpod"
 
@@ -117,7 +117,7 @@ def test_the_controllers_policy_is_refused_in_one_line(tmp_path: Path, monkeypat
     def served(*args: object, **kwargs: object) -> None:
         raise AssertionError("the sandbox started with a policy its plan step would refuse")
 
-    monkeypatch.setattr("rebalancer_tools.sandbox.open_sandbox", served)
+    monkeypatch.setattr("rebalancer_tools.local.sandbox.open_sandbox", served)
     bad = tmp_path / "policy.yaml"
     bad.write_text("mode: sideways\nteams: {}\n")
     got = CliRunner().invoke(cli, ["emulator", "--seed-demo", "--port", "0", "--policy", str(bad)])

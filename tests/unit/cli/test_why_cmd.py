@@ -10,7 +10,7 @@ from support.clock import ticking
 from support.why_runs import P5, SECOND, record_runs
 
 from rebalancer_tools.cli import cli, why_cmd
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from support.clusters import quota, snapshot
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.quotas import ClusterSchedulerConfig
 from rebalancer_tools.cli import cli
-from rebalancer_tools.drift import find_drift
+from rebalancer_tools.reports.drift import find_drift
 
 P5 = "ml.p5.48xlarge"
 SYNCED = {"sharing": {"strategy": "LendAndBorrow", "borrow_limit": 50}, "preempt_team_tasks": "LowerPriority",

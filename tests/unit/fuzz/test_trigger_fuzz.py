@@ -16,7 +16,7 @@ from support.fuzz import JSON, fuzz, mutated, paths, replaced, within_memory
 
 from rebalancer.app.trigger.events import SUMMARY_MAX_BYTES
 from rebalancer.app.trigger.start import Starter
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SAMPLES = ["hyperpod-cluster-state-change", "hyperpod-node-health", "hyperpod-cluster-event", "alarm-state-change",

@@ -19,8 +19,8 @@ from rebalancer.domain.quotas import AMOUNT_RANGE, BORROW_LIMIT_RANGE, FAIR_SHAR
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.planner import make_plan
 from rebalancer_tools.emulator.shapes import validate_request
-from rebalancer_tools.kube_fake import node_pool
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.fakes.kube import node_pool
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 P5 = "ml.p5.48xlarge"
 R7I = "ml.r7i.48xlarge"  # 192 vCPU, 1,536 GiB: 8 GiB a vCPU

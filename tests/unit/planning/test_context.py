@@ -22,8 +22,8 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.budget_meter import BudgetMeter
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.simulator.budget_meter import BudgetMeter
 
 P5 = "ml.p5.48xlarge"
 BUDGETS = policy({"research": {"budget": {"accelerator_hours": 100}},

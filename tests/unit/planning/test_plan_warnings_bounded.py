@@ -16,7 +16,7 @@ from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.plan import plan as plan_step
 from rebalancer.domain.snapshot import Governance, Snapshot
 from rebalancer.planning.planner import WARNING_MAX_BYTES, WARNINGS_MAX, make_plan
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 P5 = "ml.p5.48xlarge"
 STATE_LIMIT = 256 * 1024

@@ -26,7 +26,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import MAX_NUMBER
 from rebalancer.parsing.validation import load_model
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.memory_store import MemoryMeter, MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryMeter, MemoryStore
 
 TYPES = ["ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.c5.4xlarge"]
 TEAMS = ["ana", "bob", "cyd"]

@@ -16,7 +16,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 TYPES = ["ml.g5.12xlarge", "ml.p5.48xlarge", "ml.c5.4xlarge"]
 TEAMS = ["ana", "bob", "cyd", "dee"]

@@ -22,8 +22,8 @@ from support.template import template
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.validation import load_model
-from rebalancer_tools import appconfig_policy as ac
 from rebalancer_tools.cli import cli
+from rebalancer_tools.packaging import appconfig_policy as ac
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*policy*.yaml"))

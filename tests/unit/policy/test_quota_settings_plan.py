@@ -173,7 +173,7 @@ def test_a_deactivated_quota_holds_nothing_and_a_policy_team_gets_it_enabled_aga
 def test_the_rendered_plan_shows_a_console_edit_and_why_it_needs_approval() -> None:
     from rich.console import Console
 
-    from rebalancer_tools.render import render_plan
+    from rebalancer_tools.reports.render import render_plan
 
     snap = snapshot({P5: 1}, quotas={"a": {P5: 8}}, in_use={"a": {P5: 8}})
     console = Console(width=200, record=True)

@@ -21,8 +21,8 @@ from rebalancer.errors import ReservationRefused
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.reservations import SETTLE_MINUTES, default_lead_minutes, refuse_if_unfit
-from rebalancer_tools.memory_store import MemoryStore
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes.memory_store import MemoryStore
+from rebalancer_tools.fakes.ticking_clock import TickingClock
 
 P5 = "ml.p5.48xlarge"
 BERLIN = "Europe/Berlin"

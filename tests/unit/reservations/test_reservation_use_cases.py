@@ -17,7 +17,7 @@ from rebalancer.domain.policy import Policy
 from rebalancer.domain.reservation import Reservation
 from rebalancer.errors import ReservationNotPending, ReservationRefused, UnknownReservation
 from rebalancer.planning.context import planning_context
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 P5 = "ml.p5.48xlarge"
 POLICY = policy({"research": {}, "inference": {"guarantee": {P5: 16}}}, approval={"moved_accelerators": 16})

@@ -24,7 +24,7 @@ OBJECTIVE = (f"deficit + {IDLE_WEIGHT:g} × idle guaranteed + {REVERSAL_WEIGHT:g
              "lower is better")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     name: str
     edits: list[Edit]
@@ -36,7 +36,7 @@ class Candidate:
         return objective_value(self.replay)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Advice:
     current: Replay
     best: Candidate

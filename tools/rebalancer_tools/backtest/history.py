@@ -61,7 +61,7 @@ class End(BaseModel):
     samples: Annotated[int, Field(ge=0, le=MAX_LINES)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class History:
     cluster: str
     runs: tuple[Run, ...]
@@ -139,10 +139,17 @@ def parse_lines(lines: Iterable[str | tuple[int, str]], source: str) -> History:
             end = load_model(End, doc, where)
         else:
             raise InvalidInput("expected history, run, sample or end", source=where, field="type", value=kind)
+    return _whole(header, end, runs, samples, number, source)
+
+
+def _whole(header: Header | None, end: End | None, runs: list[Run], samples: list[DemandSample], lines: int,
+           source: str) -> History:
+    """The history the file holds once it is read to its last line: refused if its header or end record is
+    missing, if the end record counts other than what came before it, or if nothing is left to replay."""
     if header is None:
         raise InvalidInput("empty: no history header", source=source)
     if end is None:
-        raise InvalidInput(f"truncated after line {number}: no end record (export again)", source=source)
+        raise InvalidInput(f"truncated after line {lines}: no end record (export again)", source=source)
     if (end.runs, end.samples) != (len(runs), len(samples)):
         raise InvalidInput(f"the end record counts {end.runs} runs and {end.samples} samples, the file holds "
                            f"{len(runs)} and {len(samples)}", source=source)

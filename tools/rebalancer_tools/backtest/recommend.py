@@ -37,7 +37,7 @@ APPROVAL_PERCENTILE = 95.0
 GUARANTEE_SHARE = 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Suggestion:
     field: str  # the policy path, e.g. teams.research.guarantee.ml.p5.48xlarge
     before: Any

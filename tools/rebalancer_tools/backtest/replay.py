@@ -38,7 +38,7 @@ from rebalancer.domain.sample import DemandSample
 from rebalancer.domain.snapshot import Cluster, ClusterNode, Demand, InstanceGroup, NodeStatus, Resources, Snapshot
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
-from rebalancer_tools.budget_meter import BudgetMeter
+from rebalancer_tools.simulator.budget_meter import BudgetMeter
 from rebalancer_tools.simulator.metrics import (
     MIN_WINDOW_ENTITLED_H,
     WEEK_S,
@@ -78,7 +78,7 @@ class Reversal:
     size: float  # of the reversing change
 
 
-@dataclass
+@dataclass(slots=True)
 class TeamTotals:
     demand_hours: float = 0.0
     met_hours: float = 0.0
@@ -87,7 +87,7 @@ class TeamTotals:
     idle_guaranteed_hours: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class Replay:
     """What one policy would have done, and the timelines it leaves (accelerators summed over pools)."""
 
@@ -322,8 +322,7 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
     meter = BudgetMeter(policy)
     for state in states:
         now = state.at
-        cooling = frozenset(t for t, q in quotas.items() if cooldown and q.LastModifiedTime is not None
-                            and now - q.LastModifiedTime < cooldown)
+        cooling = _cooling(quotas, now, cooldown)
         snapshot = _snapshot(state, quotas)
         # With budgets or a fair-share window every state is metered, as every collect is: what the teams ran, own
         # or borrowed under the replayed quotas; which teams have used theirs up is then part of what makes a state
@@ -338,9 +337,7 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
                              context=context if context is not None else _context(snapshot, policy, None))
             out.planned += 1
             out.warnings.update(plan.warnings)
-            allocations = {t: {p: _held(plan, t, p) for p in state.capacity} if t in policy.teams
-                           else {p: v for p, v in holdings(quotas[t]).items() if p in state.capacity}
-                           for t in teams if t in policy.teams or t in quotas}
+            allocations = _allocations(plan, state, quotas, policy, teams)
         touched = bool(plan.requests)
         previous_plan, previous_held = plan, held
         if plan.requests:
@@ -350,6 +347,21 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
         out.times.append(now)
     out.budgets = meter.report()
     return out
+
+
+def _cooling(quotas: Mapping[str, ComputeQuota], now: datetime, cooldown: timedelta) -> frozenset[str]:
+    """The teams whose quota was written less than the cooldown ago."""
+    return frozenset(t for t, q in quotas.items() if cooldown and q.LastModifiedTime is not None
+                     and now - q.LastModifiedTime < cooldown)
+
+
+def _allocations(plan: Plan, state: State, quotas: Mapping[str, ComputeQuota], policy: Policy,
+                 teams: Sequence[str]) -> dict[str, dict[str, float]]:
+    """What each team holds per pool of the state once the plan is applied: the policy's teams as planned, the
+    others as their quotas stand."""
+    return {t: {p: _held(plan, t, p) for p in state.capacity} if t in policy.teams
+            else {p: v for p, v in holdings(quotas[t]).items() if p in state.capacity}
+            for t in teams if t in policy.teams or t in quotas}
 
 
 def _context(snapshot: Snapshot, policy: Policy, meter: BudgetMeter | None) -> PlanningContext:

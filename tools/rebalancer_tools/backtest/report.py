@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rebalancer_tools import figures
 from rebalancer_tools.backtest.replay import NOT_REPLAYED, Replay, State
+from rebalancer_tools.reports import figures
+from rebalancer_tools.reports.tables import Column, Listing, Record
 from rebalancer_tools.simulator.metrics import WINDOW_HOURS
-from rebalancer_tools.tables import Column, Listing, Record
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -170,7 +171,8 @@ def write_report(directory: Path, title: str, states: Sequence[State], replays: 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     doc: dict[str, Any] = {"title": title, "notes": list(notes), "policies": [r.summary() for r in replays],
-                           "teams": {r.name: {t: vars(v) for t, v in sorted(r.teams.items())} for r in replays}}
+                           "teams": {r.name: {t: dataclasses.asdict(v) for t, v in sorted(r.teams.items())}
+                                     for r in replays}}
     if extra:
         doc.update(extra)
     p = directory / "summary.json"

@@ -14,7 +14,7 @@ from rebalancer_tools.backtest.history import History
 from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Backtest:
     history: History
     states: list[State]

@@ -66,7 +66,7 @@ def policy_for(raw: dict[str, Any], policy: Policy, states: list[State], params:
     return apply_edits(raw, search_edits(policy, states, params))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchSpec:
     history_path: str
     policy_path: str

@@ -16,13 +16,13 @@ from rebalancer.errors import InvalidInput
 from rebalancer_tools.cli.history_cmd import open_store, table_options
 from rebalancer_tools.cli.identity import caller
 from rebalancer_tools.cli.output import emit, format_option
-from rebalancer_tools.cli.run_ids import short_run
-from rebalancer_tools.tables import Column, Listing
+from rebalancer_tools.reports.run_ids import short_run
+from rebalancer_tools.reports.tables import Column, Listing
 
 APPROVAL_REQUESTED = "approval-requested"  # the audit record RequestApproval writes, with the approval's id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
     approval_id: str
     execution: str

@@ -15,9 +15,24 @@ import click
 from rebalancer.parsing.loading import POLICY_MAX_BYTES, read_text
 from rebalancer_tools.cli.output import width
 from rebalancer_tools.cli.params import InputFile, OutputDir
-from rebalancer_tools.template import find_root
+from rebalancer_tools.packaging.template import find_root
 
 DEFAULT_POLICY = "examples/demo-policy.yaml"
+
+
+def run_cli(args: list[str], columns: int | None = None) -> tuple[int, str]:
+    """The `rebalancer` command, in this process (so it reaches the emulator through AWS_ENDPOINT_URL); its tables
+    laid out in `columns` (None: as for a pipe, one line a row)."""
+    from click.testing import CliRunner
+
+    from rebalancer_tools.cli import cli
+
+    env = {"COLUMNS": str(columns)} if columns else {}
+    got = CliRunner().invoke(cli, args, catch_exceptions=True, env=env)
+    text = got.output
+    if got.exception is not None and not isinstance(got.exception, SystemExit):
+        text += f"\n{type(got.exception).__name__}: {got.exception}"
+    return got.exit_code, text
 
 
 @click.command()
@@ -59,7 +74,7 @@ def demo(policy_file: str | None, out_dir: str) -> None:
         with redirect_stdout(StringIO()):
             # The commands the story shows print for the story's width.
             results = scenarios.run_all(world, RichStory(console), out,
-                                        functools.partial(scenarios.run_cli, columns=console.width))
+                                        functools.partial(run_cli, columns=console.width))
             utilization = read_utilization(world.client("cloudwatch"), world.clock.t)
             end = world.clock.t
     seconds = time.monotonic() - started

@@ -17,7 +17,7 @@ from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_document, load_model_file
 from rebalancer.parsing.text import short
 from rebalancer_tools.cli.params import InputFile, profile_option
-from rebalancer_tools.drift import find_drift
+from rebalancer_tools.reports.drift import find_drift
 
 DRIFTED = 3
 KNOWN_VERSIONS_MAX_BYTES = 1024 * 1024

@@ -12,8 +12,8 @@ import click
 
 from rebalancer.adapters import prerequisites as pre
 from rebalancer.errors import PermanentError, RebalancerError
-from rebalancer_tools import role_permissions
 from rebalancer_tools.cli.live_cmds import LiveSource, live_options
+from rebalancer_tools.iam import role_permissions
 
 # Logical ids of the template's functions: SAM names a function <stack>-<LogicalId>-<suffix>.
 FUNCTIONS = {name: f"{name.capitalize()}Function" for name in pre.FUNCTION_CALLS}
@@ -26,10 +26,9 @@ FUNCTIONS = {name: f"{name.capitalize()}Function" for name in pre.FUNCTION_CALLS
 def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) -> None:
     """Check the prerequisites of a cluster and the stack's permissions."""
     from rebalancer.adapters.aws import aws_call
-    from rebalancer.adapters.collect import KubeAccess
     from rebalancer.adapters.kubernetes.eks_auth import eks_cluster_name_of
     from rebalancer.adapters.sagemaker.cluster import SageMakerReader
-    from rebalancer_tools.sandbox import sandbox_info
+    from rebalancer_tools.local.sandbox import sandbox_info
 
     clients = live.clients()
     sandbox = sandbox_info()
@@ -44,6 +43,21 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
     functions = _functions(clients, stack) if stack else {}
     if collect_role_arn is None and "collect" in functions:
         collect_role_arn = functions["collect"]["Role"]
+
+    lines = _cluster_checks(live, clients, described, eks_cluster, collect_role_arn)
+    lines += _permission_checks(clients, stack, functions, eks_cluster, in_sandbox=sandbox is not None)
+
+    for check in lines:
+        click.echo(check.line())
+    if any(c.status == "fail" for c in lines):
+        raise SystemExit(1)
+
+
+def _cluster_checks(live: LiveSource, clients: Any, described: dict[str, Any], eks_cluster: str | None,
+                    collect_role_arn: str | None) -> list[pre.Check]:
+    """The cluster's own prerequisites: its Kueue API reached (when the command reads Kubernetes), the add-on, the
+    collect role's access entry, the metrics."""
+    from rebalancer.adapters.collect import KubeAccess
 
     lines: list[pre.Check] = []
     kube = None
@@ -66,37 +80,41 @@ def doctor(live: LiveSource, stack: str | None, collect_role_arn: str | None) ->
     if collect_role_arn is None and eks_cluster is not None:
         lines.append(pre.Check("EKS access entry", "warn", "not checked",
                                "pass --stack or --collect-role-arn to name the collect role"))
+    return lines
 
-    if sandbox is not None:
-        lines.append(pre.Check("function permissions", "sandbox", "the sandbox deploys no CloudFormation stack "
-                               "(IAM's policy simulator has no function role to check); its controller runs each "
-                               "function under its template policy, every call authorized by the emulator"))
-    elif stack:
-        with aws_call("sts:GetCallerIdentity", "the caller"):
-            account = clients.client("sts").get_caller_identity()["Account"]
-        iam = clients.client("iam")
-        for name in FUNCTIONS:
-            config = functions.get(name)
-            if config is None:
-                lines.append(pre.Check(f"permissions of {name}", "fail", f"no function {stack}-{FUNCTIONS[name]}*",
-                                       "deploy the stack, or pass the name it was deployed under"))
-                continue
-            env = config.get("Environment", {}).get("Variables", {})
-            where = {"partition": _partition(clients.region_name), "region": clients.region_name, "account": account}
-            calls = pre.function_calls(name, env, **where)
-            lines.append(role_permissions.check_permissions(iam, name, config["Role"], calls))
-            writes = pre.update_delete_calls(name, **where, eks_cluster=eks_cluster)
-            if writes:
-                lines.append(role_permissions.check_permissions(iam, name, config["Role"], writes,
-                                                                what="update/delete grants"))
-    else:
-        lines.append(pre.Check("function permissions", "warn", "not checked",
-                               "pass --stack STACK (the deployed stack's name)"))
 
-    for check in lines:
-        click.echo(check.line())
-    if any(c.status == "fail" for c in lines):
-        raise SystemExit(1)
+def _permission_checks(clients: Any, stack: str | None, functions: dict[str, dict[str, Any]],
+                       eks_cluster: str | None, *, in_sandbox: bool) -> list[pre.Check]:
+    """Each deployed function role against the calls its function makes, and apply's and rollback's update/delete
+    grants; in the sandbox (no stack) or without --stack, one line saying why not."""
+    from rebalancer.adapters.aws import aws_call
+
+    if in_sandbox:
+        return [pre.Check("function permissions", "sandbox", "the sandbox deploys no CloudFormation stack "
+                          "(IAM's policy simulator has no function role to check); its controller runs each "
+                          "function under its template policy, every call authorized by the emulator")]
+    if not stack:
+        return [pre.Check("function permissions", "warn", "not checked",
+                          "pass --stack STACK (the deployed stack's name)")]
+    with aws_call("sts:GetCallerIdentity", "the caller"):
+        account = clients.client("sts").get_caller_identity()["Account"]
+    iam = clients.client("iam")
+    lines: list[pre.Check] = []
+    for name in FUNCTIONS:
+        config = functions.get(name)
+        if config is None:
+            lines.append(pre.Check(f"permissions of {name}", "fail", f"no function {stack}-{FUNCTIONS[name]}*",
+                                   "deploy the stack, or pass the name it was deployed under"))
+            continue
+        env = config.get("Environment", {}).get("Variables", {})
+        where = {"partition": _partition(clients.region_name), "region": clients.region_name, "account": account}
+        calls = pre.function_calls(name, env, **where)
+        lines.append(role_permissions.check_permissions(iam, name, config["Role"], calls))
+        writes = pre.update_delete_calls(name, **where, eks_cluster=eks_cluster)
+        if writes:
+            lines.append(role_permissions.check_permissions(iam, name, config["Role"], writes,
+                                                            what="update/delete grants"))
+    return lines
 
 
 def _functions(clients: Any, stack: str) -> dict[str, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """`rebalancer emulator`: the HyperPod task-governance emulator as a server on 127.0.0.1. With --seed-demo it is the
-sandbox (rebalancer_tools.sandbox): the demo cluster, its Kubernetes API, EKS side, metrics and audit table, and the
-controller, so that every command works on it; `rebalancer emulator fail-node / heal-node / add-demand / resize /
+sandbox (rebalancer_tools.local.sandbox): the demo cluster, its Kubernetes API, EKS side, metrics and audit table, and
+the controller, so that every command works on it; `rebalancer emulator fail-node / heal-node / add-demand / resize /
 run` drive it."""
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from rebalancer.errors import InvalidInput, PermanentError, RebalancerError
 from rebalancer.parsing.text import printable
 from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.params import OutputFile, atomic_output, profile_option, write_atomically
-from rebalancer_tools.cli.run_ids import resolve_run, short_run
-from rebalancer_tools.tables import Column, Listing, Record
+from rebalancer_tools.reports.run_ids import resolve_run, short_run
+from rebalancer_tools.reports.tables import Column, Listing, Record
 
 TABLE_OUTPUT = "TableName"  # the SAM stack's output naming its table
 

@@ -15,6 +15,7 @@ import click
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.catalog.specs import spec
+from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.quotas import ComputeQuota
@@ -23,15 +24,17 @@ from rebalancer.errors import ApprovalRequired, InvalidInput, PermanentError, Re
 from rebalancer.parsing.loading import load_model_file
 from rebalancer_tools.cli.output import console
 from rebalancer_tools.cli.params import InputFile, Number, OutputFile, Whole, profile_option, write_atomically
-from rebalancer_tools.cli.run_ids import resolve_run
 from rebalancer_tools.cli.run_log import NO_TABLE_WARNING, RunLog, cli_execution, memory_log, table_log
-from rebalancer_tools.render import render_plan
+from rebalancer_tools.reports.render import render_plan
+from rebalancer_tools.reports.run_ids import resolve_run
 
 if TYPE_CHECKING:  # the adapters (boto3, kubernetes) are imported only by the commands that run them
     from rebalancer.adapters.aws import AwsClients
     from rebalancer.adapters.collect import Collected
     from rebalancer.adapters.sagemaker.quota_writer import QuotaWriter
     from rebalancer.adapters.sagemaker.scheduler_config import SchedulerConfigClient
+    from rebalancer.app.workflow.run_plan import RunPlan
+    from rebalancer.app.workflow.runs import Applied
     from rebalancer.app.workflow.state import RunRef
     from rebalancer_tools.cli.cluster_lock import Lease
     from rebalancer_tools.cli.identity import Caller
@@ -40,7 +43,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 KubeMode = Literal["eks", "context", "url", "none"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveSource:
     cluster: str
     region: str | None = None
@@ -247,7 +250,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     controller's per-cluster lock from the read to the last write, and it is recorded there like one of the
     controller's (plan, approval, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it
     left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more."""
-    from rebalancer.app.workflow import run_plan, runs, state
+    from rebalancer.app.workflow import run_plan
     from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
 
     policy = load_model_file(Policy, policy_file)
@@ -266,11 +269,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
         planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
         plan = planned.plan
         render_plan(plan, console())
-        if plan.is_empty:
-            click.echo("nothing to apply")
-            return
-        if plan.mode == "dry-run":
-            click.echo("the policy's mode is dry-run: nothing applied")
+        if _nothing_to_apply(plan):
             return
         approver = _approver(live, plan.approval_reasons, reason)
         if not yes:
@@ -278,27 +277,56 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
                           f"{snap.cluster.ClusterName}?", abort=True)
         if lease is not None:
             lease.renew()  # the answer may have come late: write only on a lock still ours
-        run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=name, execution_arn="",
-                           trigger={"command": "rebalancer apply"}, source="cli")
-        state.record_snapshot(log.store.artifacts, run, snap)
-        run_plan.record_plan(log.store, run, planned, who=who)
-        if approver is not None:
-            _record_approval(log, run, approver, str(reason))
+        run = _record_run(log, snap, name, planned, who=who, approver=approver, reason=reason)
         if not yes and not _still_approved(live, policy, run, log, save_snapshot):
             return
         if lease is not None:
             lease.renew()
-        writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
-        try:
-            done = runs.apply_run(run, store=log.store, writer=writer, configs=configs, who=who)
-        except RebalancerError as e:
-            if lease is not None:
-                lease.renew()
-            _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
-            raise
+        done = _apply_or_restore(live, run, log, lease, who=who, poll_interval=poll_interval, timeout=timeout)
     for line in done.lines():
         click.echo(line)
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
+
+
+def _nothing_to_apply(plan: Plan) -> bool:
+    """True, said, when the plan writes nothing: no change, or a policy in dry-run mode."""
+    if plan.is_empty:
+        click.echo("nothing to apply")
+        return True
+    if plan.mode == "dry-run":
+        click.echo("the policy's mode is dry-run: nothing applied")
+        return True
+    return False
+
+
+def _record_run(log: RunLog, snap: Snapshot, name: str, planned: RunPlan, *, who: str | None,
+                approver: Caller | None, reason: str | None) -> RunRef:
+    """The CLI's run recorded as the controller's are: its snapshot, its plan and, given --approve, the approval."""
+    from rebalancer.app.workflow import run_plan, state
+
+    run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=name, execution_arn="",
+                       trigger={"command": "rebalancer apply"}, source="cli")
+    state.record_snapshot(log.store.artifacts, run, snap)
+    run_plan.record_plan(log.store, run, planned, who=who)
+    if approver is not None:
+        _record_approval(log, run, approver, str(reason))
+    return run
+
+
+def _apply_or_restore(live: LiveSource, run: RunRef, log: RunLog, lease: Lease | None, *, who: str | None,
+                      poll_interval: float, timeout: float) -> Applied:
+    """The recorded plan applied and verified; on a failure after the first write, what this run wrote is restored
+    (on a lock renewed first) and the failure raised."""
+    from rebalancer.app.workflow import runs
+
+    writer, configs = _writer(live, poll_interval, timeout), _configs(live, poll_interval, timeout)
+    try:
+        return runs.apply_run(run, store=log.store, writer=writer, configs=configs, who=who)
+    except RebalancerError as e:
+        if lease is not None:
+            lease.renew()
+        _roll_back_failed(run, e, log=log, writer=writer, configs=configs)
+        raise
 
 
 def _approval_reason(given: str | None) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console, RenderableType
 
-from rebalancer_tools.tables import FORMATS, Format, Listing
+from rebalancer_tools.reports.tables import FORMATS, Format, Listing
 
 PIPED_WIDTH = 1000  # columns of a table written to a pipe: wide enough that no row folds
 MIN_WIDTH = 20  # a COLUMNS below this is taken as this (a list still reads at 20)

@@ -23,7 +23,7 @@ from rebalancer.planning.planner import make_plan
 from rebalancer_tools.cli.live_cmds import NO_TABLE_CONTEXT, LiveSource, context_table_options, live_options
 from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import InputFile
-from rebalancer_tools.render import plan_table, render_plan
+from rebalancer_tools.reports.render import plan_table, render_plan
 
 
 def _now() -> datetime:

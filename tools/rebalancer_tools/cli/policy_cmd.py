@@ -1,9 +1,10 @@
 """`rebalancer policy init --cluster C [-o policy.yaml]`: a policy matching the cluster's quotas today, to start from
-(rebalancer_tools.policy_init). Reads only; `--snapshot FILE` works offline.
+(rebalancer_tools.cli.policy_init). Reads only; `--snapshot FILE` works offline.
 
 `rebalancer policy push FILE --appconfig APP/ENV/PROFILE`: the policy of a stack deployed with
 PolicySource=appconfig, as a hosted configuration version deployed with the stack's strategy
-(rebalancer_tools.appconfig_policy); checked here first, so a bad policy is refused before anything is sent."""
+(rebalancer_tools.packaging.appconfig_policy); checked here first, so a bad policy is refused before anything is
+sent."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def init(live: LiveSource | None, snapshot_file: str | None, output: str | None)
     """The policy of a cluster as it is today: weights from its quotas, their settings, mode dry-run."""
     from datetime import UTC, datetime
 
-    from rebalancer_tools.policy_init import policy_text
+    from rebalancer_tools.cli.policy_init import policy_text
 
     if (live is None) == (snapshot_file is None):
         raise InvalidInput("give exactly one of --cluster or --snapshot", field="--cluster")
@@ -70,7 +71,7 @@ def push(policy_file: str, target: str, strategy: str, description: str, cluster
     """Publish a policy to AppConfig: a hosted configuration version and its deployment."""
     from rebalancer.adapters.aws import AwsClients
     from rebalancer.parsing.loading import POLICY_MAX_BYTES, read_text
-    from rebalancer_tools import appconfig_policy as ac
+    from rebalancer_tools.packaging import appconfig_policy as ac
 
     where = ac.Target.parse(target)
     text = read_text(policy_file, what="the policy", max_bytes=POLICY_MAX_BYTES)

@@ -18,7 +18,7 @@ from rebalancer_tools.backtest import recommend as rec
 from rebalancer_tools.backtest.advice import Advice, advise, policy_text
 from rebalancer_tools.backtest.evidence import covered, too_thin
 from rebalancer_tools.backtest.history import load_history
-from rebalancer_tools.backtest.replay import Replay, prepare, replay
+from rebalancer_tools.backtest.replay import Replay, State, prepare, replay
 from rebalancer_tools.backtest.report import side_by_side, write_report
 from rebalancer_tools.backtest.run import load_policy_document
 from rebalancer_tools.backtest.search import objective_value
@@ -34,7 +34,7 @@ from rebalancer_tools.cli.params import (
     Whole,
     write_atomically,
 )
-from rebalancer_tools.tables import Column, Listing, Record
+from rebalancer_tools.reports.tables import Column, Listing, Record
 
 MAX_TRIALS = 10_000  # a trial replays the whole history; ten thousand of them is already a night
 
@@ -80,12 +80,7 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
     raw, policy = load_policy_document(policy_path)
     samples = history.states()
     states = prepare(samples)
-    thin = too_thin(states, "a recommendation")
-    if thin:
-        say(f"{thin}: no policy is recommended; {output} not written")
-        if fmt == "json":
-            click.echo(json.dumps({"history": covered(states), "too_thin": thin, "recommended": False,
-                                   "written": None}, indent=2))
+    if _too_thin(states, say, fmt, output):
         return
     reference = {t: tp.weight for t, tp in policy.teams.items()}
     like = history.quota_settings()
@@ -104,11 +99,44 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
     advice = advise(raw, states, samples[0], reference, like, current, candidates)
 
     say(f"evidence ({covered(states)} of {history.cluster}):")
+    trials_table = search_table(current, policy, searched) if searched else None
+    _tell(say, fmt, evidence, current, advice, trials_table)
+    evidence_rows = [dict(zip(("field", "before", "after", "evidence"), e, strict=True)) for e in evidence]
+    if report_dir:
+        write_report(Path(report_dir), f"{history.cluster}: current vs recommended", states,
+                     [current, advice.best.replay], {"evidence": evidence_rows})
+    written = _write(advice, raw, policy_path, output, say) if advice.recommended else None
+    if written is None:
+        say(f"{output} not written; the current policy stays as it is")
+    if fmt == "json":
+        click.echo(json.dumps({
+            "history": covered(states), "too_thin": None,
+            "evidence": evidence_rows,
+            "backtest": [current.summary(), advice.best.replay.summary()],
+            "search": None if trials_table is None else list(trials_table.records),
+            "verdict": advice.verdict(), "recommended": advice.recommended, "written": written},
+            indent=2, default=str))
+
+
+def _too_thin(states: list[State], say: Callable[[str], None], fmt: str, output: str) -> bool:
+    """True, said (and in JSON), when the history is too short to recommend anything."""
+    thin = too_thin(states, "a recommendation")
+    if thin:
+        say(f"{thin}: no policy is recommended; {output} not written")
+        if fmt == "json":
+            click.echo(json.dumps({"history": covered(states), "too_thin": thin, "recommended": False,
+                                   "written": None}, indent=2))
+    return bool(thin)
+
+
+def _tell(say: Callable[[str], None], fmt: str, evidence: list[tuple[str, Any, Any, str]], current: Replay,
+          advice: Advice, trials_table: Listing | None) -> None:
+    """Each suggestion with its evidence, the backtest of the current policy beside the best candidate's (and the
+    search's trials), and the verdict; the tables in the chosen format, JSON's are left to the caller."""
     for field, before, after, why in evidence:
         mark = "=" if before == after else "→"
         say(f"  {field}: {_show(before)} {mark} {_show(after)}\n      {why}")
     compared = side_by_side([current, advice.best.replay], f"backtest: current vs {advice.best.name}")
-    trials_table = search_table(current, policy, searched) if searched else None
     if fmt == "table":
         emit(compared, fmt)
         if trials_table is not None:
@@ -116,21 +144,6 @@ def recommend(history_path: str, policy_path: str, output: str, report_dir: str 
     elif fmt == "csv":
         emit(compared, fmt)
     say(advice.verdict())
-    if report_dir:
-        write_report(Path(report_dir), f"{history.cluster}: current vs recommended", states,
-                     [current, advice.best.replay], {"evidence": [dict(zip(("field", "before", "after", "evidence"),
-                                                                           e, strict=True)) for e in evidence]})
-    written = _write(advice, raw, policy_path, output, say) if advice.recommended else None
-    if written is None:
-        say(f"{output} not written; the current policy stays as it is")
-    if fmt == "json":
-        click.echo(json.dumps({
-            "history": covered(states), "too_thin": None,
-            "evidence": [dict(zip(("field", "before", "after", "evidence"), e, strict=True)) for e in evidence],
-            "backtest": [current.summary(), advice.best.replay.summary()],
-            "search": None if trials_table is None else list(trials_table.records),
-            "verdict": advice.verdict(), "recommended": advice.recommended, "written": written},
-            indent=2, default=str))
 
 
 def _sayer(fmt: str) -> Callable[[str], None]:

@@ -28,7 +28,7 @@ from rebalancer_tools.cli.history_cmd import open_store, table_options
 from rebalancer_tools.cli.identity import caller
 from rebalancer_tools.cli.output import emit, format_option
 from rebalancer_tools.cli.params import InputFile, Whole, profile_option
-from rebalancer_tools.tables import Column, Listing
+from rebalancer_tools.reports.tables import Column, Listing
 
 REASON_MAX = 200
 

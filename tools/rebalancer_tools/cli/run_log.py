@@ -1,6 +1,6 @@
 """Where a CLI run records itself for the use cases of `rebalancer.app.workflow.runs`: the controller's table (named by
 --table / --stack / $REBALANCER_TABLE), each call's AWS error one line; or, without a table, memory
-(rebalancer_tools.memory_store) that keeps the run's records for the command's life only and starts knowing no
+(rebalancer_tools.fakes.memory_store) that keeps the run's records for the command's life only and starts knowing no
 versions (as the controller with an empty table: a setting the policy rewrites is then marked a console edit)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from rebalancer.adapters.aws import aws_call
-from rebalancer_tools.memory_store import MemoryStore
+from rebalancer_tools.fakes.memory_store import MemoryStore
 
 if TYPE_CHECKING:
     from rebalancer.adapters.dynamodb.store import Store
@@ -68,7 +68,7 @@ def _one_line(repository: R, family: str, table_name: str) -> R:
     return cast(R, _OneLine(repository, family, table_name))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunLog:
     """The store a CLI run's use cases are given, and whether what it records outlives the command."""
 

@@ -18,7 +18,7 @@ from rebalancer_tools.cli.params import Whole
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rebalancer_tools.sandbox_controller import Delivered, RunReport
+    from rebalancer_tools.local.sandbox_controller import Delivered, RunReport
 
 RUN_WAIT = 120  # seconds `run` waits for the sandbox's answer (it answers within its own RUN_TIMEOUT)
 
@@ -29,7 +29,7 @@ def _stop(*_: object) -> None:
 
 def serve_sandbox(port: int, transition_reads: int, policy_file: str | None) -> None:
     from rebalancer_tools.cli.output import console
-    from rebalancer_tools.sandbox import open_sandbox
+    from rebalancer_tools.local.sandbox import open_sandbox
 
     policy, policy_text = _policy(policy_file)
     out = console()
@@ -54,7 +54,7 @@ def _policy(policy_file: str | None) -> tuple[Path, str]:
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import POLICY_MAX_BYTES, load_model_file, read_text
     from rebalancer_tools.cli.demo_cmd import DEFAULT_POLICY
-    from rebalancer_tools.template import find_root
+    from rebalancer_tools.packaging.template import find_root
 
     path = Path(policy_file) if policy_file else find_root() / DEFAULT_POLICY
     load_model_file(Policy, path)  # a policy the plan step would refuse: one line now, not a failed run later
@@ -62,7 +62,7 @@ def _policy(policy_file: str | None) -> tuple[Path, str]:
 
 
 def _announce(sandbox: Any, policy: Path | None = None) -> None:
-    from rebalancer_tools.sandbox import CALLER, SECOND_ADMIN
+    from rebalancer_tools.local.sandbox import CALLER, SECOND_ADMIN
 
     groups = ", ".join(f"{g.name} {g.count}× {g.instance_type}" for g in _groups())
     click.echo(f"sandbox listening on {sandbox.endpoint}: HyperPod cluster {sandbox.cluster} ({groups}) with "
@@ -114,7 +114,7 @@ def _endpoint(endpoint: str | None) -> str:
 
 
 def _call(endpoint: str | None, route: str, body: dict[str, Any], *, timeout: float = 30) -> dict[str, Any]:
-    from rebalancer_tools.sandbox import call
+    from rebalancer_tools.local.sandbox import call
 
     where = _endpoint(endpoint)
     try:
@@ -182,7 +182,7 @@ def run(endpoint: str | None) -> None:
     """A controller run, as the schedule starts one: it plans, then applies, or asks an admin and waits. Prints
     the run's states and the messages it sent (each link on a line of its own)."""
     from rebalancer_tools.cli.output import console
-    from rebalancer_tools.sandbox_controller import RunReport
+    from rebalancer_tools.local.sandbox_controller import RunReport
 
     report = RunReport.model_validate(_call(endpoint, "run", {}, timeout=RUN_WAIT))
     out = console()
@@ -197,7 +197,7 @@ def run(endpoint: str | None) -> None:
 
 def report_lines(report: RunReport) -> list[str]:
     """What a run did, in a line or two."""
-    from rebalancer_tools.cli.run_ids import short_run
+    from rebalancer_tools.reports.run_ids import short_run
 
     cluster = report.cluster
     if not report.started:
@@ -214,7 +214,7 @@ def report_lines(report: RunReport) -> list[str]:
 
 def decide_lines(report: RunReport) -> list[str]:
     """How to decide what a run asks: the commands, each on a line of its own, and the page."""
-    from rebalancer_tools.cli.run_ids import short_run
+    from rebalancer_tools.reports.run_ids import short_run
 
     cluster = report.cluster
     run_id = short_run(report.execution, cluster)

@@ -29,8 +29,8 @@ def schema(kind: str, appconfig: bool, write_template: bool) -> None:
         return
     if kind != "policy":
         raise InvalidInput("AppConfig holds the policy only", field="--appconfig", value=kind)
-    from rebalancer_tools import appconfig_policy
-    from rebalancer_tools.template import find_root
+    from rebalancer_tools.packaging import appconfig_policy
+    from rebalancer_tools.packaging.template import find_root
 
     if write_template:
         path = find_root() / "template.yaml"

@@ -16,13 +16,13 @@ from rebalancer.parsing.loading import load_model_file
 from rebalancer.parsing.text import short
 from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import SEED, InputFile, Number, OutputDir, Whole, whole
+from rebalancer_tools.reports.tables import Column, Listing, Record
 from rebalancer_tools.simulator import STRATEGIES, Failures, Scenario, StrategyResult, run_strategy, worse_off
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams, load_teams
 from rebalancer_tools.simulator.trace import read_trace
 from rebalancer_tools.simulator.warnings import scenario_warnings
-from rebalancer_tools.tables import Column, Listing, Record
 
 
 def _strategies(raw: str) -> list[str]:
@@ -134,14 +134,7 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
     pools = _pools(pool_values)
-    ctx = click.get_current_context()
-    given = [f for f in ("gpus", "gpus_per_node") if ctx.get_parameter_source(f) != click.core.ParameterSource.DEFAULT]
-    if pools and given:
-        raise InvalidInput("give the cluster either as --pool TYPE=NODES or as --gpus/--gpus-per-node, not both",
-                           field="--pool", value=pool_values[0])
-    if not pools and (gpus_per_node <= 0 or gpus < gpus_per_node or gpus % gpus_per_node):
-        raise InvalidInput(f"must be a positive multiple of --gpus-per-node ({gpus_per_node}), got {gpus}",
-                           field="--gpus", value=gpus)
+    _check_cluster_given(pools, pool_values, gpus, gpus_per_node)
     trace = read_trace(trace_path)
     jobs = trace.jobs
     policy = load_model_file(Policy, policy_path) if policy_path else None
@@ -160,11 +153,42 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
         click.echo(f"warning: {warning}", err=True)
     results = _run(scenario, names, progress=not no_progress and len(jobs) > 2000)
     losers = _losers(scenario, results, remedies)
+    _show_results(fmt, scenario, results, losers, trace.labels)
+    if report_dir:
+        from rebalancer_tools.simulator.report import write_report
+
+        setup = (f"Trace `{Path(trace_path).name}`: {len(jobs)} jobs, {len(teams)} teams; {scenario.capacity} "
+                 f"accelerators ({scenario.describe_pools()}); controller every {controller_interval_minutes:g} "
+                 f"min, apply delay {apply_delay_minutes:g} min, approval {approval_minutes:g} min; checkpoint "
+                 f"{checkpoint_minutes:g} min; node MTBF {node_mtbf_hours or 'none'} h; seed {seed}.")
+        path = write_report(results, report_dir, title="Simulation report", setup=setup, labels=trace.labels,
+                            extra=worse_off.markdown(names[0], losers))
+        click.echo(f"report: {path}", err=True)
+
+
+def _check_cluster_given(pools: tuple[tuple[str, int], ...], pool_values: tuple[str, ...], gpus: int,
+                         gpus_per_node: int) -> None:
+    """The cluster is given one way: as --pool TYPE=NODES, or as --gpus in whole nodes of --gpus-per-node."""
+    ctx = click.get_current_context()
+    given = [f for f in ("gpus", "gpus_per_node") if ctx.get_parameter_source(f) != click.core.ParameterSource.DEFAULT]
+    if pools and given:
+        raise InvalidInput("give the cluster either as --pool TYPE=NODES or as --gpus/--gpus-per-node, not both",
+                           field="--pool", value=pool_values[0])
+    if not pools and (gpus_per_node <= 0 or gpus < gpus_per_node or gpus % gpus_per_node):
+        raise InvalidInput(f"must be a positive multiple of --gpus-per-node ({gpus_per_node}), got {gpus}",
+                           field="--gpus", value=gpus)
+
+
+def _show_results(fmt: str, scenario: Scenario, results: dict[str, StrategyResult],
+                  losers: dict[str, list[worse_off.Loser]], labels: dict[str, str]) -> None:
+    """Each strategy's outcome, for the whole cluster and per pool, and the teams left worse off than under the
+    first strategy: as JSON, CSV, or tables with the estimated starts."""
+    names = list(results)
     if fmt == "json":
         click.echo(json.dumps({"capacity_gpus": scenario.capacity,
                                "pools": {p.name: {"nodes": p.nodes, "accelerators": p.nodes * p.per_node}
                                          for p in scenario.pool_specs},
-                               "team_labels": trace.labels,
+                               "team_labels": labels,
                                "strategies": {n: r.output() for n, r in results.items()},
                                "worse_off": {"baseline": names[0],
                                              "strategies": {n: [t.output() for t in ts] for n, ts in losers.items()}}},
@@ -179,24 +203,14 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
             click.echo(Listing("", tables[0].columns, tuple(r for t in tables for r in t.records)).csv(), nl=False)
         else:
             out = console()
-            if renamed(trace.labels):
-                out.print(labels_table(trace.labels))
+            if renamed(labels):
+                out.print(labels_table(labels))
             for table in tables:
                 out.print(table)
             from rebalancer_tools.simulator.report import eta_table
 
             for line in [*eta_table(results), *worse_off.markdown(names[0], losers)]:
                 out.print(Text(line))
-    if report_dir:
-        from rebalancer_tools.simulator.report import write_report
-
-        setup = (f"Trace `{Path(trace_path).name}`: {len(jobs)} jobs, {len(teams)} teams; {scenario.capacity} "
-                 f"accelerators ({scenario.describe_pools()}); controller every {controller_interval_minutes:g} "
-                 f"min, apply delay {apply_delay_minutes:g} min, approval {approval_minutes:g} min; checkpoint "
-                 f"{checkpoint_minutes:g} min; node MTBF {node_mtbf_hours or 'none'} h; seed {seed}.")
-        path = write_report(results, report_dir, title="Simulation report", setup=setup, labels=trace.labels,
-                            extra=worse_off.markdown(names[0], losers))
-        click.echo(f"report: {path}", err=True)
 
 
 def _losers(scenario: Scenario, results: dict[str, StrategyResult],

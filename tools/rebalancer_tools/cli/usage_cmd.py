@@ -11,10 +11,10 @@ from rebalancer.domain.budget import check_year
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
 from rebalancer.parsing.loading import load_model_file
-from rebalancer_tools import usage_report
 from rebalancer_tools.cli.history_cmd import audit_table_name, reading
 from rebalancer_tools.cli.output import console, format_option
 from rebalancer_tools.cli.params import InputFile, OutputFile, atomic_output, profile_option
+from rebalancer_tools.reports import usage_report
 
 
 @click.command()
@@ -62,7 +62,7 @@ def usage(cluster: str, policy_file: str, period: str | None, fmt: str, plot_fil
         if figure is None:
             click.echo(f"no plot written to {plot_file}: no team used accelerators in the period", err=True)
             return
-        from rebalancer_tools import figures
+        from rebalancer_tools.reports import figures
 
         with atomic_output(plot_file, binary=True) as f:
             figures.save(figure, f)

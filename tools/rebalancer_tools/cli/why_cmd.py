@@ -68,7 +68,7 @@ def _live(cluster: str, region: str | None, profile: str | None, team: str, poli
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import load_model_file
     from rebalancer_tools.cli.live_cmds import LiveSource
-    from rebalancer_tools.memory_store import MemoryStore
+    from rebalancer_tools.fakes.memory_store import MemoryStore
 
     now = datetime.now(UTC)
     snapshot = LiveSource(cluster=cluster, region=region, profile=profile, metrics_window_minutes=None) \

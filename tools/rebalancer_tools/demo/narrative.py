@@ -14,7 +14,7 @@ from rich.text import Text
 
 from rebalancer.domain.plan import Plan
 from rebalancer_tools.demo.scenarios import Quotas, ScenarioResult
-from rebalancer_tools.render import plan_renderable
+from rebalancer_tools.reports.render import plan_renderable
 
 SHORT = {"ml.p5.48xlarge": "p5.48xl", "ml.trn1.32xlarge": "trn1.32xl", "ml.g5.12xlarge": "g5.12xl"}
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from rebalancer.adapters.cloudwatch import METRICS, NAMESPACE
 from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
-from rebalancer_tools.demo.cast import EKS_CLUSTER, TEAMS
 from rebalancer_tools.demo.scenarios import Quotas, ScenarioResult
+from rebalancer_tools.local.cast import EKS_CLUSTER, TEAMS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -67,7 +67,7 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
     """One panel per instance type: each team's quota stacked over time, and the healthy capacity; below, the
     teams' GPU utilization on the same time axis. Only types that had quota or capacity, and the utilization panel
     only when some was read: no empty panel."""
-    from rebalancer_tools import figures
+    from rebalancer_tools.reports import figures
 
     types = sorted({t for s in story for pools in s.quotas.values() for t, n in pools.items() if n}
                    | {t for s in story for t, n in s.capacity.items() if n})
@@ -113,7 +113,7 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
 def write_report(results: Sequence[ScenarioResult], start: Stage,
                  utilization: dict[str, list[tuple[datetime, float]]], out_dir: Path, seconds: float,
                  end: datetime) -> Path:
-    from rebalancer_tools import figures
+    from rebalancer_tools.reports import figures
 
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / "quotas.png"

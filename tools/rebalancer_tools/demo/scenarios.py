@@ -3,7 +3,7 @@ with an EventBridge-shaped event, the approval HTTP API, the CLI) and each judge
 back over its API, not by what was printed.
 
     with open_world(policy) as world:
-        results = run_all(world, story)        # story: what to tell the viewer (SilentStory in tests)
+        results = run_all(world, story, workdir, run_cli)  # story: what to tell the viewer (SilentStory in tests)
         all(r.ok for r in results)
 """
 
@@ -25,12 +25,12 @@ import yaml
 
 from rebalancer.app.notifications.messages import email_links
 from rebalancer.domain.plan import Plan
-from rebalancer_tools.cli.run_ids import short_run
-from rebalancer_tools.demo import cast
 from rebalancer_tools.demo.world import World
-from rebalancer_tools.emulator.demo import P5, TRN1
-from rebalancer_tools.local_stack import STACK
-from rebalancer_tools.sample_events import load_event
+from rebalancer_tools.emulator.demo_cluster import P5, TRN1
+from rebalancer_tools.local import cast
+from rebalancer_tools.local.stack import STACK
+from rebalancer_tools.packaging.sample_events import load_event
+from rebalancer_tools.reports.run_ids import short_run
 
 Quotas = dict[str, dict[str, int]]  # team → instance type → accelerators
 ADMIN = "alice (platform admin)"
@@ -38,14 +38,14 @@ FAILED_NODE = "gpu-p5-0"
 TABLE = f"{STACK}-table"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Check:
     what: str
     ok: bool
     detail: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class ScenarioResult:
     key: str
     title: str
@@ -474,18 +474,7 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     world.stack.sns_messages()
     if _scheduled_run(world, result, "an hour later", story) is None:
         return result
-    warned = [m for m in world.stack.sns_messages() if m["kind"] == "budget"]
-    result.check("the 80 % threshold was announced on SNS", len(warned) == 1
-                 and f"{BUDGET_TEAM}: budget 85 % used" in str(warned[0]["Message"])
-                 and "80 %" in str(warned[0]["Message"]), f"{len(warned)} message(s)")
-    if warned:
-        story.email(str(warned[0]["Subject"]), str(warned[0]["Message"]))
-    posts = [p for p in world.slack.posts if p["blocks"][0]["text"]["text"].startswith("Budget thresholds")]
-    result.check("and on Slack", len(posts) == 1, f"{len(posts)} post(s)")
-    if posts:
-        story.slack(posts[-1])
-    result.check(f"{BUDGET_TEAM} still holds more than its guarantee",
-                 world.quotas()[BUDGET_TEAM].get(P5, 0) > BUDGET_GUARANTEE, str(world.quotas()[BUDGET_TEAM]))
+    _warned_at_80_percent(world, result, story)
     used, _ = _training_used(world, text)
     hours = (budget - used) / rate + 0.5
     story.say(f"{hours:.1f} hours later {BUDGET_TEAM} has used more than its budget.")
@@ -500,9 +489,34 @@ def budget_enforced(world: World, story: Story, workdir: Path,
         story.plan(result.plan)
     result.after = world.quotas()
     result.before = before
+    _held_past_100_percent(world, result, story)
+    _usage_shows_it(world, result, story, workdir, cli)
+    story.quotas(before, result.after, result.capacity)
+    story.verdict(result)
+    return result
+
+
+def _warned_at_80_percent(world: World, result: ScenarioResult, story: Story) -> None:
+    """The run past 80 % of the budget announces it on SNS and Slack, and cuts nothing yet."""
+    warned = [m for m in world.stack.sns_messages() if m["kind"] == "budget"]
+    result.check("the 80 % threshold was announced on SNS", len(warned) == 1
+                 and f"{BUDGET_TEAM}: budget 85 % used" in str(warned[0]["Message"])
+                 and "80 %" in str(warned[0]["Message"]), f"{len(warned)} message(s)")
+    if warned:
+        story.email(str(warned[0]["Subject"]), str(warned[0]["Message"]))
+    posts = [p for p in world.slack.posts if p["blocks"][0]["text"]["text"].startswith("Budget thresholds")]
+    result.check("and on Slack", len(posts) == 1, f"{len(posts)} post(s)")
+    if posts:
+        story.slack(posts[-1])
+    result.check(f"{BUDGET_TEAM} still holds more than its guarantee",
+                 world.quotas()[BUDGET_TEAM].get(P5, 0) > BUDGET_GUARANTEE, str(world.quotas()[BUDGET_TEAM]))
+
+
+def _held_past_100_percent(world: World, result: ScenarioResult, story: Story) -> None:
+    """The run past the budget holds the team at its guarantee, says why, and announces 100 % once."""
     result.check(f"{BUDGET_TEAM}'s H100 quota is down to its guarantee",
                  result.after[BUDGET_TEAM].get(P5) == BUDGET_GUARANTEE,
-                 f"{before[BUDGET_TEAM].get(P5)} → {result.after[BUDGET_TEAM].get(P5)}")
+                 f"{result.before[BUDGET_TEAM].get(P5)} → {result.after[BUDGET_TEAM].get(P5)}")
     messages = world.stack.sns_messages()
     applied = [m for m in messages if m["kind"] == "applied"]
     result.check("the change says why: the budget", len(applied) == 1
@@ -512,6 +526,11 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     passed = [m for m in messages if m["kind"] == "budget"]
     result.check("the 100 % threshold was announced, once", len(passed) == 1
                  and "passed 100 %" in str(passed[0]["Message"]), f"{len(passed)} message(s)")
+
+
+def _usage_shows_it(world: World, result: ScenarioResult, story: Story, workdir: Path,
+                    cli: Callable[[list[str]], tuple[int, str]]) -> None:
+    """`rebalancer usage` shows the team past its budget, in its table and in its JSON."""
     usage = ["usage", "--cluster", world.cluster, "--table", TABLE, "--policy", str(workdir / "budget-policy.yaml"),
              "--at", world.clock.t.isoformat()]
     code, out = cli(usage)
@@ -525,9 +544,6 @@ def budget_enforced(world: World, story: Story, workdir: Path,
         percent = None
     result.check("rebalancer usage shows it past 100 %", code == 0 and percent is not None and percent >= 100,
                  f"{percent} %")
-    story.quotas(before, result.after, result.capacity)
-    story.verdict(result)
-    return result
 
 
 OBSERVATIONS = 4  # observe steps before the backtest: a few samples, the demo stays fast
@@ -579,21 +595,6 @@ def _after(states: list[str], first: str, then: str) -> bool:
     return first in states and then in states and states.index(first) < states.index(then)
 
 
-def run_cli(args: list[str], columns: int | None = None) -> tuple[int, str]:
-    """The `rebalancer` command, in this process (so it reaches the emulator through AWS_ENDPOINT_URL); its tables
-    laid out in `columns` (None: as for a pipe, one line a row)."""
-    from click.testing import CliRunner
-
-    from rebalancer_tools.cli import cli
-
-    env = {"COLUMNS": str(columns)} if columns else {}
-    got = CliRunner().invoke(cli, args, catch_exceptions=True, env=env)
-    text = got.output
-    if got.exception is not None and not isinstance(got.exception, SystemExit):
-        text += f"\n{type(got.exception).__name__}: {got.exception}"
-    return got.exit_code, text
-
-
 def _guarded(key: str, title: str, story: Story, scenario: Callable[[], ScenarioResult],
              clock: Callable[[], datetime]) -> ScenarioResult:
     """A scenario that raises is a failed scenario (with the error), not the end of the demo. Either is stamped
@@ -613,7 +614,9 @@ SCENARIOS = ("node-failure", "approved-alarm", "rejected-alarm", "rollback", "bu
 
 
 def run_all(world: World, story: Story, workdir: Path,
-            cli: Callable[[list[str]], tuple[int, str]] = run_cli) -> list[ScenarioResult]:
+            cli: Callable[[list[str]], tuple[int, str]]) -> list[ScenarioResult]:
+    """Every scenario in order; `cli` runs the `rebalancer` command as an admin would type it
+    (rebalancer_tools.cli.demo_cmd.run_cli: the CLI hands itself to the demo it runs)."""
     def guarded(key: str, title: str, scenario: Callable[[], ScenarioResult]) -> ScenarioResult:
         return _guarded(key, title, story, scenario, lambda: world.clock.t)
 

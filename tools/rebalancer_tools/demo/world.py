@@ -11,51 +11,27 @@ from __future__ import annotations
 
 import os
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest import mock
 
-from rebalancer_tools import kube_fake
-from rebalancer_tools.demo import cast
 from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo
 from rebalancer_tools.emulator.server import EmulatorServer
-from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-from rebalancer_tools.loopback import LoopbackServer, QuietHandler
-from rebalancer_tools.sandbox import provision
-from rebalancer_tools.ticking_clock import TickingClock
+from rebalancer_tools.fakes import kube as kube_fake
+from rebalancer_tools.fakes.ticking_clock import TickingClock
+from rebalancer_tools.local import cast
+from rebalancer_tools.local.approval_gateway import ApprovalGateway
+from rebalancer_tools.local.sandbox import provision
+from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 
 
-class ApprovalGateway(LoopbackServer):
-    """The approval HTTP API (API Gateway in AWS) on loopback: each real HTTP request becomes the payload-2.0 event
-    the approval function receives, and its answer the HTTP response."""
-
-    def __init__(self) -> None:
-        self.target: Callable[..., dict[str, Any]] | None = None  # LocalStack.http, bound once the stack is up
-        gateway = self
-
-        class Handler(QuietHandler):
-            def respond(self, method: str) -> None:
-                body = self.body().decode() or None
-                assert gateway.target is not None, "the approval API has no stack behind it yet"
-                headers = {k: v for k, v in self.headers.items() if k.lower().startswith(("x-", "content-type"))}
-                out = gateway.target(method, f"{gateway.url}{self.path}", headers=headers, body=body)
-                self.reply(int(out.get("statusCode", 200)), str(out.get("body", "")).encode(),
-                           dict(out.get("headers") or {}))
-
-        super().__init__(Handler, "approval-gateway")
-
-    @property
-    def url(self) -> str:
-        return self.origin
-
-
-@dataclass
+@dataclass(frozen=True, slots=True)
 class World:
     endpoint: str
     emulator: Emulator

@@ -62,7 +62,7 @@ class NotFound(JsonRESTError):
         super().__init__("ResourceNotFoundException", message)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Environment:
     app_id: str
     id: str
@@ -79,7 +79,7 @@ class Environment:
                 "State": state, "Monitors": self.monitors}
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Session:
     app_id: str
     env_id: str
@@ -87,7 +87,7 @@ class Session:
     seen: int | None = None  # the version this session last returned
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class State:
     environments: dict[tuple[str, str], Environment] = field(default_factory=dict)
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -16,10 +16,10 @@ import hashlib
 import uuid
 from typing import Any
 
-from rebalancer_tools.emulator import cluster_ops, events
+from rebalancer_tools.emulator import cluster_changes, events
 from rebalancer_tools.emulator.errors import ResourceNotFound, ValidationError
 from rebalancer_tools.emulator.governance import Governance
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 
 def _enum(shape: str) -> tuple[str, ...]:
@@ -57,7 +57,7 @@ def start_operation(g: Governance, cluster_name: str, kind: str, groups: dict[st
     if kind not in _enum("ClusterOperationType"):
         raise ValidationError(f"Operation type {kind!r} is not one of {', '.join(_enum('ClusterOperationType'))}.")
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, cluster_name)
+        cluster = cluster_changes.require_cluster(g, cluster_name)
         live = {gr["InstanceGroupName"]: gr for gr in cluster.instance_groups}
         for name in groups:
             if name not in live:
@@ -90,7 +90,7 @@ def _scaling(group: dict[str, Any], target: int | None) -> dict[str, Any]:
 
 def finish_operation(g: Governance, cluster_name: str, op_id: str, status: str = "Done") -> None:
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, cluster_name)
+        cluster = cluster_changes.require_cluster(g, cluster_name)
         op = _operation(cluster, op_id)
         op["Status"] = status
         for detail in op.get("ScalingDetails", ()):
@@ -119,7 +119,7 @@ def _record(g: Governance, cluster: Any, op: dict[str, Any], description: str) -
 
 def list_operations(g: Governance, params: dict[str, Any]) -> dict[str, Any]:
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, params["ClusterName"])
+        cluster = cluster_changes.require_cluster(g, params["ClusterName"])
         ops = list(_operations(cluster).values())
         for key in ("Status", "Type"):
             if params.get(key):
@@ -134,7 +134,7 @@ def list_operations(g: Governance, params: dict[str, Any]) -> dict[str, Any]:
 
 def describe_operation(g: Governance, params: dict[str, Any]) -> dict[str, Any]:
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, params["ClusterName"])
+        cluster = cluster_changes.require_cluster(g, params["ClusterName"])
         return copy.deepcopy(_operation(cluster, params["OperationId"]))
 
 
@@ -160,7 +160,7 @@ def cluster_events(g: Governance, cluster: Any) -> list[dict[str, Any]]:
 
 def list_events(g: Governance, params: dict[str, Any]) -> dict[str, Any]:
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, params["ClusterName"])
+        cluster = cluster_changes.require_cluster(g, params["ClusterName"])
         found = cluster_events(g, cluster)
     for key, field in (("InstanceGroupName", "InstanceGroupName"), ("NodeId", "InstanceId"),
                        ("ResourceType", "ResourceType"), ("OperationId", "OperationId")):

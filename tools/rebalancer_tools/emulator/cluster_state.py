@@ -8,10 +8,10 @@ import copy
 import datetime as dt
 from typing import Any
 
-from rebalancer_tools.emulator import cluster_ops
+from rebalancer_tools.emulator import cluster_changes as cluster_changes
 from rebalancer_tools.emulator.errors import ResourceNotFound, ValidationError
 from rebalancer_tools.emulator.governance import Governance
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 
 def _members(shape: str) -> frozenset[str]:
@@ -21,7 +21,7 @@ def _members(shape: str) -> frozenset[str]:
 def set_autoscaling(g: Governance, cluster_name: str, mode: str, status: str = "InService") -> None:
     """DescribeCluster's AutoScaling {Mode, AutoScalerType: Karpenter, Status}."""
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, cluster_name)
+        cluster = cluster_changes.require_cluster(g, cluster_name)
         cluster.auto_scaling = {"Mode": mode, "AutoScalerType": "Karpenter", "Status": status}
 
 
@@ -33,7 +33,7 @@ def set_group_fields(g: Governance, cluster_name: str, group_name: str, **fields
     if unknown:
         raise ValidationError(f"{', '.join(unknown)}: not a field of ClusterInstanceGroupDetails.")
     with g.lock:
-        cluster = cluster_ops.require_cluster(g, cluster_name)
+        cluster = cluster_changes.require_cluster(g, cluster_name)
         group = next((gr for gr in cluster.instance_groups if gr["InstanceGroupName"] == group_name), None)
         if group is None:
             raise ResourceNotFound(f"Instance group {group_name} not found in cluster {cluster.cluster_name}.")

@@ -16,7 +16,7 @@ from typing import Any
 from moto.sagemaker.models import sagemaker_backends
 
 from rebalancer.domain.clock import Clock
-from rebalancer_tools.emulator import cluster_operations, cluster_ops, cluster_state
+from rebalancer_tools.emulator import cluster_changes, cluster_operations, cluster_state
 from rebalancer_tools.emulator.faults import FaultInjector, FaultKind, FaultRule
 from rebalancer_tools.emulator.governance import Governance, Settings, governance
 from rebalancer_tools.emulator.install import install
@@ -27,7 +27,7 @@ DEFAULT_ACCOUNT = "123456789012"
 DEFAULT_REGION = "us-east-1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupSpec:
     name: str
     instance_type: str
@@ -80,9 +80,9 @@ class Emulator:
         """A HyperPod (EKS-orchestrated) cluster whose nodes are all Running. Returns its ARN."""
         specs = [g if isinstance(g, GroupSpec) else GroupSpec(*g) for g in groups]
         for s in specs:
-            cluster_ops.check_instance_type(s.instance_type)
+            cluster_changes.check_instance_type(s.instance_type)
         instance_groups = [
-            cluster_ops.with_group_defaults(self.account_id, {
+            cluster_changes.with_group_defaults(self.account_id, {
                 "InstanceGroupName": s.name, "InstanceType": s.instance_type, "InstanceCount": s.count,
             }) for s in specs
         ]
@@ -92,12 +92,12 @@ class Emulator:
         return str(arn)
 
     def cluster_arn(self, name: str) -> str:
-        return str(cluster_ops.require_cluster(self.gov, name).arn)
+        return str(cluster_changes.require_cluster(self.gov, name).arn)
 
     def set_eks_cluster(self, cluster: str, eks_cluster_name: str) -> None:
         """Name the EKS cluster behind a HyperPod cluster: DescribeCluster then shows Orchestrator.Eks.ClusterArn
         (what Container Insights metrics are dimensioned by)."""
-        c = cluster_ops.require_cluster(self.gov, cluster)
+        c = cluster_changes.require_cluster(self.gov, cluster)
         c.eks_cluster_arn = f"arn:aws:eks:{self.region}:{self.account_id}:cluster/{eks_cluster_name}"
 
     def provision_eks(self, cluster: str, eks_cluster_name: str, *, addon_version: str | None = "v1.0.0-eksbuild.1",
@@ -119,11 +119,11 @@ class Emulator:
         set_addon_status(self.account_id, self.region, eks_cluster_name, ADDON, status, issue)
 
     def nodes(self, cluster: str, *, group: str | None = None) -> list[dict[str, Any]]:
-        c = cluster_ops.require_cluster(self.gov, cluster)
+        c = cluster_changes.require_cluster(self.gov, cluster)
         return [n.summary() for n in c.nodes.values() if group is None or n.instance_group_name == group]
 
     def set_node_status(self, cluster: str, node_id: str, status: str, message: str | None = None) -> None:
-        cluster_ops.set_node_status(self.gov, cluster, node_id, status, message)
+        cluster_changes.set_node_status(self.gov, cluster, node_id, status, message)
 
     def fail_node(self, cluster: str, node_id: str, message: str = "Node failed a health check") -> None:
         self.set_node_status(cluster, node_id, "Failure", message)
@@ -132,7 +132,7 @@ class Emulator:
         self.set_node_status(cluster, node_id, "Running")
 
     def resize_instance_group(self, cluster: str, group: str, count: int) -> None:
-        cluster_ops.resize_instance_group(self.gov, cluster, group, count)
+        cluster_changes.resize_instance_group(self.gov, cluster, group, count)
 
     # ---- today's HyperPod (rebalancer_tools.emulator.cluster_state) ----
     def set_autoscaling(self, cluster: str, mode: str = "Enable") -> None:
@@ -154,7 +154,7 @@ class Emulator:
 
     def add_instance_group(self, cluster: str, group: GroupSpec | tuple[str, str, int]) -> None:
         s = group if isinstance(group, GroupSpec) else GroupSpec(*group)
-        cluster_ops.add_instance_group(self.gov, cluster, {
+        cluster_changes.add_instance_group(self.gov, cluster, {
             "InstanceGroupName": s.name, "InstanceType": s.instance_type, "InstanceCount": s.count})
 
     @property
@@ -164,7 +164,7 @@ class Emulator:
         return list(self.gov.events)
 
     def healthy_capacity(self, cluster: str) -> dict[tuple[str, str], float]:
-        return self.gov.cluster_capacity(cluster_ops.require_cluster(self.gov, cluster))
+        return self.gov.cluster_capacity(cluster_changes.require_cluster(self.gov, cluster))
 
     def allocated(self, cluster: str) -> dict[tuple[str, str], float]:
         """What the cluster's quotas ask for, per (instance type, resource) asked for at all."""

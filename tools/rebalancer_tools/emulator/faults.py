@@ -41,7 +41,7 @@ def verb_of(status: str) -> str:
 WIRE_FAULTS = frozenset({FaultKind.THROTTLE, FaultKind.SERVER_ERROR})
 
 
-@dataclass
+@dataclass(slots=True)
 class FaultRule:
     kind: FaultKind
     operation: str | None = None  # e.g. "UpdateComputeQuota"; None: any SageMaker operation
@@ -96,7 +96,7 @@ class FaultRule:
         return self.name is None or self.name == name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FiredFault:
     kind: FaultKind
     operation: str
@@ -104,15 +104,16 @@ class FiredFault:
     name: str | None
 
 
-@dataclass
+@dataclass(slots=True)
 class FaultInjector:
     seed: int = 0
     rules: list[FaultRule] = field(default_factory=list)
     log: list[FiredFault] = field(default_factory=list)
+    _rng: random.Random = field(init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
-        self._lock = threading.Lock()
 
     def reseed(self, seed: int) -> None:
         with self._lock:

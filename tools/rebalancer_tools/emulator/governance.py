@@ -48,7 +48,7 @@ def _aware(t: dt.datetime) -> dt.datetime:
     return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
-@dataclass
+@dataclass(slots=True)
 class Settings:
     """`transition_reads`: Describe calls that still see Creating / Updating after a write (0: settled at once)."""
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rebalancer_tools.emulator.control import DEFAULT_ACCOUNT, DEFAULT_REGION, Emulator
-from rebalancer_tools.emulator.demo import seed_demo
+from rebalancer_tools.emulator.demo_cluster import seed_demo
 from rebalancer_tools.emulator.errors import ResourceNotFound, ValidationError
 
 PREFIX = "/_emulator/"

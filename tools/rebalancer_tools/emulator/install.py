@@ -18,8 +18,8 @@ from moto.sagemaker.responses import SageMakerResponse
 
 from rebalancer_tools.emulator import (
     appconfig,
+    cluster_changes,
     cluster_operations,
-    cluster_ops,
     cluster_state,
     dynamodb,
     prerequisites,
@@ -50,82 +50,88 @@ def _config_ref(r: Any) -> dict[str, Any]:
 
 def _operations() -> dict[str, Handler]:
     """Operation name → handler(response) returning an ActionResult; the request is validated before."""
+    return {**_quota_operations(), **_scheduler_config_operations(), **_cluster_operations()}
 
-    def g(resp: Any) -> Any:
-        return governance(resp.sagemaker_backend)
 
+def _state(resp: Any) -> Any:
+    """The emulator's state behind the SageMaker backend that received the request."""
+    return governance(resp.sagemaker_backend)
+
+
+def _quota_operations() -> dict[str, Handler]:
     def create_quota(resp: Any) -> Any:
-        return ActionResult(_quota_ref(g(resp).create(Kind.COMPUTE_QUOTA, resp.params, "CreateComputeQuota")))
+        return ActionResult(_quota_ref(_state(resp).create(Kind.COMPUTE_QUOTA, resp.params, "CreateComputeQuota")))
 
     def describe_quota(resp: Any) -> Any:
         p = resp.params
-        return ActionResult(g(resp).describe(Kind.COMPUTE_QUOTA, p["ComputeQuotaId"], p.get("ComputeQuotaVersion")))
+        return ActionResult(_state(resp).describe(Kind.COMPUTE_QUOTA, p["ComputeQuotaId"],
+                                                  p.get("ComputeQuotaVersion")))
 
     def list_quotas(resp: Any) -> Any:
-        items, token = g(resp).list(Kind.COMPUTE_QUOTA, resp.params)
+        items, token = _state(resp).list(Kind.COMPUTE_QUOTA, resp.params)
         return ActionResult({"ComputeQuotaSummaries": items, "NextToken": token})
 
     def update_quota(resp: Any) -> Any:
-        r = g(resp).update(Kind.COMPUTE_QUOTA, resp.params, "UpdateComputeQuota")
+        r = _state(resp).update(Kind.COMPUTE_QUOTA, resp.params, "UpdateComputeQuota")
         return ActionResult({"ComputeQuotaArn": r.arn, "ComputeQuotaVersion": r.version})
 
     def delete_quota(resp: Any) -> Any:
-        g(resp).delete(Kind.COMPUTE_QUOTA, resp.params["ComputeQuotaId"], "DeleteComputeQuota")
+        _state(resp).delete(Kind.COMPUTE_QUOTA, resp.params["ComputeQuotaId"], "DeleteComputeQuota")
         return EmptyResult()
 
+    return {"CreateComputeQuota": create_quota, "DescribeComputeQuota": describe_quota,
+            "ListComputeQuotas": list_quotas, "UpdateComputeQuota": update_quota, "DeleteComputeQuota": delete_quota}
+
+
+def _scheduler_config_operations() -> dict[str, Handler]:
     def create_config(resp: Any) -> Any:
-        r = g(resp).create(Kind.SCHEDULER_CONFIG, resp.params, "CreateClusterSchedulerConfig")
+        r = _state(resp).create(Kind.SCHEDULER_CONFIG, resp.params, "CreateClusterSchedulerConfig")
         return ActionResult(_config_ref(r))
 
     def describe_config(resp: Any) -> Any:
         p = resp.params
-        return ActionResult(g(resp).describe(Kind.SCHEDULER_CONFIG, p["ClusterSchedulerConfigId"],
+        return ActionResult(_state(resp).describe(Kind.SCHEDULER_CONFIG, p["ClusterSchedulerConfigId"],
                                              p.get("ClusterSchedulerConfigVersion")))
 
     def list_configs(resp: Any) -> Any:
-        items, token = g(resp).list(Kind.SCHEDULER_CONFIG, resp.params)
+        items, token = _state(resp).list(Kind.SCHEDULER_CONFIG, resp.params)
         return ActionResult({"ClusterSchedulerConfigSummaries": items, "NextToken": token})
 
     def update_config(resp: Any) -> Any:
-        r = g(resp).update(Kind.SCHEDULER_CONFIG, resp.params, "UpdateClusterSchedulerConfig")
+        r = _state(resp).update(Kind.SCHEDULER_CONFIG, resp.params, "UpdateClusterSchedulerConfig")
         return ActionResult({"ClusterSchedulerConfigArn": r.arn, "ClusterSchedulerConfigVersion": r.version})
 
     def delete_config(resp: Any) -> Any:
-        g(resp).delete(Kind.SCHEDULER_CONFIG, resp.params["ClusterSchedulerConfigId"], "DeleteClusterSchedulerConfig")
+        _state(resp).delete(Kind.SCHEDULER_CONFIG, resp.params["ClusterSchedulerConfigId"],
+                            "DeleteClusterSchedulerConfig")
         return EmptyResult()
 
+    return {"CreateClusterSchedulerConfig": create_config, "DescribeClusterSchedulerConfig": describe_config,
+            "ListClusterSchedulerConfigs": list_configs, "UpdateClusterSchedulerConfig": update_config,
+            "DeleteClusterSchedulerConfig": delete_config}
+
+
+def _cluster_operations() -> dict[str, Handler]:
+    """The cluster calls moto lacks: UpdateCluster, training plans, cluster operations and events."""
+
     def update_cluster(resp: Any) -> Any:
-        return ActionResult({"ClusterArn": cluster_ops.update_cluster(g(resp), resp.params)})
+        return ActionResult({"ClusterArn": cluster_changes.update_cluster(_state(resp), resp.params)})
 
     def describe_training_plan(resp: Any) -> Any:
-        return ActionResult(cluster_state.describe_training_plan(g(resp), resp.params["TrainingPlanName"]))
+        return ActionResult(cluster_state.describe_training_plan(_state(resp), resp.params["TrainingPlanName"]))
 
     def list_operations(resp: Any) -> Any:
-        return ActionResult(cluster_operations.list_operations(g(resp), resp.params))
+        return ActionResult(cluster_operations.list_operations(_state(resp), resp.params))
 
     def describe_operation(resp: Any) -> Any:
-        return ActionResult(cluster_operations.describe_operation(g(resp), resp.params))
+        return ActionResult(cluster_operations.describe_operation(_state(resp), resp.params))
 
     def list_events(resp: Any) -> Any:
-        return ActionResult(cluster_operations.list_events(g(resp), resp.params))
+        return ActionResult(cluster_operations.list_events(_state(resp), resp.params))
 
-    return {
-        "CreateComputeQuota": create_quota,
-        "DescribeComputeQuota": describe_quota,
-        "ListComputeQuotas": list_quotas,
-        "UpdateComputeQuota": update_quota,
-        "DeleteComputeQuota": delete_quota,
-        "CreateClusterSchedulerConfig": create_config,
-        "DescribeClusterSchedulerConfig": describe_config,
-        "ListClusterSchedulerConfigs": list_configs,
-        "UpdateClusterSchedulerConfig": update_config,
-        "DeleteClusterSchedulerConfig": delete_config,
-        "UpdateCluster": update_cluster,
-        "DescribeTrainingPlan": describe_training_plan,
-        "ListClusterOperations": list_operations,
-        "DescribeClusterOperation": describe_operation,
-        "ListClusterEvents": list_events,
-    }
+    return {"UpdateCluster": update_cluster, "DescribeTrainingPlan": describe_training_plan,
+            "ListClusterOperations": list_operations, "DescribeClusterOperation": describe_operation,
+            "ListClusterEvents": list_events}
 
 
 def _snake(name: str) -> str:
@@ -198,10 +204,10 @@ def _wrap_create_cluster(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def create_cluster(self: Any, cluster_name: str, instance_groups: list[dict[str, Any]], vpc_config: Any,
                        tags: Any) -> str:
-        groups = [cluster_ops.with_group_defaults(self.account_id, g) for g in instance_groups or ()]
+        groups = [cluster_changes.with_group_defaults(self.account_id, g) for g in instance_groups or ()]
         original(self, cluster_name=cluster_name, instance_groups=groups, vpc_config=vpc_config, tags=tags)
         cluster = self.clusters[cluster_name]
-        cid = cluster_ops.cluster_id(self.account_id, self.region_name, cluster_name)
+        cid = cluster_changes.cluster_id(self.account_id, self.region_name, cluster_name)
         cluster.arn = f"arn:{self.partition}:sagemaker:{self.region_name}:{self.account_id}:cluster/{cid}"
         return str(cluster.arn)
 
@@ -246,7 +252,7 @@ def _tagged(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _valid_instance_type(self: Any, instance_type: str) -> None:  # noqa: ARG001 (a method of moto's Cluster)
-    cluster_ops.check_instance_type(instance_type)
+    cluster_changes.check_instance_type(instance_type)
 
 
 def install() -> None:

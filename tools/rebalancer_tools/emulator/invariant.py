@@ -17,7 +17,7 @@ from rebalancer_tools.emulator.capacity import Key
 _EPSILON = 1e-6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Excess:
     instance_type: str
     resource: str
@@ -25,7 +25,7 @@ class Excess:
     capacity: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InvariantRecord:
     seq: int
     operation: str  # the API operation or control action that wrote
@@ -52,12 +52,10 @@ def excess_of(allocated: dict[Key, float], capacity: dict[Key, float]) -> tuple[
     return tuple(out)
 
 
-@dataclass
+@dataclass(slots=True)
 class InvariantMonitor:
     records: list[InvariantRecord] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def record(self, operation: str, cluster_arn: str, target: str | None,
                allocated: dict[Key, float], capacity: dict[Key, float],

@@ -23,7 +23,7 @@ class Kind(StrEnum):
 SETTLES_TO = {"Creating": "Created", "Updating": "Updated", "Deleting": "Deleted"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     """A status transition that completes after `reads_left` more Describe calls (0: on the next one)."""
 
@@ -34,7 +34,7 @@ class Pending:
     restore_body: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Resource:
     kind: Kind
     resource_id: str

@@ -16,7 +16,7 @@ import regex  # type: ignore[import-untyped]  # the model's patterns use \p{L}-s
 from botocore.model import ListShape, MapShape, Shape, StringShape, StructureShape
 
 from rebalancer_tools.emulator.errors import SerializationException, ValidationError
-from rebalancer_tools.sdk_model import sagemaker_model
+from rebalancer_tools.packaging.sdk_model import sagemaker_model
 
 
 @cache

@@ -35,7 +35,7 @@ SDK_ONLY: dict[str, tuple[str, ...]] = {
 _FIELDS = {"Partition", "Region", "Account"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ActionInfo:
     name: str  # service:Action as AWS spells it
     arn_formats: tuple[str, ...]  # empty: the action supports no resource-level permissions ("*" only)

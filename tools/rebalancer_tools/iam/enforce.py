@@ -38,7 +38,7 @@ _IAM_PREFIX = {"monitoring": "cloudwatch"}
 _QUERY_SERVICES = {"sns", "sts", "iam"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     role: str
     caller: str  # the label `acting_as` was given (the local stack: the function's name)
@@ -47,7 +47,7 @@ class Decision:
     allowed: bool
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Role:
     name: str
     arn: str

@@ -48,7 +48,7 @@ _SUB = re.compile(r"\$\{([^}!]+)\}")
 _NO_VALUE = object()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Statement:
     principal: str  # logical id of the function, role or state machine
     sid: str
@@ -66,7 +66,7 @@ class Statement:
         return out
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Resolver:
     """Resolves Ref, Fn::GetAtt, Fn::Sub, Fn::If, Fn::Join (short and long forms) from `values`:
     `values["Table"]` for !Ref Table, `values["Table.Arn"]` for !GetAtt Table.Arn, `values["AWS::Region"]`, ...;

@@ -16,7 +16,7 @@ from rebalancer_tools.iam import catalog
 Pair = tuple[str, str]  # (service:Action, resource ARN or "*")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Where:
     """The request's partition, region and account, and lookups into the emulated account."""
 

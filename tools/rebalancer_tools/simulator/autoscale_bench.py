@@ -27,7 +27,7 @@ BEGIN, END = "<!-- AUTOSCALE:BEGIN -->", "<!-- AUTOSCALE:END -->"
 P5 = bench.P5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Trace:
     key: str
     title: str
@@ -52,7 +52,7 @@ ARMS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     label: str
     wait_p50_h: float

@@ -40,7 +40,7 @@ BEGIN, END = "<!-- BENCH:BEGIN -->", "<!-- BENCH:END -->"
 P5, TRN1 = "ml.p5.48xlarge", "ml.trn1.32xlarge"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Synthetic:
     """A generated trace: `synthetic.pool_teams` over the bench scenario's pools."""
 
@@ -51,7 +51,7 @@ class Synthetic:
     seed: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BenchScenario:
     key: str
     title: str
@@ -81,7 +81,7 @@ SCENARIOS: tuple[BenchScenario, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Variant:
     """Fields laid over each scenario's default policy (`--gang-steps`, `--window-hours`, `--quota-weights`); the
     empty variant is the bench itself, the only one that writes the doc. `quota_weights`: each team's weight in
@@ -167,7 +167,7 @@ def _shown(x: float, threshold: float) -> str:
     return f"{x:.4f}" if text == f"{threshold:.3f}" and x != threshold else text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Goal:
     head: str
     check: Callable[[dict[str, StrategyResult]], tuple[str, bool]]

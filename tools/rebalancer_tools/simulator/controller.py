@@ -29,7 +29,7 @@ from rebalancer.domain.snapshot import (
 )
 from rebalancer.forecast import model as forecast
 from rebalancer.planning.context import planning_context
-from rebalancer_tools.budget_meter import BudgetMeter
+from rebalancer_tools.simulator.budget_meter import BudgetMeter
 from rebalancer_tools.simulator.engine import ControllerView, Decision
 from rebalancer_tools.simulator.teams import TeamSpec
 

@@ -129,18 +129,40 @@ class Simulation:
         self.cfg = config
         self.pool_specs = config.pool_specs()
         self.pool_names = [p.name for p in self.pool_specs]
-        pool_index = {name: i for i, name in enumerate(self.pool_names)}
         self.teams = list(teams)
         self.team_index = {t: i for i, t in enumerate(self.teams)}
         self.queues = list(queues)
-        npools, nt = len(self.pool_specs), len(self.teams)
-        self.pq: list[list[QueueSpec]] = [[] for _ in range(npools)]  # each pool's queues, the cohort
+        self.pq: list[list[QueueSpec]] = [[] for _ in self.pool_specs]  # each pool's queues, the cohort
         for q in self.queues:
             self.pq[q.pool].append(q)
-        self.weights = list(weights) if weights is not None else [1.0] * nt
+        self.weights = list(weights) if weights is not None else [1.0] * len(self.teams)
         self.controller = controller
         self.rng = random.Random(f"{config.seed}:{config.label}")
+        self._init_jobs(jobs, queue_of_team)
+        self._init_queues()
+        self._init_nodes()
+        self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, a, b)
+        self.seq = 0
+        self.arrival = 0
+        self.now = 0.0
+        self.last = 0.0
+        self.window_s = max(j.submit_s for j in jobs) if jobs else 0.0
+        self.any_priority = any(p != 0 for p in self.prio)
+        self.versions = {q.name: 1 for q in self.queues}  # a team's compute quota covers all its pools
+        self.modified = {q.name: 0.0 for q in self.queues}
+        self.pending_applies = 0
+        self.staged: dict[int, dict[str, dict[str, int]]] = {}  # quota changes waiting for their apply event
+        self.idle_ticks = 0
+        self._init_accounts()
+        self.end = 0.0
+        self._init_autoscaling()
+        self._init_estimates(eta)
+
+    def _init_jobs(self, jobs: Sequence[TraceJob], queue_of_team: Sequence[int]) -> None:
+        """One column per job attribute (id, submit time, size, priority, team, pool, queue) and per job state
+        (remaining work, start, enqueued, waited, done, epoch), indexed by the job's place in the trace."""
         n = len(jobs)
+        pool_index = {name: i for i, name in enumerate(self.pool_names)}
         self.job_ids = [j.job_id for j in jobs]
         self.submit = [j.submit_s for j in jobs]
         self.gpus = [j.gpus for j in jobs]
@@ -158,6 +180,11 @@ class Simulation:
         self.waited = [0.0] * n
         self.done = [False] * n
         self.epoch = [0] * n
+
+    def _init_queues(self) -> None:
+        """Per pool, per queue: accelerators in use, running jobs, pending jobs by priority; per pool, per team:
+        running and pending accelerators."""
+        npools, nt = len(self.pool_specs), len(self.teams)
         sizes = [len(qs) for qs in self.pq]
         self.usage = [[0] * k for k in sizes]
         self.running: list[list[set[int]]] = [[set() for _ in range(k)] for k in sizes]
@@ -165,25 +192,22 @@ class Simulation:
         self.pending_count = [[0] * k for k in sizes]
         self.team_run = [[0] * nt for _ in range(npools)]
         self.team_pending = [[0] * nt for _ in range(npools)]
+
+    def _init_nodes(self) -> None:
+        """Every node, its pool and whether it is up; each pool's capacity and use; one random stream per node for
+        its failures."""
         self.node_pool = [p for p, spec in enumerate(self.pool_specs) for _ in range(spec.nodes)]
         self.nodes_up = [True] * len(self.node_pool)
         self.up_count = [spec.nodes for spec in self.pool_specs]
         self.repairs_due = 0  # repair events in the queue
         self.capacity = [spec.nodes * spec.per_node for spec in self.pool_specs]
-        self.used = [0] * npools
-        self.events: list[tuple[float, int, int, int, int]] = []  # (time, kind, seq, a, b)
-        self.seq = 0
-        self.arrival = 0
-        self.now = 0.0
-        self.last = 0.0
-        self.window_s = max(j.submit_s for j in jobs) if jobs else 0.0
-        self.any_priority = any(p != 0 for p in self.prio)
-        self.versions = {q.name: 1 for q in self.queues}  # a team's compute quota covers all its pools
-        self.modified = {q.name: 0.0 for q in self.queues}
-        self.pending_applies = 0
-        self.staged: dict[int, dict[str, dict[str, int]]] = {}  # quota changes waiting for their apply event
-        self.idle_ticks = 0
-        self.node_rngs = [random.Random(f"{config.seed}:node:{i}") for i in range(len(self.node_pool))]
+        self.used = [0] * len(self.pool_specs)
+        self.node_rngs = [random.Random(f"{self.cfg.seed}:node:{i}") for i in range(len(self.node_pool))]
+
+    def _init_accounts(self) -> None:
+        """What the run measures, per pool and team: entitlements, accelerator-seconds received, entitled and
+        owed, preemptions, work lost, quota changes; and the timeline the report plots."""
+        npools, nt = len(self.pool_specs), len(self.teams)
         self.ent = [[0.0] * nt for _ in range(npools)]
         self.ent_dirty = [True] * npools
         self.busy_window = [0.0] * npools
@@ -200,8 +224,13 @@ class Simulation:
                                  demand={t: [] for t in self.teams},
                                  pool_busy={p: [] for p in self.pool_names},
                                  pool_capacity={p: [] for p in self.pool_names})
-        self.end = 0.0
-        self._init_autoscaling()
+        # Cumulative received and entitled accelerator-seconds per team (over the pools) at each week's end since
+        # the start: the per-week figures of `fairness_windows` are their differences.
+        self.week_marks: list[tuple[list[float], list[float]]] = []
+
+    def _init_estimates(self, eta: EtaProbe | None) -> None:
+        """The estimated starts asked of `eta` (none on autoscaled pools) and what each job was told."""
+        n = len(self.submit)
         self.eta = eta if not self.scaled else None
         self.first_start = [-1.0] * n
         self.estimated: list[float | None] = [None] * n  # the estimated first start a job was given
@@ -210,9 +239,6 @@ class Simulation:
         self.apply_at: dict[int, float] = {}  # staged decision → when it applies
         self.next_probe = 0.0
         self.probed = 0  # jobs arrived before this index were asked about
-        # Cumulative received and entitled accelerator-seconds per team (over the pools) at each week's end since
-        # the start: the per-week figures of `fairness_windows` are their differences.
-        self.week_marks: list[tuple[list[float], list[float]]] = []
 
     # --- events -------------------------------------------------------------------------------------------------
     def _push(self, t: float, kind: int, a: int = 0, b: int = 0) -> None:
@@ -240,7 +266,9 @@ class Simulation:
         wake = min((t for t, kind, *_ in self.events if kind == NODE), default=self.now)
         return self.now + interval_s * max(1, math.ceil((wake - self.now) / interval_s))
 
-    def run(self, progress: Callable[[float], None] | None = None) -> RawResult:
+    def _first_events(self) -> None:
+        """What is due before any job arrives: each node's first failure (drawn from its own stream) and the
+        explicit node events, the controller's first run, the first sample and the first scale check."""
         cfg = self.cfg
         if cfg.failures.mtbf_hours:
             for node, r in enumerate(self.node_rngs):
@@ -258,6 +286,9 @@ class Simulation:
         self._push(0.0, SAMPLE)
         if self.scaled:
             self._push(0.0, SCALE_CHECK)
+
+    def run(self, progress: Callable[[float], None] | None = None) -> RawResult:
+        self._first_events()
         n = len(self.submit)
         next_progress = 0
         while True:

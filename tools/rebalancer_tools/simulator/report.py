@@ -41,7 +41,7 @@ def markdown_table(results: Mapping[str, StrategyResult]) -> str:
 def utilization_figure(results: Mapping[str, StrategyResult]) -> Figure | None:
     """GPUs busy ÷ healthy over the trace's days, one line per strategy (None: no strategy has a timeline).
     Strategies whose lines coincide are all drawn and the legend says so."""
-    from rebalancer_tools import figures
+    from rebalancer_tools.reports import figures
 
     timed = [r for r in results.values() if r.timeline and r.timeline.times_s]
     if not timed:
@@ -65,7 +65,7 @@ def utilization_figure(results: Mapping[str, StrategyResult]) -> Figure | None:
 def teams_figure(reb: StrategyResult, most: int = 8) -> Figure | None:
     """The rebalancer's quota, running GPUs and demand of the `most` teams with the most demand, one panel each on
     one day axis (None: no timeline, or no team had demand)."""
-    from rebalancer_tools import figures
+    from rebalancer_tools.reports import figures
 
     tl = reb.timeline
     if not tl or not tl.times_s:
@@ -94,7 +94,7 @@ def teams_figure(reb: StrategyResult, most: int = 8) -> Figure | None:
 
 
 def _plots(results: Mapping[str, StrategyResult], out: Path) -> list[str]:
-    from rebalancer_tools import figures
+    from rebalancer_tools.reports import figures
 
     files = []
     for name, fig in (("utilization.png", utilization_figure(results)),

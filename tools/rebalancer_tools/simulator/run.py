@@ -44,7 +44,7 @@ def pool_of(value: str, types: Sequence[str]) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scenario:
     jobs: Sequence[TraceJob]
     teams: Sequence[TeamSpec]

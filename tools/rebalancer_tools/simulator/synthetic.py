@@ -33,7 +33,7 @@ HOUR = 3600.0
 DAY = 24 * HOUR
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TeamLoad:
     name: str
     kind: Kind

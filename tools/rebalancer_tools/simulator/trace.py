@@ -92,6 +92,27 @@ def _instance_type(raw: str, where: str, kinds: dict[str, str]) -> str:
                        f"model (e.g. ml.p5.48xlarge, trainium, H100)", source=where, field=TYPE_COLUMN, value=raw)
 
 
+def _amounts(row: list[str], idx: dict[str, int], where: str) -> tuple[float, float, float]:
+    """A row's submit time, duration and accelerators, each a number within its bounds."""
+    submit = _number(row[idx["submit_s"]].strip(), "submit_s", where, integer=False)
+    duration = _number(row[idx["duration_s"]].strip(), "duration_s", where, integer=False)
+    gpus = _number(row[idx["gpus"]].strip(), "gpus", where, integer=True)
+    if not 1 <= gpus <= MAX_GPUS:
+        raise InvalidInput(f"must be from 1 to {MAX_GPUS:,}, got {short(row[idx['gpus']])}", source=where,
+                           field="gpus", value=row[idx["gpus"]])
+    if submit > MAX_SUBMIT_S:
+        raise InvalidInput(f"at most {MAX_SUBMIT_S:.0f} s (ten years) after the trace's start, got "
+                           f"{short(row[idx['submit_s']])}", source=where, field="submit_s",
+                           value=row[idx["submit_s"]])
+    if duration > MAX_DURATION_S:
+        raise InvalidInput(f"at most {MAX_DURATION_S:.0f} s (a year), got {short(row[idx['duration_s']])}",
+                           source=where, field="duration_s", value=row[idx["duration_s"]])
+    if duration <= 0:
+        raise InvalidInput(f"must be above 0, got {row[idx['duration_s']]!r}", source=where,
+                           field="duration_s", value=row[idx["duration_s"]])
+    return submit, duration, gpus
+
+
 def parse_trace(lines: Iterable[str], source: str) -> Trace:
     """Jobs sorted by submit time (stable), their teams renamed to valid team names. A malformed row raises
     InvalidInput naming `source:line` and the column."""
@@ -128,22 +149,7 @@ def parse_trace(lines: Iterable[str], source: str) -> Trace:
         if len(checked) > MAX_TEAMS:
             raise InvalidInput(f"more than {MAX_TEAMS:,} teams in the trace", source=where, field="team",
                                value=team)
-        submit = _number(row[idx["submit_s"]].strip(), "submit_s", where, integer=False)
-        duration = _number(row[idx["duration_s"]].strip(), "duration_s", where, integer=False)
-        gpus = _number(row[idx["gpus"]].strip(), "gpus", where, integer=True)
-        if not 1 <= gpus <= MAX_GPUS:
-            raise InvalidInput(f"must be from 1 to {MAX_GPUS:,}, got {short(row[idx['gpus']])}", source=where,
-                               field="gpus", value=row[idx["gpus"]])
-        if submit > MAX_SUBMIT_S:
-            raise InvalidInput(f"at most {MAX_SUBMIT_S:.0f} s (ten years) after the trace's start, got "
-                               f"{short(row[idx['submit_s']])}", source=where, field="submit_s",
-                               value=row[idx["submit_s"]])
-        if duration > MAX_DURATION_S:
-            raise InvalidInput(f"at most {MAX_DURATION_S:.0f} s (a year), got {short(row[idx['duration_s']])}",
-                               source=where, field="duration_s", value=row[idx["duration_s"]])
-        if duration <= 0:
-            raise InvalidInput(f"must be above 0, got {row[idx['duration_s']]!r}", source=where,
-                               field="duration_s", value=row[idx["duration_s"]])
+        submit, duration, gpus = _amounts(row, idx, where)
         itype = _instance_type(row[type_at].strip(), where, kinds) if type_at is not None else ""
         jobs.append(TraceJob(job_id, team, submit, duration, int(gpus), 0, itype))
     if not jobs:

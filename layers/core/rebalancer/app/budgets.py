@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class MeterRecords(Protocol):
     """The metered readings and facts, and which run announces what: rebalancer.adapters.dynamodb.metering;
-    rebalancer_tools.memory_store.MemoryMeter."""
+    rebalancer_tools.fakes.memory_store.MemoryMeter."""
 
     def record(self, cluster_name: str, reading: Reading, expected_gap: timedelta) -> MeterResult: ...
     def facts(self, cluster_name: str, since: datetime, until: datetime) -> list[Fact]: ...

@@ -22,7 +22,7 @@ from rebalancer.errors import RebalancerError, UnknownInstanceType
 
 
 class Samples(Protocol):
-    """rebalancer.adapters.dynamodb.samples; rebalancer_tools.memory_store.MemorySamples."""
+    """rebalancer.adapters.dynamodb.samples; rebalancer_tools.fakes.memory_store.MemorySamples."""
 
     def put(self, sample: DemandSample, retention: timedelta) -> None: ...
 

@@ -40,7 +40,8 @@ ATTEMPTS = 5  # checks of one request against reservations others stored meanwhi
 
 
 class ReservationRecords(Protocol):
-    """rebalancer.adapters.dynamodb.reservations.TableReservations; rebalancer_tools.memory_store.MemoryReservations."""
+    """rebalancer.adapters.dynamodb.reservations.TableReservations;
+    rebalancer_tools.fakes.memory_store.MemoryReservations."""
 
     def put(self, rec: Reservation, *, version: int | None = None) -> bool: ...
     def book(self, cluster: str) -> Book: ...

@@ -25,7 +25,7 @@ from rebalancer.app import config
 from rebalancer.domain.clock import Clock, system_clock
 
 # The functions' time of day: every use case and the store take it from here. The local stack and the tests put
-# their clock (rebalancer_tools.ticking_clock) in its place, then call reset().
+# their clock (rebalancer_tools.fakes.ticking_clock) in its place, then call reset().
 clock: Clock = system_clock
 
 

@@ -1,9 +1,9 @@
 """Instance catalog: what each HyperPod instance type carries.
 
 The table (rebalancer.catalog.instance_types) is generated from the SageMaker SDK's `ClusterInstanceType` enum by
-`python -m rebalancer_tools.catalog_gen`, so no service model is read at run time. Accelerator figures are from the
-EC2 and SageMaker instance pages; at run time EC2 DescribeInstanceTypes (GpuInfo, NeuronInfo) is the authority, and
-the collect step can override an entry. An unknown type is an error that names it, never a silent zero.
+`python -m rebalancer_tools.packaging.catalog_gen`, so no service model is read at run time. Accelerator figures are
+from the EC2 and SageMaker instance pages; at run time EC2 DescribeInstanceTypes (GpuInfo, NeuronInfo) is the
+authority, and the collect step can override an entry. An unknown type is an error that names it, never a silent zero.
 """
 
 import functools

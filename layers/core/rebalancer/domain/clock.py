@@ -1,6 +1,6 @@
 """The time of day, as every layer takes it: a Clock is anything called with no argument that returns an aware
 datetime (UTC). The Lambdas get `system_clock` through rebalancer.app.wiring; the demo, the local stack and the tests
-give their own (rebalancer_tools.ticking_clock). The engine reads no clock: the time comes in with its inputs.
+give their own (rebalancer_tools.fakes.ticking_clock). The engine reads no clock: the time comes in with its inputs.
 
 Deadlines that measure elapsed seconds (the pollers' bounds, token lifetimes) use `time.monotonic`, which does not
 jump with the wall time; they are stopwatches, not this clock."""

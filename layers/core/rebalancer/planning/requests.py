@@ -160,8 +160,8 @@ def _within(value: Any, bounds: tuple[int, int], what: str, cuts: list[str]) -> 
 def setting_changes(snapshot: Snapshot, policy: Policy,
                     known_versions: Mapping[str, int] | None = None) -> list[FieldChange]:
     """What the policy would rewrite on the cluster's quotas if no amount moved: sharing, preemption, fair-share
-    weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/drift.py). For a policy
-    as written: the quotas CloudFormation owns held outside it, as in a plan; no budget applied."""
+    weight, explicit vCPU / memory, activation, missing quotas (drift, see rebalancer_tools/reports/drift.py).
+    For a policy as written: the quotas CloudFormation owns held outside it, as in a plan; no budget applied."""
     effective = stability.effective(policy, snapshot, PlanningContext(), (stability.OWNERSHIP,))
     return quota_requests(snapshot, effective.policy, {}, known_versions).fields
 

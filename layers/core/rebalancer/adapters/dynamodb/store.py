@@ -1,6 +1,6 @@
 """The table's repositories, one per item family (their keys in rebalancer.adapters.dynamodb.table), over one table
 opened on first use: what wiring hands the use cases, each of which types only the families it uses
-(the Protocols beside them). rebalancer_tools.memory_store.MemoryStore is the same in memory."""
+(the Protocols beside them). rebalancer_tools.fakes.memory_store.MemoryStore is the same in memory."""
 
 from __future__ import annotations
 

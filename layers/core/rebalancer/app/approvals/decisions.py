@@ -26,7 +26,7 @@ WHO_MAX = 512  # a role-session ARN from STS, "slack:" + a name, or "approval pa
 
 class ApprovalRecords(Protocol):
     """Pending approvals (decided once), their runs' context and the review forms' nonces:
-    rebalancer.adapters.dynamodb.approvals; rebalancer_tools.memory_store.MemoryApprovals."""
+    rebalancer.adapters.dynamodb.approvals; rebalancer_tools.fakes.memory_store.MemoryApprovals."""
 
     def put(self, rec: ApprovalRecord) -> bool: ...
     def get(self, approval_id: str) -> ApprovalRecord | None: ...

@@ -19,7 +19,7 @@ from rebalancer.errors import ApprovalNotPending, TransientError
 
 class Deliveries(Protocol):
     """Which message of a run went out on which channel: rebalancer.adapters.dynamodb.deliveries;
-    rebalancer_tools.memory_store.MemoryDeliveries."""
+    rebalancer_tools.fakes.memory_store.MemoryDeliveries."""
 
     def mark(self, execution: str, kind: str, channel: str) -> bool: ...
     def unmark(self, execution: str, kind: str, channel: str) -> None: ...

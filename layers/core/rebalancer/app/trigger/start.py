@@ -38,7 +38,7 @@ NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class Locks(Protocol):
-    """The per-cluster lock: rebalancer.adapters.dynamodb.locks; rebalancer_tools.memory_store.MemoryLocks."""
+    """The per-cluster lock: rebalancer.adapters.dynamodb.locks; rebalancer_tools.fakes.memory_store.MemoryLocks."""
 
     def acquire(self, cluster_name: str, holder: str, ttl: timedelta, *, replace: str | None = None,
                 if_followup: bool = False, run_arn: str | None = None, by: str | None = None) -> LockResult: ...

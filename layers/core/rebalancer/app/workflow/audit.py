@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class AuditLog(Protocol):
-    """rebalancer.adapters.dynamodb.audit.TableAudit; rebalancer_tools.memory_store.MemoryAudit."""
+    """rebalancer.adapters.dynamodb.audit.TableAudit; rebalancer_tools.fakes.memory_store.MemoryAudit."""
 
     def append(self, cluster_name: str, execution: str, kind: str, *, outcome: str, who: str | None = None,
                before: Any = None, after: Any = None, detail: Any = None) -> None: ...

@@ -17,7 +17,7 @@ from rebalancer.planning import eta, standing
 
 
 class RunHistories(Protocol):
-    """rebalancer.adapters.dynamodb.durations.TableDurations; rebalancer_tools.memory_store.MemoryDurations."""
+    """rebalancer.adapters.dynamodb.durations.TableDurations; rebalancer_tools.fakes.memory_store.MemoryDurations."""
 
     def history(self, cluster_name: str) -> RunHistory: ...
     def record(self, cluster_name: str, history: RunHistory) -> None: ...

@@ -33,7 +33,7 @@ Decision = Literal["no_change", "dry_run", "approve", "apply"]
 
 class UnavailableNodes(Protocol):
     """Since when each node has been seen unavailable for now: rebalancer.adapters.dynamodb.sightings;
-    rebalancer_tools.memory_store.MemorySightings."""
+    rebalancer_tools.fakes.memory_store.MemorySightings."""
 
     def unavailable(self, cluster_name: str) -> dict[str, tuple[str, datetime]]: ...
     def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None: ...

@@ -56,7 +56,7 @@ class SchedulerConfigs(Protocol):
 
 class Versions(Protocol):
     """Per team (or `(cluster)` for the scheduler config) the version our last applied write produced:
-    rebalancer.adapters.dynamodb.versions; rebalancer_tools.memory_store.MemoryVersions."""
+    rebalancer.adapters.dynamodb.versions; rebalancer_tools.fakes.memory_store.MemoryVersions."""
 
     def record(self, cluster_name: str, versions: dict[str, int], execution: str) -> None: ...
     def known(self, cluster_name: str) -> dict[str, int]: ...

@@ -48,7 +48,7 @@ class RunRef(BaseModel):
 class Artifacts(Protocol):
     """A run's stored documents (SNAPSHOT, RECHECK, CONTEXT, PLAN, BASIS, APPLY, SCHEDULER, OUTLOOK, NEWS):
     rebalancer.adapters.dynamodb.artifacts;
-    rebalancer_tools.memory_store.MemoryArtifacts."""
+    rebalancer_tools.fakes.memory_store.MemoryArtifacts."""
 
     def put(self, execution: str, kind: Any, document: Any) -> None: ...
     def get(self, execution: str, kind: Any) -> Any: ...

@@ -3,7 +3,7 @@ cluster, and on the same loopback server the Kubernetes API of its EKS cluster (
 ClusterQueues and Workloads, the Nodes), the EKS side (the cluster as HyperPod's orchestrator, its endpoint that
 server, the task-governance add-on ACTIVE, an access entry for the caller), Container Insights metrics and the
 controller's audit table. `rebalancer emulator --seed-demo` serves it; the demo provisions its cluster the same way.
-Given a policy, it also runs the controller (rebalancer_tools.sandbox_controller: the state machine and handlers,
+Given a policy, it also runs the controller (rebalancer_tools.local.sandbox_controller: the state machine and handlers,
 the approval page), and two admins exist: you (the exported keys) and SECOND_ADMIN, who approves what you request.
 
 Routes besides moto's and the emulator's /_emulator/ controls:
@@ -30,14 +30,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rebalancer.catalog import specs as catalog
-from rebalancer_tools import kube_fake
-from rebalancer_tools.demo import cast
 from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo, seed_demo
 from rebalancer_tools.emulator.control import DEFAULT_ACCOUNT, DEFAULT_REGION
 from rebalancer_tools.emulator.server import EmulatorServer
+from rebalancer_tools.fakes import kube as kube_fake
+from rebalancer_tools.local import cast
 
 if TYPE_CHECKING:
-    from rebalancer_tools.sandbox_controller import Controller, Delivered, RunReport
+    from rebalancer_tools.local.sandbox_controller import Controller, Delivered, RunReport
 
 TABLE = "rebalancer-sandbox"
 PREFIX = "/_sandbox/"
@@ -71,7 +71,7 @@ class Admin:
 SECOND_ADMIN = Admin("admin-2", "AKIASANDBOXADMIN0002", "sandbox-admin-2-secret")
 
 
-@dataclass
+@dataclass(slots=True)
 class Sandbox:
     endpoint: str
     emulator: Emulator
@@ -101,7 +101,7 @@ class Sandbox:
                 "approval_api": self.controller.approval_api if self.controller else None}
 
     def run(self) -> RunReport:
-        """A controller run (rebalancer_tools.sandbox_controller.Controller.run)."""
+        """A controller run (rebalancer_tools.local.sandbox_controller.Controller.run)."""
         if self.controller is None:
             raise LookupError("this sandbox runs no controller: start it with `rebalancer emulator --seed-demo`")
         return self.controller.run()
@@ -207,7 +207,7 @@ def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = No
         _create_table(server.endpoint, TABLE)
         cast.publish_metrics(_client("cloudwatch", server.endpoint), now or datetime.now(UTC))
         if policy is not None:
-            from rebalancer_tools.sandbox_controller import open_controller
+            from rebalancer_tools.local.sandbox_controller import open_controller
 
             sandbox.controller = stack.enter_context(open_controller(sandbox, policy, listener=listener))
         yield sandbox
@@ -228,7 +228,7 @@ def _client(service: str, endpoint: str) -> Any:
 
 def _create_table(endpoint: str, name: str) -> None:
     """The controller's table as template.yaml declares it (keys, billing, TTL)."""
-    from rebalancer_tools import assets
+    from rebalancer_tools.packaging import assets
 
     props = assets.template()["Resources"]["Table"]["Properties"]
     ddb = _client("dynamodb", endpoint)

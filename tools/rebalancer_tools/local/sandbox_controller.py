@@ -1,5 +1,5 @@
 """The controller in the sandbox, as `make demo` runs it: the template's resources, the real state machine on moto's
-interpreter and the real handlers (rebalancer_tools.local_stack), deployed on the sandbox's own emulator and
+interpreter and the real handlers (rebalancer_tools.local.stack), deployed on the sandbox's own emulator and
 writing the sandbox's audit table. So a plan that needs an admin asks one, as in an account:
 
 - `rebalancer emulator run` starts a run with the scheduled event EventBridge delivers, and answers once the run
@@ -30,12 +30,12 @@ from unittest import mock
 from pydantic import Field
 
 from rebalancer.domain.frozen import Frozen
-from rebalancer_tools.sample_events import load_event
+from rebalancer_tools.packaging.sample_events import load_event
 
 if TYPE_CHECKING:  # the stack's parts load moto: `rebalancer emulator run` reads a RunReport without them
-    from rebalancer_tools.demo.world import ApprovalGateway
-    from rebalancer_tools.local_stack import LocalStack, SlackReceiver
-    from rebalancer_tools.sandbox import Sandbox
+    from rebalancer_tools.local.approval_gateway import ApprovalGateway
+    from rebalancer_tools.local.sandbox import Sandbox
+    from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
 RUN_TIMEOUT = 60.0  # seconds a run may take to end or to ask (one takes about one on this machine)
 RUN_ENDS_EVERY = 0.5  # seconds between two looks for runs that ended (EventBridge delivers within about that)
@@ -210,8 +210,8 @@ class _RunEnds(threading.Thread):
 def open_controller(sandbox: Sandbox, policy_text: str, *,
                     listener: Callable[[Delivered], None] | None = None) -> Iterator[Controller]:
     """The controller deployed on `sandbox` (served by this process), managing its cluster under `policy_text`."""
-    from rebalancer_tools.demo.world import ApprovalGateway
-    from rebalancer_tools.local_stack import LocalStack, SlackReceiver
+    from rebalancer_tools.local.approval_gateway import ApprovalGateway
+    from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
     with ExitStack() as stack:
         port = sandbox.endpoint.rsplit(":", 1)[-1]

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from rebalancer.budgets.metering import Fact, Used, budget_usage, hours_in
 from rebalancer.domain.budget import MAX_HOURS, Budget, Period, PeriodWindow, parse_period_label, period_window
 from rebalancer.domain.policy import Policy
-from rebalancer_tools.tables import Column, Listing, Record
+from rebalancer_tools.reports.tables import Column, Listing, Record
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UsageRow:
     team: str
     period: str
@@ -126,7 +126,7 @@ def table(report: list[UsageRow]) -> Listing:
 def usage_figure(facts: Sequence[Fact], policy: Policy, at: datetime, period: str | None) -> Figure | None:
     """Cumulative accelerator-hours per team that used any in its period, over the period's time, with its budget as
     a dashed line of the same colour; None when no team used any (nothing to draw)."""
-    from rebalancer_tools import figures
+    from rebalancer_tools.reports import figures
 
     lines: list[tuple[str, list[Any], list[float], float | None]] = []
     teams = sorted(set(policy.teams) | {t for f in facts for t in (*f.at_start, *f.at_end)})

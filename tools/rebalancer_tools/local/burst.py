@@ -25,8 +25,8 @@ import boto3
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.start import Starter
 from rebalancer.domain.clock import system_clock
-from rebalancer_tools import template as tpl
-from rebalancer_tools.local_stack import atomic_dynamodb_writes, run_finished_event
+from rebalancer_tools.local.stack import atomic_dynamodb_writes, run_finished_event
+from rebalancer_tools.packaging import template as tpl
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -35,7 +35,7 @@ KINDS = ("hyperpod-node-health", "hyperpod-cluster-state-change", "hyperpod-clus
 WEIGHTS = (40, 20, 20, 15, 2, 2, 1)  # mostly node trouble; a schedule (every cluster) now and then
 
 
-@dataclass
+@dataclass(slots=True)
 class BurstResult:
     clusters: int
     events: int
@@ -131,18 +131,7 @@ def run_burst(*, clusters: int = 50, events: int = 1000, seed: int = 7, workers:
     rnd = random.Random(seed)
     names = [f"cluster-{i:02d}" for i in range(clusters)]
     with mock_aws(), atomic_dynamodb_writes():
-        ddb = boto3.client("dynamodb", region_name=REGION)
-        props = tpl.load_template(tpl.find_root())["Resources"]["Table"]["Properties"]
-        ddb.create_table(TableName="burst", KeySchema=props["KeySchema"],
-                         AttributeDefinitions=props["AttributeDefinitions"], BillingMode=props["BillingMode"])
-        sfn = boto3.client("stepfunctions", region_name=REGION)
-        arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=f"arn:aws:iam::{ACCOUNT}:role/sfn",
-                                       definition=json.dumps({"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}),
-                                       )["stateMachineArn"]
-        recorder = _Recorder(sfn, {})
-        starter = Starter(store=Store("burst", resource=boto3.resource("dynamodb", region_name=REGION)),
-                          sfn=recorder, state_machine_arn=arn, managed=tuple(names),
-                          lock_ttl=timedelta(hours=24), debounce=timedelta(seconds=120), clock=system_clock)
+        recorder, starter = _deployment(names)
         burst = _events(names, events, rnd)
         arrivals: list[tuple[str, int]] = []
         result = BurstResult(clusters=clusters, events=events)
@@ -178,9 +167,33 @@ def run_burst(*, clusters: int = 50, events: int = 1000, seed: int = 7, workers:
                     break
                 list(pool.map(finish, running))
         result.settle_seconds = time.perf_counter() - began
-        result.runs = sum(len(s) for s in recorder.starts.values())
-        result.followups = recorder.followups
-        result.overlaps = recorder.overlaps
-        result.max_runs_per_cluster = max((len(s) for s in recorder.starts.values()), default=0)
-        result.lost = [(c, a) for c, a in arrivals if not any(s > a for s in recorder.starts[c])]
+        _tally(result, recorder, arrivals)
         return result
+
+
+def _deployment(names: list[str]) -> tuple[_Recorder, Starter]:
+    """The template's table, a state machine whose executions are recorded, and the trigger's Starter managing
+    the clusters, in the moto account the burst runs in."""
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    props = tpl.load_template(tpl.find_root())["Resources"]["Table"]["Properties"]
+    ddb.create_table(TableName="burst", KeySchema=props["KeySchema"],
+                     AttributeDefinitions=props["AttributeDefinitions"], BillingMode=props["BillingMode"])
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=f"arn:aws:iam::{ACCOUNT}:role/sfn",
+                                   definition=json.dumps({"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}),
+                                   )["stateMachineArn"]
+    recorder = _Recorder(sfn, {})
+    starter = Starter(store=Store("burst", resource=boto3.resource("dynamodb", region_name=REGION)),
+                      sfn=recorder, state_machine_arn=arn, managed=tuple(names),
+                      lock_ttl=timedelta(hours=24), debounce=timedelta(seconds=120), clock=system_clock)
+    return recorder, starter
+
+
+def _tally(result: BurstResult, recorder: _Recorder, arrivals: list[tuple[str, int]]) -> None:
+    """What the burst started: runs, follow-ups, overlaps, the most runs of one cluster, and every event no run
+    started after (lost)."""
+    result.runs = sum(len(s) for s in recorder.starts.values())
+    result.followups = recorder.followups
+    result.overlaps = recorder.overlaps
+    result.max_runs_per_cluster = max((len(s) for s in recorder.starts.values()), default=0)
+    result.lost = [(c, a) for c, a in arrivals if not any(s > a for s in recorder.starts[c])]

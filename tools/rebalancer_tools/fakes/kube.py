@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from rebalancer_tools.loopback import LoopbackServer, QuietHandler
+from rebalancer_tools.fakes.loopback import LoopbackServer, QuietHandler
 
 GROUP = "kueue.x-k8s.io"
 GROUP_VERSION = f"{GROUP}/v1beta1"
@@ -29,7 +29,7 @@ KARPENTER_PREFIX = "/apis/karpenter.sh/v1"
 REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
-@dataclass
+@dataclass(slots=True)
 class KubeState:
     """What the server serves. Mutate it from the test; the server reads it on every request."""
 
@@ -62,6 +62,18 @@ def _as_version(obj: dict[str, Any], version: str | None) -> dict[str, Any]:
     if version != "v1beta1" and "cohort" in out.get("spec", {}):
         out["spec"]["cohortName"] = out["spec"].pop("cohort")
     return out
+
+
+def _page(items: list[dict[str, Any]], query: Mapping[str, list[str]], api_version: str, kind: str) -> dict[str, Any]:
+    """One page of a list answer: `limit` items from the `continue` token (an offset here), and the next token
+    while items remain."""
+    start = int(query.get("continue", ["0"])[0] or 0)
+    limit = int(query.get("limit", ["0"])[0] or 0)
+    end = start + limit if limit else len(items)
+    meta: dict[str, Any] = {"resourceVersion": "1000"}
+    if end < len(items):
+        meta["continue"] = str(end)
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "items": items[start:end]}
 
 
 class _Handler(QuietHandler):
@@ -114,15 +126,8 @@ class _Handler(QuietHandler):
             else:
                 self._send(200, found)
             return
-        start = int(query.get("continue", ["0"])[0] or 0)
-        limit = int(query.get("limit", ["0"])[0] or 0)
-        end = start + limit if limit else len(items)
-        meta: dict[str, Any] = {"resourceVersion": "1000"}
-        if end < len(items):
-            meta["continue"] = str(end)
         api_version = "v1" if core else "karpenter.sh/v1" if karpenter else f"{GROUP}/{version}"
-        self._send(200, {"apiVersion": api_version, "kind": KINDS[plural] + "List",
-                         "metadata": meta, "items": items[start:end]})
+        self._send(200, _page(items, query, api_version, KINDS[plural] + "List"))
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from moto.sagemaker.models import ClusterNode
 from rebalancer_tools.emulator import events
 from rebalancer_tools.emulator.errors import ResourceNotFound, ValidationError
 from rebalancer_tools.emulator.governance import Governance
-from rebalancer_tools.sdk_model import cluster_instance_types, sagemaker_model
+from rebalancer_tools.packaging.sdk_model import cluster_instance_types, sagemaker_model
 
 DEFAULT_ROLE = "arn:aws:iam::{account}:role/hyperpod-emulator-execution"
 DEFAULT_LIFECYCLE = {"SourceS3Uri": "s3://sagemaker-emulator-lifecycle/scripts/", "OnCreate": "on_create.sh"}

@@ -14,7 +14,7 @@ from rebalancer_tools.emulator.resources import Kind
 from rebalancer_tools.emulator.shapes import validate_request
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DemoTeam:
     name: str
     weight: int
@@ -25,7 +25,7 @@ class DemoTeam:
         return f"{self.name}-quota"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DemoSpec:
     cluster_name: str
     groups: tuple[GroupSpec, ...]
@@ -52,7 +52,7 @@ DEMO = DemoSpec(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SeededDemo:
     cluster_arn: str
     quota_ids: dict[str, str] = field(default_factory=dict)  # team → ComputeQuotaId

@@ -37,10 +37,10 @@ from botocore.credentials import Credentials
 
 from rebalancer.app import wiring
 from rebalancer.domain.clock import Clock
-from rebalancer_tools import template as tpl
+from rebalancer_tools.fakes.loopback import LoopbackServer, QuietHandler
 from rebalancer_tools.iam import policies as iam_policies
 from rebalancer_tools.iam.enforce import Enforcer
-from rebalancer_tools.loopback import LoopbackServer, QuietHandler
+from rebalancer_tools.packaging import template as tpl
 
 STACK = "rebalancer"
 ROLE_NAME = "rebalancer-local-role"
@@ -56,7 +56,7 @@ LOCAL_ENV = {
 Hook = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class FakeContext:
     """The parts of the Lambda context that Powertools reads."""
 
@@ -99,7 +99,7 @@ class SlackReceiver(LoopbackServer):
 @dataclass
 class LocalStack:
     clusters: dict[str, str]  # managed cluster name → its policy document (YAML or JSON text)
-    kube_url: str | None = None  # a Kueue API server (rebalancer_tools.kube_fake); None ⇒ no demand
+    kube_url: str | None = None  # a Kueue API server (rebalancer_tools.fakes.kube); None ⇒ no demand
     slack_webhook_url: str | None = None
     slack_signing_secret: str | None = None
     now: Clock | None = None  # the functions' clock (debounce windows, approval expiry, plans)
@@ -150,8 +150,6 @@ class LocalStack:
         return boto3.client(service, region_name=self.region)  # type: ignore[call-overload]
 
     def deploy(self) -> None:
-        from aws_lambda_powertools.utilities import parameters
-        from moto.awslambda.models import LambdaFunction
         from moto.core.config import default_user_config
 
         self._exit.enter_context(mock.patch.dict(default_user_config,
@@ -161,14 +159,7 @@ class LocalStack:
         table = self.table_name or self._table(resources["Table"]["Properties"])
         topic = self.client("sns").create_topic(Name=f"{STACK}-topic")["TopicArn"]
         self._subscribe_queue(topic)
-        secrets = self.client("secretsmanager")
-        signing = secrets.create_secret(Name=f"{STACK}-approval-signing", SecretString=APPROVAL_KEY)["ARN"]
-        slack = slack_signing = ""
-        if self.slack_webhook_url:
-            slack = secrets.create_secret(Name=f"{STACK}-slack-webhook", SecretString=self.slack_webhook_url)["ARN"]
-        if self.slack_signing_secret:
-            slack_signing = secrets.create_secret(Name=f"{STACK}-slack-signing",
-                                                  SecretString=self.slack_signing_secret)["ARN"]
+        signing, slack, slack_signing = self._secrets()
         prefix = "/hyperpod-rebalancer/policy"
         if self.policy_source == "appconfig":
             self._appconfig_resources(resources)
@@ -176,29 +167,10 @@ class LocalStack:
             self.put_policy(cluster, policy, prefix=prefix)
         self.state_machine_arn = (f"arn:aws:states:{self.region}:{self.account}:stateMachine:"
                                   f"{STACK}-rebalance")
-        env = {**tpl.literal_environment(self.template)}
-        for logical_id, res in resources.items():
-            if res["Type"] == "AWS::Serverless::Function":
-                env.update(tpl.literal_environment(self.template, logical_id))
-        env.update({"TABLE_NAME": table, "MANAGED_CLUSTERS": ",".join(self.clusters),
-                    "POLICY_PARAMETER_PREFIX": prefix, "MODE_OVERRIDE": "", "STATE_MACHINE_ARN":
-                    self.state_machine_arn, "TOPIC_ARN": topic, "SLACK_WEBHOOK_SECRET_ARN": slack,
-                    "SLACK_SIGNING_SECRET_ARN": slack_signing, "APPROVAL_SIGNING_SECRET_ARN": signing,
-                    "AWS_DEFAULT_REGION": self.region,
-                    "HISTORY_RETENTION_DAYS": str(self.template["Parameters"]["HistoryRetentionDays"]["Default"]),
-                    "POLICY_SOURCE": self.policy_source,
-                    "APPCONFIG_APPLICATION": self.appconfig.get("PolicyApplication", ""),
-                    "APPCONFIG_ENVIRONMENT": self.appconfig.get("PolicyEnvironment", ""),
-                    "APPCONFIG_PROFILE": self.appconfig.get("PolicyConfigurationProfile", ""),
-                    **LOCAL_ENV, **self.env})
+        env = self._environment(resources, table=table, topic=topic, prefix=prefix, signing=signing, slack=slack,
+                                slack_signing=slack_signing)
         self._exit.enter_context(mock.patch.dict("os.environ", env))
-        self._exit.callback(wiring.reset)
-        wiring.reset()
-        parameters.clear_caches()  # type: ignore[no-untyped-call]
-        self._exit.callback(parameters.clear_caches)
-        self._exit.enter_context(mock.patch.object(wiring, "kube_client_factory", self._kube_client))
-        if self.now is not None:
-            self._exit.enter_context(mock.patch.object(wiring, "clock", self.now))
+        self._wire()
         if self.enforce_iam:
             self._function_roles({
                 "AWS::Partition": "aws", "AWS::Region": self.region, "AWS::AccountId": self.account,
@@ -215,6 +187,59 @@ class LocalStack:
         importlib.import_module("rebalancer.adapters.collect")
         importlib.import_module("rebalancer.adapters.sagemaker.quota_writer")
         importlib.import_module("rebalancer.adapters.kubernetes.eks_auth")
+        self._state_machine()
+
+    def _secrets(self) -> tuple[str, str, str]:
+        """The template's secrets in Secrets Manager: the approval signing key's ARN, and the Slack webhook's and
+        signing secret's ("" when the stack has none)."""
+        secrets = self.client("secretsmanager")
+        signing = secrets.create_secret(Name=f"{STACK}-approval-signing", SecretString=APPROVAL_KEY)["ARN"]
+        slack = slack_signing = ""
+        if self.slack_webhook_url:
+            slack = secrets.create_secret(Name=f"{STACK}-slack-webhook", SecretString=self.slack_webhook_url)["ARN"]
+        if self.slack_signing_secret:
+            slack_signing = secrets.create_secret(Name=f"{STACK}-slack-signing",
+                                                  SecretString=self.slack_signing_secret)["ARN"]
+        return signing, slack, slack_signing
+
+    def _environment(self, resources: dict[str, Any], *, table: str, topic: str, prefix: str, signing: str,
+                     slack: str, slack_signing: str) -> dict[str, str]:
+        """The functions' environment as the template sets it, with this stack's names and ARNs."""
+        env = {**tpl.literal_environment(self.template)}
+        for logical_id, res in resources.items():
+            if res["Type"] == "AWS::Serverless::Function":
+                env.update(tpl.literal_environment(self.template, logical_id))
+        env.update({"TABLE_NAME": table, "MANAGED_CLUSTERS": ",".join(self.clusters),
+                    "POLICY_PARAMETER_PREFIX": prefix, "MODE_OVERRIDE": "", "STATE_MACHINE_ARN":
+                    self.state_machine_arn, "TOPIC_ARN": topic, "SLACK_WEBHOOK_SECRET_ARN": slack,
+                    "SLACK_SIGNING_SECRET_ARN": slack_signing, "APPROVAL_SIGNING_SECRET_ARN": signing,
+                    "AWS_DEFAULT_REGION": self.region,
+                    "HISTORY_RETENTION_DAYS": str(self.template["Parameters"]["HistoryRetentionDays"]["Default"]),
+                    "POLICY_SOURCE": self.policy_source,
+                    "APPCONFIG_APPLICATION": self.appconfig.get("PolicyApplication", ""),
+                    "APPCONFIG_ENVIRONMENT": self.appconfig.get("PolicyEnvironment", ""),
+                    "APPCONFIG_PROFILE": self.appconfig.get("PolicyConfigurationProfile", ""),
+                    **LOCAL_ENV, **self.env})
+        return env
+
+    def _wire(self) -> None:
+        """The handlers' wiring made afresh for this stack (and again when it closes): Powertools' parameter
+        caches emptied, this stack's Kubernetes client and clock in place."""
+        from aws_lambda_powertools.utilities import parameters
+
+        self._exit.callback(wiring.reset)
+        wiring.reset()
+        parameters.clear_caches()  # type: ignore[no-untyped-call]
+        self._exit.callback(parameters.clear_caches)
+        self._exit.enter_context(mock.patch.object(wiring, "kube_client_factory", self._kube_client))
+        if self.now is not None:
+            self._exit.enter_context(mock.patch.object(wiring, "clock", self.now))
+
+    def _state_machine(self) -> None:
+        """The real definition, with the template's substitutions, on moto's interpreter; each Lambda it invokes
+        served by the project's handler in process."""
+        from moto.awslambda.models import LambdaFunction
+
         stack = self
 
         def invoke(fn: Any, body: Any, _request_headers: Any, response_headers: Any) -> bytes:
@@ -243,7 +268,7 @@ class LocalStack:
 
     def push_policy(self, policy: str) -> Any:
         """What `rebalancer policy push` does: a hosted configuration version and its deployment."""
-        from rebalancer_tools import appconfig_policy as ac
+        from rebalancer_tools.packaging import appconfig_policy as ac
 
         target = ac.Target(self.appconfig["PolicyApplication"], self.appconfig["PolicyEnvironment"],
                            self.appconfig["PolicyConfigurationProfile"])
@@ -351,7 +376,7 @@ class LocalStack:
         from rebalancer.adapters.kubernetes.eks_auth import api_client_with_token
 
         if self.kube_url is None:
-            from rebalancer_tools.kube_fake import serve
+            from rebalancer_tools.fakes.kube import serve
 
             self.kube_url = self._exit.enter_context(serve())[0]
         return api_client_with_token(self.kube_url, lambda: "local-token")
@@ -405,7 +430,7 @@ class LocalStack:
         JWT authorizer passes them for a valid token."""
         from urllib.parse import urlencode
 
-        from rebalancer_tools.http_api import http_api_event
+        from rebalancer_tools.fakes.http_api import http_api_event
 
         raw = body if body is not None else (urlencode(form) if form else None)
         event = http_api_event(method, url, body=raw, claims=claims, headers={

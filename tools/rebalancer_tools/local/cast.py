@@ -2,7 +2,7 @@
 and the Container Insights utilization they publish (what an admin's dashboard and the report show).
 
 Capacity: ml.p5.48xlarge ×4 (32 H100), ml.trn1.32xlarge ×2 (32 Trainium), ml.g5.12xlarge ×3 (12 A10G); quotas as
-seeded by `rebalancer_tools.emulator.demo` (they add up exactly to that capacity).
+seeded by `rebalancer_tools.emulator.demo_cluster` (they add up exactly to that capacity).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 from rebalancer.adapters.cloudwatch import METRICS, NAMESPACE
 from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
-from rebalancer_tools import kube_fake
-from rebalancer_tools.emulator.demo import DEMO, G5, P5, TRN1
+from rebalancer_tools.emulator.demo_cluster import DEMO, G5, P5, TRN1
+from rebalancer_tools.fakes import kube as kube_fake
 
 GPU = "nvidia.com/gpu"
 NEURON = "aws.amazon.com/neurondevice"

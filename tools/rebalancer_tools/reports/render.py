@@ -9,7 +9,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from rebalancer.domain.plan import Plan
-from rebalancer_tools.tables import Column, Listing, Record
+from rebalancer_tools.reports.tables import Column, Listing, Record
 
 UNITS = {"accelerators": "acc", "vcpu": "vCPU", "partitions": "part", "memory_gib": "GiB"}
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rebalancer_tools.template import find_root
+from rebalancer_tools.packaging.template import find_root
 
 EVENTS: Path = find_root() / "events"
 

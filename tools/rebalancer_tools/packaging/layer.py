@@ -43,7 +43,7 @@ def sam_build(root: Path, out: Path, *, sam_bin: Path) -> subprocess.CompletedPr
                           capture_output=True, text=True, check=False, env=sam_env(root), cwd=root)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Size:
     unzipped: int
     zipped: int

@@ -19,7 +19,7 @@ def find_root(start: Path | None = None) -> Path:
     """The folder holding template.yaml and statemachines/: the checkout, from `start` (default: this file)
     upwards; installed from a wheel (no checkout above), the package's own copy, `_assets`."""
     here = (start or Path(__file__)).resolve()
-    shipped: tuple[Path, ...] = (Path(__file__).parent / "_assets",) if start is None else ()
+    shipped: tuple[Path, ...] = (Path(__file__).parents[1] / "_assets",) if start is None else ()
     for folder in (here, *here.parents, *shipped):
         if (folder / "template.yaml").is_file() and (folder / "statemachines").is_dir():
             return folder

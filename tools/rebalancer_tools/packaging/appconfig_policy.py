@@ -101,7 +101,7 @@ def policy_json(text: str, source: str) -> tuple[bytes, Policy]:
     return content, policy
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Target:
     application: str
     environment: str
@@ -125,7 +125,7 @@ def profile_name(appconfig: Any, target: Target) -> str:
                                                        ConfigurationProfileId=target.profile)["Name"])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pushed:
     version: int
     deployment: int

@@ -10,12 +10,12 @@ from typing import Any
 
 def root() -> Path:
     """The folder holding template.yaml, statemachines/, functions/, events/ and examples/."""
-    from rebalancer_tools.template import find_root
+    from rebalancer_tools.packaging.template import find_root
 
     return find_root()
 
 
 def template() -> dict[str, Any]:
-    from rebalancer_tools.template import load_template
+    from rebalancer_tools.packaging.template import load_template
 
     return load_template(root())
