@@ -244,7 +244,7 @@ def _slack_request(body: str, secret: str, now: datetime) -> dict[str, str]:
             "Content-Type": "application/x-www-form-urlencoded"}
 
 
-def test_rejection_from_slack_changes_nothing(world: World) -> None:
+def test_why_then_rejection_from_slack_changes_nothing(world: World) -> None:
     emu, _kube, slack = world
     clock = world.clock
     with stack_for(world, APPROVE, now=clock) as stack:
@@ -253,6 +253,26 @@ def test_rejection_from_slack_changes_nothing(world: World) -> None:
         [arn] = stack.executions()
         stack.wait_for_state(arn, "RequestApproval")
         stack.wait_until(lambda: bool(slack.posts), timeout=10, what="the approval request on Slack")
+
+        # `/rebalancer why` while the run waits: the signed slash command reaches the approval function, which runs
+        # with its template role's policy enforced and reads only the table.
+        command = urlencode({"command": "/rebalancer", "text": "why research", "user_id": "U1", "team_id": "T1",
+                             "response_url": "https://hooks.slack.com/commands/T1/1/x"})
+        assert stack.http("POST", "https://x/slack/commands", body=command)["statusCode"] == 401  # unsigned
+        answer = stack.http("POST", "https://x/slack/commands", body=command,
+                            headers=_slack_request(command, SLACK_SECRET, clock()))
+        assert answer["statusCode"] == 200, answer
+        doc = json.loads(answer["body"])
+        assert doc["response_type"] == "ephemeral"
+        assert doc["text"] == f"Why: research on {CLUSTER}: 1 pending"
+        texts = [b["text"]["text"] for b in doc["blocks"] if b["type"] == "section"]
+        planned = stored_plan(stack, arn)["allocations"]["research"][P5]["accelerators"]
+        assert f"the latest plan makes it {planned:g}" in texts[0]
+        # the plan step stored the run's outlook: the team's standing over the window, and when the gang may start
+        assert texts[1].startswith("*Standing over the last 168 h*\n")
+        assert texts[2].startswith(f"*workload pretrain on {P5}: 24 accelerators in 3 pods")
+        assert "\n_When:_ " in texts[2]
+
         [reject] = [e for b in slack.posts[0]["blocks"] if b["type"] == "actions" for e in b["elements"]
                     if e["action_id"] == "reject"]
         payload = {"type": "block_actions", "user": {"id": "U1", "username": "bob"},
