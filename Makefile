@@ -35,6 +35,8 @@ demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 onl
 
 # Serial by default: on the shared 2-core dev box `-n 2` (pytest-xdist) was green but not faster (5m20 vs 5m00 wall,
 # +30% CPU: each worker starts its own emulator and stack). Try it elsewhere with `make test PYTEST_ARGS="-n 2"`.
+# `/usr/bin/time -v .venv/bin/python -m pytest -q -p no:randomly` (this target's suite, in file order) on that box,
+# 2,777 tests: 5:51 wall, 344 s CPU at load 0.0-1.0; lint and a cold mypy add 17 s (0.4 s warm).
 test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -55,17 +57,14 @@ docs: $(STAMP) ## build the docs site into .site/ (mkdocs-material, warnings are
 browser: ## install Debian's chromium for the browser tests if it is missing (needs root, as CI has)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-# One process: with the emulator, the backtest search and what spawns interpreters moved out (to tests/integration and
-# tests/infra), collecting and importing is a third of the run, and `-n 2` pays it twice. Measured on the shared dev
-# box, 607 tests: 20 s serial vs 23 s on -n 2 at load 1.7; 43 s vs 62 s at load 7-11.
+# One process: the emulator, the backtest search and what spawns interpreters live in tests/integration and
+# tests/infra, and `-n 2` would pay the collecting and importing twice.
 # Plugins named, not autoloaded: pytest rewrites the asserts of every module in an autoloaded plugin's distribution
 # (all of hypothesis, pytest-benchmark and pytest-xdist), and where no bytecode is written (PYTHONDONTWRITEBYTECODE,
-# as on the dev box) it does so on every run; the unit tests need hypothesis' plugin alone (collection 4.5 s instead
-# of 6.1 s, median of 3 at load 1.4). Examples at a tenth, 10 at least (a fifth: 16.9 s wall instead of 12.8 s, medians
-# of 3 at load 2.3). Whole simulations and multi-day replays are in tests/integration. 631 tests: 11.4 s (pytest's
-# figure), 13.6 s wall (slowest 15.8 s); 647 before: 27.0 s, 29.7 s (medians of 6, main and this run in turn, load
-# 1.0-1.25). Of the ~2.2 s outside pytest's figure, ~0.4 s is start-up (interpreter, pytest, hypothesis, conftest),
-# ~0.6 s pytest's unraisable-exception collections and atexit, ~1.2 s the interpreter finalizing a 300 MB heap.
+# as on the dev box) it does so on every run; the unit tests need hypothesis' plugin alone. Examples at a tenth, 10
+# at least and never more than `make test` runs; whole simulations and multi-day replays are in tests/integration.
+# `/usr/bin/time -f '%e s wall, %U+%S s CPU' make test-fast` on the shared 2-core dev box, 1,845 tests: 28.0 s wall,
+# 27.9 s CPU at load 0.3-0.6; 28.2 s, 27.8 s at load 1.2-1.5.
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 

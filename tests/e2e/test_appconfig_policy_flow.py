@@ -58,8 +58,10 @@ def created(plan: dict[str, Any]) -> set[str]:
     return {c["team"] for c in plan["field_changes"] if c["field"] == "ComputeQuota" and c["before"] is None}
 
 
-def test_a_thousand_team_policy_is_pushed_deployed_read_through_powertools_and_planned(
+def test_a_thousand_team_policy_is_pushed_deployed_read_and_planned_a_bad_one_refused_and_a_new_one_read_next(
         stack: tuple[LocalStack, EmulatorHandle, TickingClock]) -> None:
+    """One stack, three runs: the deployed 1,000-team policy is planned; a bad version is refused and the next run
+    still plans the deployed one; a new version pushed is what the run after reads."""
     s, emu, clock = stack
     assert len(policy(TEAMS).encode()) > 4 * SSM_ADVANCED_MAX  # no SSM parameter could hold it
 
@@ -77,11 +79,7 @@ def test_a_thousand_team_policy_is_pushed_deployed_read_through_powertools_and_p
                f"{s.appconfig['PolicyEnvironment']}/configuration/{s.appconfig['PolicyConfigurationProfile']}")
     assert reads == {("appconfig:StartConfigurationSession", profile), ("appconfig:GetLatestConfiguration", profile)}
 
-
-def test_a_bad_policy_is_refused_by_the_validator_naming_the_field_and_the_deployed_one_stays(
-        stack: tuple[LocalStack, EmulatorHandle, TickingClock]) -> None:
-    s, emu, clock = stack
-    ac = emu.client("appconfig")
+    # A bad policy is refused by the validator, naming the field; the deployed one stays.
     bad = {"mode": "dry-run", "teams": {"team-0000": {"weight": -3}}}
     version = ac.create_hosted_configuration_version(
         ApplicationId=s.appconfig["PolicyApplication"],
@@ -97,18 +95,14 @@ def test_a_bad_policy_is_refused_by_the_validator_naming_the_field_and_the_deplo
     assert refused.value.response["Error"]["Code"] == "BadRequestException"
     assert "\n" not in message
     assert "$.teams.team-0000.weight" in message, message
-
-    plan = planned(s, clock)  # the 1,000-team policy is still the deployed one
-    assert len(created(plan)) == TEAMS
-
-
-def test_a_new_version_pushed_is_what_the_next_run_reads(
-        stack: tuple[LocalStack, EmulatorHandle, TickingClock]) -> None:
-    s, _emu, clock = stack
-    planned(s, clock)
-    pushed = s.push_policy(policy(3, weight=2))
-    assert (pushed.version, pushed.deployment, pushed.state, pushed.teams) == (2, 2, "COMPLETE", 3)
     from aws_lambda_powertools.utilities import parameters
 
     parameters.clear_caches()  # type: ignore[no-untyped-call]  # Powertools' 60 s cache, as a later run would
+    plan = planned(s, clock)  # the 1,000-team policy is still the deployed one
+    assert len(created(plan)) == TEAMS
+
+    # A new version pushed (the refused one kept its version number) is what the next run reads.
+    pushed = s.push_policy(policy(3, weight=2))
+    assert (pushed.version, pushed.deployment, pushed.state, pushed.teams) == (version + 1, 2, "COMPLETE", 3)
+    parameters.clear_caches()  # type: ignore[no-untyped-call]
     assert created(planned(s, clock)) == {"team-0000", "team-0001", "team-0002"}

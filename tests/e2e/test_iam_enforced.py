@@ -1,7 +1,8 @@
 """IAM enforced end to end: every handler runs with the credentials of a role holding exactly its policy from
 template.yaml, and the emulator authorizes each request on the resource ARNs AWS would check
-(rebalancer_tools.iam.enforce). A run still works; a policy missing one action fails the run with one line that
-says which action on which resource; a run that created a quota and then failed deletes it in rollback."""
+(rebalancer_tools.iam.enforce). A run still works (tests/e2e/test_rebalance_flow.py checks every request of its
+auto-applied run against its role); a policy missing one action fails the run with one line that says which action
+on which resource; a run that created a quota and then failed deletes it in rollback."""
 
 from __future__ import annotations
 
@@ -46,24 +47,6 @@ def run(stack: LocalStack) -> tuple[str, dict[str, object]]:
 def quota_names(emu: EmulatorHandle) -> set[str]:
     summaries = emu.sagemaker.list_compute_quotas(ClusterArn=emu.emulator.cluster_arn(CLUSTER))
     return {s["Name"] for s in summaries["ComputeQuotaSummaries"] if s["Status"] not in ("Deleting", "Deleted")}
-
-
-def test_every_function_runs_under_its_own_role_and_every_request_is_authorized(world: tuple) -> None:
-    _emu, _kube, url = world
-    with LocalStack(clusters={CLUSTER: AUTO}, kube_url=url) as stack:
-        _arn, done = run(stack)
-        assert done["status"] == "SUCCEEDED"
-        assert stack.iam is not None
-        decisions = stack.iam.decisions
-        assert decisions
-        assert all(d.allowed for d in decisions)
-        by_role = {d.role for d in decisions}
-        assert {"rebalancer-TriggerFunction", "rebalancer-ClusterReaderRole", "rebalancer-PlanFunction",
-                "rebalancer-ApplyFunction", "rebalancer-VerifyFunction", "rebalancer-NotifyFunction"} <= by_role
-        apply = {(d.action, d.resource.split(":", 5)[-1].split("/")[0]) for d in decisions
-                 if d.role == "rebalancer-ApplyFunction"}
-        assert ("sagemaker:UpdateComputeQuota", "compute-quota") in apply
-        assert ("dynamodb:PutItem", "table") in apply
 
 
 def test_a_policy_without_one_needed_action_fails_the_run_with_one_access_denied_line(world: tuple) -> None:

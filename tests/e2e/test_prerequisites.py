@@ -1,6 +1,7 @@
 """Prerequisites checked, not assumed, on the emulator (moto's EKS, IAM and CloudWatch, extended with add-ons,
 access entries and the policy simulator): `rebalancer doctor` against a deployed local stack with each prerequisite
-missing in turn, and the collect step carrying what it found into the snapshot and the plan's warnings."""
+missing in turn (the update and delete grants of the apply and rollback roles among them), and the collect step
+carrying what it found into the snapshot and the plan's warnings."""
 
 from __future__ import annotations
 
@@ -72,6 +73,10 @@ def deployed() -> Iterator[Deployed]:
             yield Deployed(emu, kube, url, stack, clock)
 
 
+def grants(lines: list[str]) -> list[str]:
+    return [line for line in lines if "update/delete grants of" in line]
+
+
 def failing(lines: list[str]) -> list[str]:
     return [line for line in lines if not line.startswith("OK")]
 
@@ -89,6 +94,12 @@ def test_doctor_names_each_missing_prerequisite_in_turn_with_what_to_fix(deploye
     assert (code, failing(lines)) == (0, [])
     assert f"OK   add-on {ADDON}: ACTIVE, version {VERSION}" in lines
     assert len([line for line in lines if line.startswith("OK   permissions of ")]) == 9
+    # The update and delete grants of the apply and rollback roles (what SageMaker does with their permissions
+    # while it updates or deletes a quota: CloudFormation's handler permissions for AWS::SageMaker::ComputeQuota),
+    # simulated with IAM's policy simulator, one line per role beside the functions' own calls.
+    assert grants(lines) == [
+        f"OK   update/delete grants of apply: {d.stack.role_arns['apply']}: 5 actions allowed",
+        f"OK   update/delete grants of rollback: {d.stack.role_arns['rollback']}: 5 actions allowed"]
 
     addon = emu_pre.remove_addon(account, region, EKS, ADDON)
     code, lines = d.doctor("--stack", STACK)
@@ -135,6 +146,18 @@ def test_doctor_names_each_missing_prerequisite_in_turn_with_what_to_fix(deploye
     assert code == 1
     assert perm.startswith(f"FAIL permissions of rollback: {d.stack.role_arns['rollback']} is denied "
                            f"sagemaker:DeleteComputeQuota on arn:aws:sagemaker:{region}:{account}:compute-quota/")
+    iam.put_role_policy(RoleName=rollback_role, PolicyName="function", PolicyDocument=json.dumps(doc))
+
+    # A grant missing is named on the grants' line alone: the function's own calls are still all allowed.
+    iam.put_role_policy(RoleName=rollback_role, PolicyName="function",
+                        PolicyDocument=json.dumps(_without(doc, "eks:DisassociateAccessPolicy")))
+    code, lines = d.doctor("--stack", STACK)
+    assert code == 1
+    assert failing(lines) == [
+        f"FAIL update/delete grants of rollback: {d.stack.role_arns['rollback']} is denied "
+        f"eks:DisassociateAccessPolicy on arn:aws:eks:{region}:{account}:access-entry/{EKS}/role/{account}/x/x — fix: "
+        "grant them in template.yaml (the function's Policies) and redeploy"]
+    assert f"OK   permissions of rollback: {d.stack.role_arns['rollback']}" in "\n".join(lines)
     iam.put_role_policy(RoleName=rollback_role, PolicyName="function", PolicyDocument=json.dumps(doc))
 
     code, lines = d.doctor()

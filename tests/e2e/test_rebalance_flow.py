@@ -8,12 +8,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode, urljoin
+from urllib.parse import urlencode, urljoin, urlsplit
 
 import pytest
 from support.approval_page import review_form
@@ -23,7 +24,9 @@ from support.emulator import EmulatorHandle, in_process_emulator
 from support.events import load_event
 from support.kube_api import KubeState, pod_set, serve, workload
 
+from rebalancer.app import wiring
 from rebalancer.app.notifications.messages import email_links
+from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer_tools.emulator import DEMO
 from rebalancer_tools.fakes.ticking_clock import TickingClock
 from rebalancer_tools.local.stack import LocalStack, SlackReceiver
@@ -36,6 +39,7 @@ P5 = "ml.p5.48xlarge"
 SLACK_SECRET = "e2e-slack-signing-secret"
 
 AUTO = APPROVE.replace("mode: approve", "mode: auto")
+URL = re.compile(r"https?://[^\s<>|\"']+")
 
 
 @dataclass
@@ -99,8 +103,6 @@ def run_once(stack: LocalStack) -> tuple[str, dict[str, Any]]:
 
 
 def stored_plan(stack: LocalStack, arn: str) -> dict[str, Any]:
-    from rebalancer.app import wiring
-
     plan: dict[str, Any] = wiring.store().artifacts.get(arn.rsplit(":", 1)[-1], "PLAN")
     return plan
 
@@ -122,6 +124,18 @@ def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
         assert done["status"] == "SUCCEEDED"
         assert stack.states_entered(arn) == ["Begin", "Collect", "Plan", "HasNews", "Decide", "Apply", "StartVerify",
                                              "Verify", "Verified", "NotifyApplied", "Applied"]
+        # IAM enforced (rebalancer_tools.iam.enforce): every function ran under its own role, every request allowed.
+        assert stack.iam is not None
+        decisions = stack.iam.decisions
+        assert decisions
+        assert all(d.allowed for d in decisions)
+        assert {"rebalancer-TriggerFunction", "rebalancer-ClusterReaderRole", "rebalancer-PlanFunction",
+                "rebalancer-ApplyFunction", "rebalancer-VerifyFunction", "rebalancer-NotifyFunction"} <= \
+               {d.role for d in decisions}
+        apply = {(d.action, d.resource.split(":", 5)[-1].split("/")[0]) for d in decisions
+                 if d.role == "rebalancer-ApplyFunction"}
+        assert ("sagemaker:UpdateComputeQuota", "compute-quota") in apply
+        assert ("dynamodb:PutItem", "table") in apply
         plan = stored_plan(stack, arn)
         after = quotas(emu)
         # The emulator now holds exactly the plan's allocations, and every changed quota got a new version.
@@ -168,13 +182,31 @@ def test_approval_by_signed_link(world: World) -> None:
         url = links(request["Message"])
         before = quotas(emu)
 
+        # Mail scanners and chat unfurlers open every link of a message: each of ours, in the SNS text and in the
+        # Slack blocks, opened (GET and HEAD) as they would, changes nothing, and the real form decides afterwards.
+        every = set(URL.findall(str(request["Message"]))) | {u for p in slack.posts for u in _urls(p)}
+        ours = {u for u in every if u.startswith(stack.approval_api_url)}
+        assert set(url.values()) <= ours  # the SNS text's approve and reject links
+        assert {urlsplit(u).netloc for u in every - ours} <= {"us-east-1.console.aws.amazon.com"}  # read-only
+        statuses = {}
+        for opened in sorted(ours):
+            statuses[opened] = stack.http("GET", opened)["statusCode"]
+            statuses[opened + " (HEAD)"] = stack.http("HEAD", opened)["statusCode"]
+
         forged = url["Approve"].replace("decision=approve", "decision=reject")
         assert stack.http("GET", forged)["statusCode"] == 403
         page = stack.http("GET", url["Approve"])
         assert page["statusCode"] == 200
         action, fields = review_form(page["body"])
-        assert quotas(emu) == before  # showing the page decides nothing
         decision_url = urljoin(url["Approve"], action)
+        statuses["decision address"] = stack.http("GET", decision_url)["statusCode"]
+        assert set(statuses.values()) <= {200, 405}
+        assert statuses["decision address"] == 405
+        assert stack.describe(arn)["status"] == "RUNNING"
+        assert stack.states_entered(arn)[-1] == "RequestApproval"
+        assert wiring.store().approvals.get(approval_id_of(arn)).status == "pending"
+        assert [a for a in stack.audit(CLUSTER) if a["kind"] == "approval"] == []
+        assert quotas(emu) == before  # showing the page, and every other link, decides nothing
         decided = stack.http("POST", decision_url, form={**fields, "decision": "approve", "name": "alice"})
         assert decided["statusCode"] == 200, decided["body"]
         done = stack.wait(arn)
@@ -196,6 +228,15 @@ def test_approval_by_signed_link(world: World) -> None:
         assert buttons[:2] == ["approve", "reject"]
 
 
+def _urls(node: Any) -> list[str]:
+    """Every URL anywhere in a Slack payload: button `url`s and links inside texts."""
+    if isinstance(node, dict):
+        return [u for v in node.values() for u in _urls(v)]
+    if isinstance(node, list):
+        return [u for v in node for u in _urls(v)]
+    return URL.findall(node) if isinstance(node, str) else []
+
+
 def _slack_request(body: str, secret: str, now: datetime) -> dict[str, str]:
     ts = str(int(now.timestamp()))
     sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
@@ -203,7 +244,7 @@ def _slack_request(body: str, secret: str, now: datetime) -> dict[str, str]:
             "Content-Type": "application/x-www-form-urlencoded"}
 
 
-def test_rejection_from_slack_changes_nothing(world: World) -> None:
+def test_why_then_rejection_from_slack_changes_nothing(world: World) -> None:
     emu, _kube, slack = world
     clock = world.clock
     with stack_for(world, APPROVE, now=clock) as stack:
@@ -212,6 +253,26 @@ def test_rejection_from_slack_changes_nothing(world: World) -> None:
         [arn] = stack.executions()
         stack.wait_for_state(arn, "RequestApproval")
         stack.wait_until(lambda: bool(slack.posts), timeout=10, what="the approval request on Slack")
+
+        # `/rebalancer why` while the run waits: the signed slash command reaches the approval function, which runs
+        # with its template role's policy enforced and reads only the table.
+        command = urlencode({"command": "/rebalancer", "text": "why research", "user_id": "U1", "team_id": "T1",
+                             "response_url": "https://hooks.slack.com/commands/T1/1/x"})
+        assert stack.http("POST", "https://x/slack/commands", body=command)["statusCode"] == 401  # unsigned
+        answer = stack.http("POST", "https://x/slack/commands", body=command,
+                            headers=_slack_request(command, SLACK_SECRET, clock()))
+        assert answer["statusCode"] == 200, answer
+        doc = json.loads(answer["body"])
+        assert doc["response_type"] == "ephemeral"
+        assert doc["text"] == f"Why: research on {CLUSTER}: 1 pending"
+        texts = [b["text"]["text"] for b in doc["blocks"] if b["type"] == "section"]
+        planned = stored_plan(stack, arn)["allocations"]["research"][P5]["accelerators"]
+        assert f"the latest plan makes it {planned:g}" in texts[0]
+        # the plan step stored the run's outlook: the team's standing over the window, and when the gang may start
+        assert texts[1].startswith("*Standing over the last 168 h*\n")
+        assert texts[2].startswith(f"*workload pretrain on {P5}: 24 accelerators in 3 pods")
+        assert "\n_When:_ " in texts[2]
+
         [reject] = [e for b in slack.posts[0]["blocks"] if b["type"] == "actions" for e in b["elements"]
                     if e["action_id"] == "reject"]
         payload = {"type": "block_actions", "user": {"id": "U1", "username": "bob"},
@@ -300,22 +361,12 @@ def test_a_created_quota_that_fails_is_deleted_by_the_rollback(world: World, sta
         assert "no room for team vision" in sns["Message"]
 
 
-def test_a_burst_of_fifty_duplicate_events_starts_one_execution(world: World) -> None:
+def test_bad_events_start_nothing_observe_publishes_and_a_burst_of_fifty_duplicates_starts_one_execution(
+        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """One stack, three edges of the trigger and the observer, in the order that keeps each one's premise: no run
+    yet while the bad events and the observer are checked, then the burst."""
     with stack_for(world, APPROVE) as stack:
-        event = node_event()
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            outcomes = list(pool.map(lambda _: stack.trigger(event), range(50)))
-        statuses = [o["status"] for o in outcomes]
-        assert statuses.count("started") == 1
-        assert statuses.count("debounced") == 49
-        [arn] = stack.executions()
-        stack.wait_for_state(arn, "RequestApproval")
-        assert [a["kind"] for a in stack.audit(CLUSTER)].count("trigger") == 1
-
-
-def test_malformed_and_foreign_events_start_nothing_and_are_counted(world: World,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    with stack_for(world, AUTO) as stack:
+        # Malformed and foreign events start nothing and are counted.
         capsys.readouterr()
         foreign = node_event()
         foreign["detail"]["ClusterName"] = "someone-elses-cluster"
@@ -329,6 +380,31 @@ def test_malformed_and_foreign_events_start_nothing_and_are_counted(world: World
         emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
         assert sum(m.get("MalformedEvents", [0])[0] for m in emitted if "MalformedEvents" in m) == 3
         assert sum(1 for m in emitted if "EventsIgnored" in m) == 1
+
+        # Observe publishes the metrics the alarms watch.
+        result = stack.invoke("observe", load_event("scheduled"))
+        emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        samples = list(wiring.store().samples.since(CLUSTER))  # the backtest's history: one demand sample per run
+        assert len(samples) == 1
+        assert samples[0].teams["research"]["ml.p5.48xlarge"].pending == 24
+        # research waits for 24 H100s while data-science and inference hold 8 idle ones (training uses its 8 of 12).
+        assert result[CLUSTER]["stranded"] > 0
+        cluster_level = [m for m in emitted if "StrandedAccelerators" in m]
+        assert [m["StrandedAccelerators"] for m in cluster_level] == [[result[CLUSTER]["stranded"]]]
+        assert cluster_level[0]["service"] == "hyperpod-rebalancer"
+        pending = {m["Team"]: m["PendingAccelerators"] for m in emitted if "PendingAccelerators" in m}
+        assert pending["research"] == [24.0]
+
+        # A burst of fifty duplicate events starts one execution.
+        event = node_event()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            outcomes = list(pool.map(lambda _: stack.trigger(event), range(50)))
+        statuses = [o["status"] for o in outcomes]
+        assert statuses.count("started") == 1
+        assert statuses.count("debounced") == 49
+        [arn] = stack.executions()
+        stack.wait_for_state(arn, "RequestApproval")
+        assert [a["kind"] for a in stack.audit(CLUSTER)].count("trigger") == 1
 
 
 def test_an_invalid_policy_stops_the_run_with_a_notification_naming_the_error(world: World) -> None:
@@ -344,22 +420,3 @@ def test_an_invalid_policy_stops_the_run_with_a_notification_naming_the_error(wo
             in sns["Message"]
         assert quotas(emu) == before
         assert ("plan", "invalid-policy") in kinds(stack)
-
-
-def test_observe_publishes_the_metrics_the_alarms_watch(world: World, capsys: pytest.CaptureFixture[str]) -> None:
-    with stack_for(world, AUTO) as stack:
-        capsys.readouterr()
-        result = stack.invoke("observe", load_event("scheduled"))
-        emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
-        from rebalancer.app import wiring
-
-        samples = list(wiring.store().samples.since(CLUSTER))  # the backtest's history: one demand sample per run
-    assert len(samples) == 1
-    assert samples[0].teams["research"]["ml.p5.48xlarge"].pending == 24
-    # research waits for 24 H100s while data-science and inference hold 8 idle ones (training uses its 8 of 12).
-    assert result[CLUSTER]["stranded"] > 0
-    cluster_level = [m for m in emitted if "StrandedAccelerators" in m]
-    assert [m["StrandedAccelerators"] for m in cluster_level] == [[result[CLUSTER]["stranded"]]]
-    assert cluster_level[0]["service"] == "hyperpod-rebalancer"
-    pending = {m["Team"]: m["PendingAccelerators"] for m in emitted if "PendingAccelerators" in m}
-    assert pending["research"] == [24.0]

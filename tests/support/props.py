@@ -13,8 +13,9 @@ DIVISOR = max(1, int(os.environ.get("PROPERTY_EXAMPLES_DIVISOR", "1")))
 
 
 def scaled(max_examples: int) -> int:
-    """The examples a property test runs: all of them, or a tenth (at least 10) under `make test-fast`."""
-    return max(10, max_examples // DIVISOR) if DIVISOR > 1 else max_examples
+    """The examples a property test runs: all of them, or a tenth (at least 10, never more than all) under
+    `make test-fast`."""
+    return min(max_examples, max(10, max_examples // DIVISOR))
 
 
 def properties(max_examples: int = 100) -> settings:

@@ -44,6 +44,8 @@ def test_json_output_for_every_strategy() -> None:
     assert s["static"]["quota_changes"] == s["builtin"]["quota_changes"] == 0
     assert s["rebalancer"]["quota_changes"] > 0  # the planner moved quota
     assert s["static"]["preemptions"] == 0  # nothing lent, nothing reclaimed
+    # The sample's teams get closer to their entitlement with the rebalancer than with the built-in sharing alone.
+    assert s["rebalancer"]["entitlement_deficit_gpu_hours"] < s["builtin"]["entitlement_deficit_gpu_hours"]
 
 
 def test_malformed_row_exits_2_naming_the_line(tmp_path: Path) -> None:
@@ -88,14 +90,6 @@ def test_controller_snapshot_is_what_collect_would_read_and_plan_moves_quota_to_
     assert new[busy] > quotas[busy]
     assert new.get(idle, quotas[idle]) < quotas[idle]
     assert sum({**quotas, **new}.values()) <= 120  # within healthy capacity
-
-
-def test_rebalancer_reduces_entitlement_deficit_on_the_sample() -> None:
-    jobs = load_trace(SAMPLE)
-    sc = Scenario(jobs=jobs, teams=default_teams(jobs, 128, 8), nodes=16, controller_interval_s=3600)
-    builtin = run_strategy(sc, "builtin")
-    rebalancer = run_strategy(sc, "rebalancer")
-    assert rebalancer.entitlement_deficit_gpu_hours < builtin.entitlement_deficit_gpu_hours
 
 
 def _quota_sums_after(result: StrategyResult, t_s: float) -> list[tuple[int, int]]:
