@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rebalancer.forecast.durations import KEPT, History
-from rebalancer.forecast.kueue import admission_limit
+from rebalancer.forecast.kueue import admission_limit, reclaim_victims
 from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Waiting
 from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
@@ -573,22 +573,13 @@ class Simulation:
             return False
         if free + sum(self.gpus[c[3]] for c in candidates) < g:
             return False
-        candidates.sort()
-        usage = list(self.usage[p])
-        victims: list[int] = []
-        for _, _, _, v in candidates:
-            vq = self.jqueue[v]
-            if vq != qi and usage[vq] <= queues[vq].nominal:
-                continue
-            victims.append(v)
-            usage[vq] -= self.gpus[v]
-            free += self.gpus[v]
-            if free >= g and usage[qi] + g <= q.nominal:
-                for v2 in victims:
-                    self._preempt(v2)
-                self._start(j)
-                return True
-        return False
+        victims = reclaim_victims(candidates, self.jqueue, self.gpus, queues, self.usage[p], qi, g, free)
+        if victims is None:
+            return False
+        for v in victims:
+            self._preempt(v)
+        self._start(j)
+        return True
 
     # --- capacity -----------------------------------------------------------------------------------------------
     def _reach(self, p: int) -> int:

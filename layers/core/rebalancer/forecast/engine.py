@@ -13,10 +13,10 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from rebalancer.forecast.kueue import borrowing_room, cohort_room, fair_share_key
+from rebalancer.forecast.kueue import borrowing_room, cohort_room, fair_share_key, reclaim_victims
 from rebalancer.forecast.model import Cluster, NoStart, Pool, Queue, Running, Start, Waiting
 
 Quotas = Mapping[str, Mapping[str, float]]  # team → pool → nominal quota
@@ -62,13 +62,22 @@ class Forecast:
     plans: dict[float, Quotas]
 
 
+@dataclass(slots=True)
 class _Queue:
-    """A queue's working state: its rules (nominal changes when a decision applies) and its use."""
+    """A queue's working state: its rules, and its nominal quota and the room above it, which change when a
+    decision applies. The rules the admission loop reads most are copied to fields of their own."""
 
-    __slots__ = ("above", "borrow", "lend", "lower_only", "nominal", "preempt_within", "rules", "weight")
+    rules: Queue
+    weight: float = field(init=False)
+    lend: bool = field(init=False)
+    borrow: bool = field(init=False)
+    preempt_within: bool = field(init=False)
+    lower_only: bool = field(init=False)
+    nominal: float = field(init=False)
+    above: float = field(init=False)
 
-    def __init__(self, q: Queue) -> None:
-        self.rules = q
+    def __post_init__(self) -> None:
+        q = self.rules
         self.weight, self.lend, self.borrow = q.weight, q.lend, q.borrow
         self.preempt_within, self.lower_only = q.preempt_within, q.reclaim_lower_priority_only
         self.set_nominal(q.nominal)
@@ -262,22 +271,13 @@ class _Run:
             candidates.extend((1, self.prio[v], -self.start[v], v) for v in running[qi] if self.prio[v] < prio)
         if not candidates or free + sum(self.gpus[c[3]] for c in candidates) < g:
             return False
-        candidates.sort()
-        usage = list(self.usage[p])
-        victims: list[int] = []
-        for _, _, _, v in candidates:
-            vq = self.queue[v]
-            if vq != qi and usage[vq] <= queues[vq].nominal:
-                continue
-            victims.append(v)
-            usage[vq] -= self.gpus[v]
-            free += self.gpus[v]
-            if free >= g and usage[qi] + g <= q.nominal:
-                for v2 in victims:
-                    self._preempt(v2)
-                self._admit_job(j)
-                return True
-        return False
+        victims = reclaim_victims(candidates, self.queue, self.gpus, queues, self.usage[p], qi, g, free)
+        if victims is None:
+            return False
+        for v in victims:
+            self._preempt(v)
+        self._admit_job(j)
+        return True
 
     # --- the controller ---
     def cluster_now(self) -> Cluster:

@@ -6,7 +6,7 @@ the tools both admit by these. Pure arithmetic on accelerators."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 INF = math.inf
@@ -68,3 +68,25 @@ def admission_limit(nominal: float, room_above: float, borrow: bool, usage: floa
     if borrow:
         return min(free, max(within, min(nominal + room_above - usage, room)))
     return min(free, within)
+
+
+def reclaim_victims(candidates: Iterable[tuple[int, int, float, int]], queue_of: Sequence[int],
+                    size: Sequence[float], queues: Sequence[Lending], usage: Sequence[float], qi: int,
+                    need: float, free: float) -> list[int] | None:
+    """Kueue's reclaim for the head of queue `qi` that needs `need` with `free` free: the candidates in order
+    (each `(own queue, priority, -start, workload)`: others' borrowed work before the queue's own lower-priority
+    work, the lowest priority and the newest first), a queue's work passed over once it is back within its nominal
+    quota, taken until the head fits within its own nominal quota. The workloads to preempt, or None if it never
+    fits."""
+    left = list(usage)
+    victims: list[int] = []
+    for *_, v in sorted(candidates):
+        vq = queue_of[v]
+        if vq != qi and left[vq] <= queues[vq].nominal:
+            continue
+        victims.append(v)
+        left[vq] -= size[v]
+        free += size[v]
+        if free >= need and left[qi] + need <= queues[qi].nominal:
+            return victims
+    return None
