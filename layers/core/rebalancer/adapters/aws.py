@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
@@ -54,19 +55,17 @@ NO_REGION = "no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION
 ENDPOINT_OVERRIDE = "AWS_ENDPOINT_URL"  # botocore's own setting (and its per-service AWS_ENDPOINT_URL_<SERVICE>)
 
 
+@dataclass(slots=True)
 class AwsClients:
-    """Lazily made, reused clients of one session. `max_attempts` counts the first try."""
+    """Lazily made, reused clients of one session. `max_attempts` counts the first try. Prints and compares as its
+    settings; the session and clients it made are kept out of both."""
 
-    __slots__ = ("_clients", "_session", "max_attempts", "profile", "region", "retry_mode")
-
-    def __init__(self, region: str | None = None, profile: str | None = None, retry_mode: RetryMode = "standard",
-                 max_attempts: int = 10) -> None:
-        self.region = region
-        self.profile = profile
-        self.retry_mode = retry_mode
-        self.max_attempts = max_attempts
-        self._session: boto3.Session | None = None
-        self._clients: dict[str, Any] = {}
+    region: str | None = None
+    profile: str | None = None
+    retry_mode: RetryMode = "standard"
+    max_attempts: int = 10
+    _session: boto3.Session | None = field(default=None, init=False, repr=False, compare=False)
+    _clients: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def session(self) -> boto3.Session:
