@@ -14,6 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from support.events import load_event
+from support.starter import executions, starter_on
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
@@ -39,18 +40,7 @@ def clock() -> TickingClock:
 def starter(clock: TickingClock) -> Iterator[Starter]:
     with mock_aws():
         create_table(boto3.client("dynamodb"))
-        sfn = boto3.client("stepfunctions")
-        arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn="arn:aws:iam::123456789012:role/sfn",
-                                       definition=json.dumps({"StartAt": "S", "States": {"S": {"Type": "Pass",
-                                                                                              "End": True}}})
-                                       )["stateMachineArn"]
-        yield Starter(store=Store("t", now=clock), sfn=sfn, state_machine_arn=arn, managed=(CLUSTER,),
-                      lock_ttl=timedelta(days=1), debounce=timedelta(minutes=2), clock=clock)
-
-
-def executions(starter: Starter) -> list[dict[str, Any]]:
-    out = starter.sfn.list_executions(stateMachineArn=starter.state_machine_arn)["executions"]
-    return sorted(out, key=lambda e: e["startDate"])
+        yield starter_on(Store("t", now=clock), managed=(CLUSTER,), lock_ttl=timedelta(days=1))
 
 
 def log_of(starter: Starter) -> Any:

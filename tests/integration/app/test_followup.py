@@ -12,6 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from support.events import load_event
+from support.starter import executions, starter_on
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
@@ -31,17 +32,7 @@ def clock() -> TickingClock:
 def starter(clock: TickingClock) -> Iterator[Starter]:
     with mock_aws():
         create_table(boto3.client("dynamodb"))
-        sfn = boto3.client("stepfunctions")
-        role = "arn:aws:iam::123456789012:role/sfn"
-        arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
-            {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
-        yield Starter(store=Store("t", now=clock), sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
-                      lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2), clock=clock)
-
-
-def executions(starter: Starter) -> list[dict[str, Any]]:
-    out = starter.sfn.list_executions(stateMachineArn=starter.state_machine_arn)["executions"]
-    return sorted(out, key=lambda e: e["startDate"])
+        yield starter_on(Store("t", now=clock))
 
 
 def ended(starter: Starter, execution: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from support.events import load_event
+from support.starter import executions, starter_on
 from support.template import create_table
 
 from rebalancer.adapters.dynamodb.store import Store
@@ -49,17 +50,7 @@ def test_artifacts_round_trip_compressed(store: Store) -> None:
 
 @pytest.fixture
 def starter(store: Store) -> Starter:
-    sfn = boto3.client("stepfunctions")
-    role = "arn:aws:iam::123456789012:role/sfn"
-    arn = sfn.create_state_machine(name="rebalancer-rebalance", roleArn=role, definition=json.dumps(
-        {"StartAt": "S", "States": {"S": {"Type": "Succeed"}}}))["stateMachineArn"]
-    return Starter(store=store, sfn=sfn, state_machine_arn=arn, managed=("ml-cluster", "other"),
-                   lock_ttl=timedelta(hours=1), debounce=timedelta(minutes=2), clock=store.now)
-
-
-def _executions(starter: Starter) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = starter.sfn.list_executions(stateMachineArn=starter.state_machine_arn)["executions"]
-    return out
+    return starter_on(store)
 
 
 def test_execution_names_are_deterministic_per_window() -> None:
@@ -73,7 +64,7 @@ def test_a_run_holds_the_cluster_until_it_ends(starter: Starter, clock: TickingC
     event = load_event("hyperpod-node-health")
     first = starter.handle(event)
     assert first.status == "started"
-    [execution] = _executions(starter)
+    [execution] = executions(starter)
     assert json.loads(starter.sfn.describe_execution(executionArn=execution["executionArn"])["input"]) == {
         "cluster_name": "ml-cluster", "trigger": {"kind": "node-health", "event_id": event["id"],
                                                   "summary": parse_trigger(event).summary}}
@@ -83,7 +74,7 @@ def test_a_run_holds_the_cluster_until_it_ends(starter: Starter, clock: TickingC
     starter.sfn.stop_execution(executionArn=execution["executionArn"])
     third = starter.handle(event)
     assert third.status == "started"
-    assert len(_executions(starter)) == 2
+    assert len(executions(starter)) == 2
 
 
 def test_a_schedule_starts_every_managed_cluster_and_foreign_clusters_are_ignored(starter: Starter) -> None:
@@ -98,4 +89,4 @@ def test_a_schedule_starts_every_managed_cluster_and_foreign_clusters_are_ignore
 def test_a_bad_event_never_raises(starter: Starter) -> None:
     for event in (load_event("malformed-missing-detail"), None, [], "x", {"id": 7}):
         assert starter.handle(event).status == "malformed"
-    assert _executions(starter) == []
+    assert executions(starter) == []
