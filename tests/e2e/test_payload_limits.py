@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import boto3
 import pytest
 from support.emulator import in_process_emulator
-from support.item_size import ITEM_LIMIT, item_size
+from support.item_size import ITEM_LIMIT, every_item, item_size
 
 from rebalancer.app import wiring
 from rebalancer.catalog import specs as catalog
@@ -127,7 +127,7 @@ def test_a_thousand_teams_by_fifteen_types_fit_the_state_and_item_limits(capsys:
             assert "NotifyApplied" in stack.states_entered(arn)
             payloads = state_payloads(stack.history(arn))
             table = boto3.resource("dynamodb", region_name=stack.region).Table(wiring.store().table_name)
-            items = [(f"{i['pk']}/{i['sk']}", item_size(i)) for i in _scan(table)]
+            items = [(f"{i['pk']}/{i['sk']}", item_size(i)) for i in every_item(table)]
             plan = wiring.store().artifacts.get(arn.rsplit(":", 1)[-1], "PLAN")
     capsys.readouterr()
     moved = Counter(c["team"] for c in plan["changes"])
@@ -144,14 +144,3 @@ def test_a_thousand_teams_by_fifteen_types_fit_the_state_and_item_limits(capsys:
     assert len(plan["approval_reasons"]) >= 100
     assert largest_state[1] < STATE_LIMIT * MARGIN, largest_state
     assert largest_item[1] < ITEM_LIMIT * MARGIN, largest_item
-
-
-def _scan(table: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {}
-    while True:
-        page = table.scan(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

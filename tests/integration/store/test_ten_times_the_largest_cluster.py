@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from support.item_size import ITEM_LIMIT, item_size
+from support.item_size import ITEM_LIMIT, every_item, item_size
 from support.kube_api import cluster_queue, pod_set, workload
 from support.large_cluster import NOW, instance_types, synthetic
 from support.template import create_table
@@ -91,7 +91,8 @@ def test_ten_times_the_largest_cluster_with_hostile_tenants_fits_every_item_and_
     # state's input is drawn from this and the small results of Apply and Verify.
     state = {"run": run.model_dump(mode="json"), "plan": planned}
     state_size = len(json.dumps(state, ensure_ascii=False).encode())
-    items = [(f"{i['pk'][:40]}/{i['sk'][:40]}", item_size(i)) for i in _scan(store)]
+    table = boto3.resource("dynamodb", region_name="us-east-1").Table(store.table_name)
+    items = [(f"{i['pk'][:40]}/{i['sk'][:40]}", item_size(i)) for i in every_item(table)]
     largest = max(items, key=lambda x: x[1])
     stored = store.artifacts.get(run.execution_name, "PLAN")
     capsys.readouterr()
@@ -110,15 +111,3 @@ def test_ten_times_the_largest_cluster_with_hostile_tenants_fits_every_item_and_
 def _digest(doc: Any) -> str:
     """Of a document as the store writes it (sorted keys): two 83 MB documents compared without holding both."""
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _scan(store: Store) -> list[dict[str, Any]]:
-    table = boto3.resource("dynamodb", region_name="us-east-1").Table(store.table_name)
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {}
-    while True:
-        page = table.scan(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
