@@ -6,7 +6,6 @@ included) already raises the team's quota to what it reserves, so the quota is i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from support.clusters import policy, snapshot
 from support.props import properties
+from support.reservation_news import Told
 
 from rebalancer.app import reservations
 from rebalancer.domain.reservation import Reservation, occurrence_key, parse_every
@@ -116,18 +116,6 @@ def test_a_series_above_the_teams_cap_at_once_is_refused() -> None:
 
 
 # --- announced once each --------------------------------------------------------------------------------------
-@dataclass
-class Told:
-    """The messages the runs' news makes: one per kind of line."""
-
-    sent: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
-
-    def news(self, store: MemoryStore, at: datetime) -> list[str]:
-        """The run at `at`: the windows that began, then those that ended."""
-        started, ended = reservations.news(store.reservations, store.audit, "test", at)
-        self.sent += [(kind, tuple(lines)) for kind, lines in (("reservation_started", started),
-                                                               ("reservation_ended", ended)) if lines]
-        return started + ended
 
 
 def made(store: MemoryStore) -> Reservation:

@@ -4,12 +4,12 @@ and the end each announced once by the plan run that first sees them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from support.clock import T0, ticking
 from support.clusters import policy, snapshot
+from support.reservation_news import Told
 
 from rebalancer.app import reservations
 from rebalancer.app.notifications.messages import Message, render_blocks, render_text
@@ -22,20 +22,6 @@ from rebalancer_tools.fakes.memory_store import MemoryStore
 P5 = "ml.p5.48xlarge"
 POLICY = policy({"research": {}, "inference": {"guarantee": {P5: 16}}}, approval={"moved_accelerators": 16})
 SNAP = snapshot({P5: 8})
-
-
-@dataclass
-class Told:
-    """The messages the runs' news makes: one per kind of line."""
-
-    sent: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
-
-    def news(self, store: MemoryStore, at: datetime) -> list[str]:
-        """The run at `at`: the windows that began, then those that ended."""
-        started, ended = reservations.news(store.reservations, store.audit, "test", at)
-        self.sent += [(kind, tuple(lines)) for kind, lines in (("reservation_started", started),
-                                                               ("reservation_ended", ended)) if lines]
-        return started + ended
 
 
 def request(n: int, hours: float = 24) -> reservations.Request:
