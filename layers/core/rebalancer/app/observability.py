@@ -18,7 +18,7 @@ TRANSIENT_FAILURES = "TransientFailures"  # per Step; template.yaml's PolicyPlan
 
 # X-Ray patches every library it knows that is installed unless told which: requests and sqlite3 among them, which
 # nothing here calls (boto3 goes through botocore; Slack and the Kueue API through http.client). Importing them to
-# patch them cost every cold start ~30 ms.
+# patch them would add their imports to every cold start.
 PATCHED = ("botocore", "httplib")
 
 logger = Logger(service=SERVICE)

@@ -40,8 +40,8 @@ class Watch:
                  gap: timedelta) -> None:
         self.marks = marks
         self.audit = audit
-        # Makes the boto3 SageMaker client (ListClusterEvents) when a gap is first replayed: a client costs a cold
-        # start ~0.2 s, and most events come without a gap before them. None: gaps are not replayed.
+        # Makes the boto3 SageMaker client (ListClusterEvents) when a gap is first replayed, not at every cold
+        # start: most events come without a gap before them. None: gaps are not replayed.
         self.sagemaker = sagemaker
         self.gap = gap
 
