@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the stack's parts load moto: `rebalancer emulator run` read
     from rebalancer_tools.local.sandbox import Sandbox
     from rebalancer_tools.local.stack import LocalStack, SlackReceiver
 
-RUN_TIMEOUT = 60.0  # seconds a run may take to end or to ask (one takes about one on this machine)
+RUN_TIMEOUT = 60.0  # seconds a run may take to end or to ask: far more than a run of the sandbox takes
 RUN_ENDS_EVERY = 0.5  # seconds between two looks for runs that ended (EventBridge delivers within about that)
 # The functions' environment in the sandbox, where it differs from the template's, and why.
 SANDBOX_ENV = {
