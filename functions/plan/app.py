@@ -11,13 +11,20 @@ from rebalancer.app.observability import logger, publish_budget_usage, tracer, t
 from rebalancer.app.policy_source import policy_loader
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.plan import plan
+from rebalancer.forecast.deadline import Deadline
+
+# What the step does after the outlook's forecasts (storing the outlook and the run history, the news, the
+# result): a few table writes, given ten seconds so that a throttled write still has its retries.
+AFTER_OUTLOOK_S = 10.0
 
 
 @logger.inject_lambda_context(correlation_id_path="run.execution_name")
 @tracer.capture_lambda_handler
-def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.PlanConfig)
     given = state.parse(state.PlanInput, event, "plan")
+    deadline = Deadline.within(context.get_remaining_time_in_millis() / 1000 - AFTER_OUTLOOK_S)
     with transient_failures_counted("plan"):
         return plan(given.run, store=wiring.store(), load_policy=policy_loader(cfg), now=wiring.clock(),
-                    mode_override=cfg.mode_override, budget_figures=publish_budget_usage, recheck=given.recheck)
+                    mode_override=cfg.mode_override, budget_figures=publish_budget_usage, recheck=given.recheck,
+                    outlook_deadline=deadline)

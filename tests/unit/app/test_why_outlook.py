@@ -1,6 +1,7 @@
 """The plan step stores each run's outlook beside its plan (the estimated starts, the teams' standings) and keeps
 the run history the durations come from; `why` answers with both, the same in text, JSON and Slack's blocks, and
-as before for a run stored without one."""
+as before for a run stored without one. Past the step's deadline the forecasts stop and the outlook says so, the
+plan stored all the same."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from rebalancer.app.workflow.steps.plan import plan
 from rebalancer.budgets.metering import Reading
 from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.snapshot import RunningWorkload
+from rebalancer.forecast.deadline import Deadline
+from rebalancer.planning import eta
 from rebalancer_tools.fakes.memory_store import MemoryStore
 
 THIRD = "test-0003"
@@ -99,3 +102,27 @@ def test_a_run_stored_without_an_outlook_is_answered_as_before() -> None:
     assert answer.standing is None
     assert answer.waiting[0].eta is None
     assert not any("estimated" in line or "over the last" in line for line in answer.lines())
+
+
+def test_past_its_deadline_the_plan_step_stores_the_plan_and_an_outlook_that_says_so() -> None:
+    store = MemoryStore(now=ticking())
+    record_runs(store)
+    snap = waiting_snapshot().model_copy(update={"running_workloads": (
+        RunningWorkload(name="b-0", team="b", pool=P5, accelerators=20, pods=3, started=T0 - timedelta(hours=2)),)})
+    state.record_snapshot(store.artifacts, run(THIRD), snap)
+    store.durations.record(CLUSTER, RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10}))
+    passed = Deadline(0.0, clock=lambda: 1.0)
+    result = plan(run(THIRD), store=store, load_policy=lambda _: POLICY, now=T0, outlook_deadline=passed)
+    assert result["decision"] == "apply"
+    assert state.load_plan(store.artifacts, run(THIRD)).changes
+    outlook = Outlook.model_validate(store.artifacts.get(THIRD, "OUTLOOK"))
+    (gang,) = outlook.estimates
+    assert (gang.start, gang.unknown) == (None, eta.UNKNOWN["out_of_time"])
+    assert any("time ran out" in note for note in outlook.notes)
+    in_time = MemoryStore(now=ticking())
+    record_runs(in_time)
+    state.record_snapshot(in_time.artifacts, run(THIRD), snap)
+    in_time.durations.record(CLUSTER, RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10}))
+    plan(run(THIRD), store=in_time, load_policy=lambda _: POLICY, now=T0, outlook_deadline=Deadline(2.0, lambda: 1.0))
+    (estimated,) = Outlook.model_validate(in_time.artifacts.get(THIRD, "OUTLOOK")).estimates
+    assert estimated.start is not None

@@ -1,12 +1,16 @@
 """The forecast's controller and its answers: the staged plan applies after its delay, the planner runs every
 interval (never while a plan waits to be applied, never more than its runs), the range replays the point's plans;
-a workload that cannot start says why."""
+a workload that cannot start says why; past a deadline the forecasts stop, and say so."""
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 
-from rebalancer.forecast.durations import History
+from rebalancer.forecast.deadline import Deadline
+from rebalancer.forecast.durations import Drawn, History
 from rebalancer.forecast.engine import Controller, Quotas, forecast
 from rebalancer.forecast.estimate import Estimate, estimate
 from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Start, Waiting
@@ -96,3 +100,44 @@ def test_a_workload_of_a_team_without_a_queue_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match=r"^a workload of team 'x' in pool ml\.p5\.48xlarge, which lists no queue "
                                          r"of that team$"):
         forecast(Cluster(0.0, (pool,)), Exactly())
+
+
+class Reads:
+    """A clock that counts its reads: it reads `n` after the n-th."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self) -> float:
+        self.n += 1
+        return float(self.n)
+
+
+def test_a_forecast_past_its_deadline_keeps_the_starts_it_reached_and_says_why_for_the_rest() -> None:
+    two = Cluster(0.0, (Pool(P, 16, (Queue("a", 16), Queue("b", 8)), running=(Running("b-1", "b", 8, 0.0),),
+                             waiting=(Waiting("a-1", "a", 8, 0.0), Waiting("a-2", "a", 8, 0.0))),))
+    assert forecast(two, Exactly()).starts == {"a-1": Start(0.0), "a-2": Start(H)}  # a-2 when b's run ends
+    passed = Deadline(0.0, clock=lambda: 1.0)
+    assert forecast(two, Exactly(), deadline=passed).starts == {"a-1": Start(0.0), "a-2": Start(None, "out_of_time")}
+    assert passed.reached
+    later = Deadline(2.0, clock=lambda: 1.0)
+    assert forecast(two, Exactly(), deadline=later).starts == {"a-1": Start(0.0), "a-2": Start(H)}
+    assert not later.reached
+
+
+def test_past_the_deadline_the_estimate_rests_on_the_forecasts_already_made() -> None:
+    spread = History({"a": (H,) * 5, "b": tuple(k * H for k in range(1, 11))})  # b's run ends after 1 to 10 hours
+    whole = estimate(cluster(16), spread)["a-1"]
+    assert whole.earliest is not None
+    assert whole.latest is not None
+    assert whole.earliest < whole.latest
+    counting = Reads()  # the first forecast alone, as estimate draws it: how often it reads the clock
+    first = forecast(cluster(16), Drawn(spread, random.Random(f"{0.0!r}:0")), deadline=Deadline(math.inf, counting))
+    start = first.starts["a-1"].at
+    # the deadline passes at the first read after the first forecast: the others are not made
+    cut = Deadline(counting.n + 0.5, clock=Reads())
+    assert start != whole.start
+    assert estimate(cluster(16), spread, deadline=cut)["a-1"] == Estimate(start, start, start)
+    assert cut.reached
+    assert estimate(cluster(16), spread, deadline=Deadline(0.0, clock=lambda: 1.0))["a-1"] == \
+        Estimate(None, unknown="out_of_time")

@@ -6,7 +6,8 @@ caller's planner) re-plans the quotas every interval, its decision applied after
 arrives after the moment the forecast starts from: it answers when each workload waiting now starts if nothing
 else comes. Pure and deterministic; bounded by `horizon_s`, the controller's `max_replans` and `work` (queue heads
 looked at: what a scheduling pass costs grows with the queues that wait, so a bound on time at 1,000 teams is a bound
-on them)."""
+on them). A caller with a deadline of its own (the plan step's Lambda timeout) passes a `Deadline` too: the one
+bound that depends on the machine, so that a cluster larger than the work bound was set for cannot stop a run."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.kueue import borrowing_room, cohort_room, fair_share_key, reclaim_victims
 from rebalancer.forecast.model import Cluster, NoStart, Pool, Queue, Running, Start, Waiting
 
@@ -343,10 +345,11 @@ class _Run:
 
 
 def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str] | None = None,
-             controller: Controller | None = None, horizon_s: float = 90 * DAY_S, work: int = WORK) -> Forecast:
+             controller: Controller | None = None, horizon_s: float = 90 * DAY_S, work: int = WORK,
+             deadline: Deadline | None = None) -> Forecast:
     """When each waiting workload (of `targets`, default all) first starts, or why it does not: larger than its
     pool, never admitted as the quotas stand (nothing left that would change them), not within `horizon_s` of the
-    cluster's moment, or not within the `work` the forecast may do."""
+    cluster's moment, not within the `work` the forecast may do, or not before `deadline`."""
     run = _Run(cluster, durations, controller)
     wanted = {j for j, job in enumerate(run.jobs)
               if isinstance(job, Waiting) and (targets is None or job.job in targets)}
@@ -366,6 +369,9 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
             break
         if t > end or run.looked > work:
             stopped = "beyond_horizon" if t > end else "beyond_work"
+            break
+        if deadline is not None and deadline.passed():
+            stopped = "out_of_time"
             break
         dirty = run.advance(t)
     return Forecast({run.jobs[j].job: run.start_of(j, stopped) for j in wanted}, run.plans)

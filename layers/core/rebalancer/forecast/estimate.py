@@ -2,7 +2,8 @@
 (rebalancer.forecast.engine) that differ only in the durations they draw (rebalancer.forecast.durations): the
 estimate is the median of the starts they give, the range their lower and upper quartiles. A workload the median
 forecast does not start has no estimate, and says why. The controller plans in the first forecast only; the others
-replay its plans."""
+replay its plans. Past a `Deadline` no further forecast is made: the estimate is the median of those that ended
+(the first always counts), and a workload the first did not start by then has none ("out_of_time")."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
+from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import Drawn, History
 from rebalancer.forecast.engine import DAY_S, WORK, Controller, forecast
 from rebalancer.forecast.model import Cluster, NoStart
@@ -36,7 +38,7 @@ class Estimate:
 
 def estimate(cluster: Cluster, history: History, *, targets: Collection[str] | None = None,
              controller: Controller | None = None, horizon_s: float = HORIZON_S,
-             work: int = 2 * WORK) -> dict[str, Estimate]:
+             work: int = 2 * WORK, deadline: Deadline | None = None) -> dict[str, Estimate]:
     """The estimate of each waiting workload of `targets` (default all). `work`: the bound of all the forecasts
     together, a DRAWS-th each (a draw cut short counts as later than it reaches); twice one forecast's default,
     a few seconds here at 1,000 teams (benchmarks/outlook_bench.py)."""
@@ -44,15 +46,22 @@ def estimate(cluster: Cluster, history: History, *, targets: Collection[str] | N
         return Drawn(history, random.Random(f"{cluster.at!r}:{d}"))
 
     first = forecast(cluster, drawn(0), targets=targets, controller=controller, horizon_s=horizon_s,
-                     work=work // DRAWS)
+                     work=work // DRAWS, deadline=deadline)
     replay = controller.replaying(first.plans) if controller is not None else None
-    runs = [first.starts] + [forecast(cluster, drawn(d), targets=targets, controller=replay, horizon_s=horizon_s,
-                                      work=work // DRAWS).starts for d in range(1, DRAWS)]
+    runs = [first.starts]
+    for d in range(1, DRAWS):
+        if deadline is not None and deadline.passed():
+            break
+        later = forecast(cluster, drawn(d), targets=targets, controller=replay, horizon_s=horizon_s,
+                         work=work // DRAWS, deadline=deadline)
+        if deadline is None or not deadline.reached:  # one cut short would put what it did not reach at the end
+            runs.append(later.starts)
+    n = len(runs)
     out: dict[str, Estimate] = {}
     for job in first.starts:
         starts = [r[job] for r in runs]
         times = sorted(s.at if s.at is not None else math.inf for s in starts)
-        mid, lo, hi = times[DRAWS // 2], times[DRAWS // 4], times[DRAWS - 1 - DRAWS // 4]
+        mid, lo, hi = times[n // 2], times[n // 4], times[n - 1 - n // 4]
         if mid == math.inf:
             reason = next(s.reason for s in starts if s.at is None)
             unknown: Unknown | None = reason if history or reason == "larger_than_pool" else "no_history"

@@ -70,7 +70,7 @@ class Cluster:
     priorities: bool = False
 
 
-NoStart = Literal["larger_than_pool", "never_admitted", "beyond_horizon", "beyond_work"]
+NoStart = Literal["larger_than_pool", "never_admitted", "beyond_horizon", "beyond_work", "out_of_time"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from rebalancer.domain.pools import held
 from rebalancer.domain.quotas import ComputeQuota, ComputeQuotaResource
 from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources, Snapshot
 from rebalancer.forecast import model as fc
+from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import History
 from rebalancer.forecast.engine import Controller, Quotas
 from rebalancer.forecast.estimate import HORIZON_S, Estimate, estimate
@@ -206,19 +207,22 @@ UNKNOWN = {
     "beyond_horizon": f"it does not start within {HORIZON_S / 86_400:g} days of the snapshot",
     "beyond_work": "so much waits ahead of it that the forecast stopped before it started (the bound that keeps the "
                    "plan step within its time)",
+    "out_of_time": "the plan step's time ran out before the forecast reached its start (this cluster is larger than "
+                   "the forecast's bounds were set for)",
     "no_history": "no workload of this cluster has been seen to finish yet: there is no duration to estimate from",
 }
 
 
 def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, applies: bool,
-              context: PlanningContext | None, history: RunHistory, replans: int = REPLANS) -> tuple[WorkloadEta, ...]:
+              context: PlanningContext | None, history: RunHistory, replans: int = REPLANS,
+              deadline: Deadline | None = None) -> tuple[WorkloadEta, ...]:
     """Every pending workload's estimate (a workload waiting on several types, one per type). Without a policy
-    the quotas stay as they are in the forecast."""
+    the quotas stay as they are in the forecast. `deadline`: when the forecasts must stop (the plan step's)."""
     if not snapshot.pending_workloads:
         return ()
     cluster = cluster_of(snapshot)
     got = estimate(cluster, History(dict(history.finished)),
-                   controller=controller(snapshot, policy, plan, applies, context, replans))
+                   controller=controller(snapshot, policy, plan, applies, context, replans), deadline=deadline)
     spent = _budgets_spent(snapshot, policy, context)
     out = []
     for w in snapshot.pending_workloads:

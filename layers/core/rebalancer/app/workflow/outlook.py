@@ -13,6 +13,7 @@ from rebalancer.app.workflow.state import Artifacts, RunRef
 from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.forecast.deadline import Deadline
 from rebalancer.planning import eta, standing
 
 
@@ -36,31 +37,38 @@ class HistoryAndMeter(Protocol):
 
 
 def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | None, history: RunHistory,
-               received: dict[str, dict[str, float]], *, replans: int = eta.REPLANS) -> Outlook:
+               received: dict[str, dict[str, float]], *, replans: int = eta.REPLANS,
+               deadline: Deadline | None = None) -> Outlook:
     """The outlook of a snapshot already folded into `history` (eta.history_after); `planned`: its plan (None:
     not planned), applied in the forecast when the run applies it by itself. Without a policy (a snapshot looked
-    at without one) no team has a share: no standings, and the quotas stay as they are in the forecast."""
+    at without one) no team has a share: no standings, and the quotas stay as they are in the forecast.
+    `deadline`: when the forecasts must stop, so that the run's own steps keep their time."""
     context = planned.context if planned is not None else None
     estimates = eta.estimates(snapshot, policy, planned.plan if planned else None,
                               applies=planned is not None and planned.decision == "apply", context=context,
-                              history=history, replans=replans if planned is not None else 0)
+                              history=history, replans=replans if planned is not None else 0, deadline=deadline)
     finished = sum(len(d) for d in history.finished.values())
-    notes = (f"durations from the {finished:,} most recent runs seen to finish "
-             f"({len(history.finished)} teams); the forecast assumes no new work arrives",) if estimates else ()
+    notes: tuple[str, ...] = (f"durations from the {finished:,} most recent runs seen to finish "
+                              f"({len(history.finished)} teams); the forecast assumes no new work arrives",
+                              ) if estimates else ()
+    if deadline is not None and deadline.reached:
+        notes += ("the plan step's time ran out before the forecasts ended: the estimates rest on fewer of them, "
+                  "and a workload the first had not started by then has none",)
     standings = (standing.standings(snapshot, policy, received, context.budget_usage if context is not None else {})
                  if policy is not None else {})
     return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes)
 
 
 def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, policy: Policy,
-                   planned: RunPlan) -> Outlook:
+                   planned: RunPlan, deadline: Deadline | None = None) -> Outlook:
     """The run history moved on to `snapshot`, the outlook stored as the run's OUTLOOK, the history kept for the
     next run."""
     cluster = run.cluster_name
     history = eta.history_after(store.durations.history(cluster), snapshot)
     received = (dict(planned.context.trailing_usage) if policy.fairness.window_hours is not None
                 else budgets.received(store.meter, cluster, standing.window_hours(policy), snapshot.taken_at))
-    outlook = outlook_of(snapshot, policy, planned, history, {t: dict(h) for t, h in received.items()})
+    outlook = outlook_of(snapshot, policy, planned, history, {t: dict(h) for t, h in received.items()},
+                         deadline=deadline)
     store.artifacts.put(run.execution_name, "OUTLOOK", outlook.model_dump(mode="json"))
     store.durations.record(cluster, history)
     return outlook

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rebalancer.app.workflow import outlook
     from rebalancer.domain.budget import BudgetUsage
     from rebalancer.domain.snapshot import Snapshot
+    from rebalancer.forecast.deadline import Deadline
 
     class RecordsSourcesApprovalsAndHistory(rechecking.RecordsSourcesAndApprovals, outlook.HistoryAndMeter, Protocol):
         """What the plan use case records in and plans from, the approvals a recheck supersedes, and the run
@@ -38,8 +39,9 @@ UsageFigures = Callable[[str, dict[str, tuple[float, float]]], None]
 
 def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: Callable[[str], Policy],
          now: datetime, mode_override: str = "", budget_figures: UsageFigures | None = None,
-         recheck: Recheck | None = None) -> dict[str, Any]:
-    """`budget_figures` takes each team's budget use, published at every run."""
+         recheck: Recheck | None = None, outlook_deadline: Deadline | None = None) -> dict[str, Any]:
+    """`budget_figures` takes each team's budget use, published at every run. `outlook_deadline`: when the
+    outlook's forecasts must stop, so that the step ends within its timeout whatever the cluster's size."""
     try:
         policy = load_policy(run.cluster_name)
     except PermanentError as e:
@@ -64,7 +66,7 @@ def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: 
     run_plan.record_plan(store, run, planned)
     from rebalancer.app.workflow.outlook import record_outlook  # the forecast: loaded when a run is planned
 
-    record_outlook(store, run, snapshot, policy, planned)
+    record_outlook(store, run, snapshot, policy, planned, outlook_deadline)
     news = news_of(store, run, policy, snapshot, planned.context.budget_usage)
     return _result(planned.decision, policy, news=news.count())
 
