@@ -141,3 +141,12 @@ def test_past_the_deadline_the_estimate_rests_on_the_forecasts_already_made() ->
     assert cut.reached
     assert estimate(cluster(16), spread, deadline=Deadline(0.0, clock=lambda: 1.0))["a-1"] == \
         Estimate(None, unknown="out_of_time")
+
+
+def test_the_estimate_draws_its_durations_the_way_it_is_given() -> None:
+    class TwoHours(Exactly):
+        def remaining(self, job: Running, at: float) -> float:
+            return 2 * H - (at - job.started)
+
+    assert estimate(cluster(16), HOURLY)["a-1"] == Estimate(H, H, H)
+    assert estimate(cluster(16), HOURLY, draw=lambda _history, _rng: TwoHours())["a-1"] == Estimate(2 * H, 2 * H, 2 * H)

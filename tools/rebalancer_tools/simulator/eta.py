@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rebalancer.forecast.durations import History
+from rebalancer.forecast.durations import Drawn, History
 from rebalancer.forecast.engine import Controller, Quotas
-from rebalancer.forecast.estimate import estimate
+from rebalancer.forecast.estimate import DrawFrom, estimate
 from rebalancer.forecast.model import Cluster
 from rebalancer.planning.eta import REPLANS
 from rebalancer_tools.simulator.results import RawResult
@@ -23,18 +23,19 @@ WITHIN = 2.0  # an estimate counts when the wait it gives is within a factor 2 o
 
 class Estimator:
     """An `EtaProbe`: the estimate of the jobs asked about; with `replan` (the strategy's controller, as the
-    forecast calls it) the forecast re-plans every `interval_s`, applied `apply_delay_s` later."""
+    forecast calls it) the forecast re-plans every `interval_s`, applied `apply_delay_s` later. `draw`: how the
+    durations are drawn (the controller's way unless a measurement says otherwise: benchmarks/eta_bounds.py)."""
 
     def __init__(self, replan: Callable[[Cluster], Quotas | None] | None = None, interval_s: float = 900.0,
-                 apply_delay_s: float = 120.0, max_replans: int = REPLANS) -> None:
+                 apply_delay_s: float = 120.0, max_replans: int = REPLANS, draw: DrawFrom = Drawn) -> None:
         self.replan, self.interval_s, self.apply_delay_s = replan, interval_s, apply_delay_s
-        self.max_replans = max_replans
+        self.max_replans, self.draw = max_replans, draw
 
     def __call__(self, cluster: Cluster, history: History, targets: tuple[str, ...],
                  staged: tuple[float, dict[str, dict[str, int]]] | None) -> dict[str, float | None]:
         controller = (Controller(self.replan, self.interval_s, self.apply_delay_s, self.max_replans, staged)
                       if self.replan is not None else None)
-        answers = estimate(cluster, history, targets=targets, controller=controller)
+        answers = estimate(cluster, history, targets=targets, controller=controller, draw=self.draw)
         return {job: e.start for job, e in answers.items()}
 
 

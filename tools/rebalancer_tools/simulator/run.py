@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput
+from rebalancer.forecast.durations import Drawn
+from rebalancer.forecast.estimate import DrawFrom
 from rebalancer.parsing.text import short
 from rebalancer_tools.simulator.autoscaling import Autoscaling
 from rebalancer_tools.simulator.engine import Controller, Failures, PoolSpec, SimConfig, Simulation
@@ -173,8 +175,9 @@ def run_strategy(sc: Scenario, strategy: str, progress: Callable[[float], None] 
 
 
 def simulate(sc: Scenario, strategy: str, progress: Callable[[float], None] | None = None,
-             controller: Controller | None = None) -> tuple[StrategyResult, Simulation]:
-    """One strategy's run: its result, and the simulation it ran (node-hours and scaling of autoscaled pools)."""
+             controller: Controller | None = None, draw: DrawFrom = Drawn) -> tuple[StrategyResult, Simulation]:
+    """One strategy's run: its result, and the simulation it ran (node-hours and scaling of autoscaled pools).
+    `draw`: how the estimates' forecasts draw durations (the controller's way but in a measurement of it)."""
     sc.check()
     queues, queue_of_team = _queues(sc, strategy)
     sharing = strategy in ("builtin", "rebalancer")
@@ -190,7 +193,7 @@ def simulate(sc: Scenario, strategy: str, progress: Callable[[float], None] | No
     estimator = None
     if sc.eta:
         replan = getattr(controller, "replan", None)
-        estimator = Estimator(replan, sc.controller_interval_s, sc.apply_delay_s)
+        estimator = Estimator(replan, sc.controller_interval_s, sc.apply_delay_s, draw=draw)
     sim = Simulation(sc.resolved_jobs(), [t.name for t in sc.teams], queues, queue_of_team, config, controller,
                      weights=[t.weight for t in sc.teams], eta=estimator)
     result = summarize(strategy, sim.run(progress))

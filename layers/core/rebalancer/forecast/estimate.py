@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal
 
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import Drawn, History
-from rebalancer.forecast.engine import DAY_S, WORK, Controller, forecast
+from rebalancer.forecast.engine import DAY_S, WORK, Controller, Durations, forecast
 from rebalancer.forecast.model import Cluster, NoStart
 
 # Five draws: a median and two quartiles that are draws themselves (the 2nd, 3rd and 4th of five), at five
@@ -23,6 +23,8 @@ from rebalancer.forecast.model import Cluster, NoStart
 DRAWS = 5
 HORIZON_S = 90 * DAY_S  # a quarter: longer than any wait the bench scenarios' rebalancer gives a job at p95
 Unknown = NoStart | Literal["no_history"]
+# How a forecast's durations are drawn from the history with its generator: rebalancer.forecast.durations.Drawn.
+DrawFrom = Callable[[History, random.Random], Durations]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +40,13 @@ class Estimate:
 
 def estimate(cluster: Cluster, history: History, *, targets: Collection[str] | None = None,
              controller: Controller | None = None, horizon_s: float = HORIZON_S,
-             work: int = 2 * WORK, deadline: Deadline | None = None) -> dict[str, Estimate]:
+             work: int = 2 * WORK, deadline: Deadline | None = None,
+             draw: DrawFrom = Drawn) -> dict[str, Estimate]:
     """The estimate of each waiting workload of `targets` (default all). `work`: the bound of all the forecasts
     together, a DRAWS-th each (a draw cut short counts as later than it reaches); twice one forecast's default,
     a few seconds here at 1,000 teams (benchmarks/outlook_bench.py)."""
-    def drawn(d: int) -> Drawn:
-        return Drawn(history, random.Random(f"{cluster.at!r}:{d}"))
+    def drawn(d: int) -> Durations:
+        return draw(history, random.Random(f"{cluster.at!r}:{d}"))
 
     first = forecast(cluster, drawn(0), targets=targets, controller=controller, horizon_s=horizon_s,
                      work=work // DRAWS, deadline=deadline)
