@@ -16,7 +16,7 @@ from rebalancer.app.why import why
 from rebalancer.app.workflow import run_plan, state
 from rebalancer.app.workflow.steps.plan import plan
 from rebalancer.budgets.metering import Reading
-from rebalancer.domain.outlook import Outlook, RunHistory
+from rebalancer.domain.outlook import Outcome, Outlook, RunHistory
 from rebalancer.domain.snapshot import RunningWorkload
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.planning import eta
@@ -26,14 +26,16 @@ THIRD = "test-0003"
 POLICY = policy({"a": {}, "b": {"weight": 3}})
 
 
-def stored_run(store: MemoryStore) -> None:
+def stored_run(store: MemoryStore, outcomes: tuple[Outcome, ...] = ()) -> None:
     """Run 3 through the plan step: a's 16-GPU gang waits; b runs 20 of 24 since 2 h ago, a 8 since 1 h; b's
-    runs have lasted 3 h, a's 1 h; over the week a received 100 accelerator-hours of p5, b 300."""
+    runs have lasted 3 h, a's 1 h; over the week a received 100 accelerator-hours of p5, b 300; `outcomes`: how the
+    estimates of earlier runs turned out."""
     snap = waiting_snapshot().model_copy(update={"running_workloads": (
         RunningWorkload(name="a-0", team="a", pool=P5, accelerators=8, pods=1, started=T0 - timedelta(hours=1)),
         RunningWorkload(name="b-0", team="b", pool=P5, accelerators=20, pods=3, started=T0 - timedelta(hours=2)))})
     state.record_snapshot(store.artifacts, run(THIRD), snap)
-    store.durations.record(CLUSTER, RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10}))
+    store.durations.record(CLUSTER, RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10},
+                                               outcomes=outcomes))
     store.meter.record(CLUSTER, Reading(at=T0 - timedelta(hours=1), rates={"a": {P5: (100.0, 0.0)},
                                                                           "b": {P5: (300.0, 0.0)}}),
                        timedelta(hours=2))
@@ -126,3 +128,23 @@ def test_past_its_deadline_the_plan_step_stores_the_plan_and_an_outlook_that_say
     plan(run(THIRD), store=in_time, load_policy=lambda _: POLICY, now=T0, outlook_deadline=Deadline(2.0, lambda: 1.0))
     (estimated,) = Outlook.model_validate(in_time.artifacts.get(THIRD, "OUTLOOK")).estimates
     assert estimated.start is not None
+
+
+def test_why_says_how_the_estimates_here_have_turned_out() -> None:
+    store = MemoryStore(now=ticking())
+    record_runs(store)
+    stored_run(store)
+    assert not any(line.startswith("estimates here lately") for line in why(store, CLUSTER, "a").lines())
+    assert store.durations.history(CLUSTER).told.keys() == {f"pretrain@{P5}"}  # what the gang was told, kept
+    measured = MemoryStore(now=ticking())
+    record_runs(measured)
+    stored_run(measured, outcomes=(Outcome(waited_s=7200.0, estimated_s=5400.0), Outcome(waited_s=7200.0),
+                                   Outcome(waited_s=7200.0, estimated_s=600.0), Outcome(waited_s=3600.0,
+                                                                                        estimated_s=7200.0)))
+    answer = why(measured, CLUSTER, "a")
+    said = ("estimates here lately: 50 % of the last 4 workloads that waited an hour or more started within 2× of "
+            "the wait first estimated")
+    assert answer.lines()[-1] == said
+    assert answer.model_dump(mode="json")["track_record"] == {"workloads": 4, "within_2x": 0.5}
+    context = message(answer)["blocks"][-1]["elements"][0]["text"]
+    assert said in context

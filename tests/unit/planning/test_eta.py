@@ -4,14 +4,23 @@ and an estimate, or why there is none, for each pending workload."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from support.clusters import T0, policy, quota, snapshot
 
 from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.context import PlanningContext
-from rebalancer.domain.outlook import RunHistory, Seen
+from rebalancer.domain.outlook import (
+    OUTCOMES_KEPT,
+    TOLD_KEPT,
+    Outcome,
+    RunHistory,
+    Seen,
+    Told,
+    TrackRecord,
+    WorkloadEta,
+)
 from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload, Snapshot
 from rebalancer.planning import eta
 from rebalancer.planning.planner import make_plan
@@ -138,3 +147,58 @@ def test_the_history_learns_a_run_from_the_runs_that_saw_it() -> None:
     assert eta.history_after(h2, again).finished == h2.finished
     many = RunHistory(finished={"b": tuple(float(i) for i in range(60))})
     assert len(eta.history_after(many, later).finished["b"]) == 50
+
+
+def pending(name: str, created: datetime, team: str = "a") -> PendingWorkload:
+    return PendingWorkload(name=name, team=team, pool=P5, accelerators=8, pods=1, created=created)
+
+
+def started(name: str, at: datetime, team: str = "a") -> RunningWorkload:
+    return RunningWorkload(name=name, team=team, pool=P5, accelerators=8, pods=1, started=at)
+
+
+def seen(at: datetime, waiting: tuple[PendingWorkload, ...] = (),
+         running: tuple[RunningWorkload, ...] = ()) -> Snapshot:
+    return busy().model_copy(update={"taken_at": at, "pending_workloads": waiting, "running_workloads": running})
+
+
+def test_the_track_record_sets_each_wait_of_an_hour_or_more_against_its_first_estimate() -> None:
+    # first seen at T0: w1 (waiting since T0 - 1 h) told T0 + 1 h, w2 told nothing, w3 told T0 + 30 min
+    now = seen(T0, (pending("w1", T0 - H), pending("w2", T0 - H), pending("w3", T0)))
+    told = [WorkloadEta(name="w1", team="a", pool=P5, start=T0 + H), WorkloadEta(name="w2", team="a", pool=P5),
+            WorkloadEta(name="w3", team="a", pool=P5, start=T0 + H / 2)]
+    h1 = eta.told_after(eta.history_after(RunHistory(), now), told, now)
+    assert eta.track_record(h1) is None
+    # the next run tells w1 something else: its first estimate stays
+    again = seen(T0 + H / 4, now.pending_workloads)
+    later = [WorkloadEta(name="w1", team="a", pool=P5, start=T0 + 9 * H)]
+    h2 = eta.told_after(eta.history_after(h1, again), later, again)
+    assert h2.told[f"w1@{P5}"].start == T0 + H
+    # at T0 + 4 h all three run: w1 waited 4 h against 2 h told (within 2×), w2 3 h against nothing (a miss);
+    # w3 started after 30 min: under the hour, not measured
+    ran = seen(T0 + 4 * H, running=(started("w1", T0 + 3 * H), started("w2", T0 + 2 * H), started("w3", T0 + H / 2)))
+    h3 = eta.history_after(h2, ran)
+    assert h3.outcomes == (Outcome(waited_s=4 * 3600.0, estimated_s=2 * 3600.0), Outcome(waited_s=3 * 3600.0))
+    assert h3.told == {}
+    assert eta.track_record(h3) == TrackRecord(workloads=2, within_2x=0.5)
+    # one told 2 h that waited 5 h: outside 2×
+    late = eta.told_after(h3, [WorkloadEta(name="w4", team="a", pool=P5, start=T0 + 6 * H)], seen(T0 + 4 * H, (
+        pending("w4", T0 + 4 * H),)))
+    h5 = eta.history_after(late, seen(T0 + 9 * H, running=(started("w4", T0 + 9 * H),)))
+    record = eta.track_record(h5)
+    assert record is not None
+    assert (record.workloads, record.within_2x) == (3, pytest.approx(1 / 3))
+
+
+def test_what_the_track_record_keeps_is_bounded_and_a_sample_that_does_not_move() -> None:
+    many = tuple(pending(f"w{i}", T0 - H) for i in range(TOLD_KEPT + 50))
+    now = seen(T0, many)
+    h1 = eta.told_after(eta.history_after(RunHistory(), now), (), now)
+    assert len(h1.told) == TOLD_KEPT
+    h2 = eta.told_after(eta.history_after(h1, seen(T0 + H / 4, many)), (), seen(T0 + H / 4, many))
+    assert h2.told == h1.told
+    full = RunHistory(outcomes=(Outcome(waited_s=7200.0),) * OUTCOMES_KEPT,
+                      told={f"w@{P5}": Told(queued=T0 - 2 * H, start=T0)})
+    h3 = eta.history_after(full, seen(T0 + H, running=(started("w", T0),)))
+    assert len(h3.outcomes) == OUTCOMES_KEPT
+    assert h3.outcomes[-1] == Outcome(waited_s=7200.0, estimated_s=7200.0)

@@ -1,14 +1,19 @@
 """What the plan step stores with each run for the teams' questions (`rebalancer why`, `/rebalancer why`): each
 pending workload's estimated start (rebalancer.planning.eta) and each team's standing over the fair-share window
 (rebalancer.planning.standing), so that the answer reads one stored document instead of computing within Slack's
-three seconds. Also what the plan step carries from run to run to estimate durations: the workloads running as
-last seen, and the run durations of those seen to finish (`RunHistory`)."""
+three seconds. Also what the plan step carries from run to run (`RunHistory`): to estimate durations, the
+workloads running as last seen and the run durations of those seen to finish; to say how good the estimates have
+been, what a sample of the pending workloads was first told and how the latest starts turned out against it."""
 
 from pydantic import AwareDatetime, Field, NonNegativeFloat
 
 from rebalancer.domain.frozen import Frozen
 
 DURATIONS_KEPT = 50  # per team, newest last (rebalancer.forecast.durations.KEPT says why)
+# Pending workloads whose first estimate is kept until they start: a sample by the hash of their name (unbiased, and
+# a bounded item at 10,000 pending); 1,000 gives the latest OUTCOMES_KEPT within a day or two on a busy cluster.
+TOLD_KEPT = 1_000
+OUTCOMES_KEPT = 200  # the track record's workloads: its share within ±3.5 points (one standard error at 50 %)
 
 
 class WorkloadEta(Frozen):
@@ -40,11 +45,21 @@ class Standing(Frozen):
     budget: str | None = None  # `budget 92 % used (…)`, for a team with a budget
 
 
+class TrackRecord(Frozen):
+    """How the estimates on this cluster have turned out: of the latest `workloads` that waited an hour or more
+    before they started, the share whose first estimate put their wait within a factor 2 of what it was (the
+    figure `rebalancer simulate` reports as `eta.within_2x`)."""
+
+    workloads: int
+    within_2x: float
+
+
 class Outlook(Frozen):
     taken_at: AwareDatetime
     estimates: tuple[WorkloadEta, ...] = ()
     standing: dict[str, Standing] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the estimates rest on (finished runs seen, re-plans)
+    track_record: TrackRecord | None = None  # None: no workload measured yet
 
 
 class Seen(Frozen):
@@ -55,6 +70,23 @@ class Seen(Frozen):
     last_seen: AwareDatetime
 
 
+class Told(Frozen):
+    """What a pending workload was told the first time a run saw it: since when it waits, and its estimated start
+    (None: it was given none)."""
+
+    queued: AwareDatetime
+    start: AwareDatetime | None = None
+
+
+class Outcome(Frozen):
+    """A workload that waited an hour or more: how long, and how long its first estimate said (None: none)."""
+
+    waited_s: NonNegativeFloat
+    estimated_s: float | None = None
+
+
 class RunHistory(Frozen):
     running: dict[str, Seen] = Field(default_factory=dict)  # by workload name and pool (`name@pool`)
     finished: dict[str, tuple[float, ...]] = Field(default_factory=dict)  # team → run durations (s), newest last
+    told: dict[str, Told] = Field(default_factory=dict)  # by `name@pool`: at most TOLD_KEPT, until they start
+    outcomes: tuple[Outcome, ...] = ()  # newest last, at most OUTCOMES_KEPT

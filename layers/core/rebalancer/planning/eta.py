@@ -9,11 +9,22 @@ has run (Snapshot.running_workloads) and the run durations of the team's workloa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from rebalancer.domain.context import PlanningContext
-from rebalancer.domain.outlook import DURATIONS_KEPT, RunHistory, Seen, WorkloadEta
+from rebalancer.domain.outlook import (
+    DURATIONS_KEPT,
+    OUTCOMES_KEPT,
+    TOLD_KEPT,
+    Outcome,
+    RunHistory,
+    Seen,
+    Told,
+    TrackRecord,
+    WorkloadEta,
+)
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import held
@@ -31,6 +42,10 @@ from rebalancer.planning.why import DEFAULT_BORROW_LIMIT, capacity
 REPLANS = 4
 REPLAN_EVERY_S = 900.0
 APPLY_DELAY_S = 120.0  # a plan that applies by itself is in place within the run's apply and verify steps
+# The track record's measure, as `rebalancer simulate` measures the estimates: the workloads that waited at least an
+# hour, each within a factor WITHIN of its wait or not.
+WAITED_S = 3600.0
+WITHIN = 2.0
 
 
 def _key(name: str, pool: str) -> str:
@@ -49,7 +64,9 @@ def _at(t: float) -> datetime:
 def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
     """The run history once `snapshot` is seen: a workload seen running before and neither running nor pending now
     has finished, after running from its start to about halfway between the run that last saw it and this one; one
-    pending again was preempted (not a run that finished). Each team keeps its newest DURATIONS_KEPT."""
+    pending again was preempted (not a run that finished). Each team keeps its newest DURATIONS_KEPT. A workload
+    told an estimate and running now has started: if it waited an hour or more, its wait against that estimate is
+    an outcome (the newest OUTCOMES_KEPT are kept); one neither running nor pending is forgotten."""
     now = snapshot.taken_at
     running: dict[str, Seen] = {}
     for w in snapshot.running_workloads:
@@ -58,13 +75,45 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
         started = w.started or (before.started if before else now)
         running[key] = Seen(team=w.team, started=started, last_seen=now)
     waiting = {_key(w.name, w.pool) for w in snapshot.pending_workloads}
+    told = {k: t for k, t in previous.told.items() if k in waiting}
+    outcomes = list(previous.outcomes)
+    for key, t in sorted(previous.told.items(), key=lambda kv: kv[1].queued):
+        seen = running.get(key)
+        waited = (seen.started - t.queued).total_seconds() if seen is not None and key not in told else 0.0
+        if waited >= WAITED_S:
+            outcomes.append(Outcome(waited_s=waited, estimated_s=None if t.start is None else
+                                    (t.start - t.queued).total_seconds()))
     finished = {t: list(d) for t, d in previous.finished.items()}
     for key, seen in sorted(previous.running.items(), key=lambda kv: kv[1].last_seen):
         if key in running or key in waiting or seen.last_seen >= now:
             continue
         ended = seen.last_seen + (now - seen.last_seen) / 2
         finished.setdefault(seen.team, []).append(max(0.0, (ended - seen.started).total_seconds()))
-    return RunHistory(running=running, finished={t: tuple(d[-DURATIONS_KEPT:]) for t, d in sorted(finished.items())})
+    return RunHistory(running=running, finished={t: tuple(d[-DURATIONS_KEPT:]) for t, d in sorted(finished.items())},
+                      told=told, outcomes=tuple(outcomes[-OUTCOMES_KEPT:]))
+
+
+def told_after(history: RunHistory, estimates: Sequence[WorkloadEta], snapshot: Snapshot) -> RunHistory:
+    """The history with what this run tells the pending workloads it sees for the first time; of all the workloads
+    told and waiting, the TOLD_KEPT whose names hash lowest are kept (a sample that does not depend on who waits
+    longest or asks most)."""
+    given = {(e.name, e.pool): e.start for e in estimates}
+    told = dict(history.told)
+    for w in snapshot.pending_workloads:
+        key = _key(w.name, w.pool)
+        if key not in told:
+            told[key] = Told(queued=w.created or snapshot.taken_at, start=given.get((w.name, w.pool)))
+    kept = sorted(told, key=lambda k: hashlib.blake2b(k.encode(), digest_size=8).digest())[:TOLD_KEPT]
+    return history.model_copy(update={"told": {k: told[k] for k in sorted(kept)}})
+
+
+def track_record(history: RunHistory) -> TrackRecord | None:
+    """How the first estimates of the latest workloads that waited an hour or more turned out (None: none yet)."""
+    if not history.outcomes:
+        return None
+    within = sum(o.estimated_s is not None and o.waited_s / WITHIN <= o.estimated_s <= o.waited_s * WITHIN
+                 for o in history.outcomes)
+    return TrackRecord(workloads=len(history.outcomes), within_2x=within / len(history.outcomes))
 
 
 # --- the cluster as the forecast starts from it ---

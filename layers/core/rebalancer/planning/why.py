@@ -20,7 +20,7 @@ from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
-from rebalancer.domain.outlook import Outlook, Standing, WorkloadEta
+from rebalancer.domain.outlook import Outlook, Standing, TrackRecord, WorkloadEta
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.pools import held, holdings
 from rebalancer.domain.quotas import ComputeQuota
@@ -86,6 +86,7 @@ class Explanation(Frozen):
     waiting: tuple[Waiting, ...] = ()
     notes: tuple[str, ...] = ()  # the plan's warnings naming the team (its budget, a raise that may not help)
     standing: Standing | None = None  # over the fair-share window (None: no outlook stored with the run)
+    track_record: TrackRecord | None = None  # how the estimates here turned out lately (None: nothing measured yet)
 
     def lines(self) -> list[str]:
         """The answer as plain lines (the CLI's text; Slack's blocks say the same)."""
@@ -106,6 +107,8 @@ class Explanation(Frozen):
                 out.append(f"  would start with: {w.would_start}")
             if w.eta is not None:
                 out.append(f"  {eta_text(w.eta)}")
+        if self.waiting and self.track_record is not None:
+            out.append(track_record_text(self.track_record))
         return out
 
 
@@ -130,6 +133,13 @@ def eta_text(e: WorkloadEta) -> str:
     fmt = "%H:%M" if same_day else "%Y-%m-%d %H:%M"
     late = f"{e.latest:{fmt}}" if e.latest is not None else "later than the forecast reaches"
     return f"estimated start {e.start:%Y-%m-%d %H:%M} UTC (likely {early:{fmt}} to {late})"
+
+
+def track_record_text(r: TrackRecord) -> str:
+    """`estimates here lately: 64 % of the last 200 workloads that waited an hour or more started within 2× of the
+    wait first estimated`."""
+    return (f"estimates here lately: {r.within_2x * 100:.0f} % of the last {r.workloads:,} workloads that waited an "
+            "hour or more started within 2× of the wait first estimated")
 
 
 def standing_lines(s: Standing) -> list[str]:
@@ -232,7 +242,8 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
         standing = outlook.standing.get(team)
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
-                       waiting=tuple(waiting), notes=notes, standing=standing)
+                       waiting=tuple(waiting), notes=notes, standing=standing,
+                       track_record=outlook.track_record if outlook is not None else None)
 
 
 def _quota_lines(snapshot: Snapshot, plan: Plan | None, team: str, changes: Mapping[str, LastChange],

@@ -11,7 +11,15 @@ from typing import Any
 from rebalancer.app.notifications.messages import escaped
 from rebalancer.app.why import RunsAndReservations, why
 from rebalancer.errors import InvalidInput
-from rebalancer.planning.why import Explanation, Waiting, eta_text, quota_line, standing_lines, waiting_title
+from rebalancer.planning.why import (
+    Explanation,
+    Waiting,
+    eta_text,
+    quota_line,
+    standing_lines,
+    track_record_text,
+    waiting_title,
+)
 
 USAGE = "usage: /rebalancer why <team> [cluster]"
 TEXT_MAX = 200  # a command's text is a team and a cluster name; anything longer is not ours
@@ -62,6 +70,8 @@ def message(e: Explanation) -> dict[str, Any]:
         blocks.append(SectionBlock(text=MarkdownTextObject(text="Nothing pending.")))
     more = len(e.waiting) - SHOWN_MAX
     context = f"snapshot {e.snapshot_at:%Y-%m-%d %H:%M} UTC" + (f", run {e.execution}" if e.execution else "")
+    if e.waiting and e.track_record is not None:
+        context += f"; {track_record_text(e.track_record)}"
     if more > 0:
         context += f"; {more} more pending: `rebalancer why --cluster {e.cluster} --team {e.team}`"
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=escaped(context))]))

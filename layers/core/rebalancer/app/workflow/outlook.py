@@ -1,7 +1,8 @@
 """The run's outlook, what the plan step stores beside its plan for the teams' `why`: each pending workload's
 estimated start (rebalancer.planning.eta: a forecast under the policy, with durations from the run history this
-step keeps) and each team's standing over the fair-share window (rebalancer.planning.standing, from the metered
-use). Computed here, once per run, so that `/rebalancer why` reads it within Slack's three seconds."""
+step keeps), how such estimates turned out lately (the track record, from the same history) and each team's
+standing over the fair-share window (rebalancer.planning.standing, from the metered use). Computed here, once per
+run, so that `/rebalancer why` reads it within Slack's three seconds."""
 
 from __future__ import annotations
 
@@ -56,13 +57,14 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
                   "and a workload the first had not started by then has none",)
     standings = (standing.standings(snapshot, policy, received, context.budget_usage if context is not None else {})
                  if policy is not None else {})
-    return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes)
+    return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes,
+                   track_record=eta.track_record(history))
 
 
 def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, policy: Policy,
                    planned: RunPlan, deadline: Deadline | None = None) -> Outlook:
     """The run history moved on to `snapshot`, the outlook stored as the run's OUTLOOK, the history kept for the
-    next run."""
+    next run with what the outlook first told the workloads it estimated."""
     cluster = run.cluster_name
     history = eta.history_after(store.durations.history(cluster), snapshot)
     received = (dict(planned.context.trailing_usage) if policy.fairness.window_hours is not None
@@ -70,5 +72,5 @@ def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, poli
     outlook = outlook_of(snapshot, policy, planned, history, {t: dict(h) for t, h in received.items()},
                          deadline=deadline)
     store.artifacts.put(run.execution_name, "OUTLOOK", outlook.model_dump(mode="json"))
-    store.durations.record(cluster, history)
+    store.durations.record(cluster, eta.told_after(history, outlook.estimates, snapshot))
     return outlook
