@@ -11,16 +11,7 @@ from support.clusters import T0, policy, quota, snapshot
 
 from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.context import PlanningContext
-from rebalancer.domain.outlook import (
-    OUTCOMES_KEPT,
-    TOLD_KEPT,
-    Outcome,
-    RunHistory,
-    Seen,
-    Told,
-    TrackRecord,
-    WorkloadEta,
-)
+from rebalancer.domain.outlook import OUTCOMES_KEPT, TOLD_KEPT, Outcome, RunHistory, Seen, Told, WorkloadEta
 from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload, Snapshot
 from rebalancer.planning import eta
 from rebalancer.planning.planner import make_plan
@@ -180,7 +171,7 @@ def test_the_track_record_sets_each_wait_of_an_hour_or_more_against_its_first_es
     h3 = eta.history_after(h2, ran)
     assert h3.outcomes == (Outcome(waited_s=4 * 3600.0, estimated_s=2 * 3600.0), Outcome(waited_s=3 * 3600.0))
     assert h3.told == {}
-    assert eta.track_record(h3) == TrackRecord(workloads=2, within_2x=0.5)
+    assert eta.track_record(h3) == eta.TrackRecord(workloads=2, within_2x=0.5)
     # one told 2 h that waited 5 h: outside 2×
     late = eta.told_after(h3, [WorkloadEta(name="w4", team="a", pool=P5, start=T0 + 6 * H)], seen(T0 + 4 * H, (
         pending("w4", T0 + 4 * H),)))
