@@ -87,6 +87,7 @@ class Explanation(Frozen):
     notes: tuple[str, ...] = ()  # the plan's warnings naming the team (its budget, a raise that may not help)
     standing: Standing | None = None  # over the fair-share window (None: no outlook stored with the run)
     track_record: TrackRecord | None = None  # how the estimates here turned out lately (None: nothing measured yet)
+    estimates_rest_on: tuple[str, ...] = ()  # the outlook's notes: the runs the durations come from, what it assumes
 
     def lines(self) -> list[str]:
         """The answer as plain lines (the CLI's text; Slack's blocks say the same)."""
@@ -109,6 +110,7 @@ class Explanation(Frozen):
                 out.append(f"  {eta_text(w.eta)}")
         if self.waiting and self.track_record is not None:
             out.append(track_record_text(self.track_record))
+        out += [f"the estimates: {n}" for n in self.estimates_rest_on]
         return out
 
 
@@ -243,7 +245,8 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
                        waiting=tuple(waiting), notes=notes, standing=standing,
-                       track_record=outlook.track_record if outlook is not None else None)
+                       track_record=outlook.track_record if outlook is not None else None,
+                       estimates_rest_on=outlook.notes if outlook is not None and waiting else ())
 
 
 def _quota_lines(snapshot: Snapshot, plan: Plan | None, team: str, changes: Mapping[str, LastChange],

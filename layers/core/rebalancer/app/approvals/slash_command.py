@@ -70,11 +70,12 @@ def message(e: Explanation) -> dict[str, Any]:
         blocks.append(SectionBlock(text=MarkdownTextObject(text="Nothing pending.")))
     more = len(e.waiting) - SHOWN_MAX
     context = f"snapshot {e.snapshot_at:%Y-%m-%d %H:%M} UTC" + (f", run {e.execution}" if e.execution else "")
-    if e.waiting and e.track_record is not None:
-        context += f"; {track_record_text(e.track_record)}"
     if more > 0:
         context += f"; {more} more pending: `rebalancer why --cluster {e.cluster} --team {e.team}`"
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=escaped(context))]))
+    if e.waiting and e.track_record is not None:
+        context += f"; {track_record_text(e.track_record)}"
+    context += "".join(f"; the estimates: {n}" for n in e.estimates_rest_on)
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=_cut(escaped(context), SECTION_MAX))]))
     waiting = f"{len(e.waiting)} pending" if e.waiting else "nothing pending"
     return {"response_type": "ephemeral", "text": f"Why: {e.team} on {e.cluster}: {waiting}",
             "blocks": [b.to_dict() for b in blocks]}

@@ -49,9 +49,9 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
                               applies=planned is not None and planned.decision == "apply", context=context,
                               history=history, replans=replans if planned is not None else 0, deadline=deadline)
     finished = sum(len(d) for d in history.finished.values())
-    notes: tuple[str, ...] = (f"durations from the {finished:,} most recent runs seen to finish "
-                              f"({len(history.finished)} teams); the forecast assumes no new work arrives",
-                              ) if estimates else ()
+    seen = (f"durations from the {finished:,} most recent runs seen to finish ({len(history.finished)} teams); "
+            if finished else "")
+    notes: tuple[str, ...] = (f"{seen}the forecast assumes no new work arrives",) if estimates else ()
     if deadline is not None and deadline.reached:
         notes += ("the plan step's time ran out before the forecasts ended: the estimates rest on fewer of them, "
                   "and a workload the first had not started by then has none",)
