@@ -14,11 +14,8 @@ from rebalancer.forecast.durations import Drawn, History
 from rebalancer.forecast.engine import Controller, Quotas
 from rebalancer.forecast.estimate import DrawFrom, estimate
 from rebalancer.forecast.model import Cluster
-from rebalancer.planning.eta import REPLANS
+from rebalancer.planning.eta import REPLANS, WAITED_S, WITHIN
 from rebalancer_tools.simulator.results import RawResult
-
-WAITED_S = 3600.0  # the jobs measured: those that waited at least an hour before they first started
-WITHIN = 2.0  # an estimate counts when the wait it gives is within a factor 2 of the actual wait
 
 
 class Estimator:
