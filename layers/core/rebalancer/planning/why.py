@@ -86,7 +86,8 @@ class Explanation(Frozen):
     waiting: tuple[Waiting, ...] = ()
     notes: tuple[str, ...] = ()  # the plan's warnings naming the team (its budget, a raise that may not help)
     standing: Standing | None = None  # over the fair-share window (None: no outlook stored with the run)
-    track_record: TrackRecord | None = None  # how the estimates here turned out lately (None: nothing measured yet)
+    # with work waiting: how the estimates here turned out lately (None: nothing measured yet, or nothing waits)
+    track_record: TrackRecord | None = None
     estimates_rest_on: tuple[str, ...] = ()  # the outlook's notes: the runs the durations come from, what it assumes
 
     def lines(self) -> list[str]:
@@ -108,7 +109,7 @@ class Explanation(Frozen):
                 out.append(f"  would start with: {w.would_start}")
             if w.eta is not None:
                 out.append(f"  {eta_text(w.eta)}")
-        if self.waiting and self.track_record is not None:
+        if self.track_record is not None:
             out.append(track_record_text(self.track_record))
         out += [f"the estimates: {n}" for n in self.estimates_rest_on]
         return out
@@ -245,7 +246,7 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
                        waiting=tuple(waiting), notes=notes, standing=standing,
-                       track_record=outlook.track_record if outlook is not None else None,
+                       track_record=outlook.track_record if outlook is not None and waiting else None,
                        estimates_rest_on=outlook.notes if outlook is not None and waiting else ())
 
 

@@ -72,7 +72,7 @@ def message(e: Explanation) -> dict[str, Any]:
     context = f"snapshot {e.snapshot_at:%Y-%m-%d %H:%M} UTC" + (f", run {e.execution}" if e.execution else "")
     if more > 0:
         context += f"; {more} more pending: `rebalancer why --cluster {e.cluster} --team {e.team}`"
-    if e.waiting and e.track_record is not None:
+    if e.track_record is not None:
         context += f"; {track_record_text(e.track_record)}"
     context += "".join(f"; the estimates: {n}" for n in e.estimates_rest_on)
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=_cut(escaped(context), SECTION_MAX))]))
