@@ -53,7 +53,9 @@ def policy(tmp_path: Path) -> str:
 
 
 def run(*args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+    # COLUMNS unset: the tables come out as to a pipe, one line per row, whatever the caller's environment says
+    # (pytest-xdist's workers set COLUMNS=80).
+    return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False, env={"COLUMNS": None})
 
 
 def test_snapshot_reads_cluster_quotas_and_demand(emu: Emulator, aws: AwsClients, kube: str,
