@@ -86,3 +86,47 @@ def test_the_history_keeps_each_teams_newest_runs() -> None:
 @given(st.lists(st.floats(1, 1e6), min_size=1, max_size=60), st.floats(0, 2e6), st.integers(0, 2**32))
 def test_a_remaining_time_is_never_negative(runs: list[float], ran: float, seed: int) -> None:
     assert Drawn(History({"a": tuple(runs)}), random.Random(seed)).remaining(running("a", 0.0), ran) >= 0
+
+
+def test_a_workload_that_declares_its_run_time_runs_that_long_not_a_draw() -> None:
+    # the draws would give 1 h or 20 h; it declared 7 h
+    for rng in (Fixed(0), Fixed(-1)):
+        assert Drawn(RUNS, rng).duration(Waiting("w", "a", 8, 0.0, declared=7 * H)) == 7 * H
+        assert Drawn(RUNS, rng).remaining(Running("w", "a", 8, 0.0, declared=7 * H), 2.5 * H) == 4.5 * H
+    # with nothing seen to finish anywhere, a declaration is still a duration
+    assert Drawn(History(), Fixed()).duration(Waiting("w", "b", 8, 0.0, declared=3 * H)) == 3 * H
+
+
+def test_a_workload_running_past_what_it_declared_is_drawn_as_if_it_had_declared_nothing() -> None:
+    late = Running("w", "a", 8, 0.0, declared=2 * H)
+    assert Drawn(RUNS, Fixed(0)).remaining(late, 2.5 * H) == Drawn(RUNS, Fixed(0)).remaining(running("a", 0.0), 2.5 * H)
+    assert Drawn(RUNS, Fixed(0)).remaining(late, 2.5 * H) == pytest.approx(0.5 * H)
+
+
+def test_nothing_runs_past_its_limit() -> None:
+    # Kueue stops a workload at spec.maximumExecutionTimeSeconds: a 20 h draw, or a 30 h declaration, ends at 5 h
+    assert Drawn(RUNS, Fixed(-1)).duration(Waiting("w", "a", 8, 0.0, limit=5 * H)) == 5 * H
+    assert Drawn(RUNS, Fixed(0)).duration(Waiting("w", "a", 8, 0.0, declared=30 * H, limit=5 * H)) == 5 * H
+    assert Drawn(RUNS, Fixed(-1)).remaining(Running("w", "a", 8, 0.0, limit=5 * H), 2.5 * H) == 2.5 * H
+    assert Drawn(RUNS, Fixed(-1)).remaining(Running("w", "a", 8, 0.0, limit=5 * H), 6 * H) == 0.0
+    assert Drawn(RUNS, Fixed(0)).duration(Waiting("w", "a", 8, 0.0, limit=5 * H)) == 1 * H  # a shorter draw stands
+
+
+@properties(80)
+@given(st.lists(st.floats(1, 1e6), min_size=1, max_size=60), st.floats(0, 2e6), st.integers(0, 2**32),
+       st.none() | st.floats(1, 2e6), st.none() | st.floats(1, 2e6))
+def test_a_drawn_time_never_passes_the_limit_and_a_declared_one_stands_within_it(
+        runs: list[float], ran: float, seed: int, declared: float | None, limit: float | None) -> None:
+    drawn = Drawn(History({"a": tuple(runs)}), random.Random(seed))
+    left = drawn.remaining(Running("w", "a", 8, 0.0, declared=declared, limit=limit), ran)
+    run = drawn.duration(Waiting("w", "a", 8, 0.0, declared=declared, limit=limit))
+    assert left >= 0
+    assert run >= 0
+    if limit is not None:
+        assert left <= max(0.0, limit - ran)
+        assert run <= limit
+    cap = float("inf") if limit is None else limit
+    if declared is not None:
+        assert run == min(declared, cap)
+        if declared > ran:
+            assert left == pytest.approx(min(declared - ran, max(0.0, cap - ran)))

@@ -1,17 +1,22 @@
-"""How long workloads run, estimated only from what the controller has seen finish: each team's recent run
-durations (`History`), and for a running workload the time it has run already. One forecast draws each duration:
+"""How long workloads run, estimated only from what the controller knows: each team's recent run durations seen
+to finish (`History`), for a running workload the time it has run already, and what a workload declares. One
+forecast draws each duration:
 
 - A running workload that has run e: one of the team's runs that lasted longer than e, less e (the remaining time
   of one like it). Where fewer than MIN_SAMPLES ran longer (it outlived what the history holds), Lindy's rule: a
   workload that has run e is as likely to run another e as not (a Pareto tail of index 1, P(remaining > r) =
   e / (e + r)), drawn as e · u / (1 − u) for u uniform.
 - A waiting workload: one of the team's runs.
-A team with fewer than MIN_SAMPLES runs borrows the whole cluster's. Several forecasts with different draws give
-the distribution of each start (rebalancer.forecast.estimate): its median is the estimate. Drawing, rather than
-giving every workload the median (or the mean) duration, is what makes the start right both when one run is ahead
-of a workload (the median run) and when hundreds are (their sum, near the mean times their number): measured,
-medians came out too early under sustained overload and means too late where little waits (docs/simulation.md).
-Pure: the draws come from a generator seeded by the caller."""
+A team with fewer than MIN_SAMPLES runs borrows the whole cluster's. A workload that declares its run time
+(`declared`) runs that long, not a draw; one running past what it declared is drawn as above. None runs past its
+`limit`, where Kueue would stop it. What bounds the estimates is mostly what the history cannot tell, a workload's
+own run time (docs/simulation.md, "What bounds each scenario"); a declaration tells it.
+
+Several forecasts with different draws give the distribution of each start (rebalancer.forecast.estimate): its
+median is the estimate. Drawing, rather than giving every workload the median (or the mean) duration, is what makes
+the start right both when one run is ahead of a workload (the median run) and when hundreds are (their sum, near the
+mean times their number): measured, medians came out too early under sustained overload and means too late where
+little waits (docs/simulation.md). Pure: the draws come from a generator seeded by the caller."""
 
 from __future__ import annotations
 
@@ -59,6 +64,12 @@ class Drawn:
 
     def remaining(self, job: Running, at: float) -> float:
         elapsed = max(0.0, at - job.started)
+        left = self._remaining(job, elapsed)
+        return left if job.limit is None else min(left, max(0.0, job.limit - elapsed))
+
+    def _remaining(self, job: Running, elapsed: float) -> float:
+        if job.declared is not None and job.declared > elapsed:
+            return job.declared - elapsed
         sample = self._sample(job.team)
         longer = sample[bisect.bisect_right(sample, elapsed):]
         if len(longer) >= MIN_SAMPLES or (longer and elapsed == 0):
@@ -69,6 +80,10 @@ class Drawn:
         return self.duration(Waiting(job.job, job.team, job.accelerators, job.started, job.priority))
 
     def duration(self, job: Waiting) -> float:
-        """inf when nothing has finished anywhere: nothing to draw from."""
-        sample = self._sample(job.team)
-        return self.rng.choice(sample) if sample else float("inf")
+        """inf when nothing has finished anywhere and the workload declares nothing: nothing to draw from."""
+        if job.declared is not None:
+            run = job.declared
+        else:
+            sample = self._sample(job.team)
+            run = self.rng.choice(sample) if sample else float("inf")
+        return run if job.limit is None else min(run, job.limit)

@@ -286,9 +286,11 @@ class _Run:
         pools = []
         for p, pool in enumerate(self.pools):
             queues = tuple(replace(q.rules, nominal=q.nominal) for q in self.queues[p])
-            running = tuple(Running(self.jobs[j].job, self.jobs[j].team, self.gpus[j], self.start[j], self.prio[j])
+            running = tuple(Running(self.jobs[j].job, self.jobs[j].team, self.gpus[j], self.start[j], self.prio[j],
+                                    self.jobs[j].declared, self.jobs[j].limit)
                             for qset in self.running[p] for j in sorted(qset))
-            waiting = tuple(Waiting(self.jobs[j].job, self.jobs[j].team, self.gpus[j], enq, self.prio[j])
+            waiting = tuple(Waiting(self.jobs[j].job, self.jobs[j].team, self.gpus[j], enq, self.prio[j],
+                                    self.jobs[j].declared, self.jobs[j].limit)
                             for sizes in self.pending[p] for heap in sizes.values() for _, enq, j in sorted(heap))
             pools.append(Pool(pool.name, pool.capacity, queues, running, waiting))
         return replace(self.cluster, at=self.now, pools=tuple(pools))

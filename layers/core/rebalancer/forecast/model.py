@@ -30,20 +30,29 @@ class Queue:
 
 @dataclass(frozen=True, slots=True)
 class Running:
+    """`declared`: the run time the workload declares (seconds, Kueue's `kueue.x-k8s.io/estimated-duration`);
+    `limit`: the longest it may run before Kueue stops it (`spec.maximumExecutionTimeSeconds`). None: not said."""
+
     job: str
     team: str
     accelerators: float
     started: float
     priority: int = 0
+    declared: float | None = None
+    limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
+    """`declared` and `limit` as a Running's."""
+
     job: str
     team: str
     accelerators: float
     queued: float
     priority: int = 0
+    declared: float | None = None
+    limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
