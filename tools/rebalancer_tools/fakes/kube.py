@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from rebalancer.domain.snapshot import ESTIMATED_DURATION
 from rebalancer_tools.fakes.loopback import LoopbackServer, QuietHandler
 
 GROUP = "kueue.x-k8s.io"
@@ -217,7 +218,10 @@ def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | 
 
 def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_on: str | None = None,
              finished: bool = False, priority_class: str = "training-priority",
-             created: str | None = None) -> dict[str, Any]:
+             created: str | None = None, estimated_duration: str | None = None,
+             max_execution_s: int | None = None) -> dict[str, Any]:
+    """`estimated_duration`: the run time it declares (a Go duration, Kueue's annotation); `max_execution_s`:
+    its spec.maximumExecutionTimeSeconds."""
     ns = f"hyperpod-ns-{team}"
     status: dict[str, Any] = {"conditions": []}
     if admitted_on:
@@ -243,9 +247,11 @@ def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_o
         "apiVersion": GROUP_VERSION, "kind": "Workload",
         "metadata": {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "resourceVersion": "1",
                      "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"},
-                     **({"creationTimestamp": created} if created else {})},
+                     **({"creationTimestamp": created} if created else {}),
+                     **({"annotations": {ESTIMATED_DURATION: estimated_duration}} if estimated_duration else {})},
         "spec": {"active": True, "queueName": f"{ns}-localqueue", "priority": 100,
                  "priorityClassName": priority_class, "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
-                 "podSets": pod_sets},
+                 "podSets": pod_sets,
+                 **({"maximumExecutionTimeSeconds": max_execution_s} if max_execution_s is not None else {})},
         "status": status,
     }

@@ -14,6 +14,7 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
+    PositiveFloat,
     model_validator,
 )
 
@@ -183,6 +184,10 @@ class PendingWorkload(Frozen):
     pods: int
     created: AwareDatetime | None = None
     topology: str | None = None
+    # What it says of its run time, in seconds (adapters/kubernetes/run_time.py): the run time it declares and the
+    # longest Kueue lets it run. None: not said.
+    declared_s: PositiveFloat | None = None
+    limit_s: PositiveFloat | None = None
 
     @property
     def admission_order(self) -> tuple[datetime, str, str]:
@@ -202,11 +207,14 @@ class RunningWorkload(Frozen):
     accelerators: float
     pods: int
     started: AwareDatetime | None = None
+    declared_s: PositiveFloat | None = None  # as a PendingWorkload's
+    limit_s: PositiveFloat | None = None
 
 
 _NEVER = datetime.max.replace(tzinfo=UTC)
 HEALTHY_NODE_STATUS = "Running"
 NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"  # HyperPod's resiliency labels, on each node
+ESTIMATED_DURATION = "kueue.x-k8s.io/estimated-duration"  # a Workload's annotation: the run time it declares
 
 
 class Snapshot(Frozen):

@@ -146,7 +146,8 @@ def cluster_of(snapshot: Snapshot) -> fc.Cluster:
     out = []
     for pool in pools:
         size = capacity(snapshot, pool)
-        running = [fc.Running(_key(w.name, w.pool), w.team, w.accelerators, _t(w.started or snapshot.taken_at))
+        running = [fc.Running(_key(w.name, w.pool), w.team, w.accelerators, _t(w.started or snapshot.taken_at),
+                              declared=w.declared_s, limit=w.limit_s)
                    for w in snapshot.running_workloads if w.pool == pool]
         listed: dict[str, float] = {}
         for r in running:
@@ -155,7 +156,8 @@ def cluster_of(snapshot: Snapshot) -> fc.Cluster:
             rest = by_pool.get(pool, Demand()).in_use.accelerators - listed.get(team, 0.0)
             if rest >= 1:
                 running.append(fc.Running(_key(f"{team} (in use, not listed)", pool), team, rest, at))
-        waiting = [fc.Waiting(_key(w.name, w.pool), w.team, w.accelerators, _t(w.created or snapshot.taken_at))
+        waiting = [fc.Waiting(_key(w.name, w.pool), w.team, w.accelerators, _t(w.created or snapshot.taken_at),
+                              declared=w.declared_s, limit=w.limit_s)
                    for w in snapshot.pending_workloads if w.pool == pool]
         teams = sorted(set(quotas) | {r.team for r in running} | {w.team for w in waiting})
         out.append(fc.Pool(pool, size, tuple(_queue(quotas.get(t), t, pool) for t in teams), tuple(running),

@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
+from rebalancer.adapters.kubernetes.run_time import RunTime, run_time
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.names import team_of_cluster_queue, team_of_namespace
 from rebalancer.domain.pools import pool_name
@@ -201,12 +202,14 @@ class PodSetRead:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadRead:
-    """A Workload as collect reads it: its name, creation time and pod sets (and their names)."""
+    """A Workload as collect reads it: its name, creation time and pod sets (and their names), and what it says of
+    its run time."""
 
     name: str
     created: datetime | None
     pod_sets: tuple[PodSetRead, ...]
     pod_set_names: tuple[str, ...] = ()
+    run_time: RunTime = field(default_factory=RunTime)
 
 
 def read_workload(wl: dict[str, Any]) -> WorkloadRead:
@@ -228,7 +231,8 @@ def read_workload(wl: dict[str, Any]) -> WorkloadRead:
         names.append(clean_text(pod_set.get("name"), NAME_MAX) if isinstance(pod_set.get("name"), str) else "main")
     for resource, total in totals.items():
         _within(resource, total, "spec.podSets")
-    return WorkloadRead(name=name, created=_created(meta), pod_sets=tuple(pod_sets), pod_set_names=tuple(names))
+    return WorkloadRead(name=name, created=_created(meta), pod_sets=tuple(pod_sets), pod_set_names=tuple(names),
+                        run_time=run_time(meta, spec))
 
 
 def read_admission(wl: dict[str, Any]) -> dict[str, tuple[dict[str, str], int]]:
@@ -371,7 +375,8 @@ class _Accumulator:
             self.seq += 1
             self.listed[(team, flavor)].add(self.seq, PendingWorkload(
                 name=wl.name, team=team, pool=flavor, accelerators=float(g.accelerators), pods=g.pods,
-                created=wl.created, topology=g.topology), LISTED_PER_POOL)
+                created=wl.created, topology=g.topology, declared_s=wl.run_time.declared,
+                limit_s=wl.run_time.limit), LISTED_PER_POOL)
 
     def add_running(self, team: str, wl: WorkloadRead, admission: dict[str, tuple[dict[str, str], int]],
                     since: datetime | None) -> None:
@@ -391,7 +396,8 @@ class _Accumulator:
             kept = self.running[(team, flavor)]
             if len(kept) < LISTED_PER_POOL:
                 kept.append(RunningWorkload(name=wl.name, team=team, pool=flavor, accelerators=float(g.accelerators),
-                                            pods=g.pods, started=since))
+                                            pods=g.pods, started=since, declared_s=wl.run_time.declared,
+                                            limit_s=wl.run_time.limit))
 
     def running_workloads(self) -> tuple[RunningWorkload, ...]:
         """The admitted workloads kept, every team and pool cut to the same count when they are more than
@@ -675,6 +681,8 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
         except _Malformed as e:
             acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
             continue
+        for problem in read.run_time.problems:
+            acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {problem}")
         if pending:
             acc.add_pending(team, namespace, read, queues.get(team, {}))
         else:

@@ -1,0 +1,71 @@
+"""What a Kueue Workload says of how long it runs, for the estimated starts: the run time it declares (the
+`kueue.x-k8s.io/estimated-duration` annotation, a Go duration such as `4h` or `1h30m`, which Kueue's lifespan-aware
+scheduling reads too) and the longest Kueue lets it run (`spec.maximumExecutionTimeSeconds`). Either is optional;
+one that is not what Kueue allows is left out with a problem naming the field and the value, and the workload is
+still read (its quota is real whatever it says of its run time)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rebalancer.domain.snapshot import ESTIMATED_DURATION
+from rebalancer.parsing.text import short
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+INT32_MAX = 2**31 - 1  # maximumExecutionTimeSeconds is an int32
+TEXT_MAX = 64  # characters of a duration read; a longer annotation is not one a person wrote
+
+
+@dataclass(frozen=True, slots=True)
+class RunTime:
+    """Seconds, or None where the workload says nothing (or nothing readable); `problems`: what was left out, why."""
+
+    declared: float | None = None
+    limit: float | None = None
+    problems: tuple[str, ...] = ()
+
+
+def go_duration(text: str) -> float:
+    """Seconds of a Go duration string (time.ParseDuration: `300ms`, `1.5h`, `2h45m`), > 0; ValueError otherwise."""
+    if len(text) > TEXT_MAX or not text:
+        raise ValueError("not a duration")
+    at, total = (1 if text[0] == "+" else 0), 0.0
+    if at == len(text):
+        raise ValueError("not a duration")
+    while at < len(text):
+        part = _PART.match(text, at)
+        if part is None:
+            raise ValueError("not a duration")
+        total += float(part.group(1)) * _UNITS[part.group(2)]
+        at = part.end()
+    if not math.isfinite(total) or total <= 0:
+        raise ValueError("not a positive duration")
+    return total
+
+
+def run_time(meta: dict[str, Any], spec: dict[str, Any]) -> RunTime:
+    """What the Workload with this metadata and spec declares of its run time."""
+    problems = []
+    declared = None
+    annotations = meta.get("annotations")
+    raw = annotations.get(ESTIMATED_DURATION) if isinstance(annotations, dict) else None
+    if raw is not None:
+        with contextlib.suppress(ValueError):
+            declared = go_duration(raw) if isinstance(raw, str) else None
+        if declared is None:
+            problems.append(f"metadata.annotations[{ESTIMATED_DURATION}] {short(raw, TEXT_MAX)} is not a duration "
+                            "(a Go duration such as 4h or 1h30m): left out, its run time is drawn from its team's")
+    limit = None
+    raw = spec.get("maximumExecutionTimeSeconds")
+    if raw is not None:
+        if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw <= INT32_MAX:
+            limit = float(raw)
+        else:
+            problems.append(f"spec.maximumExecutionTimeSeconds {short(raw, TEXT_MAX)} is not a whole number of "
+                            f"seconds from 1 to {INT32_MAX}: left out")
+    return RunTime(declared, limit, tuple(problems))
