@@ -14,10 +14,11 @@ from support.why_runs import CLUSTER, P5, SECOND, record_runs, run, waiting_snap
 from rebalancer.app.approvals.slash_command import message
 from rebalancer.app.why import why
 from rebalancer.app.workflow import run_plan, state
+from rebalancer.app.workflow.outlook import outlook_of
 from rebalancer.app.workflow.steps.plan import plan
 from rebalancer.budgets.metering import Reading
 from rebalancer.domain.outlook import Outcome, Outlook, RunHistory
-from rebalancer.domain.snapshot import RunningWorkload
+from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.planning import eta
 from rebalancer_tools.fakes.memory_store import MemoryStore
@@ -154,3 +155,30 @@ def test_why_says_how_the_estimates_here_have_turned_out() -> None:
     assert answer.model_dump(mode="json")["track_record"] == {"workloads": 4, "within_2x": 0.5}
     context = message(answer)["blocks"][-1]["elements"][0]["text"]
     assert said in context
+
+
+def test_a_workload_that_declares_its_run_time_is_forecast_to_run_that_long_and_the_notes_say_so() -> None:
+    """a's 8-GPU job waits behind its own 8-GPU run (quota 8, b using the rest): it starts when that run ends. The
+    run has gone 1 h, as long as any of a's runs lasted; it declares 10 h."""
+    snap = waiting_snapshot()
+    queued = PendingWorkload(name="eval", team="a", pool=P5, accelerators=8, pods=1, created=T0 - timedelta(hours=1))
+    runs = RunningWorkload(name="a-0", team="a", pool=P5, accelerators=8, pods=1, started=T0 - timedelta(hours=1))
+    b = RunningWorkload(name="b-0", team="b", pool=P5, accelerators=24, pods=3, started=T0 - timedelta(hours=2))
+    history = RunHistory(finished={"a": (3600.0,) * 10, "b": (3 * 3600.0,) * 10})
+    pol = POLICY.model_copy(update={"mode": "dry-run"})
+
+    def eval_after(declared: float | None) -> Outlook:
+        running = (runs.model_copy(update={"declared_s": declared}), b)
+        s = snap.model_copy(update={"pending_workloads": (queued,), "running_workloads": running})
+        return outlook_of(s, pol, None, history, {})
+
+    [drawn] = eval_after(None).estimates
+    [told] = (said := eval_after(10 * 3600.0)).estimates
+    # drawn, the run ends when a draw says (Lindy's rule past a's runs): a range; declared, 9 h on in every draw
+    assert drawn.earliest is not None
+    assert drawn.latest is not None
+    assert drawn.earliest < drawn.latest
+    assert (told.start, told.earliest, told.latest) == (T0 + timedelta(hours=9),) * 3
+    assert said.notes[0] == ("durations from the 20 most recent runs seen to finish (2 teams) and what 1 of the 3 "
+                             "workloads listed declare (kueue.x-k8s.io/estimated-duration); the forecast assumes no "
+                             "new work arrives")

@@ -170,3 +170,12 @@ def test_workloads_are_answered_oldest_first_whatever_order_collect_listed_them(
     unknown = _job(8, name="undated").model_copy(update={"created": None})
     snap = _snap({"a": 32}, {}, unknown, young, old)
     assert [w.name for w in explain(snap, None, "a").waiting] == ["old", "young", "undated"]
+
+
+def test_a_workload_that_declares_its_run_time_says_so_in_its_title() -> None:
+    declared = _job(8).model_copy(update={"declared_s": 4 * 3600.0})
+    got = explain(_snap({"a": 8, "b": 24}, {"a": 8, "b": 20}, declared, _job(8, name="silent")), None, "a")
+    lines = got.lines()
+    assert f"workload job on {P5}: 8 accelerators in 1 pod, waiting since 2026-11-30 09:00, declared run 4 h" in lines
+    assert not any("declared" in line for line in lines if line.startswith("workload silent"))
+    assert got.model_dump(mode="json")["waiting"][0]["declared_s"] == 4 * 3600.0

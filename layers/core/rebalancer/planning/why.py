@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt
+from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt, PositiveFloat
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
@@ -72,6 +72,7 @@ class Waiting(Frozen):
     pods: NonNegativeInt | None = None
     created: AwareDatetime | None = None
     topology: str | None = None
+    declared_s: PositiveFloat | None = None  # the run time it declares (kueue.x-k8s.io/estimated-duration)
     reasons: tuple[WaitReason, ...] = ()
     would_start: str = ""
     eta: WorkloadEta | None = None  # its estimated start (None: no outlook stored with the run)
@@ -165,9 +166,20 @@ def standing_lines(s: Standing) -> list[str]:
 
 def waiting_title(w: Waiting) -> str:
     what = f"workload {w.name}" if w.name is not None else "pending demand"
-    size = f"{w.accelerators:g} accelerators" + (f" in {w.pods} pods" if w.pods else "")
+    size = f"{w.accelerators:g} accelerators" + (f" in {w.pods} pod{'s' if w.pods > 1 else ''}" if w.pods else "")
     since = f", waiting since {w.created:%Y-%m-%d %H:%M}" if w.created else ""
-    return f"{what} on {w.pool}: {size}{since}"
+    declared = f", declared run {run_time_text(w.declared_s)}" if w.declared_s is not None else ""
+    return f"{what} on {w.pool}: {size}{since}{declared}"
+
+
+def run_time_text(seconds: float) -> str:
+    """`30 s`, `45 min`, `1.5 h`, `4 h`, `1,200 h`."""
+    hours = seconds / 3600
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if hours < 1.5:
+        return f"{seconds / 60:.0f} min"
+    return f"{hours:.1f}".removesuffix(".0") + " h" if hours < 10 else f"{hours:,.0f} h"
 
 
 # --- the pool as the snapshot saw it --------------------------------------------------------------------------------
@@ -287,7 +299,7 @@ def _waiting(snapshot: Snapshot, quota: ComputeQuota | None, w: PendingWorkload,
     pool = _Pool.of(snapshot, w.pool)
     reasons = _reasons(pool, quota, w, notes, reservations)
     return Waiting(name=w.name or None, pool=w.pool, accelerators=w.accelerators, pods=w.pods or None,
-                   created=w.created, topology=w.topology, reasons=tuple(reasons),
+                   created=w.created, topology=w.topology, declared_s=w.declared_s, reasons=tuple(reasons),
                    would_start=_would_start(pool, w, reasons, reservations, _guaranteed_to_others(pool, w.team,
                                                                                                    policy)))
 

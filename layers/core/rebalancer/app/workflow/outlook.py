@@ -13,7 +13,7 @@ from rebalancer.app.workflow.run_plan import RunPlan
 from rebalancer.app.workflow.state import Artifacts, RunRef
 from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.snapshot import Snapshot
+from rebalancer.domain.snapshot import ESTIMATED_DURATION, Snapshot
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.planning import eta, standing
 
@@ -48,10 +48,8 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
     estimates = eta.estimates(snapshot, policy, planned.plan if planned else None,
                               applies=planned is not None and planned.decision == "apply", context=context,
                               history=history, replans=replans if planned is not None else 0, deadline=deadline)
-    finished = sum(len(d) for d in history.finished.values())
-    seen = (f"durations from the {finished:,} most recent runs seen to finish ({len(history.finished)} teams); "
-            if finished else "")
-    notes: tuple[str, ...] = (f"{seen}the forecast assumes no new work arrives",) if estimates else ()
+    notes: tuple[str, ...] = (f"{_durations_from(snapshot, history)}the forecast assumes no new work arrives",
+                              ) if estimates else ()
     if deadline is not None and deadline.reached:
         notes += ("the plan step's time ran out before the forecasts ended: the estimates rest on fewer of them, "
                   "and a workload the first had not started by then has none",)
@@ -59,6 +57,17 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
                  if policy is not None else {})
     return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes,
                    track_record=eta.track_record(history))
+
+
+def _durations_from(snapshot: Snapshot, history: RunHistory) -> str:
+    finished = sum(len(d) for d in history.finished.values())
+    listed = len(snapshot.pending_workloads) + len(snapshot.running_workloads)
+    declared = (sum(w.declared_s is not None for w in snapshot.pending_workloads)
+                + sum(w.declared_s is not None for w in snapshot.running_workloads))
+    parts = ([f"the {finished:,} most recent runs seen to finish ({len(history.finished)} teams)"] if finished else [])
+    if declared:
+        parts.append(f"what {declared:,} of the {listed:,} workloads listed declare ({ESTIMATED_DURATION})")
+    return f"durations from {' and '.join(parts)}; " if parts else ""
 
 
 def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, policy: Policy,
