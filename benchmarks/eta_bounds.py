@@ -5,7 +5,12 @@ the `eta` figures `simulate` reports. The gap between "none" and "both" is what 
 durations. What "both" still misses is what the forecast does not model: work submitted later, node failures, the
 controller's plans after the first hour.
 
+`--declare SHARE[:FACTOR]` runs it again with that share of the jobs (chosen by a hash of their ids) declaring their
+run time, as a workload does with Kueue's estimated-duration annotation, through the controller's own code path;
+each declaration off by a factor drawn log-uniformly within FACTOR either way (1: exact), seeded by the job's id.
+
     PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/eta_bounds.py philly-1024 [--told none both]
+    PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/eta_bounds.py philly-1024 --told --declare 1 0.5 1:2
 
 Scenarios: those of `make bench-sim` (rebalancer_tools.simulator.bench.SCENARIOS). Philly 512 takes about 8 minutes
 a line on the shared 2-core machine, the others 1-3 minutes.
@@ -64,17 +69,32 @@ def drawing(jobs: Sequence[TraceJob], told: str) -> DrawFrom:
     return draw
 
 
-def measure(key: str, sc: Scenario, told: str) -> dict[str, object]:
+def declaring(jobs: Sequence[TraceJob], share: float, factor: float) -> list[TraceJob]:
+    """The jobs, `share` of them declaring their duration off by up to `factor` either way."""
+    out = []
+    for j in jobs:
+        rng = random.Random(f"declare:{j.job_id}")
+        declares, off = rng.random() < share, factor ** rng.uniform(-1.0, 1.0)
+        out.append(dataclasses.replace(j, declared_s=j.duration_s * off) if declares else j)
+    return out
+
+
+def measure(key: str, sc: Scenario, told: str, declare: str | None = None) -> dict[str, object]:
     t0 = time.perf_counter()
+    if declare is not None:
+        share, _, factor = declare.partition(":")
+        sc = dataclasses.replace(sc, jobs=declaring(sc.resolved_jobs(), float(share), float(factor or 1)))
     result, _ = simulate(sc, "rebalancer", draw=drawing(sc.resolved_jobs(), told))
-    return {"scenario": key, "told": told, "eta": result.eta.output() if result.eta else None,
+    return {"scenario": key, "told": told, "declared": declare, "eta": result.eta.output() if result.eta else None,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenario", nargs="?", choices=[s.key for s in bench.SCENARIOS], default="philly-1024")
-    ap.add_argument("--told", nargs="+", choices=TOLD, default=list(TOLD))
+    ap.add_argument("--told", nargs="*", choices=TOLD, default=list(TOLD))
+    ap.add_argument("--declare", nargs="*", default=[], metavar="SHARE[:FACTOR]",
+                    help="runs with jobs declaring their run time (told nothing else)")
     ap.add_argument("--trace", default=PHILLY)
     ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = ap.parse_args()
@@ -82,6 +102,8 @@ def main() -> None:
     sc = dataclasses.replace(sc, eta=True)
     for told in args.told:
         print(json.dumps(measure(key, sc, told)), flush=True)
+    for declare in args.declare or (["1:2"] if args.smoke else []):
+        print(json.dumps(measure(key, sc, "none", declare)), flush=True)
 
 
 if __name__ == "__main__":

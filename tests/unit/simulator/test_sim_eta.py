@@ -61,6 +61,16 @@ def test_a_team_whose_runs_all_last_an_hour_is_told_its_starts_to_the_second() -
     assert accuracy(raw([0, 0], [2 * H, 2 * H], [0.5 * H, 0.75 * H])) == EtaAccuracy(2, 0.0, 1.375, 0, 1.0, 0.0)
 
 
+def test_jobs_that_declare_their_run_time_are_told_their_starts_by_it_not_by_the_teams_history() -> None:
+    warm = [TraceJob(f"w{i}", "a", 0.0, H, 8) for i in range(5)]  # a's runs last an hour
+    burst = [TraceJob(f"x{i}", "a", 10 * H, 3 * H, 8, declared_s=3 * H) for i in range(4)]
+    sim = run(warm + burst, capacity=16)
+    assert sim.first_start[5:] == [10 * H, 13 * H, 16 * H, 19 * H]
+    assert sim.estimated[5:] == [10 * H, 13 * H, 16 * H, 19 * H]
+    silent = run(warm + [dataclasses.replace(j, declared_s=None) for j in burst], capacity=16)
+    assert silent.estimated[5:] == [10 * H, 11 * H, 12 * H, 13 * H]  # the team's hour-long runs: too early
+
+
 @st.composite
 def traces(draw: st.DrawFn) -> tuple[list[TraceJob], float]:
     jobs = [TraceJob(f"j{i}", draw(st.sampled_from("ab")), float(draw(st.integers(0, 40)) * 900),

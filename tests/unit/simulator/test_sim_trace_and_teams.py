@@ -17,6 +17,14 @@ def test_rows_are_sorted_by_submit_time_and_extra_columns_ignored() -> None:
     assert jobs[1] == TraceJob("b", "t1", 20.0, 100.0, 8)
 
 
+def test_a_trace_may_say_what_each_job_declares_of_its_run_time() -> None:
+    jobs = parse_rows(["job_id,team,submit_s,duration_s,gpus,declared_s\n", "a,t1,0,100,8,90\n", "b,t1,5,50,1,\n"],
+                      "t.csv")
+    assert [(j.duration_s, j.declared_s) for j in jobs] == [(100.0, 90.0), (50.0, None)]
+    with pytest.raises(InvalidInput, match=r"t.csv:2: .*declared_s.*must be above 0 .* got '0'"):
+        parse_rows(["job_id,team,submit_s,duration_s,gpus,declared_s\n", "a,t1,0,100,8,0\n"], "t.csv")
+
+
 @pytest.mark.parametrize(("row", "needle"), [
     ("a,t1,zero,100,8,x", "submit_s: must be a number, got 'zero'"),
     ("a,t1,0,100,1.5,x", "gpus: must be a whole number, got '1.5'"),

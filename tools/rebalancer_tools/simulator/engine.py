@@ -167,6 +167,7 @@ class Simulation:
         self.submit = [j.submit_s for j in jobs]
         self.gpus = [j.gpus for j in jobs]
         self.prio = [j.priority for j in jobs]
+        self.declared = [j.declared_s for j in jobs]  # what a job says of its run time (the controller reads it)
         self.jteam = [self.team_index[j.team] for j in jobs]
         try:
             self.jpool = [pool_index[j.instance_type] if j.instance_type else 0 for j in jobs]
@@ -746,16 +747,19 @@ class Simulation:
 
     def observed(self, at: float) -> Cluster:
         """The cluster as a controller sees it at `at`: each pool's healthy accelerators and queues, the jobs
-        running (since when) and waiting (since when). Never how long a job runs: that stays in the trace."""
+        running (since when) and waiting (since when), and the run time each declares, if the trace gives one.
+        Never how long a job runs: that stays in the trace."""
         pools = []
         for p, spec in enumerate(self.pool_specs):
             qs = self.pq[p]
             queues = tuple(Queue(q.name, float(q.nominal), q.weight, q.lend, q.borrow, q.borrow_limit_percent,
                                  None if q.borrow_limit is None else float(q.borrow_limit), q.preempt_within,
                                  q.reclaim_lower_priority_only) for q in qs)
-            running = tuple(Running(f"{j:08d}", qs[qi].name, float(self.gpus[j]), self.start[j], self.prio[j])
+            running = tuple(Running(f"{j:08d}", qs[qi].name, float(self.gpus[j]), self.start[j], self.prio[j],
+                                    self.declared[j])
                             for qi, jobs in enumerate(self.running[p]) for j in jobs)
-            waiting = tuple(Waiting(f"{j:08d}", qs[qi].name, float(self.gpus[j]), enq, self.prio[j])
+            waiting = tuple(Waiting(f"{j:08d}", qs[qi].name, float(self.gpus[j]), enq, self.prio[j],
+                                    self.declared[j])
                             for qi, sizes in enumerate(self.pending[p]) for heap in sizes.values()
                             for _, enq, j in heap)
             pools.append(Pool(spec.name, float(self.capacity[p]), queues, running, waiting))

@@ -1,16 +1,18 @@
-"""Reading a job trace: CSV with columns job_id,team,submit_s,duration_s,gpus and optionally instance_type (extra
-columns ignored).
+"""Reading a job trace: CSV with columns job_id,team,submit_s,duration_s,gpus and optionally instance_type and
+declared_s (extra columns ignored).
 
 `team` may be any label: labels are mapped to valid HyperPod team names (`labels.team_names`). `instance_type` is
 an instance type (`ml.trn1.32xlarge`), an accelerator kind (`trainium`, `nvidia-gpu`) or model (`H100`); blank or
 absent: the cluster's first pool. `gpus` counts the job's accelerators of that kind (GPUs, Trainium chips).
+`declared_s`: the run time the job declares (Kueue's `kueue.x-k8s.io/estimated-duration`), seconds; blank or
+absent: none. The estimated starts read it; how long the job runs is `duration_s` whatever it declares.
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rebalancer.catalog import specs as catalog
@@ -29,6 +31,7 @@ HORIZON_S = MAX_SUBMIT_S + MAX_DURATION_S  # the latest instant of a run: no eve
 MAX_TEAMS = 1000  # team labels of one trace
 MAX_GPUS = 100_000  # of one job
 TYPE_COLUMN = "instance_type"
+DECLARED_COLUMN = "declared_s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,9 @@ class TraceJob:
     gpus: int
     priority: int = 0
     instance_type: str = ""  # as the trace gives it ('' = the cluster's first pool); run.py resolves it to a pool
+    # the run time the job declares (Kueue's estimated-duration annotation), which the estimated starts read;
+    # None: it declares none. Never read as how long it runs: that is `duration_s`.
+    declared_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,16 @@ def _amounts(row: list[str], idx: dict[str, int], where: str) -> tuple[float, fl
     return submit, duration, gpus
 
 
+def _declared(text: str, where: str) -> float | None:
+    if not text:
+        return None
+    declared = _number(text, DECLARED_COLUMN, where, integer=False)
+    if not 0 < declared <= MAX_DURATION_S:
+        raise InvalidInput(f"must be above 0 and at most {MAX_DURATION_S:.0f} s (a year), or blank, got "
+                           f"{short(text)}", source=where, field=DECLARED_COLUMN, value=text)
+    return declared
+
+
 def parse_trace(lines: Iterable[str], source: str) -> Trace:
     """Jobs sorted by submit time (stable), their teams renamed to valid team names. A malformed row raises
     InvalidInput naming `source:line` and the column."""
@@ -128,6 +144,7 @@ def parse_trace(lines: Iterable[str], source: str) -> Trace:
                            source=f"{source}:1", field="header", value=header)
     idx = {c: names.index(c) for c in COLUMNS}
     type_at = names.index(TYPE_COLUMN) if TYPE_COLUMN in names else None
+    declared_at = names.index(DECLARED_COLUMN) if DECLARED_COLUMN in names else None
     kinds = accelerator_names() if type_at is not None else {}
     jobs: list[TraceJob] = []
     seen: set[str] = set()
@@ -151,13 +168,13 @@ def parse_trace(lines: Iterable[str], source: str) -> Trace:
                                value=team)
         submit, duration, gpus = _amounts(row, idx, where)
         itype = _instance_type(row[type_at].strip(), where, kinds) if type_at is not None else ""
-        jobs.append(TraceJob(job_id, team, submit, duration, int(gpus), 0, itype))
+        declared = _declared(row[declared_at].strip(), where) if declared_at is not None else None
+        jobs.append(TraceJob(job_id, team, submit, duration, int(gpus), 0, itype, declared))
     if not jobs:
         raise InvalidInput("the trace has no jobs", source=source)
     mapping = team_names(checked)
     if any(label != name for label, name in mapping.items()):
-        jobs = [TraceJob(j.job_id, mapping[j.team], j.submit_s, j.duration_s, j.gpus, j.priority, j.instance_type)
-                for j in jobs]
+        jobs = [replace(j, team=mapping[j.team]) for j in jobs]
     jobs.sort(key=lambda j: j.submit_s)
     return Trace(jobs, mapping)
 
