@@ -255,3 +255,22 @@ def test_each_admitted_workload_is_listed_with_its_size_and_since_when(kube: tup
     # no instance-type selector: the flavor it was admitted on says where; 2 × 8 NeuronCores are 8 devices on trn1
     assert (got["cores"].pool, got["cores"].accelerators) == (TRN1, 8)
     assert got["cores"].started == datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def test_what_a_workload_says_of_its_run_time_comes_through_the_client(kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(
+        cluster_queue("a", {P5: {"nvidia.com/gpu": 32}}, reserved={P5: {"nvidia.com/gpu": 8}}),
+        workload("a", "runs", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5, estimated_duration="36h",
+                 max_execution_s=172_800),
+        workload("a", "waits", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], estimated_duration="1h30m"),
+        workload("a", "typo", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], estimated_duration="1 day"),
+    )
+    got = reader(url).read()
+    [runs] = got.running
+    assert (runs.declared_s, runs.limit_s) == (36 * 3600, 172_800)
+    assert {w.name: w.declared_s for w in got.workloads} == {"waits": 5400, "typo": None}
+    assert got.demand["a"][P5].pending.accelerators == 16
+    [warning] = got.warnings
+    assert warning.startswith("Workload hyperpod-ns-a/typo: metadata.annotations[kueue.x-k8s.io/estimated-duration] "
+                              "'1 day' is not a duration")

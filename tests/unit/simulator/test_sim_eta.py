@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
 
+from rebalancer.forecast.model import Running, Waiting
 from rebalancer_tools.simulator.engine import SimConfig, Simulation
 from rebalancer_tools.simulator.eta import Estimator, EtaAccuracy, accuracy
 from rebalancer_tools.simulator.kueue import QueueSpec
@@ -96,6 +97,30 @@ def test_no_estimate_changes_when_the_durations_of_jobs_not_yet_finished_do(case
     for i in asked_before:
         assert after.estimated[i] == before.estimated[i], jobs[i]
         assert after.asked[i] == before.asked[i]
+
+
+class Told:
+    """Durations as the trace has them, by the job's index (the simulator names a job so): what no controller knows,
+    and what the controller's own path has when every job declares its duration exactly."""
+
+    def __init__(self, jobs: list[TraceJob]) -> None:
+        self.jobs = jobs
+
+    def remaining(self, job: Running, at: float) -> float:
+        return max(0.0, self.jobs[int(job.job)].duration_s - (at - job.started))
+
+    def duration(self, job: Waiting) -> float:
+        return self.jobs[int(job.job)].duration_s
+
+
+@properties(40)
+@given(traces())
+def test_jobs_declaring_their_true_durations_are_told_what_the_true_durations_would_tell(
+        case: tuple[list[TraceJob], float]) -> None:
+    jobs, _ = case
+    declared = [dataclasses.replace(j, declared_s=j.duration_s) for j in jobs]
+    told = run(jobs, estimator=Estimator(draw=lambda _history, _rng: Told(jobs)))
+    assert run(declared).estimated == told.estimated
 
 
 def test_asking_changes_nothing_else_the_simulation_reports() -> None:

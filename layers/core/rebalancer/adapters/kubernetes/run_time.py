@@ -59,7 +59,7 @@ def run_time(meta: dict[str, Any], spec: dict[str, Any]) -> RunTime:
             declared = go_duration(raw) if isinstance(raw, str) else None
         if declared is None:
             problems.append(f"metadata.annotations[{ESTIMATED_DURATION}] {short(raw, TEXT_MAX)} is not a duration "
-                            "(a Go duration such as 4h or 1h30m): left out, its run time is drawn from its team's")
+                            "(a Go duration such as 4h or 1h30m): left out, its run time is drawn from its team's runs")
     limit = None
     raw = spec.get("maximumExecutionTimeSeconds")
     if raw is not None:
