@@ -80,8 +80,9 @@ def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) ->
     failed = re.search(r"node (\S+) failed", out)
     assert failed, out
     code, out = rebalancer("emulator", "add-demand", "--team", "research", "--instance-type", P5,
-                           "--accelerators", "8", "--pods", "2")
+                           "--accelerators", "8", "--pods", "2", "--runs-for", "6h")
     assert code == 0, out
+    assert out.rstrip().endswith(", declaring 6h")
     code, out = rebalancer("plan", "--cluster", CLUSTER, "--policy", POLICY, "--format", "json")
     assert code == 0, out
     plan = json.loads(out[out.index("{"):])
@@ -100,7 +101,8 @@ def test_every_command_works_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) ->
     assert [w["accelerators"] for w in why["waiting"] if w["name"]] == [16]  # the workload add-demand queued
     code, out = rebalancer("why", "--cluster", CLUSTER, "--team", "research", "--live", "--policy", POLICY)
     assert code == 0, out
-    assert re.search(rf"^workload research-job-\d+ on {P5}: 16 accelerators in 2 pods", out, re.M), out
+    assert re.search(rf"^workload research-job-\d+ on {P5}: 16 accelerators in 2 pods.*, declared run 6 h$", out,
+                     re.M), out
     assert f"last changed {raised['before']:g}→{raised['after']:g}" in out  # the table's history, a live snapshot
 
     code, out = rebalancer("history", "--cluster", CLUSTER)
@@ -138,6 +140,11 @@ def test_the_drive_commands_refuse_in_one_line(sandbox: Sandbox) -> None:
                            "--accelerators", "8")
     assert code == 2
     assert out.startswith("error: add-demand: no team 'nobody' in the sandbox (teams: ")
+    code, out = rebalancer("emulator", "add-demand", "--team", "research", "--instance-type", P5,
+                           "--accelerators", "8", "--runs-for", "1 day")
+    assert code == 2
+    assert "--runs-for" in out
+    assert "'1 day' is not a Go duration above 0 (such as 6h, 90m or 1h30m)" in out
     code, out = rebalancer("emulator", "fail-node", "--group", "no-such-group")
     assert code == 2
     assert out.strip() == "error: fail-node: no running node in instance group 'no-such-group'"

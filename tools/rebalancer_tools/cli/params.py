@@ -23,6 +23,8 @@ from typing import IO, Any, TypeVar
 
 import click
 
+from rebalancer.parsing.go_duration import go_duration
+
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
 _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 MAX_TEXT = 64  # characters of a refused value shown back
@@ -214,3 +216,16 @@ def profile_option(name: str = "profile") -> Callable[[FC], FC]:
     """--profile; the command receives it as `name`. Kept on the root context too, so that a credentials error
     anywhere in the command names the profile (rebalancer_tools.cli.Rebalancer)."""
     return click.option("--profile", name, callback=_remember_profile, expose_value=True, help="AWS profile.")
+
+
+class RunTime(click.ParamType[str, Any]):
+    """A run time as Kueue's estimated-duration annotation takes it: a Go duration above 0 (`6h`, `1h30m`)."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            go_duration(str(value))
+        except ValueError:
+            self.fail(f"{_shown(value)} is not a Go duration above 0 (such as 6h, 90m or 1h30m)", param, ctx)
+        return str(value)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rebalancer.errors import InvalidInput, PermanentError
-from rebalancer_tools.cli.params import Whole
+from rebalancer_tools.cli.params import RunTime, Whole
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -157,13 +157,17 @@ def heal_node(node_id: str, endpoint: str | None) -> None:
 @click.option("--accelerators", type=Whole(1, 1024), required=True, help="Accelerators per pod.")
 @click.option("--pods", type=Whole(1, 1024), default=1, show_default=True, help="Pods of the workload.")
 @click.option("--name", help="The workload's name (default: <team>-job-N).")
+@click.option("--runs-for", type=RunTime(), help="The run time it declares, a Go duration such as 6h or 1h30m "
+              "(its kueue.x-k8s.io/estimated-duration annotation, which the estimated starts read).")
 @ENDPOINT
 def add_demand(team: str, instance_type: str, accelerators: int, pods: int, name: str | None,
-               endpoint: str | None) -> None:
+               runs_for: str | None, endpoint: str | None) -> None:
     """Queue a pending Kueue workload for a team (what the controller reads as demand)."""
     got = _call(endpoint, "add-demand", {"team": team, "instance_type": instance_type,
-                                         "accelerators": accelerators, "pods": pods, "name": name})
-    click.echo(f"workload {got['workload']} pending for {team}: {pods} × {accelerators} on {instance_type}")
+                                         "accelerators": accelerators, "pods": pods, "name": name,
+                                         "runs_for": runs_for})
+    declared = f", declaring {runs_for}" if runs_for else ""
+    click.echo(f"workload {got['workload']} pending for {team}: {pods} × {accelerators} on {instance_type}{declared}")
 
 
 @click.command("resize")

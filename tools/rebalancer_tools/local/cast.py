@@ -7,7 +7,7 @@ seeded by `rebalancer_tools.emulator.demo_cluster` (they add up exactly to that 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,12 +32,13 @@ STEADY: dict[str, list[Job]] = {
 }
 
 
-def _objects(jobs: dict[str, list[Job]]) -> list[dict[str, Any]]:
+def _objects(jobs: dict[str, list[Job]], runs_for: Mapping[str, str]) -> list[dict[str, Any]]:
     out = []
     for team, team_jobs in jobs.items():
         for name, pods, requests, instance_type, running in team_jobs:
             out.append(kube_fake.workload(team, name, [kube_fake.pod_set(pods, requests, instance_type)],
-                                          admitted_on=instance_type if running else None))
+                                          admitted_on=instance_type if running else None,
+                                          estimated_duration=runs_for.get(name)))
     return out
 
 
@@ -65,9 +66,11 @@ def _queues(jobs: dict[str, list[Job]]) -> list[dict[str, Any]]:
     return out
 
 
-def set_demand(kube: kube_fake.KubeState, jobs: dict[str, list[Job]]) -> None:
+def set_demand(kube: kube_fake.KubeState, jobs: dict[str, list[Job]], runs_for: Mapping[str, str] | None = None,
+               ) -> None:
+    """`runs_for`: workload name → the run time it declares (a Go duration, Kueue's estimated-duration)."""
     with kube.lock:
-        kube.objects["workloads"] = _objects(jobs)
+        kube.objects["workloads"] = _objects(jobs, runs_for or {})
         kube.objects["clusterqueues"] = _queues(jobs)
 
 

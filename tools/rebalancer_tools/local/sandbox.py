@@ -79,6 +79,7 @@ class Sandbox:
     kube: kube_fake.KubeState
     table: str = TABLE
     jobs: dict[str, list[cast.Job]] = field(default_factory=lambda: {t: list(j) for t, j in cast.STEADY.items()})
+    runs_for: dict[str, str] = field(default_factory=dict)  # workload → the run time it declares (add-demand)
     controller: Controller | None = None  # the controller, when the sandbox runs it
 
     @property
@@ -128,14 +129,17 @@ class Sandbox:
         self.sync_nodes()
 
     def add_demand(self, team: str, instance_type: str, accelerators: int, pods: int = 1,
-                   name: str | None = None) -> str:
-        """A pending Kueue workload of `pods` pods asking `accelerators` each on `instance_type`."""
+                   name: str | None = None, runs_for: str | None = None) -> str:
+        """A pending Kueue workload of `pods` pods asking `accelerators` each on `instance_type`; `runs_for`: the
+        run time it declares (a Go duration, Kueue's estimated-duration annotation)."""
         if team not in self.jobs:
             raise LookupError(f"no team {team!r} in the sandbox (teams: {', '.join(sorted(self.jobs))})")
         resource = cast.NEURON if catalog.spec(instance_type).neuron_cores_per_device else cast.GPU
         name = name or f"{team}-job-{len(self.jobs[team]) + 1}"
         self.jobs[team].append((name, pods, {resource: accelerators}, instance_type, False))
-        cast.set_demand(self.kube, self.jobs)
+        if runs_for is not None:
+            self.runs_for[name] = runs_for
+        cast.set_demand(self.kube, self.jobs, self.runs_for)
         return name
 
     def sync_nodes(self) -> None:
@@ -277,7 +281,7 @@ def _control(box: Sandbox, environ: dict[str, Any], start_response: Callable[...
             return _json(start_response, 200, {})
         if method == "POST" and route == "add-demand":
             name = box.add_demand(str(body["team"]), str(body["instance_type"]), int(body["accelerators"]),
-                                  int(body.get("pods", 1)), body.get("name"))
+                                  int(body.get("pods", 1)), body.get("name"), body.get("runs_for"))
             return _json(start_response, 200, {"workload": name})
         if method == "POST" and route == "resize":
             box.resize(str(body["group"]), int(body["count"]))
