@@ -5,9 +5,10 @@ the `eta` figures `simulate` reports. The gap between "none" and "both" is what 
 durations. What "both" still misses is what the forecast does not model: work submitted later, node failures, the
 controller's plans after the first hour.
 
-`--declare SHARE[:FACTOR]` runs it again with that share of the jobs (chosen by a hash of their ids) declaring their
-run time, as a workload does with Kueue's estimated-duration annotation, through the controller's own code path;
-each declaration off by a factor drawn log-uniformly within FACTOR either way (1: exact), seeded by the job's id.
+`--declare SHARE[:FACTOR[:BIAS]]` runs it again with that share of the jobs (chosen by a hash of their ids)
+declaring their run time, as a workload does with Kueue's estimated-duration annotation, through the controller's
+own code path; each declaration off by a factor drawn log-uniformly within FACTOR either way (1: exact), seeded by
+the job's id, and BIAS times the run time (2: every job declares twice what it runs).
 
     PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/eta_bounds.py philly-1024 [--told none both]
     PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/eta_bounds.py philly-1024 --told --declare 1 0.5 1:2
@@ -69,12 +70,12 @@ def drawing(jobs: Sequence[TraceJob], told: str) -> DrawFrom:
     return draw
 
 
-def declaring(jobs: Sequence[TraceJob], share: float, factor: float) -> list[TraceJob]:
-    """The jobs, `share` of them declaring their duration off by up to `factor` either way."""
+def declaring(jobs: Sequence[TraceJob], share: float, factor: float, bias: float = 1.0) -> list[TraceJob]:
+    """The jobs, `share` of them declaring `bias` times their duration, off by up to `factor` either way."""
     out = []
     for j in jobs:
         rng = random.Random(f"declare:{j.job_id}")
-        declares, off = rng.random() < share, factor ** rng.uniform(-1.0, 1.0)
+        declares, off = rng.random() < share, bias * factor ** rng.uniform(-1.0, 1.0)
         out.append(dataclasses.replace(j, declared_s=j.duration_s * off) if declares else j)
     return out
 
@@ -82,8 +83,8 @@ def declaring(jobs: Sequence[TraceJob], share: float, factor: float) -> list[Tra
 def measure(key: str, sc: Scenario, told: str, declare: str | None = None) -> dict[str, object]:
     t0 = time.perf_counter()
     if declare is not None:
-        share, _, factor = declare.partition(":")
-        sc = dataclasses.replace(sc, jobs=declaring(sc.resolved_jobs(), float(share), float(factor or 1)))
+        share, factor, bias = (*declare.split(":"), "1", "1")[:3]
+        sc = dataclasses.replace(sc, jobs=declaring(sc.resolved_jobs(), float(share), float(factor), float(bias)))
     result, _ = simulate(sc, "rebalancer", draw=drawing(sc.resolved_jobs(), told))
     return {"scenario": key, "told": told, "declared": declare, "eta": result.eta.output() if result.eta else None,
             "seconds": round(time.perf_counter() - t0, 1)}

@@ -130,3 +130,15 @@ def test_a_drawn_time_never_passes_the_limit_and_a_declared_one_stands_within_it
         assert run == min(declared, cap)
         if declared > ran:
             assert left == pytest.approx(min(declared - ran, max(0.0, cap - ran)))
+
+
+def test_a_declaration_is_read_as_the_teams_declarations_have_turned_out() -> None:
+    # a's runs have run half what they declared (the median of its ratios): a declared 8 h is read as 4 h
+    halves = History(RUNS.by_team, {"a": (0.4, 0.5, 0.5, 0.6, 2.0), "b": (0.1,) * (MIN_SAMPLES - 1)})
+    assert Drawn(halves, Fixed()).duration(Waiting("w", "a", 8, 0.0, declared=8 * H)) == 4 * H
+    assert Drawn(halves, Fixed()).remaining(Running("w", "a", 8, 0.0, declared=8 * H), 1 * H) == 3 * H
+    # past what it is read as (4 h), it is drawn as if it had declared nothing
+    past = Running("w", "a", 8, 0.0, declared=8 * H)
+    assert Drawn(halves, Fixed(0)).remaining(past, 5 * H) == Drawn(RUNS, Fixed(0)).remaining(running("a", 0.0), 5 * H)
+    # too few ratios to go by: as declared
+    assert Drawn(halves, Fixed()).duration(Waiting("w", "b", 8, 0.0, declared=8 * H)) == 8 * H

@@ -140,6 +140,20 @@ def test_the_history_learns_a_run_from_the_runs_that_saw_it() -> None:
     assert len(eta.history_after(many, later).finished["b"]) == 50
 
 
+def test_the_history_learns_how_a_teams_declarations_turn_out() -> None:
+    """b-0 declared 9 h and is gone half an hour on: it ran 1 h 15 min, 0.139 of what it declared; a-0 declared
+    nothing and is gone too: a run, and no ratio."""
+    first = busy()
+    runs = tuple(w.model_copy(update={"declared_s": 9 * 3600.0 if w.team == "b" else None})
+                 for w in first.running_workloads)
+    h1 = eta.history_after(RunHistory(), first.model_copy(update={"running_workloads": runs}))
+    assert h1.running[f"b-0@{P5}"].declared_s == 9 * 3600.0
+    later = first.model_copy(update={"taken_at": T0 + H / 2, "running_workloads": (), "pending_workloads": ()})
+    h2 = eta.history_after(h1, later)
+    assert h2.finished == {"a": (4500.0,), "b": (4500.0,)}
+    assert h2.declared == {"b": (0.139,)}
+
+
 def pending(name: str, created: datetime, team: str = "a") -> PendingWorkload:
     return PendingWorkload(name=name, team=team, pool=P5, accelerators=8, pods=1, created=created)
 

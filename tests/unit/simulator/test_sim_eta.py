@@ -72,6 +72,15 @@ def test_jobs_that_declare_their_run_time_are_told_their_starts_by_it_not_by_the
     assert silent.estimated[5:] == [10 * H, 11 * H, 12 * H, 13 * H]  # the team's hour-long runs: too early
 
 
+def test_a_team_that_declares_twice_what_it_runs_is_read_at_half_once_its_runs_have_shown_it() -> None:
+    warm = [TraceJob(f"w{i}", "a", 0.0, H, 8, declared_s=2 * H) for i in range(5)]  # five runs of 1 h, 2 h declared
+    burst = [TraceJob(f"x{i}", "a", 10 * H, 3 * H, 8, declared_s=6 * H) for i in range(4)]
+    sim = run(warm + burst, capacity=16)
+    assert sim.estimated[5:] == sim.first_start[5:] == [10 * H, 13 * H, 16 * H, 19 * H]
+    # before five had finished, the declarations are taken as they are: w1 waits for w0's declared 2 h
+    assert sim.estimated[1] == 2 * H
+
+
 @st.composite
 def traces(draw: st.DrawFn) -> tuple[list[TraceJob], float]:
     jobs = [TraceJob(f"j{i}", draw(st.sampled_from("ab")), float(draw(st.integers(0, 40)) * 900),

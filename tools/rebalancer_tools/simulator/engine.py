@@ -237,6 +237,7 @@ class Simulation:
         self.estimated: list[float | None] = [None] * n  # the estimated first start a job was given
         self.asked = [False] * n  # whether it was given an answer (an estimate or none)
         self.runs_done: dict[str, list[float]] = {}  # queue → run durations of its finished jobs, oldest first
+        self.declared_done: dict[str, list[float]] = {}  # queue → of those that declared: ran ÷ declared
         self.apply_at: dict[int, float] = {}  # staged decision → when it applies
         self.next_probe = 0.0
         self.probed = 0  # jobs arrived before this index were asked about
@@ -469,6 +470,9 @@ class Simulation:
         if self.eta is not None:  # what a controller sees finish: the job's queue and how long it ran
             queue = self.pq[self.jpool[j]][self.jqueue[j]].name
             self.runs_done.setdefault(queue, []).append(self.now - self.start[j])
+            declared = self.declared[j]
+            if declared is not None:
+                self.declared_done.setdefault(queue, []).append((self.now - self.start[j]) / declared)
         self._stop(j)
         self.done[j] = True
         self.end = max(self.end, self.now)
@@ -739,7 +743,8 @@ class Simulation:
         if not targets:
             return
         staged = next(((self.apply_at[k], quotas) for k, quotas in self.staged.items()), None)
-        history = History({q: tuple(runs[-KEPT:]) for q, runs in self.runs_done.items()})
+        history = History({q: tuple(runs[-KEPT:]) for q, runs in self.runs_done.items()},
+                          {q: tuple(ratios[-KEPT:]) for q, ratios in self.declared_done.items()})
         answers = self.eta(self.observed(at), history, tuple(targets), staged)
         for name, j in targets.items():
             self.estimated[j] = answers.get(name)

@@ -5,7 +5,7 @@ three seconds. Also what the plan step carries from run to run (`RunHistory`): t
 workloads running as last seen and the run durations of those seen to finish; to say how good the estimates have
 been, what a sample of the pending workloads was first told and how the latest starts turned out against it."""
 
-from pydantic import AwareDatetime, Field, NonNegativeFloat
+from pydantic import AwareDatetime, Field, NonNegativeFloat, PositiveFloat
 
 from rebalancer.domain.frozen import Frozen
 
@@ -63,11 +63,13 @@ class Outlook(Frozen):
 
 
 class Seen(Frozen):
-    """A workload running as a run saw it: its team, since when, and when it was last seen running."""
+    """A workload running as a run saw it: its team, since when, when it was last seen running, and the run time it
+    declares (None: none)."""
 
     team: str
     started: AwareDatetime
     last_seen: AwareDatetime
+    declared_s: PositiveFloat | None = None
 
 
 class Told(Frozen):
@@ -88,5 +90,8 @@ class Outcome(Frozen):
 class RunHistory(Frozen):
     running: dict[str, Seen] = Field(default_factory=dict)  # by workload name and pool (`name@pool`)
     finished: dict[str, tuple[float, ...]] = Field(default_factory=dict)  # team → run durations (s), newest last
+    # team → of its finished runs that declared a run time, what they ran ÷ what they declared; newest last
+    declared: dict[str, tuple[float, ...]] = Field(default_factory=dict)
     told: dict[str, Told] = Field(default_factory=dict)  # by `name@pool`: at most TOLD_KEPT, until they start
     outcomes: tuple[Outcome, ...] = ()  # newest last, at most OUTCOMES_KEPT
+

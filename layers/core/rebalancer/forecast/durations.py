@@ -8,9 +8,11 @@ forecast draws each duration:
   e / (e + r)), drawn as e · u / (1 − u) for u uniform.
 - A waiting workload: one of the team's runs.
 A team with fewer than MIN_SAMPLES runs borrows the whole cluster's. A workload that declares its run time
-(`declared`) runs that long, not a draw; one running past what it declared is drawn as above. None runs past its
-`limit`, where Kueue would stop it. What bounds the estimates is mostly what the history cannot tell, a workload's
-own run time (docs/simulation.md, "What bounds each scenario"); a declaration tells it.
+(`declared`) runs that long, not a draw, read as its team's declarations have turned out (times the median of what
+its runs ran over what they declared: a team that declares twice what it runs is read at half); one running past
+that is drawn as above. None runs past its `limit`, where Kueue would stop it. What bounds the estimates is mostly
+what the history cannot tell, a workload's own run time (docs/simulation.md, "What bounds each scenario"); a
+declaration tells it.
 
 Several forecasts with different draws give the distribution of each start (rebalancer.forecast.estimate): its
 median is the estimate. Drawing, rather than giving every workload the median (or the mean) duration, is what makes
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import random
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,9 +36,11 @@ KEPT = 50  # durations kept per team: recent enough to follow a team's change of
 
 @dataclass(frozen=True, slots=True)
 class History:
-    """Per team, the run durations (seconds) of its workloads that finished, oldest first, at most KEPT."""
+    """Per team, the run durations (seconds) of its workloads that finished, oldest first, at most KEPT; and
+    `declared`: of those that declared a run time, what they ran over what they declared (1: as declared)."""
 
     by_team: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    declared: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any(self.by_team.values())
@@ -46,7 +51,7 @@ class History:
         for team, runs in finished.items():
             if runs:
                 out[team] = (*out.get(team, ()), *runs)[-KEPT:]
-        return History(out)
+        return History(out, self.declared)
 
 
 class Drawn:
@@ -57,6 +62,7 @@ class Drawn:
         self.rng = rng
         self.teams = {t: sorted(d) for t, d in history.by_team.items() if d}
         self.everyone = sorted(d for runs in history.by_team.values() for d in runs)
+        self.scale = {t: statistics.median(r) for t, r in history.declared.items() if len(r) >= MIN_SAMPLES}
 
     def _sample(self, team: str) -> list[float]:
         mine = self.teams.get(team, [])
@@ -67,9 +73,15 @@ class Drawn:
         left = self._remaining(job, elapsed)
         return left if job.limit is None else min(left, max(0.0, job.limit - elapsed))
 
+    def declared(self, job: Running | Waiting) -> float | None:
+        """What the workload declares, read as its team's declarations have turned out: times the median of what
+        its team's runs ran over what they declared, once MIN_SAMPLES are known."""
+        return None if job.declared is None else job.declared * self.scale.get(job.team, 1.0)
+
     def _remaining(self, job: Running, elapsed: float) -> float:
-        if job.declared is not None and job.declared > elapsed:
-            return job.declared - elapsed
+        declared = self.declared(job)
+        if declared is not None and declared > elapsed:
+            return declared - elapsed
         sample = self._sample(job.team)
         longer = sample[bisect.bisect_right(sample, elapsed):]
         if len(longer) >= MIN_SAMPLES or (longer and elapsed == 0):
@@ -81,9 +93,8 @@ class Drawn:
 
     def duration(self, job: Waiting) -> float:
         """inf when nothing has finished anywhere and the workload declares nothing: nothing to draw from."""
-        if job.declared is not None:
-            run = job.declared
-        else:
+        run = self.declared(job)
+        if run is None:
             sample = self._sample(job.team)
             run = self.rng.choice(sample) if sample else float("inf")
         return run if job.limit is None else min(run, job.limit)

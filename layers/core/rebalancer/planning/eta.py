@@ -65,8 +65,9 @@ def _at(t: float) -> datetime:
 def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
     """The run history once `snapshot` is seen: a workload seen running before and neither running nor pending now
     has finished, after running from its start to about halfway between the run that last saw it and this one; one
-    pending again was preempted (not a run that finished). Each team keeps its newest DURATIONS_KEPT. A workload
-    told an estimate and running now has started: if it waited an hour or more, its wait against that estimate is
+    pending again was preempted (not a run that finished). Each team keeps its newest DURATIONS_KEPT, and of those
+    that declared a run time, what they ran over what they declared. A workload told an estimate and running now
+    has started: if it waited an hour or more, its wait against that estimate is
     an outcome (the newest OUTCOMES_KEPT are kept); one neither running nor pending is forgotten."""
     now = snapshot.taken_at
     running: dict[str, Seen] = {}
@@ -74,7 +75,7 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
         key = _key(w.name, w.pool)
         before = previous.running.get(key)
         started = w.started or (before.started if before else now)
-        running[key] = Seen(team=w.team, started=started, last_seen=now)
+        running[key] = Seen(team=w.team, started=started, last_seen=now, declared_s=w.declared_s)
     waiting = {_key(w.name, w.pool) for w in snapshot.pending_workloads}
     told = {k: t for k, t in previous.told.items() if k in waiting}
     outcomes = list(previous.outcomes)
@@ -87,13 +88,21 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
             outcomes.append(Outcome(waited_s=waited, estimated_s=None if t.start is None else
                                     (t.start - t.queued).total_seconds()))
     finished = {t: list(d) for t, d in previous.finished.items()}
+    declared = {t: list(d) for t, d in previous.declared.items()}
     for key, seen in sorted(previous.running.items(), key=lambda kv: kv[1].last_seen):
         if key in running or key in waiting or seen.last_seen >= now:
             continue
         ended = seen.last_seen + (now - seen.last_seen) / 2
-        finished.setdefault(seen.team, []).append(max(0.0, (ended - seen.started).total_seconds()))
-    return RunHistory(running=running, finished={t: tuple(d[-DURATIONS_KEPT:]) for t, d in sorted(finished.items())},
-                      told=told, outcomes=tuple(outcomes[-OUTCOMES_KEPT:]))
+        ran = float(round(max(0.0, (ended - seen.started).total_seconds())))  # to the second: a smaller item
+        finished.setdefault(seen.team, []).append(ran)
+        if seen.declared_s is not None:
+            declared.setdefault(seen.team, []).append(float(f"{ran / seen.declared_s:.3g}"))
+    return RunHistory(running=running, finished=_newest(finished), declared=_newest(declared), told=told,
+                      outcomes=tuple(outcomes[-OUTCOMES_KEPT:]))
+
+
+def _newest(by_team: dict[str, list[float]]) -> dict[str, tuple[float, ...]]:
+    return {t: tuple(d[-DURATIONS_KEPT:]) for t, d in sorted(by_team.items())}
 
 
 def told_after(history: RunHistory, estimates: Sequence[WorkloadEta], snapshot: Snapshot) -> RunHistory:
@@ -275,7 +284,7 @@ def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, a
     if not snapshot.pending_workloads:
         return ()
     cluster = cluster_of(snapshot)
-    got = estimate(cluster, History(dict(history.finished)),
+    got = estimate(cluster, History(dict(history.finished), dict(history.declared)),
                    controller=controller(snapshot, policy, plan, applies, context, replans), deadline=deadline)
     spent = _budgets_spent(snapshot, policy, context)
     out = []
