@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -17,9 +17,11 @@ from support.template import create_table
 
 from rebalancer.adapters.dynamodb.audit import AUDIT_INLINE_MAX
 from rebalancer.adapters.dynamodb.store import Store
-from rebalancer.adapters.dynamodb.table import PART_BYTES
+from rebalancer.adapters.dynamodb.table import PART_BYTES, pack
 from rebalancer.app.workflow.state import MAX_STATE_LINES, summarised
+from rebalancer.domain.outlook import DURATIONS_KEPT, Outcome, RunHistory, Seen, Told
 from rebalancer.errors import PermanentError
+from rebalancer.forecast.durations import MIN_SAMPLES
 
 
 @pytest.fixture
@@ -113,3 +115,33 @@ def test_an_audit_record_of_a_plan_too_big_even_compressed_keeps_each_item_withi
     assert record["after"] == {"a": 1}
     [newest] = list(store.audit.newest("c1"))
     assert newest["detail"] == detail
+
+
+def test_the_run_history_of_a_cluster_at_1000_teams_fits_one_item_keeping_each_teams_newest_runs(
+        store: Store) -> None:
+    """1,000 teams with 50 runs seen to finish each (and as many declared ratios), 10,000 workloads running, 1,000
+    first estimates and 200 outcomes: about 440 KB gzip'd whole, above the 400 KB DynamoDB takes; the plan step
+    must not fail on it. Kept smaller: each team's newest runs."""
+    rnd = random.Random(3)
+    now = datetime(2026, 11, 30, 12, 0, 3, 123456, tzinfo=UTC)
+    teams = [f"team-{t:04d}" for t in range(1000)]
+    history = RunHistory(
+        finished={t: tuple(float(round(rnd.lognormvariate(9, 2))) for _ in range(DURATIONS_KEPT)) for t in teams},
+        declared={t: tuple(float(f"{rnd.lognormvariate(0, 0.7):.3g}") for _ in range(DURATIONS_KEPT)) for t in teams},
+        running={f"job-{rnd.getrandbits(48):012x}-{i}@ml.p5.48xlarge": Seen(
+            team=teams[i % 1000], started=now - timedelta(seconds=rnd.randrange(10**6)), last_seen=now,
+            declared_s=3600.0) for i in range(10_000)},
+        told={f"wait-{rnd.getrandbits(48):012x}@ml.p5.48xlarge": Told(queued=now, start=now + timedelta(hours=2))
+              for _ in range(1000)},
+        outcomes=tuple(Outcome(waited_s=rnd.random() * 1e5, estimated_s=rnd.random() * 1e5) for _ in range(200)))
+    assert len(pack(history.model_dump(mode="json"))) > ITEM_LIMIT  # what would have failed the plan step
+    store.durations.record("c1", history)
+    assert max(item_sizes()) < ITEM_LIMIT * 0.75
+    kept = store.durations.history("c1")
+    assert kept.running == history.running
+    assert (kept.told, kept.outcomes) == (history.told, history.outcomes)
+    for t in teams:  # each team's newest runs, the same number for every team, enough to draw from
+        assert kept.finished[t] == history.finished[t][-len(kept.finished[t]):]
+        assert kept.declared[t] == history.declared[t][-len(kept.declared[t]):]
+    assert len({len(d) for d in kept.finished.values()}) == 1
+    assert len(kept.finished[teams[0]]) >= MIN_SAMPLES

@@ -95,3 +95,17 @@ class RunHistory(Frozen):
     told: dict[str, Told] = Field(default_factory=dict)  # by `name@pool`: at most TOLD_KEPT, until they start
     outcomes: tuple[Outcome, ...] = ()  # newest last, at most OUTCOMES_KEPT
 
+    def halved(self) -> "RunHistory | None":
+        """This history made smaller, for a store that cannot hold it whole: each team's run durations and
+        declared ratios cut to their newest half; once every team keeps one, the running workloads cut to half (by
+        name: those left out are not measured when they finish). None when nothing is left to cut."""
+        def newest_half(by_team: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
+            return {t: d[len(d) // 2:] for t, d in by_team.items()}
+
+        if any(len(d) > 1 for d in (*self.finished.values(), *self.declared.values())):
+            return self.model_copy(update={"finished": newest_half(self.finished),
+                                           "declared": newest_half(self.declared)})
+        if self.running:
+            names = sorted(self.running)
+            return self.model_copy(update={"running": {k: self.running[k] for k in names[:len(names) // 2]}})
+        return None
