@@ -182,3 +182,9 @@ def test_a_workload_that_declares_its_run_time_is_forecast_to_run_that_long_and_
     assert said.notes[0] == ("durations from the 20 most recent runs seen to finish (2 teams) and what 1 of the 3 "
                              "workloads listed declare (kueue.x-k8s.io/estimated-duration); the forecast assumes no "
                              "new work arrives")
+    # a's runs have run half what they declared: its 10 h is read as 5 h, and the note says so
+    history = history.model_copy(update={"declared": {"a": (0.5,) * 5}})
+    [halved] = (said := eval_after(10 * 3600.0)).estimates
+    assert halved.start == T0 + timedelta(hours=4)
+    assert ("declare (kueue.x-k8s.io/estimated-duration), read as 1 team's declarations have turned out;"
+            in said.notes[0])

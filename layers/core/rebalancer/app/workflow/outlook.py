@@ -15,6 +15,7 @@ from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import ESTIMATED_DURATION, Snapshot
 from rebalancer.forecast.deadline import Deadline
+from rebalancer.forecast.durations import MIN_SAMPLES
 from rebalancer.planning import eta, standing
 
 
@@ -66,7 +67,10 @@ def _durations_from(snapshot: Snapshot, history: RunHistory) -> str:
                 + sum(w.declared_s is not None for w in snapshot.running_workloads))
     parts = ([f"the {finished:,} most recent runs seen to finish ({len(history.finished)} teams)"] if finished else [])
     if declared:
-        parts.append(f"what {declared:,} of the {listed:,} workloads listed declare ({ESTIMATED_DURATION})")
+        scaled = sum(len(r) >= MIN_SAMPLES for r in history.declared.values())
+        whose = "team's" if scaled == 1 else "teams'"
+        read_as = f", read as {scaled} {whose} declarations have turned out" if scaled else ""
+        parts.append(f"what {declared:,} of the {listed:,} workloads listed declare ({ESTIMATED_DURATION}){read_as}")
     return f"durations from {' and '.join(parts)}; " if parts else ""
 
 
