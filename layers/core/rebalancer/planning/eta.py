@@ -67,8 +67,8 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
     has finished, after running from its start to about halfway between the run that last saw it and this one; one
     pending again was preempted (not a run that finished). Each team keeps its newest DURATIONS_KEPT, and of those
     that declared a run time, what they ran over what they declared. A workload told an estimate and running now
-    has started: if it waited an hour or more, its wait against that estimate is
-    an outcome (the newest OUTCOMES_KEPT are kept); one neither running nor pending is forgotten."""
+    has started: if it waited an hour or more, its wait against that estimate is an outcome (the newest
+    OUTCOMES_KEPT are kept); one neither running nor pending is forgotten."""
     now = snapshot.taken_at
     running: dict[str, Seen] = {}
     for w in snapshot.running_workloads:
