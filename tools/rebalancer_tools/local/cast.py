@@ -32,13 +32,13 @@ STEADY: dict[str, list[Job]] = {
 }
 
 
-def _objects(jobs: dict[str, list[Job]], runs_for: Mapping[str, str]) -> list[dict[str, Any]]:
+def _objects(jobs: dict[str, list[Job]], runs_for: Mapping[tuple[str, str], str]) -> list[dict[str, Any]]:
     out = []
     for team, team_jobs in jobs.items():
         for name, pods, requests, instance_type, running in team_jobs:
             out.append(kube_fake.workload(team, name, [kube_fake.pod_set(pods, requests, instance_type)],
                                           admitted_on=instance_type if running else None,
-                                          estimated_duration=runs_for.get(name)))
+                                          estimated_duration=runs_for.get((team, name))))
     return out
 
 
@@ -66,9 +66,9 @@ def _queues(jobs: dict[str, list[Job]]) -> list[dict[str, Any]]:
     return out
 
 
-def set_demand(kube: kube_fake.KubeState, jobs: dict[str, list[Job]], runs_for: Mapping[str, str] | None = None,
-               ) -> None:
-    """`runs_for`: workload name → the run time it declares (a Go duration, Kueue's estimated-duration)."""
+def set_demand(kube: kube_fake.KubeState, jobs: dict[str, list[Job]],
+               runs_for: Mapping[tuple[str, str], str] | None = None) -> None:
+    """`runs_for`: (team, workload) → the run time it declares (a Go duration, Kueue's estimated-duration)."""
     with kube.lock:
         kube.objects["workloads"] = _objects(jobs, runs_for or {})
         kube.objects["clusterqueues"] = _queues(jobs)

@@ -79,7 +79,8 @@ class Sandbox:
     kube: kube_fake.KubeState
     table: str = TABLE
     jobs: dict[str, list[cast.Job]] = field(default_factory=lambda: {t: list(j) for t, j in cast.STEADY.items()})
-    runs_for: dict[str, str] = field(default_factory=dict)  # workload → the run time it declares (add-demand)
+    # (team, workload) → the run time it declares (add-demand --runs-for)
+    runs_for: dict[tuple[str, str], str] = field(default_factory=dict)
     controller: Controller | None = None  # the controller, when the sandbox runs it
 
     @property
@@ -138,7 +139,7 @@ class Sandbox:
         name = name or f"{team}-job-{len(self.jobs[team]) + 1}"
         self.jobs[team].append((name, pods, {resource: accelerators}, instance_type, False))
         if runs_for is not None:
-            self.runs_for[name] = runs_for
+            self.runs_for[(team, name)] = runs_for
         cast.set_demand(self.kube, self.jobs, self.runs_for)
         return name
 
