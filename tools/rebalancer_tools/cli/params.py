@@ -219,7 +219,7 @@ def profile_option(name: str = "profile") -> Callable[[FC], FC]:
 
 
 class RunTime(click.ParamType[str, Any]):
-    """A run time as Kueue's estimated-duration annotation takes it: a Go duration above 0 (`6h`, `1h30m`)."""
+    """A run time as the Workload's estimated-duration annotation takes it: a Go duration above 0 (`6h`, `1h30m`)."""
 
     name = "duration"
 

@@ -68,7 +68,7 @@ def _queues(jobs: dict[str, list[Job]]) -> list[dict[str, Any]]:
 
 def set_demand(kube: kube_fake.KubeState, jobs: dict[str, list[Job]],
                runs_for: Mapping[tuple[str, str], str] | None = None) -> None:
-    """`runs_for`: (team, workload) → the run time it declares (a Go duration, Kueue's estimated-duration)."""
+    """`runs_for`: (team, workload) → the run time it declares (a Go duration, its estimated-duration annotation)."""
     with kube.lock:
         kube.objects["workloads"] = _objects(jobs, runs_for or {})
         kube.objects["clusterqueues"] = _queues(jobs)

@@ -132,7 +132,7 @@ class Sandbox:
     def add_demand(self, team: str, instance_type: str, accelerators: int, pods: int = 1,
                    name: str | None = None, runs_for: str | None = None) -> str:
         """A pending Kueue workload of `pods` pods asking `accelerators` each on `instance_type`; `runs_for`: the
-        run time it declares (a Go duration, Kueue's estimated-duration annotation)."""
+        run time it declares (a Go duration, the Workload's estimated-duration annotation)."""
         if team not in self.jobs:
             raise LookupError(f"no team {team!r} in the sandbox (teams: {', '.join(sorted(self.jobs))})")
         resource = cast.NEURON if catalog.spec(instance_type).neuron_cores_per_device else cast.GPU

@@ -4,7 +4,7 @@ declared_s (extra columns ignored).
 `team` may be any label: labels are mapped to valid HyperPod team names (`labels.team_names`). `instance_type` is
 an instance type (`ml.trn1.32xlarge`), an accelerator kind (`trainium`, `nvidia-gpu`) or model (`H100`); blank or
 absent: the cluster's first pool. `gpus` counts the job's accelerators of that kind (GPUs, Trainium chips).
-`declared_s`: the run time the job declares (Kueue's `kueue.x-k8s.io/estimated-duration`), seconds; blank or
+`declared_s`: the run time the job declares (a Workload's `kueue.x-k8s.io/estimated-duration`), seconds; blank or
 absent: none. The estimated starts read it; how long the job runs is `duration_s` whatever it declares.
 """
 
@@ -43,7 +43,7 @@ class TraceJob:
     gpus: int
     priority: int = 0
     instance_type: str = ""  # as the trace gives it ('' = the cluster's first pool); run.py resolves it to a pool
-    # the run time the job declares (Kueue's estimated-duration annotation), which the estimated starts read;
+    # the run time the job declares (a Workload's estimated-duration annotation), which the estimated starts read;
     # None: it declares none. Never read as how long it runs: that is `duration_s`.
     declared_s: float | None = None
 

@@ -30,7 +30,7 @@ class Queue:
 
 @dataclass(frozen=True, slots=True)
 class Running:
-    """`declared`: the run time the workload declares (seconds, Kueue's `kueue.x-k8s.io/estimated-duration`);
+    """`declared`: the run time the workload declares (seconds, its `kueue.x-k8s.io/estimated-duration`);
     `limit`: the longest it may run before Kueue stops it (`spec.maximumExecutionTimeSeconds`). None: not said."""
 
     job: str

@@ -1,6 +1,7 @@
 """What a Kueue Workload says of how long it runs, for the estimated starts: the run time it declares (the
-`kueue.x-k8s.io/estimated-duration` annotation, a Go duration such as `4h` or `1h30m`, which Kueue's lifespan-aware
-scheduling reads too) and the longest Kueue lets it run (`spec.maximumExecutionTimeSeconds`). Either is optional;
+`kueue.x-k8s.io/estimated-duration` annotation, a Go duration such as `4h` or `1h30m`: this project's convention,
+which Kueue itself neither defines nor reads, see docs/cli/why.md) and the longest Kueue lets it run
+(`spec.maximumExecutionTimeSeconds`, Kueue's KEP-3125). Either is optional;
 one that is not what Kueue allows is left out with a problem naming the field and the value, and the workload is
 still read (its quota is real whatever it says of its run time)."""
 
