@@ -94,6 +94,20 @@ def test_bad_options_exit_2(args: tuple[str, str]) -> None:
     assert args[1] in err
 
 
+@pytest.mark.parametrize("args", [("--now", "yesterday"), ("--snapshot", "/nonexistent/snap.json"),
+                                  ("--policy", str(ROOT / "examples/snapshot.json"))])
+def test_bad_input_is_refused_before_anything_is_said_of_planning(args: tuple[str, str]) -> None:
+    opts = {"--snapshot": SNAPSHOT, "--policy": POLICY, args[0]: args[1]}
+    code, _, err = run(*[x for kv in opts.items() for x in kv], "--table", "")
+    assert code == 2
+    assert err.startswith("error:"), err
+    assert "planned from the snapshot alone" not in err
+    # and a plan that was made says what it was made from
+    code, _, err = run("--snapshot", SNAPSHOT, "--policy", POLICY, "--table", "")
+    assert code == 0
+    assert err.startswith("warning: no table"), err
+
+
 def test_other_failures_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_: object, **__: object) -> None:
         raise RebalancerError("planning failed")

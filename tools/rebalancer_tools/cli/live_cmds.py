@@ -219,9 +219,9 @@ def snapshot(live: LiveSource, output: str | None, context_output: str | None, p
         from rebalancer.domain.recorded_context import RecordedContext
 
         policy = load_model_file(Policy, policy_file)
-        if not log.recorded:
-            click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
         context = run_plan.context_for(snap, policy, store=log.store)
+        if not log.recorded:  # said of a context read: bad input is refused before it
+            click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
         recorded = RecordedContext.of(snap, policy, now, context)
         write_atomically(context_output, recorded.model_dump_json(indent=2) + "\n")
         click.echo(f"planning context of {live.cluster} written to {context_output}", err=True)

@@ -108,9 +108,9 @@ def plan(snapshot_file: str | None, context_file: str | None, policy_file: str, 
         result = make_plan(snapshot, policy, at, context=recorded.context())
     else:
         assert log is not None
-        if not log.recorded:
-            click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
         result = run_plan.make_run_plan(snapshot, policy, parse_now(now, snapshot), store=log.store).plan
+        if not log.recorded:  # said of a plan made: bad input is refused before it
+            click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
     if fmt == "json":  # the whole plan: its rows, requests, warnings
         click.echo(json.dumps(result.output(), indent=2))
     elif fmt == "csv":  # its rows
