@@ -12,13 +12,19 @@ from hypothesis import strategies as st
 from support.props import properties
 
 from rebalancer.forecast.model import Running, Waiting
+from rebalancer_tools.simulator.bench import SCENARIOS, goal_table
 from rebalancer_tools.simulator.engine import SimConfig, Simulation
 from rebalancer_tools.simulator.eta import Estimator, EtaAccuracy, accuracy
 from rebalancer_tools.simulator.kueue import QueueSpec
+from rebalancer_tools.simulator.metrics import StrategyResult
+from rebalancer_tools.simulator.report import eta_table
 from rebalancer_tools.simulator.results import RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 H = 3600.0
+BASE = StrategyResult(name="x", utilization=0.9, wait_p50_s=0, wait_p95_s=100, wait_mean_s=0, preemptions=0,
+                      lost_gpu_hours=10, entitlement_deficit_gpu_hours=1000, jain_index=0.8, quota_changes=0,
+                      jobs_completed=1, jobs_unfinished=0, failure_kills=0, failure_lost_gpu_hours=0, makespan_s=1)
 
 
 def raw(submit: list[float], start: list[float], estimate: list[float | None]) -> RawResult:
@@ -38,6 +44,22 @@ def test_only_jobs_that_waited_an_hour_count_and_a_missing_estimate_is_a_miss() 
     assert got == EtaAccuracy(jobs=4, within_2x=0.5, median_abs_error_h=2.0, without_estimate=1, too_late=0.25)
     assert got.output() == {"jobs": 4, "within_2x": 0.5, "median_abs_error_h": 2.0, "without_estimate": 1,
                             "too_early": 0.0, "too_late": 0.25}
+
+
+def test_a_measurement_of_nothing_is_none_not_a_perfect_score() -> None:
+    # nothing waited an hour (or started): nothing was measured, and nothing is reported as met
+    for nothing in (raw([0], [-1], [None]), raw([0, 0], [0.5 * H, -1], [0.5 * H, None])):
+        got = accuracy(nothing)
+        assert got == EtaAccuracy(jobs=0, within_2x=None, median_abs_error_h=None, without_estimate=0,
+                                  too_early=None, too_late=None)
+        assert got.output() == {"jobs": 0, "within_2x": None, "median_abs_error_h": None, "without_estimate": 0,
+                                "too_early": None, "too_late": None}
+        result = dataclasses.replace(BASE, eta=got)
+        assert "| rebalancer | 0 | n/a | n/a | n/a | 0 | — |" in eta_table({"rebalancer": result})
+        # and the bench does not count it as met
+        row = goal_table({SCENARIOS[0].key: {"builtin": BASE, "pooled": BASE, "rebalancer": result}},
+                         [SCENARIOS[0]])[2]
+        assert row.endswith("| not measured **missed** |")
 
 
 def run(jobs: list[TraceJob], capacity: int = 8, estimator: Estimator | None = None) -> Simulation:

@@ -1,5 +1,5 @@
 """Healthy capacity at the write, and the rule every quota write obeys: no write raises the enabled quotas of an
-instance type above the healthy capacity just read, unless they held as much already (a pool a node left may stay
+instance type above the healthy capacity read just before it, unless they held as much already (a pool a node left may stay
 where it was, never grow).
 
 Counted per instance type in its primary unit (accelerators, or vCPUs of a CPU-only type), as the quotas hold it:
@@ -80,12 +80,14 @@ def limits(healthy: Mapping[str, float], ceilings: Mapping[str, float]) -> dict[
 @dataclass(slots=True)
 class Guard:
     """The enabled quotas of one cluster, per instance type, as just read, against the limits just read; each
-    write is checked (`refusal`) and then taken into account (`wrote`): the state of one pass of writes. `held`:
-    per quota id, what it holds per type; `totals`: their sums per type."""
+    write is checked (`refusal`) and then taken into account (`wrote`): the state of one pass of writes; the limits
+    may be read again between writes (`read_again`). `held`: per quota id, what it holds per type; `totals`: their
+    sums per type; `first`: the limits as read before the first write."""
 
     held: dict[str, dict[str, float]]
     totals: dict[str, float]
     limit: dict[str, float]
+    first: dict[str, float]
 
     @classmethod
     def of(cls, quotas: Iterable[ComputeQuota], limit: Mapping[str, float]) -> "Guard":
@@ -94,7 +96,11 @@ class Guard:
         for amounts in held.values():
             for t, amount in amounts.items():
                 totals[t] = totals.get(t, 0.0) + amount
-        return cls(held, totals, dict(limit))
+        return cls(held, totals, dict(limit), dict(limit))
+
+    def read_again(self, limit: Mapping[str, float]) -> None:
+        """The limits as just read: the next writes are checked against them."""
+        self.limit = dict(limit)
 
     def _after(self, quota_id: str | None, after: ComputeQuota | None) -> dict[str, float]:
         was = self.held.get(quota_id or "", {})
@@ -109,8 +115,11 @@ class Guard:
         for t, amount in sorted(self._after(quota_id, after).items()):
             before, limit = self.totals.get(t, 0.0), self.limit.get(t, 0.0)
             if amount > limit + EPS and amount > before + EPS:
+                first = self.first.get(t, 0.0)
                 over.append(f"{t}: the enabled quotas would hold {amount:g}, the cluster has {limit:g} healthy"
-                            + (f" (they hold {before:g} now)" if before > limit + EPS else ""))
+                            + (f" (they hold {before:g} now)" if before > limit + EPS else "")
+                            + (f" (it had {first:g} when this pass of writes began)" if first > limit + EPS
+                               else ""))
         return "; ".join(over) or None
 
     def wrote(self, quota_id: str, after: ComputeQuota | None) -> None:
