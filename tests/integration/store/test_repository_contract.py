@@ -239,7 +239,7 @@ def test_nodes_seen_unavailable_are_replaced_per_cluster_and_the_last_event_only
 def test_the_run_history_is_replaced_per_cluster(store: Any) -> None:
     assert store.durations.history("c1") == RunHistory()
     seen = Seen(team="a", started=T0, last_seen=T0 + timedelta(minutes=15))
-    store.durations.record("c1", RunHistory(running={"w@ml.p5.48xlarge": seen}, finished={"a": (60.0, 3600.5)}))
+    store.durations.record("c1", RunHistory(running={"a/w@ml.p5.48xlarge": seen}, finished={"a": (60.0, 3600.5)}))
     store.durations.record("c2", RunHistory(finished={"b": (1.0,)}))
     store.durations.record("c1", RunHistory(finished={"a": (60.0, 3600.5, 7.25)}))
     assert store.durations.history("c1") == RunHistory(finished={"a": (60.0, 3600.5, 7.25)})

@@ -55,7 +55,7 @@ def test_the_plan_step_stores_the_outlook_and_keeps_the_run_history() -> None:
     # changes the quotas: no estimate, and the reason
     assert (gang.name, gang.team, gang.start) == ("pretrain", "a", None)
     assert gang.unknown is not None
-    assert store.durations.history(CLUSTER).running.keys() == {f"a-0@{P5}", f"b-0@{P5}"}
+    assert store.durations.history(CLUSTER).running.keys() == {f"a/a-0@{P5}", f"b/b-0@{P5}"}
     a, b = outlook.standing["a"].pools[0], outlook.standing["b"].pools[0]
     assert (a.received_hours, a.entitled_hours, b.received_hours, b.entitled_hours) == (100.0, 100.0, 300.0, 300.0)
 
@@ -142,7 +142,7 @@ def test_why_says_how_the_estimates_here_have_turned_out() -> None:
     record_runs(store)
     stored_run(store)
     assert not any(line.startswith("estimates here lately") for line in why(store, CLUSTER, "a").lines())
-    assert store.durations.history(CLUSTER).told.keys() == {f"pretrain@{P5}"}  # what the gang was told, kept
+    assert store.durations.history(CLUSTER).told.keys() == {f"a/pretrain@{P5}"}  # what the gang was told, kept
     measured = MemoryStore(now=ticking())
     record_runs(measured)
     stored_run(measured, outcomes=(Outcome(waited_s=7200.0, estimated_s=5400.0), Outcome(waited_s=7200.0),

@@ -61,8 +61,8 @@ def test_the_cluster_is_the_snapshots_as_kueue_configures_it() -> None:
     assert (queues["c"].borrow_limit, queues["c"].borrow_limit_percent, queues["c"].preempt_within) == (2, None, False)
     assert (queues["d"].nominal, queues["d"].lend, queues["d"].borrow) == (8, False, False)  # 1 node of 8
     assert [(r.job, r.accelerators, r.started) for r in pool.running] == [
-        (f"{t}-0@{P5}", 8, (T0 - H).timestamp()) for t in "ab"]
-    assert [(w.job, w.queued) for w in pool.waiting] == [("a-1@" + P5, (T0 - H).timestamp())]
+        (f"{t}/{t}-0@{P5}", 8, (T0 - H).timestamp()) for t in "ab"]
+    assert [(w.job, w.queued) for w in pool.waiting] == [("a/a-1@" + P5, (T0 - H).timestamp())]
 
 
 def test_use_the_snapshot_does_not_itemise_runs_as_one_workload_started_now() -> None:
@@ -125,7 +125,7 @@ def test_a_gang_larger_than_the_pool_and_a_spent_budget_say_why() -> None:
 def test_the_history_learns_a_run_from_the_runs_that_saw_it() -> None:
     first = busy()
     h1 = eta.history_after(RunHistory(), first)
-    assert h1.running == {f"{t}-0@{P5}": Seen(team=t, started=T0 - H, last_seen=T0) for t in "ab"}
+    assert h1.running == {f"{t}/{t}-0@{P5}": Seen(team=t, started=T0 - H, last_seen=T0) for t in "ab"}
     # 30 min on: b-0 gone (finished), a-1 running; 30 min later still: a-1 pending again (preempted)
     later = first.model_copy(update={"taken_at": T0 + 2 * H / 4, "pending_workloads": (), "running_workloads": (
         first.running_workloads[0],
@@ -147,7 +147,7 @@ def test_the_history_learns_how_a_teams_declarations_turn_out() -> None:
     runs = tuple(w.model_copy(update={"declared_s": 9 * 3600.0 if w.team == "b" else None})
                  for w in first.running_workloads)
     h1 = eta.history_after(RunHistory(), first.model_copy(update={"running_workloads": runs}))
-    assert h1.running[f"b-0@{P5}"].declared_s == 9 * 3600.0
+    assert h1.running[f"b/b-0@{P5}"].declared_s == 9 * 3600.0
     later = first.model_copy(update={"taken_at": T0 + H / 2, "running_workloads": (), "pending_workloads": ()})
     h2 = eta.history_after(h1, later)
     assert h2.finished == {"a": (4500.0,), "b": (4500.0,)}
@@ -178,7 +178,7 @@ def test_the_track_record_sets_each_wait_of_an_hour_or_more_against_its_first_es
     again = seen(T0 + H / 4, now.pending_workloads)
     later = [WorkloadEta(name="w1", team="a", pool=P5, start=T0 + 9 * H)]
     h2 = eta.told_after(eta.history_after(h1, again), later, again)
-    assert h2.told[f"w1@{P5}"].start == T0 + H
+    assert h2.told[f"a/w1@{P5}"].start == T0 + H
     # at T0 + 4 h all three run: w1 waited 4 h against 2 h told (within 2×), w2 3 h against nothing (a miss);
     # w3 started after 30 min: under the hour, not measured
     ran = seen(T0 + 4 * H, running=(started("w1", T0 + 3 * H), started("w2", T0 + 2 * H), started("w3", T0 + H / 2)))
@@ -203,7 +203,7 @@ def test_what_the_track_record_keeps_is_bounded_and_a_sample_that_does_not_move(
     h2 = eta.told_after(eta.history_after(h1, seen(T0 + H / 4, many)), (), seen(T0 + H / 4, many))
     assert h2.told == h1.told
     full = RunHistory(outcomes=(Outcome(waited_s=7200.0),) * OUTCOMES_KEPT,
-                      told={f"w@{P5}": Told(queued=T0 - 2 * H, start=T0)})
+                      told={f"a/w@{P5}": Told(queued=T0 - 2 * H, start=T0)})
     h3 = eta.history_after(full, seen(T0 + H, running=(started("w", T0),)))
     assert len(h3.outcomes) == OUTCOMES_KEPT
     assert h3.outcomes[-1] == Outcome(waited_s=7200.0, estimated_s=7200.0)

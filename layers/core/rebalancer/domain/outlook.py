@@ -5,7 +5,9 @@ three seconds. Also what the plan step carries from run to run (`RunHistory`): t
 workloads running as last seen and the run durations of those seen to finish; to say how good the estimates have
 been, what a sample of the pending workloads was first told and how the latest starts turned out against it."""
 
-from pydantic import AwareDatetime, Field, NonNegativeFloat, PositiveFloat
+from typing import Any
+
+from pydantic import AwareDatetime, Field, NonNegativeFloat, PositiveFloat, model_validator
 
 from rebalancer.domain.frozen import Frozen
 
@@ -14,6 +16,12 @@ DURATIONS_KEPT = 50  # per team, newest last (rebalancer.forecast.durations.KEPT
 # a bounded item at 10,000 pending); 1,000 gives the latest OUTCOMES_KEPT within a day or two on a busy cluster.
 TOLD_KEPT = 1_000
 OUTCOMES_KEPT = 200  # the track record's workloads: its share within ±3.5 points (one standard error at 50 %)
+
+
+def workload_key(team: str, name: str, pool: str) -> str:
+    """How the run history and the forecast know a workload on an instance type: by its team and name, since Kueue's
+    names are unique only within a namespace (`team/name@pool`; neither a team nor a Kubernetes name holds `/`)."""
+    return f"{team}/{name}@{pool}"
 
 
 class WorkloadEta(Frozen):
@@ -88,12 +96,28 @@ class Outcome(Frozen):
 
 
 class RunHistory(Frozen):
-    running: dict[str, Seen] = Field(default_factory=dict)  # by workload name and pool (`name@pool`)
+    running: dict[str, Seen] = Field(default_factory=dict)  # by workload_key
     finished: dict[str, tuple[float, ...]] = Field(default_factory=dict)  # team → run durations (s), newest last
     # team → of its finished runs that declared a run time, what they ran ÷ what they declared; newest last
     declared: dict[str, tuple[float, ...]] = Field(default_factory=dict)
-    told: dict[str, Told] = Field(default_factory=dict)  # by `name@pool`: at most TOLD_KEPT, until they start
+    told: dict[str, Told] = Field(default_factory=dict)  # by workload_key: at most TOLD_KEPT, until they start
     outcomes: tuple[Outcome, ...] = ()  # newest last, at most OUTCOMES_KEPT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_by_team(cls, data: Any) -> Any:
+        """A history written when workloads were known by name alone (`name@pool`), read as one known by team: a
+        running workload's entry says its team; a first estimate's does not, so it is left out (that workload's
+        wait is not measured; the outcomes already measured stay)."""
+        if not isinstance(data, dict):
+            return data
+        running, told = data.get("running") or {}, data.get("told") or {}
+        if all("/" in k for k in (*running, *told)):
+            return data
+        def team(seen: Any) -> str:
+            return str(seen.team if isinstance(seen, Seen) else seen["team"])
+        return {**data, "running": {k if "/" in k else f"{team(v)}/{k}": v for k, v in running.items()},
+                "told": {k: v for k, v in told.items() if "/" in k}}
 
     def halved(self) -> "RunHistory | None":
         """This history made smaller, for a store that cannot hold it whole: each team's run durations and

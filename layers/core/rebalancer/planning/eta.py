@@ -24,6 +24,7 @@ from rebalancer.domain.outlook import (
     Told,
     TrackRecord,
     WorkloadEta,
+    workload_key,
 )
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
@@ -49,10 +50,6 @@ WAITED_S = 3600.0
 WITHIN = 2.0
 
 
-def _key(name: str, pool: str) -> str:
-    return f"{name}@{pool}"
-
-
 def _t(at: datetime) -> float:
     return at.timestamp()
 
@@ -72,11 +69,11 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
     now = snapshot.taken_at
     running: dict[str, Seen] = {}
     for w in snapshot.running_workloads:
-        key = _key(w.name, w.pool)
+        key = workload_key(w.team, w.name, w.pool)
         before = previous.running.get(key)
         started = w.started or (before.started if before else now)
         running[key] = Seen(team=w.team, started=started, last_seen=now, declared_s=w.declared_s)
-    waiting = {_key(w.name, w.pool) for w in snapshot.pending_workloads}
+    waiting = {workload_key(w.team, w.name, w.pool) for w in snapshot.pending_workloads}
     told = {k: t for k, t in previous.told.items() if k in waiting}
     outcomes = list(previous.outcomes)
     for key, t in sorted(previous.told.items(), key=lambda kv: kv[1].queued):
@@ -109,12 +106,12 @@ def told_after(history: RunHistory, estimates: Sequence[WorkloadEta], snapshot: 
     """The history with what this run tells the pending workloads it sees for the first time; of all the workloads
     told and waiting, the TOLD_KEPT whose names hash lowest are kept (a sample that does not depend on who waits
     longest or asks most)."""
-    given = {(e.name, e.pool): e.start for e in estimates}
+    given = {(e.team, e.name, e.pool): e.start for e in estimates}
     told = dict(history.told)
     for w in snapshot.pending_workloads:
-        key = _key(w.name, w.pool)
+        key = workload_key(w.team, w.name, w.pool)
         if key not in told:
-            told[key] = Told(queued=w.created or snapshot.taken_at, start=given.get((w.name, w.pool)))
+            told[key] = Told(queued=w.created or snapshot.taken_at, start=given.get((w.team, w.name, w.pool)))
     kept = sorted(told, key=lambda k: hashlib.blake2b(k.encode(), digest_size=8).digest())[:TOLD_KEPT]
     return history.model_copy(update={"told": {k: told[k] for k in sorted(kept)}})
 
@@ -155,8 +152,8 @@ def cluster_of(snapshot: Snapshot) -> fc.Cluster:
     out = []
     for pool in pools:
         size = capacity(snapshot, pool)
-        running = [fc.Running(_key(w.name, w.pool), w.team, w.accelerators, _t(w.started or snapshot.taken_at),
-                              declared=w.declared_s, limit=w.limit_s)
+        running = [fc.Running(workload_key(w.team, w.name, w.pool), w.team, w.accelerators,
+                              _t(w.started or snapshot.taken_at), declared=w.declared_s, limit=w.limit_s)
                    for w in snapshot.running_workloads if w.pool == pool]
         listed: dict[str, float] = {}
         for r in running:
@@ -164,9 +161,9 @@ def cluster_of(snapshot: Snapshot) -> fc.Cluster:
         for team, by_pool in sorted(snapshot.demand.items()):
             rest = by_pool.get(pool, Demand()).in_use.accelerators - listed.get(team, 0.0)
             if rest >= 1:
-                running.append(fc.Running(_key(f"{team} (in use, not listed)", pool), team, rest, at))
-        waiting = [fc.Waiting(_key(w.name, w.pool), w.team, w.accelerators, _t(w.created or snapshot.taken_at),
-                              declared=w.declared_s, limit=w.limit_s)
+                running.append(fc.Running(workload_key(team, "(in use, not listed)", pool), team, rest, at))
+        waiting = [fc.Waiting(workload_key(w.team, w.name, w.pool), w.team, w.accelerators,
+                              _t(w.created or snapshot.taken_at), declared=w.declared_s, limit=w.limit_s)
                    for w in snapshot.pending_workloads if w.pool == pool]
         teams = sorted(set(quotas) | {r.team for r in running} | {w.team for w in waiting})
         out.append(fc.Pool(pool, size, tuple(_queue(quotas.get(t), t, pool) for t in teams), tuple(running),
@@ -195,7 +192,8 @@ def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
     """The snapshot as the forecast has the cluster: its time, each team's quotas, in use and pending on the
     forecast's pools, and the workloads waiting there. What did not change is the snapshot's own (a re-plan at
     1,000 teams rewrites only the teams the forecast moved)."""
-    listed = {_key(w.name, w.pool): w for w in snapshot.pending_workloads}
+    listed = {workload_key(w.team, w.name, w.pool): w for w in snapshot.pending_workloads}
+    names = {workload_key(w.team, w.name, w.pool): w.name for w in snapshot.running_workloads}
     demand = {t: dict(by_pool) for t, by_pool in snapshot.demand.items()}
     changed_quota: dict[str, dict[str, float]] = {}
     quotas_now = {q.team: q for q in snapshot.quotas}
@@ -225,8 +223,8 @@ def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
         for w in p.waiting:
             before = listed.get(w.job)
             if before is None:
-                waiting.append(PendingWorkload(name=w.job, team=w.team, pool=p.name, accelerators=w.accelerators,
-                                               pods=1, created=_at(w.queued)))
+                waiting.append(PendingWorkload(name=names.get(w.job, w.job), team=w.team, pool=p.name,
+                                               accelerators=w.accelerators, pods=1, created=_at(w.queued)))
             elif before.created is not None and _t(before.created) == w.queued:
                 waiting.append(before)
             else:
@@ -289,7 +287,7 @@ def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, a
     spent = _budgets_spent(snapshot, policy, context)
     out = []
     for w in snapshot.pending_workloads:
-        e = got.get(_key(w.name, w.pool), Estimate(None, unknown="never_admitted"))
+        e = got.get(workload_key(w.team, w.name, w.pool), Estimate(None, unknown="never_admitted"))
         until = spent.get(w.team)
         if until is not None and (e.start is None or _at(e.start) >= until):
             out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool,
