@@ -210,7 +210,7 @@ def _worse_off(r: dict[str, StrategyResult]) -> tuple[str, bool]:
 
 def _eta(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     e = r["rebalancer"].eta
-    if e is None:
+    if e is None or e.within_2x is None:  # no estimator, or no job waited long enough to measure one
         return "not measured", False
     return _shown(e.within_2x, 0.7), e.within_2x >= 0.7
 

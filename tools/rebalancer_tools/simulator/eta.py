@@ -41,20 +41,30 @@ class EtaAccuracy:
     """Over the jobs that waited at least WAITED_S and started: how many, the share whose estimated wait was within
     a factor WITHIN of the actual one (a job given no estimate counts as missed), the median of |estimated −
     actual start| in hours over those given one, how many were given none, and the shares of the misses on either
-    side (estimated wait under 1/WITHIN of the actual one: too early; over WITHIN times it: too late)."""
+    side (estimated wait under 1/WITHIN of the actual one: too early; over WITHIN times it: too late). No job
+    measured, no share: None (`null` in JSON, "n/a" in text), never a perfect score."""
 
     jobs: int
-    within_2x: float
+    within_2x: float | None
     median_abs_error_h: float | None
     without_estimate: int
-    too_early: float = 0.0
-    too_late: float = 0.0
+    too_early: float | None = 0.0
+    too_late: float | None = 0.0
 
     def output(self) -> dict[str, Any]:
-        return {"jobs": self.jobs, "within_2x": round(self.within_2x, 4),
-                "median_abs_error_h": None if self.median_abs_error_h is None else round(self.median_abs_error_h, 2),
-                "without_estimate": self.without_estimate, "too_early": round(self.too_early, 4),
-                "too_late": round(self.too_late, 4)}
+        return {"jobs": self.jobs, "within_2x": _rounded(self.within_2x, 4),
+                "median_abs_error_h": _rounded(self.median_abs_error_h, 2),
+                "without_estimate": self.without_estimate, "too_early": _rounded(self.too_early, 4),
+                "too_late": _rounded(self.too_late, 4)}
+
+
+def _rounded(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def share_text(x: float | None) -> str:
+    """A share as the tables show it: a percentage, or "n/a" when nothing was measured."""
+    return "n/a" if x is None else f"{x:.1%}"
 
 
 def accuracy(raw: RawResult) -> EtaAccuracy | None:
@@ -81,5 +91,6 @@ def accuracy(raw: RawResult) -> EtaAccuracy | None:
     if errors:
         mid = len(errors) // 2
         median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
-    return EtaAccuracy(jobs, hits / jobs if jobs else 1.0, median, missing, early / jobs if jobs else 0.0,
-                       late / jobs if jobs else 0.0)
+    if not jobs:
+        return EtaAccuracy(0, None, None, 0, None, None)
+    return EtaAccuracy(jobs, hits / jobs, median, missing, early / jobs, late / jobs)

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rebalancer_tools.simulator.eta import share_text
 from rebalancer_tools.simulator.labels import renamed
 from rebalancer_tools.simulator.metrics import StrategyResult
 
@@ -138,7 +139,8 @@ def eta_table(results: Mapping[str, StrategyResult]) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for name, e in rows:
         error = "—" if e.median_abs_error_h is None else f"{e.median_abs_error_h:,.1f}"
-        lines.append(f"| {name} | {e.jobs:,} | {e.within_2x:.1%} | {e.too_early:.1%} | {e.too_late:.1%} | "
+        lines.append(f"| {name} | {e.jobs:,} | {share_text(e.within_2x)} | {share_text(e.too_early)} | "
+                     f"{share_text(e.too_late)} | "
                      f"{e.without_estimate:,} | {error} |")
     return [*lines, ""]
 
