@@ -1,8 +1,11 @@
 """The `rebalancer` strategy's controller: what production's collect step would read, then the production planner.
 
 The snapshot is built in AWS shapes exactly as collect builds it (DescribeCluster, ListClusterNodes,
-DescribeComputeQuota, Kueue demand = in use + pending accelerators); the plan's UpdateComputeQuota requests become
-the new nominal quotas. No allocation logic lives here.
+DescribeComputeQuota, Kueue demand = in use + pending accelerators); the plan's UpdateComputeQuota and
+CreateComputeQuota requests are applied to the quotas read, as the service applies them, and the simulated Kueue takes
+each team's ClusterQueue from the quota written (rebalancer.planning.eta.queue_of, as the forecast reads one): nominal
+quotas, FairShareWeight, lending strategy, BorrowLimit and AbsoluteBorrowLimits, PreemptTeamTasks. No allocation
+logic lives here.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from rebalancer.domain.snapshot import (
 )
 from rebalancer.forecast import model as forecast
 from rebalancer.planning.context import planning_context
+from rebalancer.planning.eta import queue_of
 from rebalancer_tools.simulator.budget_meter import BudgetMeter
-from rebalancer_tools.simulator.engine import ControllerView, Decision
+from rebalancer_tools.simulator.engine import ControllerView, Decision, settings
 from rebalancer_tools.simulator.teams import TeamSpec
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -64,6 +68,35 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, context: Planni
     from rebalancer.planning.planner import make_plan as production_make_plan
 
     return production_make_plan(snapshot, policy, now, context=context)
+
+
+def written(plan: Plan, read: Mapping[str, ComputeQuota]) -> dict[str, ComputeQuota]:
+    """The compute quota of each team the plan writes, once its requests are applied in order to the quotas `read`,
+    as the service applies them."""
+    out: dict[str, ComputeQuota] = {}
+    for req in plan.requests:
+        params = req.parameters
+        if req.operation == "UpdateComputeQuota" and (before := out.get(req.team, read.get(req.team))) is not None:
+            out[req.team] = before.updated(params, ComputeQuotaVersion=before.ComputeQuotaVersion + 1)
+        elif req.operation == "CreateComputeQuota":
+            out[req.team] = ComputeQuota.model_validate({
+                "ComputeQuotaId": f"cq-{req.team}", "Name": params["Name"], "ComputeQuotaVersion": 1,
+                "Status": "Created", "ClusterArn": CLUSTER_ARN, "ActivationState": params.get("ActivationState"),
+                "ComputeQuotaTarget": params["ComputeQuotaTarget"], "ComputeQuotaConfig": params["ComputeQuotaConfig"]})
+    return out
+
+
+def rewritten_queues(before: Mapping[str, ComputeQuota], after: Mapping[str, ComputeQuota],
+                     instance_types: Sequence[str]) -> dict[str, dict[str, forecast.Queue]]:
+    """For each team whose quota's settings the writes change (anything but its amounts), its ClusterQueue in each
+    pool as the written quota configures it."""
+    out: dict[str, dict[str, forecast.Queue]] = {}
+    for team, quota in after.items():
+        now = {it: queue_of(quota, team, it) for it in instance_types}
+        old = before.get(team)
+        if old is None or any(settings(q) != settings(queue_of(old, team, it)) for it, q in now.items()):
+            out[team] = now
+    return out
 
 
 def quotas_from_plan(plan: Plan, instance_type: str | Sequence[str]) -> dict[str, dict[str, int]]:
@@ -130,7 +163,7 @@ class PlannerController:
                                                TargetCount=n, Status="InService")
                                  for i, (it, n) in enumerate(pools.items())))
         self._nodes: dict[tuple[int, ...], tuple[ClusterNode, ...]] = {}
-        self._quotas: dict[tuple[str, tuple[int, ...], int], ComputeQuota] = {}
+        self._quotas: dict[tuple[str, tuple[int, ...], int, tuple[forecast.Queue, ...] | None], ComputeQuota] = {}
         self._demands: dict[tuple[tuple[int, ...], tuple[int, ...], tuple[float | None, ...]],
                            dict[str, Demand]] = {}
         self._flat_of: ControllerView | None = None
@@ -160,22 +193,40 @@ class PlannerController:
             self._nodes[healthy] = tuple(nodes)
         return self._nodes[healthy]
 
-    def quota(self, team: str, accelerators: tuple[int, ...], version: int, modified_s: float) -> ComputeQuota:
-        """The team's one compute quota: an entry per instance type, in the pools' order."""
-        key = (team, accelerators, version)
+    def quota(self, team: str, accelerators: tuple[int, ...], version: int, modified_s: float,
+              queues: Mapping[str, forecast.Queue] | None = None) -> ComputeQuota:
+        """The team's one compute quota: an entry per instance type, in the pools' order; its other settings as its
+        ClusterQueues (`queues`, pool → queue) have them, or, not given, as the hand-set quotas set them
+        (FairShareWeight the team's weight, LendAndBorrow at the scenario's BorrowLimit, PreemptTeamTasks
+        LowerPriority)."""
+        configured = tuple(queues[it] for it in self.instance_types) if queues else None
+        key = (team, accelerators, version, configured)
         if key not in self._quotas:
             self._quotas[key] = ComputeQuota(
                 ComputeQuotaId=f"cq-{team}", Name=f"{team}-quota", ComputeQuotaVersion=version,
                 Status="Created" if version == 1 else "Updated", ClusterArn=CLUSTER_ARN, ActivationState="Enabled",
-                ComputeQuotaTarget=QuotaTarget(TeamName=team, FairShareWeight=round(self.weights.get(team, 1))),
+                ComputeQuotaTarget=QuotaTarget(TeamName=team, FairShareWeight=round(
+                    configured[0].weight if configured else self.weights.get(team, 1))),
                 ComputeQuotaConfig=QuotaConfig(
                     ComputeQuotaResources=tuple(ComputeQuotaResource(InstanceType=it, Accelerators=n)
                                                 for it, n in zip(self.instance_types, accelerators, strict=True)),
-                    ResourceSharingConfig=SharingConfig(Strategy="LendAndBorrow",
-                                                        BorrowLimit=self.borrow_limit_percent),
-                    PreemptTeamTasks="LowerPriority"),
+                    ResourceSharingConfig=self._sharing(configured),
+                    PreemptTeamTasks="LowerPriority" if not configured or configured[0].preempt_within else "Never"),
                 CreationTime=EPOCH, LastModifiedTime=EPOCH + timedelta(seconds=modified_s))
         return self._quotas[key]
+
+    def _sharing(self, queues: tuple[forecast.Queue, ...] | None) -> SharingConfig:
+        """ResourceSharingConfig as queue_of reads it back: the strategy from lending and borrowing, BorrowLimit
+        from a queue limited in percent, AbsoluteBorrowLimits from those limited in accelerators."""
+        if not queues:
+            return SharingConfig(Strategy="LendAndBorrow", BorrowLimit=self.borrow_limit_percent)
+        first = queues[0]
+        if not first.borrow:
+            return SharingConfig(Strategy="Lend" if first.lend else "DontLend")
+        percent = next((round(q.borrow_limit_percent) for q in queues if q.borrow_limit_percent is not None), None)
+        absolute = tuple(ComputeQuotaResource(InstanceType=it, Accelerators=round(q.borrow_limit))
+                         for it, q in zip(self.instance_types, queues, strict=True) if q.borrow_limit is not None)
+        return SharingConfig(Strategy="LendAndBorrow", BorrowLimit=percent, AbsoluteBorrowLimits=absolute or None)
 
     def demand(self, in_use: tuple[int, ...], pending: tuple[int, ...],
                oldest_s: tuple[float | None, ...] | None = None) -> dict[str, Demand]:
@@ -254,7 +305,7 @@ class PlannerController:
         return Snapshot(
             taken_at=EPOCH + timedelta(seconds=view.now_s), cluster=self.cluster,
             nodes=self.node_list(f.healthy),
-            quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t])
+            quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t], view.queues.get(t))
                          for t, n in f.quotas.items()),
             demand=dict(demand), autoscaling_max_nodes=self.max_nodes,
             pending_workloads=self.pending_workloads(view))
@@ -268,8 +319,8 @@ class PlannerController:
         gangs = (tuple((t, p, tuple(j for j, _, _ in jobs)) for t, pools in sorted(self._jobs(view).items())
                        for p, jobs in pools.items())
                  if self.policy.fairness.gang_steps and view.pending_jobs is not None else ())
-        return (gangs, f.healthy, tuple(f.quotas.items()), tuple(sorted(f.in_use.items())),
-                tuple(sorted(f.pending.items())),
+        return (gangs, f.healthy, tuple(f.quotas.items()), tuple(sorted(view.quota_versions.items())),
+                tuple(sorted(f.in_use.items())), tuple(sorted(f.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
     def budget_report(self) -> dict[str, dict[str, dict[str, float]]]:
@@ -294,11 +345,23 @@ class PlannerController:
             return None
         plan = make_plan(snap, self.policy, snap.taken_at, context)
         self.plans += 1
-        quotas = quotas_from_plan(plan, self.instance_types) if plan.applies else {}
+        decision = self._decision(plan, snap, view)
+        self._last_unchanged = None if decision else inputs
+        return decision
+
+    def _decision(self, plan: Plan, snap: Snapshot, view: ControllerView) -> Decision | None:
+        """What the plan writes, if it applies by itself and changes anything: the accelerators it sets, and the
+        ClusterQueues of the teams whose other settings it rewrites."""
+        if not plan.applies:
+            return None
+        quotas = quotas_from_plan(plan, self.instance_types)
         changed = {t: q for t, q in quotas.items()
                    if any(view.quotas.get(t, {}).get(it) != n for it, n in q.items())}
-        self._last_unchanged = None if changed else inputs
-        return Decision(changed, plan.requires_approval) if changed else None
+        read = {q.team: q for q in snap.quotas}
+        queues = rewritten_queues(read, written(plan, read), self.instance_types)
+        if not (changed or queues):
+            return None
+        return Decision(changed, plan.requires_approval, queues)
 
     def replan(self, cluster: forecast.Cluster) -> dict[str, dict[str, int]] | None:
         """The controller inside a forecast (rebalancer.forecast.engine): the quotas it would set for the cluster
@@ -328,8 +391,8 @@ class PlannerController:
                                                                                                w.job))
                                                     if w.team == t)
                                       for p in cluster.pools if any(w.team == t for w in p.waiting)}
-                                  for t in teams})
-        plan = make_plan(self.snapshot(view), self.policy, EPOCH + timedelta(seconds=cluster.at), context)
-        quotas = quotas_from_plan(plan, self.instance_types) if plan.applies else {}
-        changed = {t: q for t, q in quotas.items() if any(view.quotas.get(t, {}).get(it) != n for it, n in q.items())}
-        return changed or None
+                                  for t in teams},
+            queues={t: {p.name: q for p in cluster.pools for q in p.queues if q.team == t} for t in teams})
+        snap = self.snapshot(view)
+        decision = self._decision(make_plan(snap, self.policy, snap.taken_at, context), snap, view)
+        return (decision.quotas or None) if decision else None

@@ -80,14 +80,36 @@ class ControllerView:
     # (job id, GPUs, when (re)queued) in the queue's admission order. A callable, since most controllers never ask;
     # it reads the simulation as it is, so call it during the controller call.
     pending_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] | None = None
+    # queue (team) → pool → its ClusterQueue as its compute quota configures it now (nominal, weight, lending,
+    # borrowing limits, preemption); empty: the view does not say (a controller then assumes the hand-set settings)
+    queues: dict[str, dict[str, Queue]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Quotas to set (team → pool → accelerators); `needs_approval` delays them by the configured approval time."""
+    """Quotas to set (team → pool → accelerators); `queues`: for a team whose compute quota's other settings the
+    decision rewrites, its ClusterQueue in each pool as the written quota configures it (team → pool → queue);
+    `needs_approval` delays them by the configured approval time."""
 
     quotas: dict[str, dict[str, int]]
     needs_approval: bool = False
+    queues: dict[str, dict[str, Queue]] = field(default_factory=dict)
+
+    def changes(self, queues: Sequence[QueueSpec], pool_names: Sequence[str]) -> bool:
+        """Whether applying it changes any of `queues` (each of the pool its `pool` index names)."""
+        for q in queues:
+            pool = pool_names[q.pool]
+            if self.quotas.get(q.name, {}).get(pool, q.nominal) != q.nominal:
+                return True
+            written = self.queues.get(q.name, {}).get(pool)
+            if written is not None and settings(written) != settings(q.state()):
+                return True
+        return False
+
+
+def settings(q: Queue) -> tuple[object, ...]:
+    """What a compute quota sets of a ClusterQueue besides its nominal quota."""
+    return (q.weight, q.lend, q.borrow, q.borrow_limit_percent, q.borrow_limit, q.preempt_within)
 
 
 # A controller returns a decision, or None for no change.
@@ -151,7 +173,7 @@ class Simulation:
         self.versions = {q.name: 1 for q in self.queues}  # a team's compute quota covers all its pools
         self.modified = {q.name: 0.0 for q in self.queues}
         self.pending_applies = 0
-        self.staged: dict[int, dict[str, dict[str, int]]] = {}  # quota changes waiting for their apply event
+        self.staged: dict[int, Decision] = {}  # quota changes waiting for their apply event
         self.idle_ticks = 0
         self._init_accounts()
         self.end = 0.0
@@ -742,7 +764,7 @@ class Simulation:
         self.probed = self.arrival
         if not targets:
             return
-        staged = next(((self.apply_at[k], quotas) for k, quotas in self.staged.items()), None)
+        staged = next(((self.apply_at[k], d.quotas) for k, d in self.staged.items()), None)
         history = History({q: tuple(runs[-KEPT:]) for q, runs in self.runs_done.items()},
                           {q: tuple(ratios[-KEPT:]) for q, ratios in self.declared_done.items()})
         answers = self.eta(self.observed(at), history, tuple(targets), staged)
@@ -757,9 +779,7 @@ class Simulation:
         pools = []
         for p, spec in enumerate(self.pool_specs):
             qs = self.pq[p]
-            queues = tuple(Queue(q.name, float(q.nominal), q.weight, q.lend, q.borrow, q.borrow_limit_percent,
-                                 None if q.borrow_limit is None else float(q.borrow_limit), q.preempt_within,
-                                 q.reclaim_lower_priority_only) for q in qs)
+            queues = tuple(q.state() for q in qs)
             running = tuple(Running(f"{j:08d}", qs[qi].name, float(self.gpus[j]), self.start[j], self.prio[j],
                                     self.declared[j])
                             for qi, jobs in enumerate(self.running[p]) for j in jobs)
@@ -797,12 +817,12 @@ class Simulation:
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: dict(zip(names, by_pool, strict=True))
                      for t, by_pool in zip(self.teams, zip(*self.team_pending, strict=True), strict=True)},
-            oldest_pending_s=self._oldest_pending(), pending_jobs=self._pending_jobs)
+            oldest_pending_s=self._oldest_pending(), pending_jobs=self._pending_jobs,
+            queues=self._queue_states())
         decision = self.controller(view)
-        if decision is not None and any(decision.quotas.get(q.name, {}).get(self.pool_names[q.pool], q.nominal)
-                                        != q.nominal for q in self.queues):
+        if decision is not None and decision.changes(self.queues, self.pool_names):
             self.seq += 1
-            self.staged[self.seq] = decision.quotas
+            self.staged[self.seq] = decision
             self.pending_applies += 1
             delay = self.cfg.apply_delay_s + (self.cfg.approval_delay_s if decision.needs_approval else 0.0)
             self.apply_at[self.seq] = self.now + delay
@@ -837,17 +857,35 @@ class Simulation:
                         by_pool[name] = min(enq, by_pool.get(name, enq))
         return oldest
 
-    def _apply(self, quotas: dict[str, dict[str, int]]) -> None:
+    def _queue_states(self) -> dict[str, dict[str, Queue]]:
+        """Each team's ClusterQueue in each pool as it is configured now."""
+        out: dict[str, dict[str, Queue]] = {}
+        for q in self.queues:
+            out.setdefault(q.name, {})[self.pool_names[q.pool]] = q.state()
+        return out
+
+    def _apply(self, decision: Decision) -> None:
+        """The decision's quotas written: each queue's nominal quota, and for a team whose other settings it
+        rewrites, those too (a changed weight, lending, borrowing limit or preemption setting takes effect at the
+        next admission, as Kueue reads a ClusterQueue's new spec)."""
         updated: set[str] = set()
         for q in self.queues:
-            new = quotas.get(q.name, {}).get(self.pool_names[q.pool])
-            if new is not None and new != q.nominal:
+            pool = self.pool_names[q.pool]
+            new = decision.quotas.get(q.name, {}).get(pool)
+            written = decision.queues.get(q.name, {}).get(pool)
+            changed = new is not None and new != q.nominal
+            if changed:
+                assert new is not None
                 q.nominal = new
+                self.quota_changes[q.pool][self.team_index.get(q.name, 0)] += 1
+            if written is not None and settings(written) != settings(q.state()):
+                q.configure(written)
+                changed = True
+            if changed:
                 if q.name not in updated:  # one UpdateComputeQuota per team, whatever pools it changes
                     updated.add(q.name)
                     self.versions[q.name] += 1
                 self.modified[q.name] = self.now
-                self.quota_changes[q.pool][self.team_index.get(q.name, 0)] += 1
 
     def _sample(self) -> None:
         tl = self.timeline

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from rebalancer.forecast import kueue
 from rebalancer.forecast.kueue import INF, cohort_room
+from rebalancer.forecast.model import Queue
 
 __all__ = ["INF", "QueueSpec", "cohort_room", "fair_share_key"]
 
@@ -37,6 +38,19 @@ class QueueSpec:
     def borrowing_room(self) -> float:
         """How far above nominal this queue may go."""
         return kueue.borrowing_room(self.nominal, self.borrow, self.borrow_limit_percent, self.borrow_limit)
+
+    def state(self) -> Queue:
+        """The queue as a controller and a forecast see it."""
+        return Queue(self.name, float(self.nominal), self.weight, self.lend, self.borrow, self.borrow_limit_percent,
+                     None if self.borrow_limit is None else float(self.borrow_limit), self.preempt_within,
+                     self.reclaim_lower_priority_only)
+
+    def configure(self, written: Queue) -> None:
+        """Takes what a compute quota sets besides the nominal quota from `written`."""
+        self.weight, self.lend, self.borrow = written.weight, written.lend, written.borrow
+        self.borrow_limit_percent = written.borrow_limit_percent
+        self.borrow_limit = None if written.borrow_limit is None else round(written.borrow_limit)
+        self.preempt_within = written.preempt_within
 
 
 def fair_share_key(q: QueueSpec, usage: int, gpus: int) -> float:

@@ -126,7 +126,9 @@ def track_record(history: RunHistory) -> TrackRecord | None:
 
 
 # --- the cluster as the forecast starts from it ---
-def _queue(quota: ComputeQuota | None, team: str, pool: str) -> fc.Queue:
+def queue_of(quota: ComputeQuota | None, team: str, pool: str) -> fc.Queue:
+    """The team's ClusterQueue in `pool` as its compute quota configures it (the simulator applies a plan's writes
+    by this too)."""
     if quota is None:  # a team without a compute quota has no ClusterQueue: nothing of it is admitted
         return fc.Queue(team, 0.0, lend=False, borrow=False)
     cfg = quota.ComputeQuotaConfig
@@ -166,7 +168,7 @@ def cluster_of(snapshot: Snapshot) -> fc.Cluster:
                               _t(w.created or snapshot.taken_at), declared=w.declared_s, limit=w.limit_s)
                    for w in snapshot.pending_workloads if w.pool == pool]
         teams = sorted(set(quotas) | {r.team for r in running} | {w.team for w in waiting})
-        out.append(fc.Pool(pool, size, tuple(_queue(quotas.get(t), t, pool) for t in teams), tuple(running),
+        out.append(fc.Pool(pool, size, tuple(queue_of(quotas.get(t), t, pool) for t in teams), tuple(running),
                            tuple(waiting)))
     config = snapshot.scheduler_config.SchedulerConfig if snapshot.scheduler_config is not None else {}
     return fc.Cluster(at, tuple(out), fair_share=config.get("FairShare", "Enabled") != "Disabled",
