@@ -84,15 +84,18 @@ def test_the_search_recommends_the_first_change_that_keeps_the_team_whole_at_no_
     base = _result("static", {"a": _team(50, 1), "b": _team(50, 1)})
     before = _result("rebalancer", {"a": _team(50, 5), "b": _team(50, 1)})
     seen: list[float] = []
+    named: list[str] = []
 
-    def run(s: Scenario) -> StrategyResult:
+    def run(s: Scenario, what: str) -> StrategyResult:
         assert s.policy is not None
         w = s.policy.teams["a"].weight
         seen.append(w)
+        named.append(what)
         return _result("rebalancer", {"a": _team(50, 1), "b": _team(50, 5 if w == 1.5 else 1)})
 
     [loser] = worse_off.search(sc, before, base, run=run)
     assert seen == [1.5, 2.0]  # stops at the first that costs nobody
+    assert named == ["a: weight 1 → 1.5", "a: weight 1 → 2"]  # what a progress bar names
     assert loser.remedy is not None
     assert loser.remedy.change == "weight 1 → 2"
     assert loser.tried[0].cost == ("b",)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.text import Text
@@ -23,6 +24,10 @@ from rebalancer_tools.simulator.node_events import load_node_events
 from rebalancer_tools.simulator.teams import TeamSpec, default_pool_teams, default_teams, load_teams
 from rebalancer_tools.simulator.trace import read_trace
 from rebalancer_tools.simulator.warnings import scenario_warnings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 def _strategies(raw: str) -> list[str]:
@@ -119,18 +124,20 @@ def _teams(teams_path: str | None, scenario: Scenario, labels: dict[str, str]) -
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @format_option()
 @click.option("--report", "report_dir", type=OutputDir(), help="Write report.md and PNG plots here.")
-@click.option("--remedies", type=Whole(0, 10), default=3, show_default=True,
+@click.option("--remedies", type=Whole(0, 10), default=0, show_default=True,
               help="For this many of the teams the rebalancer leaves worse off than the first strategy, search the "
-                   "smallest policy change that keeps each whole (each try is one more simulation; 0: list only).")
+                   "smallest policy change that keeps each whole (each try is one more simulation; 0: list them "
+                   "only).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
-@click.option("--no-eta", is_flag=True,
-              help="Do not measure the estimated starts `rebalancer why` would have given (faster).")
+@click.option("--eta/--no-eta", default=False, show_default=True,
+              help="Also measure the estimated starts `rebalancer why` would have given (several times the "
+                   "simulation's own time).")
 def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[str, ...], teams_path: str | None,
              strategies: str,
              policy_path: str | None, controller_interval_minutes: float, apply_delay_minutes: float,
              approval_minutes: float, checkpoint_minutes: float, node_mtbf_hours: float | None,
              node_repair_hours: float, node_events_path: str | None, seed: int, fmt: str, report_dir: str | None,
-             remedies: int, no_progress: bool, no_eta: bool) -> None:
+             remedies: int, no_progress: bool, eta: bool) -> None:
     """Replay a job trace on a simulated HyperPod cluster under each quota strategy and compare the outcomes."""
     names = _strategies(strategies)
     pools = _pools(pool_values)
@@ -142,7 +149,7 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
         jobs=jobs, teams=(), nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node, pools=pools,
         controller_interval_s=controller_interval_minutes * 60, apply_delay_s=apply_delay_minutes * 60,
         approval_delay_s=approval_minutes * 60,
-        checkpoint_s=checkpoint_minutes * 60, seed=seed, policy=policy, eta=not no_eta)
+        checkpoint_s=checkpoint_minutes * 60, seed=seed, policy=policy, eta=eta)
     nodes = sum(p.nodes for p in scenario.pool_specs)
     explicit = load_node_events(node_events_path, nodes) if node_events_path else ()
     teams = _teams(teams_path, scenario, trace.labels)
@@ -151,8 +158,10 @@ def simulate(trace_path: str, gpus: int, gpus_per_node: int, pool_values: tuple[
     scenario.check()
     for warning in scenario_warnings(scenario, policy):
         click.echo(f"warning: {warning}", err=True)
-    results = _run(scenario, names, progress=not no_progress and len(jobs) > 2000)
-    losers = _losers(scenario, results, remedies)
+    with Phases(_stderr() if not no_progress and len(jobs) > 2000 else None) as phases:
+        results = {n: phases.run(scenario, n, f"{n}: simulating" + (", estimating starts" if eta else ""))
+                   for n in names}
+        losers = _losers(scenario, results, remedies, phases)
     _show_results(fmt, scenario, results, losers, trace.labels)
     if report_dir:
         from rebalancer_tools.simulator.report import write_report
@@ -213,31 +222,48 @@ def _show_results(fmt: str, scenario: Scenario, results: dict[str, StrategyResul
                 out.print(Text(line))
 
 
-def _losers(scenario: Scenario, results: dict[str, StrategyResult],
-            remedies: int) -> dict[str, list[worse_off.Loser]]:
+def _losers(scenario: Scenario, results: dict[str, StrategyResult], remedies: int,
+            phases: Phases) -> dict[str, list[worse_off.Loser]]:
     """Per strategy after the first, the teams it leaves worse off; for the rebalancer, what keeps them whole."""
     names = list(results)
     searched: list[worse_off.Loser] = []
     if remedies and "rebalancer" in names[1:]:
         # each remedy tried is a simulation of its own, whose estimated starts nobody reads
         searched = worse_off.search(dataclasses.replace(scenario, eta=False), results["rebalancer"],
-                                    results[names[0]], max_teams=remedies)
+                                    results[names[0]], max_teams=remedies,
+                                    run=lambda sc, what: phases.run(sc, "rebalancer", f"remedy {what}"))
     return worse_off.report(results, searched)
 
 
-def _run(scenario: Scenario, names: list[str], *, progress: bool) -> dict[str, StrategyResult]:
-    if not progress:
-        return {n: run_strategy(scenario, n) for n in names}
+def _stderr() -> Console:
     from rich.console import Console
-    from rich.progress import Progress, TaskID
 
-    results: dict[str, StrategyResult] = {}
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        for n in names:
-            task = bar.add_task(n, total=1.0)
+    return Console(stderr=True)
 
-            def update(fraction: float, task: TaskID = task) -> None:
-                bar.update(task, completed=fraction)
 
-            results[n] = run_strategy(scenario, n, progress=update)
-    return results
+class Phases:
+    """The runs of one `simulate`, each a phase that a progress bar on `console` names while it runs (cleared at
+    the end); no console: the runs alone."""
+
+    def __init__(self, console: Console | None) -> None:
+        self.bar: Progress | None = None
+        if console is not None:
+            from rich.progress import Progress
+
+            self.bar = Progress(console=console, transient=True)
+
+    def __enter__(self) -> Phases:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def run(self, scenario: Scenario, strategy: str, phase: str) -> StrategyResult:
+        bar = self.bar
+        if bar is None:
+            return run_strategy(scenario, strategy)
+        task = bar.add_task(phase, total=1.0)
+        return run_strategy(scenario, strategy, progress=lambda fraction: bar.update(task, completed=fraction))

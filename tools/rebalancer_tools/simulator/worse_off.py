@@ -91,13 +91,14 @@ def candidates(policy: Policy, team: str, hand_set: Mapping[str, int]) -> list[t
             for what, changed in out if isinstance(changed, TeamPolicy)]
 
 
-Runner = Callable[[Scenario], StrategyResult]
+# Runs the rebalancer on a scenario with one change tried (`team: change`, for a progress bar to name).
+Runner = Callable[[Scenario, str], StrategyResult]
 
 
 def search(sc: Scenario, result: StrategyResult, baseline: StrategyResult, *, max_teams: int = MAX_TEAMS,
            run: Runner | None = None) -> list[Loser]:
     """The rebalancer's losers against the baseline, the first `max_teams` with the changes tried for them."""
-    run = run or (lambda s: run_strategy(s, "rebalancer"))
+    run = run or (lambda s, _: run_strategy(s, "rebalancer"))
     policy = effective_policy(sc)
     first = sc.instance_types[0]
     out = []
@@ -108,7 +109,7 @@ def search(sc: Scenario, result: StrategyResult, baseline: StrategyResult, *, ma
             spec = next(t for t in sc.teams if t.name == team)
             hand_set = {it: spec.quota_in(it, first) for it in sc.instance_types}
             for what, changed in candidates(policy, team, hand_set):
-                again = run(dataclasses.replace(sc, policy=changed))
+                again = run(dataclasses.replace(sc, policy=changed), f"{team}: {what}")
                 whole = not worse(again.teams[team], base)
                 cost = tuple(t for t in losers(again, baseline) if t != team and t not in losers(result, baseline))
                 tried.append(Remedy(what, whole, again.teams[team].wait_p95_s, cost))
