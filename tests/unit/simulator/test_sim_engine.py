@@ -72,6 +72,27 @@ def test_a_plan_needing_approval_waits_for_it_and_no_other_plan_runs_meanwhile()
     assert calls[:3] == [0.0, 2700.0, 3600.0]  # the ticks at 900 and 1800 s fall while the approval is pending
 
 
+def test_a_plan_that_gives_notice_is_written_that_much_later_after_its_approval() -> None:
+    """b borrows a's idle quota; a plan that hands it back to a preempts b's job, so it gives b an hour's notice."""
+    written: list[float] = []
+
+    def controller(view: ControllerView) -> Decision | None:
+        if view.quotas["a"]["gpu"] == 8:
+            written.append(view.now_s)
+            return None
+        return Decision({"a": {"gpu": 8}, "b": {"gpu": 0}}, needs_approval=True, notice_s=3600) \
+            if view.pending["a"]["gpu"] else None
+
+    queues = [QueueSpec("a", 0, borrow_limit_percent=50), QueueSpec("b", 8, borrow_limit_percent=50)]
+    jobs = [TraceJob("b1", "b", 0, 20000, 8), TraceJob("a1", "a", 100, 600, 8)]
+    cfg = SimConfig(nodes=1, gpus_per_node=8, controller_interval_s=900, apply_delay_s=120, approval_delay_s=1800)
+    raw = Simulation(jobs, ["a", "b"], queues, [0, 1], cfg, controller).run()
+    # decided at 900 s: approved 1,800 s later, written 3,600 s after that (+ the 120 s apply), then a reclaims
+    assert raw.job_wait_s[1] == 900 + 120 + 1800 + 3600 - 100
+    assert written[0] == 900 + 5400 + 900  # the next plan after the write; none ran while it waited
+    assert raw.preemptions == [0, 1]
+
+
 def test_a_run_ends_when_a_node_fails_for_good_and_a_job_no_longer_fits() -> None:
     queues = [QueueSpec("a", 16)]
     jobs = [TraceJob("big", "a", 0, 1000, 16), TraceJob("small", "a", 10, 100, 8)]

@@ -89,11 +89,13 @@ class ControllerView:
 class Decision:
     """Quotas to set (team → pool → accelerators); `queues`: for a team whose compute quota's other settings the
     decision rewrites, its ClusterQueue in each pool as the written quota configures it (team → pool → queue);
-    `needs_approval` delays them by the configured approval time."""
+    `needs_approval` delays them by the configured approval time; `notice_s` by as much again (the notice a plan
+    that preempts gives the teams it preempts, after its approval and before its write)."""
 
     quotas: dict[str, dict[str, int]]
     needs_approval: bool = False
     queues: dict[str, dict[str, Queue]] = field(default_factory=dict)
+    notice_s: float = 0.0
 
     def changes(self, queues: Sequence[QueueSpec], pool_names: Sequence[str]) -> bool:
         """Whether applying it changes any of `queues` (each of the pool its `pool` index names)."""
@@ -824,7 +826,8 @@ class Simulation:
             self.seq += 1
             self.staged[self.seq] = decision
             self.pending_applies += 1
-            delay = self.cfg.apply_delay_s + (self.cfg.approval_delay_s if decision.needs_approval else 0.0)
+            delay = (self.cfg.apply_delay_s + (self.cfg.approval_delay_s if decision.needs_approval else 0.0)
+                     + decision.notice_s)
             self.apply_at[self.seq] = self.now + delay
             self._push(self.now + delay, APPLY, self.seq)
             self.idle_ticks = 0
