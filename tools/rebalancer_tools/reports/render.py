@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from rebalancer.domain.plan import Plan
+from rebalancer.domain.plan import PREEMPTIONS_LISTED, Plan, ran_text
 from rebalancer_tools.reports.tables import Column, Listing, Record
 
 UNITS = {"accelerators": "acc", "vcpu": "vCPU", "partitions": "part", "memory_gib": "GiB"}
@@ -40,6 +40,23 @@ def plan_table(plan: Plan) -> Listing:
                    fields=("team", "pool", "resource", "before", "after", "wanted", "hold", "reason"))
 
 
+PREEMPTIONS_SHOWN = 20  # rows of the preemptions table; the plan's JSON lists up to PREEMPTIONS_LISTED
+
+
+def preemptions_table(plan: Plan, shown: int = PREEMPTIONS_SHOWN) -> Listing:
+    """The running workloads the plan's writes would make Kueue preempt, the largest by GPU-hours first; the rest
+    counted under the table with the GPU-hours at risk over all of them."""
+    records = tuple({"team": p.team, "workload": p.workload, "pool": p.pool, "accelerators": p.accelerators,
+                     "ran": ran_text(p.ran_s), "gpu_hours": round(p.gpu_hours, 1)} for p in plan.preemptions[:shown])
+    rest = len(plan.preemptions) - len(records) + plan.preemptions_unlisted
+    footer = ([f"…and {rest} more (`plan --format json` lists the largest {PREEMPTIONS_LISTED})"] if rest else [])
+    return Listing(title=f"would preempt ({plan.preempted_gpu_hours:.1f} GPU-hours of work at risk)",
+                   columns=(Column("team", wrap=False), Column("workload"), Column("pool", wrap=False),
+                            Column("accelerators", numeric=True), Column("ran", wrap=False),
+                            Column("GPU-hours", key="gpu_hours", numeric=True)),
+                   records=records, footer=tuple(footer))
+
+
 def plan_renderable(plan: Plan) -> RenderableType:
     parts: list[RenderableType] = []
     headline = plan.headline()
@@ -47,6 +64,8 @@ def plan_renderable(plan: Plan) -> RenderableType:
         parts.append(plan_table(plan))
     if headline:
         parts.append(Text(headline, style="bold"))
+    if plan.preemptions:
+        parts.append(preemptions_table(plan))
     for f in plan.field_changes:
         line = Text(f"{f.team}: {f.field}: {_value(f.before)} → {_value(f.after)}")
         parts.append(line.append(f"  ({f.reason})", style="yellow" if f.console_edit else "dim"))

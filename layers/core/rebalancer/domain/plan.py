@@ -148,6 +148,51 @@ class SchedulerRequest(Frozen):
     parameters: dict[str, Any]
 
 
+# The preemptions a plan lists (its record, every message and page show them): the largest by GPU-hours, the rest
+# counted (Plan.preemptions_unlisted) and still in Plan.preempted_gpu_hours.
+PREEMPTIONS_LISTED = 100
+
+
+class Preemption(Frozen):
+    """A running workload that the plan's writes would make Kueue preempt (rebalancer.planning.preemptions): its
+    team, name, pool and accelerators, and how long it has run (its admission to the snapshot's time; None: not
+    read). A preempted workload loses the work since its last checkpoint, which the controller cannot see: what it
+    ran is what is at risk."""
+
+    team: str
+    workload: str
+    pool: str
+    accelerators: float
+    ran_s: float | None = None
+
+    @property
+    def gpu_hours(self) -> float:
+        """Accelerator-hours at risk: its accelerators times how long it has run (0 when that was not read)."""
+        return self.accelerators * (self.ran_s or 0.0) / 3600
+
+
+def ran_text(seconds: float | None) -> str:
+    """How long a workload has run, as messages say it: `3h 20m`, `45m`, `unknown`."""
+    if seconds is None:
+        return "unknown"
+    minutes = int(seconds // 60)
+    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def preemption_line(p: Preemption) -> str:
+    """`research/pretrain-7b on ml.p5.48xlarge: 8 accelerators, ran 3h 20m (26.7 GPU-hours)`."""
+    return (f"{p.team}/{p.workload} on {p.pool}: {p.accelerators:g} accelerators, ran {ran_text(p.ran_s)} "
+            f"({p.gpu_hours:.1f} GPU-hours)")
+
+
+def preemption_summary(preemptions: Iterable[Preemption], unlisted: int, gpu_hours: float) -> str:
+    """`3 running workloads, 42.5 GPU-hours of work at risk` (what follows "preempts"); empty when none."""
+    n = len(list(preemptions)) + unlisted
+    if not n:
+        return ""
+    return f"{n} running workload{'s' if n != 1 else ''}, {gpu_hours:.1f} GPU-hours of work at risk"
+
+
 class Plan(Frozen):
     cluster_name: str
     cluster_arn: str
@@ -167,6 +212,16 @@ class Plan(Frozen):
     # scheduler config: apply `scheduler_requests` (at most one) before the quota requests.
     field_changes: tuple[FieldChange, ...] = ()
     scheduler_requests: tuple[SchedulerRequest, ...] = ()
+    # The running workloads Kueue would preempt once the requests are written, the largest by GPU-hours first (at
+    # most PREEMPTIONS_LISTED; `preemptions_unlisted` counts the rest), and the GPU-hours at risk over all of them.
+    preemptions: tuple[Preemption, ...] = ()
+    preemptions_unlisted: int = 0
+    preempted_gpu_hours: float = 0.0
+
+    @property
+    def preempted_teams(self) -> tuple[str, ...]:
+        """The teams whose running work the plan would preempt (of the workloads it lists), sorted."""
+        return tuple(sorted({p.team for p in self.preemptions}))
 
     @property
     def is_empty(self) -> bool:
@@ -213,7 +268,11 @@ class Plan(Frozen):
             "requires_approval": self.requires_approval,
             "approval_reasons": list(self.approval_reasons),
             "warnings": list(self.warnings),
+            "preemptions": [p.model_dump(mode="json") for p in self.preemptions],
+            "preempted_gpu_hours": round(self.preempted_gpu_hours, 3),
         }
+        if self.preemptions_unlisted:
+            out["preemptions_unlisted"] = self.preemptions_unlisted
         if self.field_changes:
             out["field_changes"] = [c.model_dump(mode="json") for c in self.field_changes]
         if self.scheduler_requests:

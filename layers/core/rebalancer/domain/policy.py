@@ -282,6 +282,10 @@ class Approval(Written):
     # An approved plan older than this is made again on the cluster as it is before anything is written, even when
     # nothing it was made from has moved (docs/deploy/approvals.md).
     max_plan_age_minutes: Annotated[int, Field(ge=1, le=7 * 24 * 60)] = 60
+    # A plan whose writes would make Kueue preempt running work worth more than this many GPU-hours (accelerators ×
+    # how long each has run: rebalancer.planning.preemptions) needs approval. None (the default): no such rule, as
+    # HyperPod's own sharing reclaims borrowed work without asking; 0: every plan that preempts anything.
+    max_preempted_gpu_hours: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
 
 
 PRIORITY_CLASS_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -140,6 +140,7 @@ class _Run:
         self.tick_at = (cluster.at + controller.interval_s
                         if controller and (controller.max_replans or controller.staged) else math.inf)
         self.plans: dict[float, Quotas] = {}
+        self.evicted: list[int] = []  # the workloads preempted, in the order Kueue took them
 
     def _queue_index(self, p: int, team: str) -> int:
         try:
@@ -194,6 +195,7 @@ class _Run:
         self.start[j] = -1.0
         self.enq[j] = self.now
         self._enqueue(j)
+        self.evicted.append(j)
 
     # --- one cohort's scheduling pass ---
     def schedule(self, p: int) -> None:
@@ -377,3 +379,25 @@ def forecast(cluster: Cluster, durations: Durations, *, targets: Collection[str]
             break
         dirty = run.advance(t)
     return Forecast({run.jobs[j].job: run.start_of(j, stopped) for j in wanted}, run.plans)
+
+
+class _Now:
+    """Durations for a pass that does not advance time: none is read."""
+
+    def remaining(self, job: Running, at: float) -> float:
+        return 0.0
+
+    def duration(self, job: Waiting) -> float:
+        return 0.0
+
+
+def preempted(cluster: Cluster, quotas: Quotas) -> list[Running]:
+    """The workloads running in `cluster` that Kueue preempts once `quotas` are written: each pool's scheduling
+    pass (admission, then a queue taking back its nominal quota from borrowers, lowest priority and newest admitted
+    first) at the moment of the write, in the order Kueue takes them. Time does not advance: what would be preempted
+    later, as work arrives or ends, is not the write's doing."""
+    run = _Run(cluster, _Now(), None)
+    run.apply(quotas)
+    for p in range(len(run.pools)):
+        run.schedule(p)
+    return [job for job in dict.fromkeys(run.jobs[j] for j in run.evicted) if isinstance(job, Running)]

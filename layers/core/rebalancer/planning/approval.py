@@ -10,9 +10,10 @@ from rebalancer.engine.allocation import EPS
 
 
 def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence[FieldChange],
-                     created: Sequence[str] = ()) -> list[str]:
+                     created: Sequence[str] = (), *, preempted: int = 0, preempted_gpu_hours: float = 0.0) -> list[str]:
     """One line per rule the plan trips; none when it may be applied as it is (or a dry run never applies).
-    `created`: the teams the plan creates a quota for."""
+    `created`: the teams the plan creates a quota for; `preempted`: how many running workloads its writes would make
+    Kueue preempt, with `preempted_gpu_hours` of work at risk (rebalancer.planning.preemptions)."""
     if policy.mode == "dry-run" or not (changes or fields or created):
         return []
     if policy.mode == "approve":
@@ -28,6 +29,10 @@ def approval_reasons(policy: Policy, changes: Sequence[Change], fields: Sequence
         before, after = c.before, c.after
         reasons.append(f"{c.team} loses {(before - after) / before:.0%} of {c.pool} "
                        f"({before:g} → {after:g}), above approval.max_decrease_percent {limit:g}")
+    if rules.max_preempted_gpu_hours is not None and preempted_gpu_hours > rules.max_preempted_gpu_hours + EPS:
+        reasons.append(f"preempts {preempted} running workload{'s' if preempted != 1 else ''} with "
+                       f"{preempted_gpu_hours:.1f} GPU-hours of work at risk, above "
+                       f"approval.max_preempted_gpu_hours {rules.max_preempted_gpu_hours:g}")
     if rules.console_edits:
         edited: dict[str, list[str]] = {}
         for f in fields:

@@ -37,6 +37,7 @@ from rebalancer.planning.cluster_policy import plan_scheduler_config
 from rebalancer.planning.commitments import commitment_warnings
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.pools import build_pools, pool_inputs, split_family
+from rebalancer.planning.preemptions import listed, preemptions
 from rebalancer.planning.requests import MAX_ENTRIES, Move, edited_outside, quota_requests, setting_changes
 from rebalancer.planning.team_names import check_team_names
 
@@ -122,7 +123,9 @@ def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime
     if snapshot.topology_pending:
         warnings.extend(topology_warnings(snapshot, {c.team for c in changes if c.after > c.before}))
     created = [r.team for r in written.requests if r.operation == "CreateComputeQuota"]
-    approval = approval_reasons(policy, changes, fields, created)
+    found, at_risk = preemptions(snapshot, allocations, changes)
+    approval = approval_reasons(policy, changes, fields, created, preempted=len(found), preempted_gpu_hours=at_risk)
+    preempting, unlisted = listed(found)
     # Every field is a validated model (changes, requests, field changes from their constructors; the snapshot's
     # and policy's own fields) or built here with the declared types (allocations: floats from the engine), so
     # the plan is not validated a second time (15,000 allocation amounts at 1,000 teams). Reading a stored
@@ -132,7 +135,8 @@ def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime
         taken_at=snapshot.taken_at, mode=policy.mode, allocations=allocations, changes=tuple(changes),
         held=tuple(held), requests=written.requests, requires_approval=bool(approval),
         approval_reasons=tuple(approval), warnings=tuple(warnings), field_changes=tuple(fields),
-        scheduler_requests=tuple(scheduler),
+        scheduler_requests=tuple(scheduler), preemptions=preempting, preemptions_unlisted=unlisted,
+        preempted_gpu_hours=at_risk,
     )
 
 

@@ -12,7 +12,7 @@ from rebalancer.adapters.stepfunctions import TaskTokens
 from rebalancer.app.approvals.review_page import COMMENT_MAX
 from rebalancer.app.approvals.signing import Decision, LinkSigner
 from rebalancer.app.notifications.messages import Channel, Message
-from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url
+from rebalancer.app.notifications.notify import Deliveries, approval_id_of, deliver, execution_url, preempting
 from rebalancer.app.workflow import audit
 from rebalancer.app.workflow.audit import AuditLog
 from rebalancer.app.workflow.state import ApprovalRequest, Artifacts, load_plan
@@ -83,7 +83,7 @@ class Approvals:
             approval_id=approval_id, expires=existing.decide_by.isoformat(timespec="seconds"),
             approve_url=self.signer.link(base, approval_id, "approve", existing.decide_by),
             reject_url=self.signer.link(base, approval_id, "reject", existing.decide_by),
-            notes=asked.notes)
+            notes=asked.notes, **preempting(plan))
         results = deliver(self.store.deliveries, self.channels, run.execution_name, message, rounds)
         self.store.approvals.put_context(approval_id, RunContext(trigger=run.trigger, started_at=run.started_at),
                                    existing.decide_by)

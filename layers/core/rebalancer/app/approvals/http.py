@@ -140,7 +140,9 @@ class ApprovalApi:
                       started_at=context.started_at, approval_reasons=plan.approval_reasons, warnings=plan.warnings,
                       settings=plan.field_changes, decided_by=rec.decided_by,
                       execution_url=execution_url(rec.execution_arn), form=form, action=f"{approval_id}/decision",
-                      signed_in_as=approver.name if approver else None)
+                      signed_in_as=approver.name if approver else None, preemptions=plan.preemptions,
+                      preemptions_unlisted=plan.preemptions_unlisted,
+                      preempted_gpu_hours=plan.preempted_gpu_hours)
         return _html(200, review_page(view))
 
     # --- POST: the decision ----------------------------------------------------------------------------------------

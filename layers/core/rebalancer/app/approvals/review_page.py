@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rebalancer.app.notifications.messages import field_line
-from rebalancer.domain.plan import FieldChange, Plan, movement
+from rebalancer.domain.plan import FieldChange, Plan, Preemption, movement, preemption_summary, ran_text
 
 if TYPE_CHECKING:
     import jinja2
@@ -71,6 +71,15 @@ class Review:
     form: Mapping[str, str] = field(default_factory=dict)  # hidden fields: the signed token and the nonce
     action: str = ""  # where the form posts (relative to the page)
     signed_in_as: str | None = None  # the verified approver (JWT authorizer); None: the form asks for a name
+    # What the plan's writes would make Kueue preempt: the plan's list (the largest first, bounded), how many it
+    # leaves unlisted, and the GPU-hours at risk over all of them.
+    preemptions: Sequence[Preemption] = ()
+    preemptions_unlisted: int = 0
+    preempted_gpu_hours: float = 0.0
+
+    @property
+    def preempting(self) -> str:
+        return preemption_summary(self.preemptions, self.preemptions_unlisted, self.preempted_gpu_hours)
 
     @property
     def moved(self) -> str:
@@ -129,7 +138,7 @@ def _templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              auto_reload=False)
-    env.filters.update(n=_n, signed=_signed, trend=_trend, when=_when, field_line=field_line)
+    env.filters.update(n=_n, signed=_signed, trend=_trend, when=_when, field_line=field_line, ran=ran_text)
     return env
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rebalancer.adapters.aws import one_line
 from rebalancer.app.workflow.state import Kind
-from rebalancer.domain.plan import Change, FieldChange, movement
+from rebalancer.domain.plan import Change, FieldChange, Preemption, movement, preemption_line, preemption_summary
 
 TITLES: dict[str, str] = {
     "approval_request": "Approval needed: quota changes on {cluster}",
@@ -27,6 +27,7 @@ TITLES: dict[str, str] = {
     "reservation_ended": "Reservation ended on {cluster}: quotas return to the policy",
 }
 MAX_ROWS = 40  # Slack allows 50 blocks; a longer change set is summarised
+PREEMPTIONS_SHOWN = 10  # the largest a message names; the rest are counted (the stored plan lists more)
 
 
 class Message(BaseModel):
@@ -47,6 +48,22 @@ class Message(BaseModel):
     reject_url: str | None = None
     expires: str | None = None
     notes: tuple[str, ...] = ()  # budget lines, one per team; reservation lines, one per reservation
+    # What the plan's writes would make Kueue preempt (Plan.preemptions, preemptions_unlisted, preempted_gpu_hours)
+    preemptions: tuple[Preemption, ...] = ()
+    preemptions_unlisted: int = 0
+    preempted_gpu_hours: float = 0.0
+
+    @property
+    def preempting(self) -> str:
+        """`Would preempt 3 running workloads, 42.5 GPU-hours of work at risk`; empty when none."""
+        summary = preemption_summary(self.preemptions, self.preemptions_unlisted, self.preempted_gpu_hours)
+        return f"Would preempt {summary}" if summary else ""
+
+    def preemption_lines(self) -> list[str]:
+        """The largest PREEMPTIONS_SHOWN preemptions, one line each, and a line counting the rest."""
+        lines = [preemption_line(p) for p in self.preemptions[:PREEMPTIONS_SHOWN]]
+        rest = len(self.preemptions) - len(lines) + self.preemptions_unlisted
+        return lines + ([f"…and {rest} more (see the execution's plan)"] if rest else [])
 
     @property
     def title(self) -> str:
@@ -83,6 +100,10 @@ def render_text(m: Message) -> tuple[str, str]:
         lines.append(f"Moves: {movement(m.changes)}")
         lines.append("Changes (before -> after):")
         lines += [f"  - {change_line(c)}" for c in m.changes]
+        lines.append("")
+    if m.preempting:
+        lines.append(f"{m.preempting}:")
+        lines += [f"  - {line}" for line in m.preemption_lines()]
         lines.append("")
     if m.held:
         # A contended cluster under max_move can hold back thousands: SNS takes 256 KB, the execution keeps all.
@@ -133,12 +154,23 @@ def _block_row(c: Change) -> str:
 
 
 def _rooms(m: Message) -> tuple[int, int, int]:
-    """How many changes, held-back changes and settings get a block of their own: MAX_ROWS in all, the changes
-    first, up to 5 of each of the others kept for them."""
+    """How many changes, held-back changes and settings get a block of their own: MAX_ROWS in all (less the
+    preemptions' block), the changes first, up to 5 of each of the others kept for them."""
+    rows = MAX_ROWS - bool(m.preempting)
     held, fields = min(len(m.held), 5), min(len(m.field_changes), 5)
-    changes = min(len(m.changes), MAX_ROWS - held - fields)
-    held = min(len(m.held), MAX_ROWS - changes - fields)
-    return changes, held, min(len(m.field_changes), MAX_ROWS - changes - held)
+    changes = min(len(m.changes), rows - held - fields)
+    held = min(len(m.held), rows - changes - fields)
+    return changes, held, min(len(m.field_changes), rows - changes - held)
+
+
+def _preemption_block(m: Message) -> dict[str, Any]:
+    """One section: what the plan would preempt, the largest first, within Slack's 3,000 characters."""
+    head = f"*:warning: {escaped(m.preempting)}:*"
+    text = "\n".join([head, *(f"• {escaped(line)}" for line in m.preemption_lines())])
+    if len(text) > 3000:
+        cut = text[:2990].rsplit("\n", 1)[0]
+        text = f"{cut}\n…"
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
 def _amount_blocks(m: Message, changes: int, held: int) -> list[dict[str, Any]]:
@@ -172,6 +204,8 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
     changes, held, room = _rooms(m)
     blocks += _amount_blocks(m, changes, held)
+    if m.preempting:
+        blocks.append(_preemption_block(m))
     if m.field_changes:
         rows = [f"`{f.team}` {f.field}: *{_value(f.before)} → {_value(f.after)}*\n"
                 + (":pencil2: _console edit will be replaced_" if f.console_edit

@@ -90,7 +90,15 @@ def message_for(kind: Kind, run: RunRef, plan: Plan | None, *, error: Any = None
                    warnings=plan.warnings if plan else (),
                    approval_reasons=plan.approval_reasons if plan and kind == "approval_request" else (),
                    error=error_text(error) if kind in ("failed", "rolled_back", "rollback_failed") else None,
-                   decided_by=decided_by, notes=notes)
+                   decided_by=decided_by, notes=notes, **preempting(plan))
+
+
+def preempting(plan: Plan | None) -> dict[str, Any]:
+    """The Message fields that say what the plan's writes would preempt."""
+    if plan is None:
+        return {}
+    return {"preemptions": plan.preemptions, "preemptions_unlisted": plan.preemptions_unlisted,
+            "preempted_gpu_hours": plan.preempted_gpu_hours}
 
 
 def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
