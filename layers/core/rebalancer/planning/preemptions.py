@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from rebalancer.domain.outlook import workload_key
 from rebalancer.domain.plan import PREEMPTIONS_LISTED, Change, Preemption
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.forecast.engine import preempted
@@ -31,12 +32,12 @@ def preemptions(snapshot: Snapshot, allocations: Allocations,
     quotas = {team: {pool: amounts["accelerators"] for pool, amounts in by_pool.items()
                      if pool in pools and "accelerators" in amounts}
               for team, by_pool in allocations.items()}
-    listed = {f"{w.name}@{w.pool}": w for w in snapshot.running_workloads}
+    listed = {workload_key(w.team, w.name, w.pool): w for w in snapshot.running_workloads}
     at = snapshot.taken_at
     out = []
     for job in preempted(cluster, quotas):
         w = listed.get(job.job)
-        name, pool = job.job.rsplit("@", 1)
+        name, pool = job.job.removeprefix(f"{job.team}/").rsplit("@", 1)
         ran = None if w is None or w.started is None else max(0.0, (at - w.started).total_seconds())
         out.append(Preemption(team=job.team, workload=name, pool=pool, accelerators=job.accelerators, ran_s=ran))
     out.sort(key=lambda p: (-p.gpu_hours, -p.accelerators, p.team, p.workload, p.pool))
