@@ -420,3 +420,25 @@ def test_an_invalid_policy_stops_the_run_with_a_notification_naming_the_error(wo
             in sns["Message"]
         assert quotas(emu) == before
         assert ("plan", "invalid-policy") in kinds(stack)
+
+
+def test_a_node_failing_while_the_cuts_settle_gets_no_raise_above_what_is_left(world: World) -> None:
+    """The real state machine: Apply cuts quotas, and a node of ml.p5.48xlarge fails while it waits for the cuts to
+    settle. The raises that no longer fit the healthy capacity read after that wait are not written; the run fails
+    to Rollback, which restores only what fits, and the audit names the writes left and why."""
+    emu, _kube, _slack = world
+    with stack_for(world, AUTO) as stack:
+        emu.emulator.inject("node-failure", "DescribeComputeQuota", cluster=CLUSTER, node="gpu-p5-0")
+        arn, done = run_once(stack)
+        assert done["status"] == "FAILED"
+        assert stack.states_entered(arn)[-4:] == ["Apply", "Rollback", "NotifyRollbackFailed", "RollbackFailed"]
+        assert emu.emulator.monitor.raised_above_capacity() == []
+        assert sum(accelerators(q, P5) for q in quotas(emu).values()) <= 24  # 3 of the 4 nodes left
+        records = {r["kind"]: r for r in stack.audit(CLUSTER)}
+        assert records["apply"]["outcome"] == "failed"
+        assert records["apply"]["detail"]["left"] == {"research": (
+            f"{P5}: the enabled quotas would hold 32, the cluster has 24 healthy (it had 32 when this pass of "
+            "writes began)")}
+        # Restoring training's 12 would raise the pool above the 24 left: the rollback leaves it cut, and says so.
+        assert records["rollback"]["outcome"] == "incomplete"
+        assert "training" in records["rollback"]["detail"]["left"]

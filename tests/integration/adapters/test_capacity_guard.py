@@ -14,6 +14,7 @@ from support.five_teams import AFTER, BEFORE, P5, config, gpus, plan_requests, q
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.collect import KubeAccess, collect_snapshot
+from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.app.workflow.steps.apply import apply
 from rebalancer.app.workflow.steps.collect import collect
@@ -51,6 +52,57 @@ def test_an_apply_planned_before_a_node_failed_stops_at_the_first_raise_above_ca
     assert (report.rollback[0].held, report.rollback[0].holds) == ({P5: 6}, {P5: 6})
     assert gpus(emu) == {**BEFORE, "a": 6, "b": 6}
     assert raised(emu, arn) == []
+
+
+def test_a_node_failing_while_the_decreases_settle_stops_the_raises_that_no_longer_fit(
+        emu: Emulator, aws: AwsClients, clock: FakeClock) -> None:
+    """The capacity is read before the first write (32), a and b are lowered (32 → 26), and a node fails while the
+    writer polls for them to settle: the raises that follow are checked against the 24 GPUs read after that wait,
+    not against the 32 read before it."""
+    arn, before = setup_cluster(emu, aws)
+    emu.inject("node-failure", "DescribeComputeQuota", cluster="c1", node="p5-0")
+    report = writer(aws, clock).apply(arn, plan_requests(before), before)
+    assert [o.result for o in report.outcomes] == ["applied", "applied", "refused", "not-attempted",
+                                                   "not-attempted"]
+    assert report.outcomes[2].message == (f"{P5}: the enabled quotas would hold 28, the cluster has 24 healthy "
+                                          "(they hold 26 now) (it had 32 when this pass of writes began)")
+    assert not report.succeeded
+    assert [(o.team, o.result) for o in report.rollback] == [("a", "refused"), ("b", "refused")]
+    assert gpus(emu) == {**BEFORE, "a": 6, "b": 6}
+    assert raised(emu, arn) == []
+
+
+def test_a_failed_read_of_the_nodes_after_the_decreases_stops_before_any_raise(
+        emu: Emulator, aws: AwsClients, clock: FakeClock) -> None:
+    arn, before = setup_cluster(emu, aws)
+    emu.inject("server-error", "ListClusterNodes", skip=1, times=None)  # the first read only is answered
+    report = writer(aws, clock).apply(arn, plan_requests(before), before, rollback_on_failure=False)
+    assert [o.result for o in report.outcomes] == ["applied", "applied", "not-attempted", "not-attempted",
+                                                   "not-attempted"]
+    assert report.error is not None
+    assert report.error.startswith("reading the cluster's capacity again before UpdateComputeQuota for team c: ")
+    assert report.transient
+    assert gpus(emu) == {**BEFORE, "a": 6, "b": 6}
+
+
+def test_raises_made_one_after_another_share_one_reading_of_the_nodes(aws: AwsClients, emu: Emulator,
+                                                                       clock: FakeClock) -> None:
+    """Reading 22,000 nodes is 223 calls: the nodes are read before the first write and once more after the
+    decreases settled, not before each of c, d and e's raises."""
+    arn, before = setup_cluster(emu, aws)
+    w = writer(aws, clock)
+    calls: list[str] = []
+    w.sm.meta.events.register("before-call.sagemaker.ListClusterNodes", lambda **_: calls.append("nodes"))
+    assert w.apply(arn, plan_requests(before), before).succeeded
+    assert calls == ["nodes", "nodes"]
+    calls.clear()  # raises only, up to an autoscaler's ceiling: one reading, before the first write
+    now = SageMakerReader(aws.client("sagemaker")).quotas(arn)
+    by_team = {q.team: q for q in now}
+    raises = [QuotaRequest(operation="UpdateComputeQuota", team=t, parameters={
+        "ComputeQuotaId": by_team[t].ComputeQuotaId, "TargetVersion": by_team[t].ComputeQuotaVersion,
+        "ComputeQuotaConfig": config(AFTER[t] + 1)}) for t in "cde"]
+    assert w.apply(arn, raises, now, ceilings={P5: 40.0}).succeeded
+    assert calls == ["nodes"]
 
 
 def test_a_rollback_after_a_node_failed_restores_what_fits(emu: Emulator, aws: AwsClients, clock: FakeClock) -> None:

@@ -2,7 +2,8 @@
 of a run after nodes failed; a restore of a saved snapshot), on random clusters against the emulator in process: no
 write raises the enabled quotas of an instance type above the healthy capacity at that moment, unless they held as
 much before the write. The emulator's invariant monitor (rebalancer_tools.emulator.invariant) counts every API
-write that did: none may. Nodes fail between the read the writes were planned on and the writes."""
+write that did: none may. Nodes fail between the read the writes were planned on and the writes, or while an apply
+waits for its writes to settle (`midway`): a raise after that wait stands on the capacity read after it."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
     return {"nodes": nodes, "now": now,
             "target": {t: holdings() for t in TEAMS if t in now or draw(st.booleans())},
             "failed": {t: draw(st.integers(0, n)) for t, n in nodes.items()},
-            "path": draw(st.sampled_from(["apply", "undo", "restore"])),
+            "path": draw(st.sampled_from(["apply", "midway", "undo", "restore"])),
             "order": draw(st.permutations(TEAMS)), "fail_at": draw(st.integers(0, 3))}
 
 
@@ -109,6 +110,19 @@ def test_no_write_raises_a_pool_above_the_healthy_capacity_read_at_that_moment(e
     if case["path"] == "apply":  # planned on the cluster read before the nodes failed; its rollback included
         fail_nodes(emu, name, case)
         writer.apply(arn, requests(arn, before, case), before)
+    elif case["path"] == "midway":  # the nodes fail during the `fail_at`-th wait for writes to settle
+        waits = itertools.count()
+
+        def wait(_seconds: float) -> None:
+            if next(waits) == case["fail_at"]:
+                fail_nodes(emu, name, case)
+
+        emu.emulator.set_transition_reads(1)  # every write is seen Updating once: the writer waits after each
+        try:
+            QuotaWriter(emu.sagemaker, Poller(sleep=wait, clock=lambda: 0.0)).apply(arn, requests(arn, before, case),
+                                                                                    before)
+        finally:
+            emu.emulator.set_transition_reads(0)
     elif case["path"] == "undo":  # written on full capacity, undone after nodes failed (rollback --run, Rollback)
         done = writer.apply(arn, requests(arn, before, case), before, rollback_on_failure=False)
         fail_nodes(emu, name, case)

@@ -439,3 +439,29 @@ def test_apply_asks_again_when_the_plan_made_again_goes_beyond_what_was_shown(
     assert len(asked) == 2
     assert f"beyond the approval: c {P5} accelerators 2→8: larger than the approved 6→8" in result.stdout
     assert gpus(emu) == {**BEFORE, "c": 2}
+
+
+def test_a_node_failing_while_the_cuts_settle_leaves_the_raises_that_no_longer_fit_and_says_so(
+        emu: Emulator, aws: AwsClients, kube: str, policy: str) -> None:
+    """Planned and checked on 32 GPUs; a and b are cut (32 → 22) and a node fails while the CLI waits for the cuts
+    to settle. The raises are checked against the 24 read after that wait: c's fits, d's does not; the apply stops
+    there, exits 1, names the write it left and why, and the history records it."""
+    arn, _ = setup_cluster(emu, aws.client("sagemaker"))
+    table = create_table(aws.client("dynamodb"), "rebalancer-table")
+    emu.inject("node-failure", "DescribeComputeQuota", cluster="c1", node="p5-0")
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--yes", "--table", table)
+    assert result.exit_code == 1, result.output
+    refusal = (f"{P5}: the enabled quotas would hold 28, the cluster has 24 healthy (it had 32 when this pass of "
+               "writes began)")
+    assert [line for line in result.stdout.splitlines() if line.startswith("refused       UpdateComputeQuota d (")
+            and line.endswith(f"): {refusal}")]
+    assert result.stderr.strip().splitlines()[-1].startswith(f"error: UpdateComputeQuota for team d refused: {refusal}")
+    assert raised(emu, arn) == []
+    records = [json.loads(line) for line in
+               run("history", "--cluster", "c1", "--table", table, "--json").stdout.splitlines()]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("plan", "apply"), ("apply", "failed"),
+                                                              ("rollback", "incomplete")]
+    assert records[1]["detail"]["left"] == {"d": refusal, "e": "not-attempted"}
+    # Undoing the cuts would raise the pool above the 24 left: the rollback leaves them and says so.
+    assert sorted(records[2]["detail"]["left"]) == ["a", "b"]
+    assert gpus(emu) == {"a": 4, "b": 4, "c": 6, "d": 4, "e": 4}

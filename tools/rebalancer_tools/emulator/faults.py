@@ -4,8 +4,10 @@ A rule says which call it hits (operation, optionally the quota's team or name),
 matching calls, then fire `times` times, each with `probability` drawn from the injector's seeded RNG) and what
 happens: a ThrottlingException (400, botocore retries it), a 5xx, a slow status transition, a write that ends in
 any failure status of SchedulerResourceStatus (CreateFailed, CreateRollbackFailed, UpdateFailed,
-UpdateRollbackFailed, DeleteFailed, DeleteRollbackFailed; `update-failed` is `failed` with UpdateFailed), or an
-"external edit" that bumps the quota's version just before our write is processed.
+UpdateRollbackFailed, DeleteFailed, DeleteRollbackFailed; `update-failed` is `failed` with UpdateFailed), an
+"external edit" that bumps the quota's version just before our write is processed, or a node of a cluster that
+fails as the call arrives (`node-failure`: the call itself is answered as usual, so a node can fail, say, while a
+writer polls DescribeComputeQuota for its decreases to settle).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class FaultKind(StrEnum):
     UPDATE_FAILED = "update-failed"
     FAILED = "failed"
     EXTERNAL_EDIT = "external-edit"
+    NODE_FAILURE = "node-failure"
 
 
 # The failure statuses a write can end in, by the verb of the operation (SchedulerResourceStatus in the model).
@@ -55,6 +58,8 @@ class FaultRule:
     reason: str = "Injected failure: the cluster rejected the new quota."  # FAILED, UPDATE_FAILED
     status: str | None = None  # FAILED: the failure status; None: the operation's plain *Failed
     edit: dict[str, Any] | None = None  # EXTERNAL_EDIT: body fields to set; None: a small decrease
+    cluster: str | None = None  # NODE_FAILURE: the cluster (name or ARN) whose node fails
+    node: str | None = None  # NODE_FAILURE: its node id
     seen: int = 0
     fired: int = 0
 
@@ -64,6 +69,8 @@ class FaultRule:
             raise ValueError(f"status_code: a server error needs a 5xx status, got {self.status_code}")
         if not 0.0 <= self.probability <= 1.0:
             raise ValueError(f"probability: must be within [0, 1], got {self.probability}")
+        if self.kind is FaultKind.NODE_FAILURE and not (self.cluster and self.node):
+            raise ValueError("cluster, node: a node failure names the cluster and the node that fails")
         if self.kind is FaultKind.UPDATE_FAILED:
             self.status = self.status or "UpdateFailed"
         every = [s for pair in FAILURE_STATUSES.values() for s in pair]

@@ -173,6 +173,10 @@ def _wrap_call_action(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
             rule = gov.faults.take(WIRE_FAULTS, operation, team=team, name=name)
             if rule is not None:
                 return _fault_response(self, rule.kind, rule.status_code)
+            failing = gov.faults.take(frozenset({FaultKind.NODE_FAILURE}), operation, team=team, name=name)
+            if failing is not None:
+                cluster_changes.set_node_status(gov, str(failing.cluster), str(failing.node), "Failure",
+                                                f"Injected node failure during {operation}")
         return original(self)
 
     return call_action

@@ -121,10 +121,17 @@ def approval_not_delivered(log: AuditLog, cluster_name: str, execution: str, cod
 
 
 # --- apply -------------------------------------------------------------------------------------------------------
+LEFT_RESULTS = frozenset({"conflict", "refused", "failed", "not-attempted"})
+
+
 def applied(log: AuditLog, run: RunRef, plan: Plan, report: ApplyReport, scheduler: SchedulerOutcome | None, *,
             versions: Mapping[str, int], who: str | None) -> None:
-    """The quotas' outcomes (and the scheduler config's); on success the versions the writes left."""
+    """The quotas' outcomes (and the scheduler config's); on success the versions the writes left; on failure the
+    writes left unmade, with why (`left`, as a rollback's record names the quotas it left)."""
     detail: dict[str, Any] = {"outcomes": report.lines()}
+    left = {o.team: o.message or o.result for o in report.outcomes if o.result in LEFT_RESULTS}
+    if left:
+        detail["left"] = left
     if scheduler is not None:
         detail["scheduler"] = scheduler.line()
     if plan.field_changes:
@@ -144,7 +151,6 @@ def scheduler_failed(log: AuditLog, run: RunRef, plan: Plan, scheduler_line: str
 
 
 # --- rollback ----------------------------------------------------------------------------------------------------
-LEFT_RESULTS = frozenset({"conflict", "refused", "failed", "not-attempted"})
 
 
 def quota_states(report: ApplyReport, fallback: Mapping[str, Mapping[str, float]] | None = None
