@@ -1,6 +1,6 @@
 """Healthy capacity at the write, and the rule every quota write obeys: no write raises the enabled quotas of an
-instance type above the healthy capacity read just before it, unless they held as much already (a pool a node left may stay
-where it was, never grow).
+instance type above the healthy capacity read just before it, unless they held as much already (a pool a node left
+may stay where it was, never grow).
 
 Counted per instance type in its primary unit (accelerators, or vCPUs of a CPU-only type), as the quotas hold it:
 `Count` as that many instances' worth, a MIG partition as its share of one GPU (a GPU carved into partitions is
