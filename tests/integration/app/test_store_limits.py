@@ -145,3 +145,43 @@ def test_the_run_history_of_a_cluster_at_1000_teams_fits_one_item_keeping_each_t
         assert kept.declared[t] == history.declared[t][-len(kept.declared[t]):]
     assert len({len(d) for d in kept.finished.values()}) == 1
     assert len(kept.finished[teams[0]]) >= MIN_SAMPLES
+
+
+def flooded_history(teams: int, rnd: random.Random) -> RunHistory:
+    """`teams` teams of 40 random characters (the longest name a policy takes), each with 50 runs seen to finish and
+    50 declared ratios, one tenant flooding 10,000 running workloads and the 1,000 first estimates with
+    253-character names, and 200 outcomes: random text gzip cannot bring below half."""
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+
+    def text(n: int) -> str:
+        return rnd.randbytes(n // 2 + 1).hex()[:n]
+
+    names = sorted({text(40) for _ in range(teams)})
+    return RunHistory(
+        finished={t: tuple(float(rnd.randrange(10**7)) for _ in range(DURATIONS_KEPT)) for t in names},
+        declared={t: tuple(float(f"{rnd.random() * 10:.3g}") for _ in range(DURATIONS_KEPT)) for t in names},
+        running={f"{names[0]}/w{text(252)}@ml.p5.48xlarge": Seen(team=names[0], started=now, last_seen=now,
+                                                                  declared_s=float(rnd.randrange(1, 10**9)))
+                 for _ in range(10_000)},
+        told={f"{names[0]}/w{text(252)}@ml.p5.48xlarge": Told(queued=now, start=now) for _ in range(1000)},
+        outcomes=tuple(Outcome(waited_s=rnd.random() * 1e5, estimated_s=rnd.random() * 1e5) for _ in range(200)))
+
+
+@pytest.mark.slow
+def test_the_run_history_at_10000_teams_with_a_flooding_tenant_is_written_within_an_item(store: Store) -> None:
+    """Kept at one run per team, with every declaration, it is still above the 400 KB DynamoDB takes (which moto
+    checks): it is cut on, declarations, the tenant's running workloads and first estimates included, and never
+    written larger than an item."""
+    history = flooded_history(10_000, random.Random(5))
+    one_each = RunHistory(finished={t: d[-1:] for t, d in history.finished.items()},
+                          declared={t: d[-1:] for t, d in history.declared.items()})
+    assert len(pack(one_each.model_dump(mode="json"))) > ITEM_LIMIT  # what the cuts stopped at, refused
+    store.durations.record("c1", history)
+    assert max(item_sizes()) < ITEM_LIMIT * 0.75
+    kept = store.durations.history("c1")
+    assert kept.finished, "teams keep their newest runs as long as some fit"
+    assert kept.finished.keys() <= history.finished.keys()
+    assert all(d == history.finished[t][-len(d):] for t, d in kept.finished.items())
+    assert kept.running.keys() <= history.running.keys()
+    assert kept.told.keys() <= history.told.keys()
+    assert kept.declared.keys() <= history.declared.keys()

@@ -68,6 +68,8 @@ class Outlook(Frozen):
     standing: dict[str, Standing] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the estimates rest on (finished runs seen, re-plans)
     track_record: TrackRecord | None = None  # None: no workload measured yet
+    # why the next run's estimates are degraded (the run history could not be kept for it; said in the notes too)
+    degraded: str | None = None
 
 
 class Seen(Frozen):
@@ -120,16 +122,31 @@ class RunHistory(Frozen):
                 "told": {k: v for k, v in told.items() if "/" in k}}
 
     def halved(self) -> "RunHistory | None":
-        """This history made smaller, for a store that cannot hold it whole: each team's run durations and
-        declared ratios cut to their newest half; once every team keeps one, the running workloads cut to half (by
-        name: those left out are not measured when they finish). None when nothing is left to cut."""
+        """This history made smaller, for a store that cannot hold it whole, cutting first what the estimates miss
+        least, each step by half, so that any history comes down to an empty one: each team's run durations and
+        declared ratios to their newest half, down to one each; the running workloads (by key: those left out are
+        not measured when they finish); the first estimates (by key: those workloads' waits are not measured); the
+        declared ratios, whole (one per team scales nothing: a team's declarations are read from MIN_SAMPLES on);
+        the teams whose durations are kept (by name: the others draw from the cluster's); the oldest outcomes.
+        None when nothing is left to cut."""
         def newest_half(by_team: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
             return {t: d[len(d) // 2:] for t, d in by_team.items()}
+
+        def first_half(keyed: dict[str, Any]) -> dict[str, Any]:
+            keys = sorted(keyed)
+            return {k: keyed[k] for k in keys[:len(keys) // 2]}
 
         if any(len(d) > 1 for d in (*self.finished.values(), *self.declared.values())):
             return self.model_copy(update={"finished": newest_half(self.finished),
                                            "declared": newest_half(self.declared)})
         if self.running:
-            names = sorted(self.running)
-            return self.model_copy(update={"running": {k: self.running[k] for k in names[:len(names) // 2]}})
+            return self.model_copy(update={"running": first_half(self.running)})
+        if self.told:
+            return self.model_copy(update={"told": first_half(self.told)})
+        if self.declared:
+            return self.model_copy(update={"declared": {}})
+        if self.finished:
+            return self.model_copy(update={"finished": first_half(self.finished)})
+        if self.outcomes:
+            return self.model_copy(update={"outcomes": self.outcomes[(len(self.outcomes) + 1) // 2:]})
         return None

@@ -14,6 +14,7 @@ from rebalancer.app.workflow.state import Artifacts, RunRef
 from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import ESTIMATED_DURATION, Snapshot
+from rebalancer.errors import RebalancerError
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import MIN_SAMPLES
 from rebalancer.planning import eta, standing
@@ -77,13 +78,23 @@ def _durations_from(snapshot: Snapshot, history: RunHistory) -> str:
 def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, policy: Policy,
                    planned: RunPlan, deadline: Deadline | None = None) -> Outlook:
     """The run history moved on to `snapshot`, the outlook stored as the run's OUTLOOK, the history kept for the
-    next run with what the outlook first told the workloads it estimated."""
+    next run with what the outlook first told the workloads it estimated. A history the store does not take fails
+    nothing: the outlook is marked degraded and its notes say why."""
     cluster = run.cluster_name
     history = eta.history_after(store.durations.history(cluster), snapshot)
     received = (dict(planned.context.trailing_usage) if policy.fairness.window_hours is not None
                 else budgets.received(store.meter, cluster, standing.window_hours(policy), snapshot.taken_at))
     outlook = outlook_of(snapshot, policy, planned, history, {t: dict(h) for t, h in received.items()},
                          deadline=deadline)
+    try:
+        store.durations.record(cluster, eta.told_after(history, outlook.estimates, snapshot))
+    except RebalancerError as e:  # the plan is stored already: a history not kept costs the next estimates only
+        said = history_not_kept(e)
+        outlook = outlook.model_copy(update={"degraded": said, "notes": (*outlook.notes, said)})
     store.artifacts.put(run.execution_name, "OUTLOOK", outlook.model_dump(mode="json"))
-    store.durations.record(cluster, eta.told_after(history, outlook.estimates, snapshot))
     return outlook
+
+
+def history_not_kept(error: RebalancerError) -> str:
+    return (f"the run history could not be stored ({error}): the next run estimates from the one before, and the "
+            "workloads that finish meanwhile are not measured")

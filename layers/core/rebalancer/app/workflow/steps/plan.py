@@ -66,9 +66,9 @@ def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: 
     run_plan.record_plan(store, run, planned)
     from rebalancer.app.workflow.outlook import record_outlook  # the forecast: loaded when a run is planned
 
-    record_outlook(store, run, snapshot, policy, planned, outlook_deadline)
+    outlook = record_outlook(store, run, snapshot, policy, planned, outlook_deadline)
     news = news_of(store, run, policy, snapshot, planned.context.budget_usage)
-    return _result(planned.decision, policy, news=news.count())
+    return _result(planned.decision, policy, news=news.count(), notes=[outlook.degraded] if outlook.degraded else None)
 
 
 def news_of(store: RecordsSourcesApprovalsAndHistory, run: RunRef, policy: Policy, snapshot: Snapshot,
