@@ -1,5 +1,6 @@
 """What a plan would preempt, as every reader sees it: the plan's table (CLI), the SNS text (email), the Slack blocks
-(within Slack's 50 blocks and 3,000 characters a section, however many) and the approval page."""
+(within Slack's 50 blocks and 3,000 characters a section, however many), the approval page, and `why` for the team
+that loses the work (its text, JSON and Slack answer)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from support.clusters import T0, policy
 from support.preempting import OPEN, full, many
 
 from rebalancer.app.approvals.review_page import Review, review_page, rows_of
+from rebalancer.app.approvals.slash_command import message as slash_message
 from rebalancer.app.notifications.messages import PREEMPTIONS_SHOWN, render_blocks, render_text
 from rebalancer.app.notifications.notify import message_for
 from rebalancer.app.workflow.state import RunRef
 from rebalancer.domain.plan import Plan
 from rebalancer.planning.planner import make_plan
+from rebalancer.planning.why import explain
 from rebalancer_tools.reports.render import PREEMPTIONS_SHOWN as TABLE_ROWS
 from rebalancer_tools.reports.render import render_plan
 
@@ -95,3 +98,29 @@ def test_the_approval_page_has_a_table_of_them() -> None:
     assert "…and 2 more" in page
     assert "preempt" not in review_page(Review(approval_id="id1", cluster="test", status="pending", decide_by=T0,
                                                now=T0, rows=rows_of(quiet()), trigger="alarm"))
+
+
+def test_why_tells_the_team_that_loses_the_work_and_no_other() -> None:
+    plan = preempting()
+    b = explain(full(), plan, "b")
+    assert b.preempted == plan.preemptions
+    lines = b.lines()
+    at = lines.index("  the latest plan would preempt 1 running workload, 8.0 GPU-hours of work at risk:")
+    assert lines[at + 1] == "    - b/b-new on ml.p5.48xlarge: 8 accelerators, ran 1h 00m (8.0 GPU-hours)"
+    assert b.model_dump(mode="json")["preempted"] == [{"team": "b", "workload": "b-new", "pool": "ml.p5.48xlarge",
+                                                       "accelerators": 8.0, "ran_s": 3600.0}]
+    a = explain(full(), plan, "a")
+    assert a.preempted == ()
+    assert not any("preempt" in line for line in a.lines())
+
+
+def test_slacks_why_says_it_in_a_section_within_slacks_limits() -> None:
+    plan = many(preempting(), 40, name="w" * 240).model_copy(update={"preemptions": tuple(
+        p.model_copy(update={"team": "b"}) for p in many(preempting(), 40, name="w" * 240).preemptions)})
+    blocks = slash_message(explain(full(), plan, "b"))["blocks"]
+    (section,) = [b for b in blocks if "preempt" in json.dumps(b)]
+    text = section["text"]["text"]
+    assert text.startswith("*:warning: The latest plan would preempt 40 running workloads")
+    assert len(text) <= 3000
+    assert len(blocks) <= 50
+    assert "preempt" not in json.dumps(slash_message(explain(full(), plan, "a")))

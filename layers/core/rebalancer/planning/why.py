@@ -21,7 +21,7 @@ from pydantic import AwareDatetime, NonNegativeFloat, NonNegativeInt, PositiveFl
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.outlook import Outlook, Standing, TrackRecord, WorkloadEta
-from rebalancer.domain.plan import Plan
+from rebalancer.domain.plan import Plan, Preemption, preemption_line, preemption_summary
 from rebalancer.domain.pools import held, holdings
 from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.reservation import Reservation, current
@@ -90,6 +90,8 @@ class Explanation(Frozen):
     # with work waiting: how the estimates here turned out lately (None: nothing measured yet, or nothing waits)
     track_record: TrackRecord | None = None
     estimates_rest_on: tuple[str, ...] = ()  # the outlook's notes: the runs the durations come from, what it assumes
+    # The team's running workloads the latest plan's writes would make Kueue preempt (of those the plan lists)
+    preempted: tuple[Preemption, ...] = ()
 
     def lines(self) -> list[str]:
         """The answer as plain lines (the CLI's text; Slack's blocks say the same)."""
@@ -99,6 +101,9 @@ class Explanation(Frozen):
         if not self.quotas:
             out.append("  no quota on any pool")
         out += [f"  note: {n}" for n in self.notes]
+        if self.preempted:
+            out.append(f"  {preempted_title(self.preempted)}:")
+            out += [f"    - {preemption_line(p)}" for p in self.preempted]
         if self.standing is not None:
             out += [f"  {line}" for line in standing_lines(self.standing)]
         if not self.waiting:
@@ -114,6 +119,11 @@ class Explanation(Frozen):
             out.append(track_record_text(self.track_record))
         out += [f"the estimates: {n}" for n in self.estimates_rest_on]
         return out
+
+
+def preempted_title(preempted: Sequence[Preemption]) -> str:
+    """`the latest plan would preempt 2 running workloads, 12.0 GPU-hours of work at risk`."""
+    return f"the latest plan would preempt {preemption_summary(preempted, 0, sum(p.gpu_hours for p in preempted))}"
 
 
 def quota_line(q: QuotaLine) -> str:
@@ -259,7 +269,8 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
                        waiting=tuple(waiting), notes=notes, standing=standing,
                        track_record=outlook.track_record if outlook is not None and waiting else None,
-                       estimates_rest_on=outlook.notes if outlook is not None and waiting else ())
+                       estimates_rest_on=outlook.notes if outlook is not None and waiting else (),
+                       preempted=tuple(p for p in plan.preemptions if p.team == team) if plan else ())
 
 
 def _quota_lines(snapshot: Snapshot, plan: Plan | None, team: str, changes: Mapping[str, LastChange],

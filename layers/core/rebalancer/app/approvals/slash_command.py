@@ -10,11 +10,13 @@ from typing import Any
 
 from rebalancer.app.notifications.messages import escaped
 from rebalancer.app.why import RunsAndReservations, why
+from rebalancer.domain.plan import preemption_line
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.why import (
     Explanation,
     Waiting,
     eta_text,
+    preempted_title,
     quota_line,
     standing_lines,
     track_record_text,
@@ -60,6 +62,13 @@ def message(e: Explanation) -> dict[str, Any]:
     notes = "".join(f"\n_note:_ {escaped(n)}" for n in e.notes)
     blocks: list[Any] = [HeaderBlock(text=_cut(f"Why: {e.team} on {e.cluster}", 150)),
                          SectionBlock(text=MarkdownTextObject(text=_cut(f"*Quota*\n{quotas}{notes}", SECTION_MAX)))]
+    if e.preempted:
+        title = preempted_title(e.preempted)
+        lines = [f"*:warning: {escaped(title[0].upper() + title[1:])}*",
+                 *(f"• {escaped(preemption_line(p))}" for p in e.preempted[:SHOWN_MAX])]
+        if len(e.preempted) > SHOWN_MAX:
+            lines.append(f"…and {len(e.preempted) - SHOWN_MAX} more")
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=_cut("\n".join(lines), SECTION_MAX))))
     if e.standing is not None:
         head, *rest = standing_lines(e.standing)
         text = f"*Standing {escaped(head.rstrip(':'))}*\n" + "\n".join(f"• {escaped(line.strip())}" for line in rest)
