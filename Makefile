@@ -40,11 +40,11 @@ demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 onl
 test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of the
-# oldest and newest supported Python, each running a plan and the demo; `make test` checks the same wheel offline
-# against .venv. About two minutes per Python.
-test-install: $(STAMP) ## the laptop install on Python 3.11 and 3.13: the wheel, its [tools] extra, dev.lock's pins
-	$(PY) scripts/test_install.py 11 13
+# Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of each
+# supported Python, each running a plan, the sandbox (stopped by SIGINT) and the demo; `make test` checks the same
+# wheel offline against .venv. About two minutes per Python.
+test-install: $(STAMP) ## the laptop install on Python 3.11, 3.12 and 3.13: the wheel, its [tools] extra, dev.lock's pins
+	$(PY) scripts/test_install.py 11 12 13
 
 # The reference lives in a docs site (mkdocs.yml, docs/; the README is its home page): `strict: true` makes every
 # warning (a broken link or anchor, a page left out of the nav) an error. CI runs it (.ci/run). Material for MkDocs

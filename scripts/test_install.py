@@ -3,17 +3,21 @@
 Builds the wheel from the sources (as tests/infra/test_wheel_install.py does, the package's _assets links followed),
 installs it with the `[tools]` extra into a fresh virtualenv of each Python named on the command line, with
 requirements/dev.lock as constraints (the versions the tests ran), from the package index, and runs the installed
-`rebalancer` outside the checkout: `--version`, a plan of the shipped example policy and snapshot, and the demo
-(every scenario as expected). Needs the package index; `make test` stays offline and checks the same wheel against
+`rebalancer` outside the checkout: `--version`, a plan of the shipped example policy and snapshot, the sandbox
+(the plan it prints run as printed, then stopped with Ctrl-C's SIGINT: no traceback) and the demo (every scenario as
+expected). Needs the package index; `make test` stays offline and checks the same wheel against
 the shared virtualenv. On 3.11 the constraints' environment markers pick the last numpy, contourpy and networkx that
 support it.
 
-    python scripts/test_install.py 11 13
+    python scripts/test_install.py 11 12 13
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,6 +61,7 @@ def check(minor: str, wheel: Path, work: Path) -> None:
                         cwd=work).strip())
     plan = run(rebalancer, "plan", "--policy", examples / "policy.yaml", "--snapshot", examples / "snapshot.json",
                "--format", "json", cwd=work)
+    sandbox(rebalancer, work)
     demo = work / f"demo-3{minor}"
     run(rebalancer, "demo", "--out", demo, cwd=work)
     verdict = (demo / "demo-report.md").read_text().splitlines()[2]
@@ -65,8 +70,36 @@ def check(minor: str, wheel: Path, work: Path) -> None:
     print(f"python 3.{minor}: {version}; plan of the shipped example: {len(plan)} bytes of JSON; demo: {verdict}")
 
 
+def sandbox(rebalancer: Path, work: Path) -> None:
+    """The sandbox as a user starts it: the plan it prints runs as printed, and Ctrl-C stops it without a traceback
+    (before 3.13 threading.Thread has a `_stop` of its own, which a thread of the sandbox once hid)."""
+    served = subprocess.Popen([str(rebalancer), "emulator", "--seed-demo", "--port", "0"], cwd=work, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert served.stdout is not None
+    env, plan = dict(os.environ), None
+    try:
+        for line in served.stdout:
+            if line.startswith("  export "):
+                env.update(pair.split("=", 1) for pair in shlex.split(line.removeprefix("  export ")))
+            elif line.startswith("  rebalancer plan "):
+                plan = shlex.split(line)[1:]
+            elif line.startswith("Ctrl-C stops it."):
+                break
+        if plan is None:
+            sys.exit("test-install: the sandbox printed no plan command")
+        done = subprocess.run([str(rebalancer), *plan], cwd=work, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            sys.exit(f"test-install: the sandbox's printed plan failed ({done.returncode}):\n{done.stderr}")
+    finally:
+        served.send_signal(signal.SIGINT)
+        _, err = served.communicate(timeout=60)
+    if served.returncode != 0 or "Traceback" in err:
+        sys.exit(f"test-install: the sandbox stopped by SIGINT exited {served.returncode}:\n{err}")
+
+
 def main() -> None:
-    minors = sys.argv[1:] or ["11", "13"]
+    minors = sys.argv[1:] or ["11", "12", "13"]
     with tempfile.TemporaryDirectory(prefix="rebalancer-install-") as tmp:
         work = Path(tmp)
         wheel = build_wheel(work)

@@ -89,8 +89,8 @@ def test_the_supported_pythons_are_the_projects_and_the_ones_ci_installs_on() ->
     oldest = requires.removeprefix(">=3.")
     install = docs.flat(README[README.index("## Install on a laptop"):])
     assert f"Python 3.{oldest} to 3.13 (`requires-python {requires.replace('>=', '>= ')}`" in install
-    assert re.search(rf"scripts/test_install.py {oldest} 13\b", MAKEFILE)
-    assert f"Python 3.{oldest} and 3.13" in docs.flat(docs.page("internals/contributing.md"))
+    assert re.search(rf"scripts/test_install.py {oldest} 12 13\b", MAKEFILE)
+    assert f"Python 3.{oldest}, 3.12 and 3.13" in docs.flat(docs.page("internals/contributing.md"))
     ci = (ROOT / ".ci/run").read_text()
     assert "make test-install" in ci
     assert "make docs" in ci

@@ -192,17 +192,19 @@ class _RunEnds(threading.Thread):
     def __init__(self, controller: Controller):
         super().__init__(name="sandbox-run-ends", daemon=True)
         self._controller = controller
-        self._stop = threading.Event()
+        # Not `_stop`: threading.Thread has a method of that name before 3.13, called when the thread ends, and an
+        # Event there made Ctrl-C print "'Event' object is not callable" on 3.11 and 3.12.
+        self._stopping = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.wait(RUN_ENDS_EVERY):
+        while not self._stopping.wait(RUN_ENDS_EVERY):
             try:
                 self._controller.deliver_run_ends()
             except Exception:  # the trigger answers every event; what raises is the emulator going as the sandbox stops
                 continue
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join()
 
 
