@@ -7,10 +7,13 @@ site-packages (a path in a .pth file: its own .pth files, the editable install a
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import threading
 from pathlib import Path
 
 import pytest
@@ -88,5 +91,50 @@ def test_without_the_tools_extra_the_command_says_so_in_one_line(wheel: Path, tm
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "error: the rebalancer command line needs click, rich, which the [tools] extra installs: pipx install "
-        "'hyperpod-rebalancer[tools]' (see README \"Install on a laptop\")"]
+        "error: the rebalancer command line needs click, rich, which the [tools] extra installs: from a checkout of "
+        "hyperpod-rebalancer, pipx install --force --pip-args \"-c requirements/dev.lock\" '.[tools]' (README "
+        "\"Install on a laptop\")"]
+
+
+def start_sandbox(rebalancer: Path, cwd: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    """`rebalancer emulator --seed-demo` on a free port, and what it prints up to "Ctrl-C stops it."."""
+    sandbox = subprocess.Popen([str(rebalancer), "emulator", "--seed-demo", "--port", "0"], cwd=cwd, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONUNBUFFERED": "1"})
+    assert sandbox.stdout is not None
+    watchdog = threading.Timer(120, sandbox.kill)  # a sandbox that never comes up fails the test, not hangs it
+    watchdog.start()
+    banner: list[str] = []
+    try:
+        while not banner or banner[-1] != "Ctrl-C stops it.":
+            line = sandbox.stdout.readline()
+            assert line, ("the sandbox ended before it was ready", banner, sandbox.stderr and sandbox.stderr.read())
+            banner.append(line.rstrip("\n"))
+    finally:
+        watchdog.cancel()
+    return sandbox, banner
+
+
+def test_the_sandbox_from_an_install_prints_commands_that_run_there_and_stops_on_ctrl_c(
+        installed: Path, tmp_path: Path) -> None:
+    rebalancer = installed / "bin" / "rebalancer"
+    sandbox, banner = start_sandbox(rebalancer, tmp_path)
+    try:
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        for line in banner:
+            if line.startswith("  export "):
+                env.update(pair.split("=", 1) for pair in shlex.split(line.removeprefix("  export ")))
+        printed = [shlex.split(line.split("#")[0]) for line in banner
+                   if line.startswith(("  rebalancer snapshot ", "  rebalancer plan "))]
+        assert [words[1] for words in printed] == ["snapshot", "plan"]
+        for words in printed:  # as printed, from a folder with no checkout above it
+            done = subprocess.run([str(rebalancer), *words[1:]], cwd=tmp_path, capture_output=True, text=True,
+                                  timeout=120, env=env)
+            assert done.returncode == 0, (words, done.stdout, done.stderr)
+        assert (tmp_path / "snap.json").is_file()
+    finally:
+        sandbox.send_signal(signal.SIGINT)
+        out, err = sandbox.communicate(timeout=60)
+    assert sandbox.returncode == 0, err
+    assert "Traceback" not in err
+    assert out.splitlines()[-1] == "stopping"

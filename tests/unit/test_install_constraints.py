@@ -68,6 +68,7 @@ def test_a_missing_optional_package_is_one_line() -> None:
     with pytest.raises(PermanentError) as e:
         require("no_such_package_for_this_test", "recommend --search")
     assert str(e.value) == ("`rebalancer recommend --search` needs the Python package 'no_such_package_for_this_test', "
-                            "which the [tools] extra installs: pipx install 'hyperpod-rebalancer[tools]' (see README "
-                            "\"Install on a laptop\")")
+                            "which the [tools] extra installs: from a checkout of hyperpod-rebalancer, pipx install "
+                            "--force --pip-args \"-c requirements/dev.lock\" '.[tools]' (README \"Install on a "
+                            "laptop\")")
     require("json", "anything")  # present: nothing said

@@ -7,7 +7,9 @@ import importlib.util
 import sys
 
 NEEDED = ("click", "rich")  # what every command imports; each command checks its own extras (cli/extras.py)
-INSTALL = "pipx install 'hyperpod-rebalancer[tools]' (see README \"Install on a laptop\")"
+# The package is on no index: the extra comes from a checkout, as the README installs it.
+INSTALL = ("from a checkout of hyperpod-rebalancer, pipx install --force --pip-args \"-c requirements/dev.lock\" "
+           "'.[tools]' (README \"Install on a laptop\")")
 
 
 def main() -> None:

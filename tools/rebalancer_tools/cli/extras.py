@@ -6,8 +6,7 @@ from __future__ import annotations
 import importlib.util
 
 from rebalancer.errors import PermanentError
-
-INSTALL = "pipx install 'hyperpod-rebalancer[tools]' (see README \"Install on a laptop\")"
+from rebalancer_tools.entry import INSTALL
 
 
 def require(module: str, command: str) -> None:

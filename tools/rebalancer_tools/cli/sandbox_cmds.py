@@ -5,6 +5,7 @@ add-demand / resize / run` drive a running one (found through $AWS_ENDPOINT_URL,
 from __future__ import annotations
 
 import logging
+import shlex
 import signal
 import time
 from pathlib import Path
@@ -53,12 +54,16 @@ def _policy(policy_file: str | None) -> tuple[Path, str]:
     """The controller's policy: the file (checked as the plan step would check it) and its text."""
     from rebalancer.domain.policy import Policy
     from rebalancer.parsing.loading import POLICY_MAX_BYTES, load_model_file, read_text
+    path = Path(policy_file) if policy_file else _default_policy()
+    load_model_file(Policy, path)  # a policy the plan step would refuse: one line now, not a failed run later
+    return path, read_text(path, what="policy", max_bytes=POLICY_MAX_BYTES)
+
+
+def _default_policy() -> Path:
     from rebalancer_tools.cli.demo_cmd import DEFAULT_POLICY
     from rebalancer_tools.packaging.template import find_root
 
-    path = Path(policy_file) if policy_file else find_root() / DEFAULT_POLICY
-    load_model_file(Policy, path)  # a policy the plan step would refuse: one line now, not a failed run later
-    return path, read_text(path, what="policy", max_bytes=POLICY_MAX_BYTES)
+    return find_root() / DEFAULT_POLICY
 
 
 def _announce(sandbox: Any, policy: Path | None = None) -> None:
@@ -77,7 +82,9 @@ def _announce(sandbox: Any, policy: Path | None = None) -> None:
         click.echo(f"  export {name}={value}")
     cluster = sandbox.cluster
     click.echo(f"  rebalancer snapshot --cluster {cluster} -o snap.json")
-    click.echo(f"  rebalancer plan --cluster {cluster} --policy examples/demo-policy.yaml")
+    # The controller's policy as a path that works from here: outside a checkout there is no examples/.
+    shown = shlex.quote(_from_here(policy or _default_policy()))
+    click.echo(f"  rebalancer plan --cluster {cluster} --policy {shown}")
     click.echo(f"  rebalancer emulator fail-node --group {_groups()[0].name}   # also: heal-node, add-demand, resize")
     if sandbox.controller is not None:
         click.echo("  rebalancer emulator run   # a controller run; what it asks, `rebalancer approvals` decides")
@@ -87,6 +94,12 @@ def _announce(sandbox: Any, policy: Path | None = None) -> None:
     keys = " ".join(f"{k}={v}" for k, v in SECOND_ADMIN.environment().items())
     click.echo(f"  {keys} rebalancer reservations approve ID --cluster {cluster}")
     click.echo("Ctrl-C stops it.", nl=True)
+
+
+def _from_here(path: Path) -> str:
+    """`path` relative to the working directory when it lies under it (a checkout), else absolute (an install)."""
+    resolved, here = path.resolve(), Path.cwd().resolve()
+    return str(resolved.relative_to(here)) if resolved.is_relative_to(here) else str(resolved)
 
 
 def show_message(out: Console, message: Delivered) -> None:
