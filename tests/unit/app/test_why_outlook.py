@@ -74,7 +74,8 @@ def test_why_shows_the_estimate_and_the_standing_in_text_json_and_slack() -> Non
     assert lines[-1] == rests_on
     assert lines[-2].startswith("  no estimated start: ")
     doc = answer.model_dump(mode="json")
-    assert doc["standing"]["pools"][0] == {"pool": P5, "received_hours": 100.0, "entitled_hours": 100.0}
+    assert doc["standing"]["pools"][0] == {"pool": P5, "received_hours": 100.0, "entitled_hours": 100.0,
+                                         "uncounted": None}
     assert doc["waiting"][0]["eta"]["unknown"] == lines[-2].removeprefix("  no estimated start: ")
     blocks = message(answer)["blocks"]
     texts = [b.get("text", {}).get("text", "") for b in blocks]

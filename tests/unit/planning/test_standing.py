@@ -4,6 +4,8 @@ and its budget."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,8 +13,9 @@ from support.clusters import policy, snapshot
 from support.props import properties
 
 from rebalancer.domain.budget import BudgetUsage
-from rebalancer.domain.outlook import PoolStanding
+from rebalancer.domain.outlook import PoolStanding, Standing
 from rebalancer.planning.standing import WEEK_HOURS, standings, window_hours
+from rebalancer.planning.why import standing_lines
 
 P5, TRN1 = "ml.p5.48xlarge", "ml.trn1.32xlarge"
 
@@ -26,8 +29,8 @@ def test_received_against_the_weighted_share_of_what_the_teams_that_count_receiv
     # use) and d (weight 0) are entitled to nothing counted
     assert got["a"].pools == (PoolStanding(pool=P5, received_hours=300.0, entitled_hours=600.0),)
     assert got["b"].pools == (PoolStanding(pool=P5, received_hours=500.0, entitled_hours=200.0),)
-    assert got["c"].pools == (PoolStanding(pool=P5, received_hours=0.0, entitled_hours=None),)
-    assert got["d"].pools == (PoolStanding(pool=P5, received_hours=200.0, entitled_hours=None),)
+    assert got["c"].pools == (PoolStanding(pool=P5, received_hours=0.0, entitled_hours=None, uncounted="idle"),)
+    assert got["d"].pools == (PoolStanding(pool=P5, received_hours=200.0, entitled_hours=None, uncounted="weight"),)
     assert {s.window_hours for s in got.values()} == {WEEK_HOURS}
 
 
@@ -43,9 +46,31 @@ def test_the_policys_window_and_each_type_apart_with_the_budget() -> None:
     assert got["b"].budget is None
 
 
-def test_nothing_used_over_the_window_counts_no_share_yet() -> None:
-    got = standings(snapshot({P5: 8}, quotas={"a": {P5: 8}}, pending={"a": {P5: 8}}), policy({"a": {}}), {}, {})
-    assert got["a"].pools == (PoolStanding(pool=P5, received_hours=0.0, entitled_hours=None),)
+def test_nothing_used_over_the_window_counts_no_share_yet_and_says_so() -> None:
+    # right after the first run: a team with a weight and work running is not told it has neither
+    got = standings(snapshot({P5: 8}, quotas={"a": {P5: 8}}, pending={"a": {P5: 8}}), policy({"a": {"weight": 3}}),
+                    {}, {})
+    assert got["a"].pools == (PoolStanding(pool=P5, received_hours=0.0, entitled_hours=None, uncounted="unused"),)
+    [line] = standing_lines(got["a"])[1:]
+    assert line == f"  {P5}: received 0.0 accelerator-hours (no share yet: no use of this pool recorded over the " \
+                   "window, each run records it)"
+
+
+@properties(200)
+@given(st.floats(0, 5e4, allow_nan=False), st.floats(0, 5e4, allow_nan=False))
+def test_the_percentage_said_is_the_quotient_of_the_figures_said(received: float, entitled: float) -> None:
+    pool = PoolStanding(pool=P5, received_hours=round(received, 1), entitled_hours=round(entitled, 1))
+    [line] = standing_lines(Standing(window_hours=WEEK_HOURS, pools=(pool,)))[1:]
+    said = re.fullmatch(rf"  {P5}: received ([\d,.]+) of the ([\d,.]+) accelerator-hours it was entitled to"
+                        r"(?: \((\d+)%\))?", line)
+    assert said, line
+    got, due = (float(said[i].replace(",", "")) for i in (1, 2))
+    if due == 0:
+        assert said[3] is None  # no percentage of nothing
+    else:
+        assert int(said[3]) == round(100 * got / due)
+        assert abs(got - received) <= 0.55  # the figures are the hours, rounded
+        assert abs(due - entitled) <= 0.55
 
 
 @properties(60)

@@ -5,7 +5,7 @@ three seconds. Also what the plan step carries from run to run (`RunHistory`): t
 workloads running as last seen and the run durations of those seen to finish; to say how good the estimates have
 been, what a sample of the pending workloads was first told and how the latest starts turned out against it."""
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, Field, NonNegativeFloat, PositiveFloat, model_validator
 
@@ -39,12 +39,15 @@ class WorkloadEta(Frozen):
 
 class PoolStanding(Frozen):
     """Accelerator-hours over the window on one instance type: what the team received (own and borrowed), and what
-    it was entitled to, its weighted share of what the teams that count received there (None: it does not count:
-    no weight, or neither demand now nor use in the window)."""
+    it was entitled to, its weighted share of what the teams that count received there. None with the reason in
+    `uncounted`: "weight" (no weight in the policy), "idle" (neither demand now nor use in the window), "unused" (no
+    team that counts has a recorded use of the pool over the window yet, as right after the first run: there is
+    nothing to share out)."""
 
     pool: str
     received_hours: NonNegativeFloat
     entitled_hours: NonNegativeFloat | None = None
+    uncounted: Literal["weight", "idle", "unused"] | None = None
 
 
 class Standing(Frozen):

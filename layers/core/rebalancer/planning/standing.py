@@ -52,10 +52,13 @@ def standings(snapshot: Snapshot, policy: Policy, received: Mapping[str, Mapping
         got = [received.get(t, {}).get(pool, 0.0) for t in teams]
         shares = window_shares(weights, demand, got)
         total = sum(r for r, x in zip(got, shares, strict=True) if x is not None)
-        for t, r, d, x in zip(teams, got, demand, shares, strict=True):
+        nobody = all(x is None for x in shares)
+        for t, w, r, d, x in zip(teams, weights, got, demand, shares, strict=True):
             if r or d or held.get(t, {}).get(pool):
+                why = None if x is not None else "weight" if w <= 0 else "unused" if nobody else "idle"
                 lines[t].append(PoolStanding(pool=pool, received_hours=round(r, 1),
-                                             entitled_hours=None if x is None else round(x[0] * total, 1)))
+                                             entitled_hours=None if x is None else round(x[0] * total, 1),
+                                             uncounted=why))
     hours = window_hours(policy)
     out: dict[str, Standing] = {}
     for t in teams:

@@ -156,17 +156,31 @@ def track_record_text(r: TrackRecord) -> str:
             "hour or more started within 2× of the wait first estimated")
 
 
+UNCOUNTED = {
+    "weight": "no share counted: weight 0 or not in the policy",
+    "idle": "no share counted: neither demand now nor use in the window",
+    "unused": "no share yet: no use of this pool recorded over the window, each run records it",
+}
+
+
+def _hours(hours: float) -> tuple[float, str]:
+    """Accelerator-hours as shown beside a percentage (a tenth of an hour under 100, whole hours from there) and the
+    figure shown, so that the percentage is the quotient of the figures a reader sees."""
+    shown = round(hours, 1) if hours < 100 else float(round(hours))
+    return shown, f"{shown:,.1f}" if shown < 100 else f"{shown:,.0f}"
+
+
 def standing_lines(s: Standing) -> list[str]:
     """Received against entitled accelerator-hours per instance type over the window, and the budget."""
     out = [f"over the last {s.window_hours:g} h:"]
     for p in s.pools:
+        got, got_text = _hours(p.received_hours)
         if p.entitled_hours is None:
-            out.append(f"  {p.pool}: received {p.received_hours:,.0f} accelerator-hours (no share counted: no "
-                       "weight, or neither demand now nor use in the window)")
-        else:
-            ratio = f" ({p.received_hours / p.entitled_hours:.0%})" if p.entitled_hours else ""
-            out.append(f"  {p.pool}: received {p.received_hours:,.0f} of the {p.entitled_hours:,.0f} accelerator-hours "
-                       f"it was entitled to{ratio}")
+            out.append(f"  {p.pool}: received {got_text} accelerator-hours ({UNCOUNTED[p.uncounted or 'idle']})")
+            continue
+        due, due_text = _hours(p.entitled_hours)
+        ratio = f" ({got / due:.0%})" if due else ""
+        out.append(f"  {p.pool}: received {got_text} of the {due_text} accelerator-hours it was entitled to{ratio}")
     if not s.pools:
         out.append("  no use and no share on any pool")
     if s.budget:
