@@ -78,6 +78,7 @@ def test_the_installed_command_runs_outside_a_checkout(installed: Path, tmp_path
     assert where["root"].startswith(site)
     assert len(where["handlers"]) == where["functions"]  # every function of the template has its handler shipped
     assets = Path(where["root"])
+    assert (assets / "examples/history-week.jsonl.gz").is_file()  # the week `recommend` can be seen at work on
     planned = run(rebalancer, "plan", "--snapshot", assets / "examples/snapshot.json", "--policy",
                   assets / "examples/policy.yaml", "--format", "json", cwd=tmp_path)
     assert json.loads(planned.stdout)["cluster"]

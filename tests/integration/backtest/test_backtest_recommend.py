@@ -297,3 +297,19 @@ def test_recommend_as_json_keeps_stdout_parseable(files: tuple[Path, Path], tmp_
     assert next(row["trial"] for row in doc["search"]) == "current policy"
     assert {e["field"] for e in doc["evidence"]} >= {"stability.cooldown_minutes"}
     assert "better by" in doc["verdict"]
+
+
+def test_recommend_on_the_shipped_week_recommends_a_policy(tmp_path: Path) -> None:
+    from rebalancer_tools.backtest.example_history import shipped
+
+    demo = shipped().parent / "demo-policy.yaml"
+    out = tmp_path / "recommended.yaml"
+    got = CliRunner().invoke(cli, ["recommend", "--history", str(shipped()), "--policy", str(demo), "-o", str(out),
+                                   "--format", "json"])
+    assert got.exit_code == 0, got.output
+    answer = json.loads(got.stdout)
+    assert answer["too_thin"] is None
+    assert answer["recommended"], answer["verdict"]
+    assert answer["written"] == str(out)
+    recommended = Policy.model_validate(yaml.safe_load(out.read_text()))
+    assert recommended.stability.cooldown_minutes > 30  # the churn the week shows: reversals within the hour
