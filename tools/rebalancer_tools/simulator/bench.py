@@ -261,7 +261,7 @@ GOALS = (
     Goal("deficit ÷ builtin ≤ 0.2", _deficit),
     Goal("Jain ≥ builtin", _jain),
     Goal("lost GPU-h ≤ max(builtin, 0.5 % delivered)", _lost),
-    Goal("teams (5+ jobs) builtin did not over-serve with p95 > 1.1 × builtin's + 10 min: none", _not_over_served),
+    Goal("no team (5+ jobs) builtin did not over-serve with p95 > 1.1 × builtin's + 10 min", _not_over_served),
     Goal("small teams (3-19 jobs): median p95 ≤ builtin's + 1 h", _small_teams),
     Goal("p10 team-week received ÷ min(entitled, demanded) ≥ 0.8", _p10_week),
     Goal("worst team-week ≥ builtin's worst", _worst_week),
