@@ -145,6 +145,15 @@ def test_the_drive_commands_refuse_in_one_line(sandbox: Sandbox) -> None:
     assert code == 2
     assert "--runs-for" in out
     assert "'1 day' is not a Go duration above 0 (such as 6h, 90m or 1h30m)" in out
+    code, out = rebalancer("emulator", "add-demand", "--team", "training", "--instance-type", P5,
+                           "--accelerators", "8", "--name", "once")
+    assert (code, out.strip()) == (0, f"workload once pending for training: 1 × 8 on {P5}")
+    jobs = list(sandbox.jobs["training"])
+    code, out = rebalancer("emulator", "add-demand", "--team", "training", "--instance-type", P5,
+                           "--accelerators", "4", "--name", "once")  # one name, one workload in a team
+    assert (code, out.strip()) == (2, "error: add-demand: team 'training' has a workload named 'once' already: give "
+                                      "another --name")
+    assert sandbox.jobs["training"] == jobs  # nothing added
     code, out = rebalancer("emulator", "fail-node", "--group", "no-such-group")
     assert code == 2
     assert out.strip() == "error: fail-node: no running node in instance group 'no-such-group'"

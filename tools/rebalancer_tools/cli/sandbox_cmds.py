@@ -169,7 +169,7 @@ def heal_node(node_id: str, endpoint: str | None) -> None:
 @click.option("--instance-type", required=True, help="Where it must run, e.g. ml.p5.48xlarge.")
 @click.option("--accelerators", type=Whole(1, 1024), required=True, help="Accelerators per pod.")
 @click.option("--pods", type=Whole(1, 1024), default=1, show_default=True, help="Pods of the workload.")
-@click.option("--name", help="The workload's name (default: <team>-job-N).")
+@click.option("--name", help="The workload's name, one workload per name in a team (default: <team>-job-N).")
 @click.option("--runs-for", type=RunTime(), help="The run time it declares, a Go duration such as 6h or 1h30m "
               "(its kueue.x-k8s.io/estimated-duration annotation, which the estimated starts read).")
 @ENDPOINT

@@ -71,6 +71,10 @@ class Admin:
 SECOND_ADMIN = Admin("admin-2", "AKIASANDBOXADMIN0002", "sandbox-admin-2-secret")
 
 
+class Refused(Exception):
+    """What the sandbox will not do, as Kubernetes would refuse it (409 Conflict): said to the caller as it is."""
+
+
 @dataclass(slots=True)
 class Sandbox:
     endpoint: str
@@ -136,7 +140,10 @@ class Sandbox:
         if team not in self.jobs:
             raise LookupError(f"no team {team!r} in the sandbox (teams: {', '.join(sorted(self.jobs))})")
         resource = cast.NEURON if catalog.spec(instance_type).neuron_cores_per_device else cast.GPU
-        name = name or f"{team}-job-{len(self.jobs[team]) + 1}"
+        taken = {job[0] for job in self.jobs[team]}
+        if name in taken:  # a Workload's name is unique in its team's namespace, as Kubernetes keeps it
+            raise Refused(f"team {team!r} has a workload named {name!r} already: give another --name")
+        name = name or next(n for i in range(1, len(taken) + 2) if (n := f"{team}-job-{i}") not in taken)
         self.jobs[team].append((name, pods, {resource: accelerators}, instance_type, False))
         if runs_for is not None:
             self.runs_for[(team, name)] = runs_for
@@ -262,7 +269,7 @@ def _sandbox_app(app: WsgiApp, kube_url: str, sandbox: Callable[[], Sandbox]) ->
 
 def _json(start_response: Callable[..., Any], status: int, body: Any) -> list[bytes]:
     payload = json.dumps(body, default=str).encode()
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 409: "Conflict"}[status]
     start_response(f"{status} {reason}", [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
     return [payload]
 
@@ -290,6 +297,8 @@ def _control(box: Sandbox, environ: dict[str, Any], start_response: Callable[...
         if method == "POST" and route == "run":
             return _json(start_response, 200, box.run().model_dump(mode="json"))
         return _json(start_response, 404, {"error": f"no route {method} {environ['PATH_INFO']}"})
+    except Refused as e:
+        return _json(start_response, 409, {"error": str(e)})
     except KeyError as e:
         return _json(start_response, 400, {"error": f"bad request: {e} missing"})
     except LookupError as e:
