@@ -11,7 +11,8 @@ from rebalancer.app.observability import logger, metrics, tracer, transient_fail
 from rebalancer.app.trigger.start import Starter
 
 METRIC = {"started": "RunsStarted", "debounced": "EventsDebounced", "ignored": "EventsIgnored",
-          "irrelevant": "EventsIgnored", "malformed": "MalformedEvents"}
+          "irrelevant": "EventsIgnored", "malformed": "MalformedEvents",
+          "blocked": "LocksUnreadable"}
 
 
 @logger.inject_lambda_context(correlation_id_path="id")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
+from datetime import timedelta
 
 import pytest
 import yaml
@@ -23,7 +24,7 @@ from rebalancer.domain.policy import Approval, Policy
 from rebalancer.engine.stability import RULES
 from rebalancer.planning.reservations import AHEAD_MAX, SETTLE_MINUTES
 from rebalancer_tools.cli import COMMANDS, cli
-from rebalancer_tools.cli.cluster_lock import LEASE_MARGIN, SETTLES
+from rebalancer_tools.cli.cluster_lock import HEARTBEAT_EVERY, LEASE
 from rebalancer_tools.cli.why_cmd import READ_MAX as CLI_READ_MAX
 from rebalancer_tools.demo.scenarios import SCENARIOS
 from rebalancer_tools.emulator.demo_cluster import DEMO
@@ -158,8 +159,10 @@ def test_the_bounds_of_a_reservation_are_the_codes() -> None:
 def test_the_clis_lease_is_the_codes() -> None:
     page = docs.flat(docs.page("cli/apply.md"))
     times = {v: k for k, v in NUMBERS.items()}
-    assert f"three times `--timeout` plus {times[int(LEASE_MARGIN.total_seconds() // 60)]} minutes" in page
-    assert NUMBERS["three"] == SETTLES
+    assert f"The lease is {times[int(LEASE.total_seconds() // 60)]} minutes, whatever `--timeout`" in page
+    assert timedelta(minutes=1) == HEARTBEAT_EVERY
+    assert "a heartbeat renews it every minute" in page
+    assert f"lapses within {times[int(LEASE.total_seconds() // 60)]} minutes" in page
 
 
 def test_the_readmes_sandbox_commands_are_the_walk_the_emulator_page_tests() -> None:

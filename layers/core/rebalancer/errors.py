@@ -13,6 +13,7 @@
       │   └── FormAlreadySubmitted
       ├── NotFound ── UnknownApproval, UnknownReservation
       ├── RecordUnreadable    a stored document this version cannot read (recorded by an older one)
+      │   └── LockUnreadable                              a cluster's lock item the code did not write
       ├── MethodNotAllowed, SignInRequired                a request the approval API does not take
       ├── RunNotWaiting       the run no longer waits for a decision
       ├── DecisionNotDelivered  recorded, but Step Functions did not take it
@@ -158,6 +159,18 @@ class FormAlreadySubmitted(ConflictError):
 class RecordUnreadable(PermanentError):
     """A document the table holds (a run's plan or snapshot, a reservation, an approval) that no longer validates:
     recorded by an older version of the controller, or edited by hand. The message names it and says what to do."""
+
+
+class LockUnreadable(RecordUnreadable):
+    """A cluster's lock item that is not one the code writes (a field removed or retyped by hand): one line naming
+    the item and what to do, in the trigger and the CLI alike (rebalancer.adapters.dynamodb.locks)."""
+
+    def __init__(self, cluster_name: str, table_name: str, problem: str):
+        super().__init__(f"the lock of cluster {cluster_name} (item CLUSTER#{cluster_name} / LOCK of table "
+                         f"{table_name}) was not written by the controller: {problem}; no run or command can take "
+                         "the cluster until it goes: check that no writer is at work, then `rebalancer lock break "
+                         f"--cluster {cluster_name} --reason ...`")
+        self.cluster_name, self.problem = cluster_name, problem
 
 
 class NotFound(PermanentError):

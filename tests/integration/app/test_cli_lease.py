@@ -20,7 +20,7 @@ from support.template import create_table
 from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.app.trigger.start import Starter
 from rebalancer.errors import TransientError
-from rebalancer_tools.cli.cluster_lock import UNLOCKED_WARNING, cluster_lock, lease_for
+from rebalancer_tools.cli.cluster_lock import LEASE, UNLOCKED_WARNING, cluster_lock
 from rebalancer_tools.cli.run_log import memory_log, table_log
 from rebalancer_tools.fakes.ticking_clock import TickingClock
 from rebalancer_tools.local.stack import run_finished_event
@@ -28,7 +28,6 @@ from rebalancer_tools.local.stack import run_finished_event
 T0 = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 CLUSTER = "ml-cluster"  # the cluster of the events in events/
 ANN = "arn:aws:sts::123456789012:assumed-role/admin/ann"
-LEASE = lease_for(900)
 
 
 @pytest.fixture
@@ -51,7 +50,7 @@ def log_of(starter: Starter) -> Any:
 def test_a_run_that_meets_a_commands_lease_waits_and_the_command_starts_it_when_it_lets_go(
         starter: Starter, clock: TickingClock, capsys: pytest.CaptureFixture[str]) -> None:
     log = log_of(starter)
-    with cluster_lock(log, CLUSTER, "ml-cluster-cli20261130T120030", who=ANN, lease=LEASE,
+    with cluster_lock(log, CLUSTER, "ml-cluster-cli20261130T120030", who=ANN, heartbeat=False,
                       sfn=lambda: starter.sfn) as lease:
         assert lease is not None
         for _ in range(3):  # a burst while the command writes: no run starts, one follow-up is asked for
@@ -78,8 +77,8 @@ def test_a_run_that_meets_a_commands_lease_waits_and_the_command_starts_it_when_
 
 
 def test_a_command_that_meets_nobody_leaves_no_lock_and_no_run(starter: Starter) -> None:
-    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, lease=LEASE, sfn=lambda: starter.sfn):
-        pass
+    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, sfn=lambda: starter.sfn):
+        pass  # with its heartbeat thread, which ends with the block
     assert starter.store.locks.holding(CLUSTER) is None
     assert executions(starter) == []
     assert starter.handle(load_event("hyperpod-node-health")).status == "started"
@@ -91,12 +90,12 @@ def test_a_command_is_refused_while_a_run_holds_the_lock_and_takes_it_once_the_r
     [run] = executions(starter)
     clock.advance(minutes=5)
     with pytest.raises(TransientError) as refused, cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1",
-                                                                who=ANN, lease=LEASE, sfn=lambda: starter.sfn):
+                                                                who=ANN, heartbeat=False, sfn=lambda: starter.sfn):
         pytest.fail("the command ran while the run held the lock")
     assert str(refused.value) == (f"cluster {CLUSTER} is locked: held by run {run['name']} since 2026-11-30 "
                                   "12:00:30 UTC; try again when it ends")
     starter.sfn.stop_execution(executionArn=run["executionArn"])
-    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli2", who=ANN, lease=LEASE,
+    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli2", who=ANN, heartbeat=False,
                       sfn=lambda: starter.sfn) as lease:
         assert lease is not None
         assert starter.store.locks.holding(CLUSTER).holder == "ml-cluster-cli2"
@@ -109,22 +108,23 @@ def test_a_command_waits_for_the_follow_up_a_finished_run_owes(starter: Starter,
     assert starter.handle(load_event("hyperpod-cluster-state-change")).status == "debounced"
     starter.sfn.stop_execution(executionArn=run["executionArn"])  # ended; its finish event not yet delivered
     with pytest.raises(TransientError, match="it has ended and its follow-up run is starting"), \
-            cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, lease=LEASE, sfn=lambda: starter.sfn):
+            cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, heartbeat=False,
+                         sfn=lambda: starter.sfn):
         pytest.fail("the command took the lock the follow-up is owed")
 
 
 def test_a_command_is_refused_while_another_command_holds_the_lock(starter: Starter) -> None:
-    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, lease=LEASE, sfn=lambda: starter.sfn):
+    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, heartbeat=False, sfn=lambda: starter.sfn):
         with pytest.raises(TransientError) as refused, cluster_lock(
-                log_of(starter), CLUSTER, "ml-cluster-cli2", who="bob", lease=LEASE, sfn=lambda: starter.sfn):
+                log_of(starter), CLUSTER, "ml-cluster-cli2", who="bob", heartbeat=False, sfn=lambda: starter.sfn):
             pytest.fail("two commands held one lock")
         assert f"held by run ml-cluster-cli1 since 2026-11-30 12:00:30 UTC (a command of {ANN}, its lease until " \
-               "12:50:30 UTC)" in str(refused.value)
+               "12:05:30 UTC)" in str(refused.value)
 
 
 def test_a_lease_that_expired_and_was_taken_is_not_written_on(starter: Starter, clock: TickingClock,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, lease=LEASE,
+    with cluster_lock(log_of(starter), CLUSTER, "ml-cluster-cli1", who=ANN, heartbeat=False,
                       sfn=lambda: starter.sfn) as lease:
         assert lease is not None
         clock.advance(minutes=LEASE.total_seconds() / 60 + 1)  # the admin left the prompt open
@@ -136,7 +136,7 @@ def test_a_lease_that_expired_and_was_taken_is_not_written_on(starter: Starter, 
 
 
 def test_without_the_table_the_command_says_it_runs_unlocked(capsys: pytest.CaptureFixture[str]) -> None:
-    with cluster_lock(memory_log(), CLUSTER, "ml-cluster-cli1", who=None, lease=LEASE,
+    with cluster_lock(memory_log(), CLUSTER, "ml-cluster-cli1", who=None, heartbeat=False,
                       sfn=lambda: pytest.fail("no lock, no Step Functions")) as lease:
         assert lease is None
     assert capsys.readouterr().err == f"warning: {UNLOCKED_WARNING}\n"

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "reserve": "rebalancer_tools.cli.reservations_cmd:reserve",
     "reservations": "rebalancer_tools.cli.reservations_cmd:reservations",
     "why": "rebalancer_tools.cli.why_cmd:why",
+    "lock": "rebalancer_tools.cli.lock_cmd:lock",
 }
 
 

@@ -5,15 +5,21 @@ so a command and a controller run never write one cluster at the same time.
 - Taken before the cluster is read, so the plan is made on a state no other writer changes; refused while a run (or
   another command) holds it: "held by run … since …". A run's lock is taken over once Step Functions says the run has
   ended, unless a follow-up run is about to start.
-- Held for `lease_for(timeout)`; renewed after the prompt and before a rollback, so an answer typed late never
-  writes on a lock that has passed to someone else.
+- Held as a short lease (LEASE) that a heartbeat thread renews every HEARTBEAT while the command lives, whatever
+  its --timeout: a command killed at its prompt or in a wait frees the cluster within LEASE, never days later, and
+  the lease is never longer than a controller run's own lock (LOCK_TTL_SECONDS, 24 h). Renewed also after the prompt
+  and before a rollback, so an answer typed after a lapse (a laptop asleep) never writes on a lock that has passed
+  to someone else.
 - A controller run that meets the lease waits as it waits for another run: the trigger marks the lock, and letting
   go, the command starts that follow-up run itself (rebalancer.app.trigger.start.Starter.hand_over), as a run's end
   starts it in the controller.
-- Without the table there is no lock: the command says it runs unlocked."""
+- Without the table there is no lock: the command says it runs unlocked.
+- A lock item the code did not write is refused in one line (rebalancer.errors.LockUnreadable); `rebalancer lock
+  break` deletes a lock, whoever holds it, and records who broke whose and why (rebalancer_tools.cli.lock_cmd)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -30,8 +36,10 @@ if TYPE_CHECKING:
     from rebalancer.app.workflow.audit import AuditLog
     from rebalancer_tools.cli.run_log import RunLog
 
-LEASE_MARGIN = timedelta(minutes=5)
-SETTLES = 3  # waits of up to --timeout each: the scheduler config, the decreases, the increases
+# A killed command holds the cluster at most this long; a living one renews it HEARTBEAT_EVERY, so four beats may
+# fail in a row (a DynamoDB hiccup) before it lapses.
+LEASE = timedelta(minutes=5)
+HEARTBEAT_EVERY = timedelta(minutes=1)
 UNLOCKED_WARNING = ("no audit table: this command runs without the controller's per-cluster lock, so a controller run "
                     "may write the cluster at the same time")
 # The follow-up's name is made of the window and the finished run's digest; the lock, not the name, decides who starts.
@@ -49,10 +57,6 @@ class Locks(Protocol):
     def release(self, cluster_name: str, holder: str) -> LockResult | None: ...
 
 
-def lease_for(timeout_seconds: float) -> timedelta:
-    return timedelta(seconds=SETTLES * timeout_seconds) + LEASE_MARGIN
-
-
 def held_line(cluster: str, lock: LockResult) -> str:
     """`held by run … since …`, and by whom when the holder is a command."""
     since = f"{lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC"
@@ -66,14 +70,33 @@ def held_line(cluster: str, lock: LockResult) -> str:
 class Lease:
     """The lock, held by this command."""
 
-    def __init__(self, locks: Locks, cluster: str, holder: str, ttl: timedelta):
+    def __init__(self, locks: Locks, cluster: str, holder: str, ttl: timedelta = LEASE):
         self.locks, self.cluster, self.holder, self.ttl = locks, cluster, holder, ttl
+        self._one_at_a_time = threading.Lock()  # the heartbeat and the command never renew at once
 
     def renew(self) -> None:
         """The lease runs its full length again from now; TransientError when it had expired and was taken."""
-        if not self.locks.renew(self.cluster, self.holder, self.ttl):
+        with self._one_at_a_time:
+            kept = self.locks.renew(self.cluster, self.holder, self.ttl)
+        if not kept:
             raise TransientError(f"the lock of {self.cluster} expired and another writer took it: nothing was "
                                  "written; run the command again")
+
+    def beat(self) -> bool:
+        """One heartbeat: the lease renewed; False once it is lost (the command's next renew says so). A failed
+        call counts as a beat missed, not a loss: the next one may pass, and the lease outlasts several."""
+        try:
+            with self._one_at_a_time:
+                return self.locks.renew(self.cluster, self.holder, self.ttl)
+        except (RebalancerError, ClientError, BotoCoreError):
+            return True
+
+    def keep(self, wait: Callable[[float], bool], every: timedelta = HEARTBEAT_EVERY) -> None:
+        """The heartbeat: a beat every `every` until `wait(seconds)` says stop (True) or the lease is lost. The
+        thread's body (`wait` is its stop event's); a test passes a wait that moves its clock."""
+        while not wait(every.total_seconds()):
+            if not self.beat():
+                return
 
 
 class _TriggerStore:
@@ -87,19 +110,28 @@ class _TriggerStore:
 
 
 @contextmanager
-def cluster_lock(log: RunLog, cluster: str, holder: str, *, who: str | None, lease: timedelta,
-                 sfn: Callable[[], Any]) -> Iterator[Lease | None]:
-    """Holds the cluster's lock while the block runs (None, and a warning, without the table); `sfn` makes the Step
+def cluster_lock(log: RunLog, cluster: str, holder: str, *, who: str | None, sfn: Callable[[], Any],
+                 heartbeat: bool = True) -> Iterator[Lease | None]:
+    """Holds the cluster's lock while the block runs (None, and a warning, without the table), renewed by a
+    heartbeat thread (`heartbeat` False: none, for a test that plays the beats itself); `sfn` makes the Step
     Functions client, needed only to see whether a run holding the lock has ended and to start a follow-up."""
     if not log.recorded:
         click.echo(f"warning: {UNLOCKED_WARNING}", err=True)
         yield None
         return
     locks: Locks = log.store.locks
-    _take(locks, cluster, holder, who or "unknown", lease, log.now, sfn)
+    _take(locks, cluster, holder, who or "unknown", LEASE, log.now, sfn)
+    lease, stop = Lease(locks, cluster, holder), threading.Event()
+    # A daemon: a command killed (or ended) stops beating, and the lease lapses within LEASE.
+    beating = threading.Thread(target=lease.keep, args=(stop.wait,), name=f"lease of {cluster}", daemon=True)
+    if heartbeat:
+        beating.start()
     try:
-        yield Lease(locks, cluster, holder, lease)
+        yield lease
     finally:
+        stop.set()
+        if heartbeat:
+            beating.join()
         _let_go(log, locks, cluster, holder, sfn)
 
 

@@ -251,7 +251,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     controller's (plan, approval, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it
     left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more."""
     from rebalancer.app.workflow import run_plan
-    from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
+    from rebalancer_tools.cli.cluster_lock import cluster_lock
 
     policy = load_model_file(Policy, policy_file)
     reason = _approval_reason(approve_reason)
@@ -260,8 +260,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
         click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
     name = cli_execution(live.cluster, log.now())
     who = _caller(live) if log.recorded else None
-    with cluster_lock(log, live.cluster, name, who=who, lease=lease_for(timeout),
-                      sfn=lambda: live.clients().client("stepfunctions")) as lease:
+    with cluster_lock(log, live.cluster, name, who=who, sfn=lambda: live.clients().client("stepfunctions")) as lease:
         now = _now()
         snap = live.collect(now).snapshot
         if save_snapshot:
@@ -462,7 +461,7 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
     (--run). No write raises an instance type above today's healthy capacity: a quota whose restore would is left
     as it is, the rest restored, and what was left is listed. Given the controller's audit table, the rollback is
     recorded there and shows in `rebalancer history`."""
-    from rebalancer_tools.cli.cluster_lock import cluster_lock, lease_for
+    from rebalancer_tools.cli.cluster_lock import cluster_lock
 
     if (to_file is None) == (run_name is None):
         raise InvalidInput("give --to FILE (a snapshot to restore) or --run RUN (a run to undo)", field="--to")
@@ -472,7 +471,7 @@ def rollback(live: LiveSource, to_file: str | None, run_name: str | None, yes: b
                            value=run_name)
     name = cli_execution(live.cluster, log.now())
     with cluster_lock(log, live.cluster, name, who=_caller(live) if log.recorded else None,
-                      lease=lease_for(timeout), sfn=lambda: live.clients().client("stepfunctions")) as lease:
+                      sfn=lambda: live.clients().client("stepfunctions")) as lease:
         if run_name is not None:
             _rollback_run(live, run_name, yes, log, poll_interval, timeout, lease)
         else:

@@ -1,9 +1,14 @@
 """The per-cluster lock: one writer at a time (a controller run, or a command-line apply / rollback holding a lease
-that expires), and the mark that asks for one more run after it."""
+that expires), and the mark that asks for one more run after it.
+
+An item this code did not write (a field removed or retyped in the console) is never read into a traceback:
+LockUnreadable names the item and what to do, and `break_lock` deletes it (the CLI's `rebalancer lock break`, audited).
+Until then its cluster stays locked: an item that may hold a writer is not taken over on a guess."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr
@@ -11,7 +16,8 @@ from botocore.exceptions import ClientError
 
 from rebalancer.adapters.dynamodb.table import KEY, SORT, TTL, Table, conditional_failed, epoch
 from rebalancer.domain.records import LockResult
-from rebalancer.errors import TransientError
+from rebalancer.errors import LockUnreadable, TransientError
+from rebalancer.parsing.text import short
 
 
 class TableLocks:
@@ -28,7 +34,9 @@ class TableLocks:
         lock has no follow-up. `run_arn`: the holder's execution; `by`: a lease taken from the command line, which
         never takes over a lock whose follow-up is still to start. Otherwise returns the current holder."""
         now = self.t.now()
-        cond: Any = Attr(KEY).not_exists() | Attr(TTL).lt(epoch(now))
+        # An expiry of another type (an item edited by hand) is no expiry: DynamoDB finds such a comparison false,
+        # and says so here in as many words (moto would raise instead).
+        cond: Any = Attr(KEY).not_exists() | (Attr(TTL).attribute_type("N") & Attr(TTL).lt(epoch(now)))
         if replace is not None:
             cond = cond | (Attr("holder").eq(replace) & Attr("followup").not_exists() if by is not None
                            else Attr("holder").eq(replace))
@@ -53,8 +61,34 @@ class TableLocks:
 
     def holding(self, cluster_name: str) -> LockResult | None:
         """The lock as it stands (`acquired` False: a reading, not an attempt), or None when nobody holds it."""
-        item = self.t.get(f"CLUSTER#{cluster_name}", "LOCK")
-        return None if item is None else _result(item)
+        item = self.raw(cluster_name)
+        if item is None:
+            return None
+        try:
+            return _result(item)
+        except (KeyError, ValueError, TypeError) as e:
+            raise LockUnreadable(cluster_name, self.t.name, _problem(e)) from None
+
+    def raw(self, cluster_name: str) -> dict[str, Any] | None:
+        """The lock item as stored, whatever it holds (None: no lock)."""
+        return self.t.get(f"CLUSTER#{cluster_name}", "LOCK")
+
+    def break_lock(self, cluster_name: str, seen: dict[str, Any]) -> bool:
+        """Deletes the lock item if it is still `seen` (as `raw` read it: every attribute unchanged), whoever holds
+        it and whatever it holds. False when it changed or went meanwhile (nothing deleted)."""
+        cond: Any = Attr(KEY).exists()
+        for name, value in seen.items():
+            if name not in (KEY, SORT):
+                cond = cond & Attr(name).eq(value)
+        for gone in _FIELDS - seen.keys():
+            cond = cond & Attr(gone).not_exists()
+        try:
+            self.t.table.delete_item(Key=self._key(cluster_name), ConditionExpression=cond)
+        except ClientError as e:
+            if conditional_failed(e):
+                return False
+            raise TransientError(f"DynamoDB DeleteItem (lock of {cluster_name}): {e}") from e
+        return True
 
     def request_followup(self, cluster_name: str, holder: str, reason: str, *, machine: str | None = None,
                          lease: timedelta | None = None) -> bool:
@@ -105,11 +139,35 @@ def _at(seconds: Any) -> datetime:
     return datetime.fromtimestamp(int(seconds), UTC)
 
 
-def _result(item: dict[str, Any]) -> LockResult:
-    def text(name: str) -> str | None:
-        return None if item.get(name) is None else str(item[name])
+# Every attribute a lock item may carry besides its key, as acquire and request_followup write them.
+_TEXT = ("holder", "acquired_at", "run_arn", "by", "followup", "followup_at", "followup_machine")
+_FIELDS = frozenset((*_TEXT, TTL, "followup_lease"))
 
-    return LockResult(False, str(item["holder"]), datetime.fromisoformat(str(item["acquired_at"])),
-                      expires_at=_at(item[TTL]) if item.get(TTL) is not None else None, run_arn=text("run_arn"),
-                      by=text("by"), followup=text("followup"), followup_machine=text("followup_machine"),
-                      followup_lease_seconds=int(item["followup_lease"]) if item.get("followup_lease") else None)
+
+def _problem(e: Exception) -> str:
+    return f"field {e.args[0]!r} is missing" if isinstance(e, KeyError) else str(e)
+
+
+def _result(item: dict[str, Any]) -> LockResult:
+    """The item as acquire and request_followup write it (a field it does not know is ignored); KeyError (a required
+    field missing), ValueError or TypeError (a field of another type) otherwise."""
+    for name in _TEXT:
+        if name in item and not isinstance(item[name], str):
+            raise TypeError(f"field {name!r} is not text ({type(item[name]).__name__})")
+    for name in (TTL, "followup_lease"):
+        if name in item and (isinstance(item[name], bool) or not isinstance(item[name], int | Decimal)
+                             or item[name] != int(item[name]) or item[name] <= 0):
+            raise TypeError(f"field {name!r} is not a positive whole number ({short(item[name], 40)})")
+    holder, acquired = item["holder"], item["acquired_at"]
+    expires = item[TTL]  # a lock that never expires is one nobody could take again
+    if not holder:
+        raise ValueError("field 'holder' is empty")
+    try:
+        at = datetime.fromisoformat(acquired)
+    except ValueError:
+        raise ValueError(f"field 'acquired_at' is not an ISO-8601 time ({short(acquired, 40)})") from None
+    if at.tzinfo is None:
+        raise ValueError(f"field 'acquired_at' has no time zone ({short(acquired, 40)})")
+    return LockResult(False, holder, at, expires_at=_at(expires), run_arn=item.get("run_arn"), by=item.get("by"),
+                      followup=item.get("followup"), followup_machine=item.get("followup_machine"),
+                      followup_lease_seconds=int(item["followup_lease"]) if "followup_lease" in item else None)

@@ -29,6 +29,7 @@ from rebalancer.app.trigger.gap import EventMarks, Watch
 from rebalancer.app.workflow.audit import AuditLog, trigger_started
 from rebalancer.domain.clock import Clock
 from rebalancer.domain.records import LockResult
+from rebalancer.errors import LockUnreadable
 from rebalancer.parsing.text import cut_utf8
 
 # A lock whose holder has not shown up in Step Functions yet is still being started by another invocation.
@@ -64,10 +65,11 @@ class TriggerOutcome:
     """What the trigger did with one event (the handler's answer), filled in as it goes."""
 
     event_id: str
-    status: str  # started | debounced | ignored | malformed | irrelevant
+    status: str  # started | debounced | ignored | malformed | irrelevant | blocked (a lock item we cannot read)
     _: KW_ONLY
     executions: list[str] = field(default_factory=list)
     debounced: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)  # one line per cluster whose lock item the code did not write
     reason: str = ""
     replayed: int = 0  # cluster events listed after a gap (rebalancer.app.trigger.gap)
 
@@ -149,10 +151,16 @@ class Starter:
         outcome = TriggerOutcome(event_id, "debounced", reason=trigger.summary)
         for cluster in clusters:
             outcome.replayed += self.watch.saw(cluster, trigger)
-            name = self.start(cluster, trigger)
+            try:
+                name = self.start(cluster, trigger)
+            except LockUnreadable as e:
+                _blocked(outcome, e)
+                continue
             (outcome.executions if name else outcome.debounced).append(name or cluster)
         if outcome.executions:
             outcome.status = "started"
+        elif outcome.blocked and not outcome.debounced:
+            outcome.status = "blocked"
         return outcome
 
     def after_run(self, event_id: str, trigger: Trigger, finished: str) -> TriggerOutcome:
@@ -163,7 +171,12 @@ class Starter:
         followup = trigger.model_copy(update={"kind": "follow-up",
                                               "summary": f"changes that arrived during run {finished}"})
         for cluster in (c for c in trigger.clusters if c in self._managed):
-            name = self.hand_over(cluster, finished, followup)
+            try:
+                name = self.hand_over(cluster, finished, followup)
+            except LockUnreadable as e:
+                _blocked(outcome, e)
+                outcome.status = "blocked" if outcome.status == "irrelevant" else outcome.status
+                continue
             if name is not None:
                 outcome.executions.append(name)
                 outcome.status = "started"
@@ -218,6 +231,14 @@ class Starter:
         if lock.run_arn is None and lock.by is None:  # written before locks named their run: it is one of ours
             lock = replace(lock, run_arn=execution_arn(self.state_machine_arn, lock.holder))
         return holder_busy(self.sfn, lock, now)
+
+
+def _blocked(outcome: TriggerOutcome, e: LockUnreadable) -> None:
+    """A cluster whose lock item the code did not write: one line in the log and the outcome, no run, no traceback
+    (an event retried would meet the same item)."""
+    logger.error(str(e), extra={"cluster": e.cluster_name, "event_id": outcome.event_id})
+    outcome.blocked.append(str(e))
+    outcome.reason = str(e)
 
 
 def _named(clusters: tuple[str, ...], shown: int = 3) -> str:

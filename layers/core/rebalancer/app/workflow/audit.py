@@ -2,7 +2,8 @@
 `history` and the e2e tests read them back. Records of a run's use cases (plan, apply, rollback) carry the run's
 source ("controller" or "cli") in their detail; the trigger, approval and notify records are the controller's own.
 
-Kinds: trigger, plan, recheck, approval-requested, approval, apply, rollback, notify-<message kind>, reservation."""
+Kinds: trigger, plan, recheck, approval-requested, approval, apply, rollback, notify-<message kind>, reservation,
+lock-broken."""
 
 from __future__ import annotations
 
@@ -215,3 +216,12 @@ def reservation(log: AuditLog, rec: Reservation, step: str, who: str | None, *, 
                after={rec.team: {rec.pool: rec.accelerators}},
                detail={"reservation": rec.model_dump(mode="json"), **({"needs_approval": note} if note else {}),
                        **({"occurrence": occurrence} if occurrence else {})})
+
+
+# --- the lock ----------------------------------------------------------------------------------------------------
+def lock_broken(log: AuditLog, cluster_name: str, *, who: str, reason: str, lock: Mapping[str, Any]) -> None:
+    """An admin broke the cluster's lock: who broke whose (the item as it stood: holder, run, lease, follow-up, or
+    whatever a hand-edited item held) and why."""
+    holder = lock.get("holder")
+    log.append(cluster_name, f"lock#{holder if isinstance(holder, str) and holder else 'unreadable'}", "lock-broken",
+               outcome="broken", who=who, before=dict(lock), detail={"reason": reason})
