@@ -1,7 +1,7 @@
 """What a figure must be to read at a glance, checked on the figure's own matplotlib objects (drawn with Agg):
 
 - every panel shows data (no empty axes);
-- every series is labelled and its label is in a legend;
+- every series is labelled and its label is in a legend, or it is shaded by a colour map keyed by a colorbar;
 - no legend overlaps a panel (legends outside the data);
 - the panels share one x axis;
 - series that coincide are all visible (another line style or width) and the later ones say "same as".
@@ -20,7 +20,8 @@ from matplotlib.lines import Line2D
 
 
 def panels(fig: Figure) -> list[Axes]:
-    return [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    """The axes that show data (a colorbar's axes is a key, not a panel)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.axison and not hasattr(ax, "_colorbar")]
 
 
 def _has_data(artist: Any) -> bool:
@@ -63,6 +64,8 @@ def problems(fig: Figure) -> list[str]:
         if not drawn:
             out.append(f"panel {i} is empty")
         for a in drawn:
+            if getattr(a, "colorbar", None) is not None:
+                continue  # shaded by a colour map: its colorbar is its key
             label = a.get_label()
             if not label or label.startswith("_"):
                 out.append(f"panel {i}: a {type(a).__name__} has no label")

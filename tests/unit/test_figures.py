@@ -97,6 +97,29 @@ def test_the_demo_figure_reads_at_a_glance_with_quotas_over_time() -> None:
         t.get_text() for t in fig.legends[0].get_texts()}
 
 
+def test_the_demo_utilization_reaches_the_story_end_one_row_per_team_and_the_scenarios_are_marked() -> None:
+    story, utilization, end = demo_story()
+    story = [story[0], *(Stage(s.at, s.quotas, s.capacity, str(i)) for i, s in enumerate(story[1:], 1))]
+    utilization = {team: [(T0 - timedelta(hours=2) + timedelta(minutes=15 * i), 80.0) for i in range(28)]
+                   for team in ("research", "training", "inference")}
+    utilization["training"] = [(at, 0.0) for at, _ in utilization["training"]]  # idle all along, as busy rows are
+    fig = quotas_figure(story, utilization, end)
+    assert problems(fig) == []
+    strip = panels(fig)[-1]
+    [mesh] = strip.collections
+    shade = mesh.get_array()
+    assert shade.shape == (3, 28)  # a row per team: an idle team at 0 hides no busy one, as lines at 0 would
+    assert sorted(t.get_text() for t in strip.get_yticklabels()) == ["inference", "research", "training"]
+    rows = {t.get_text(): k for k, t in enumerate(strip.get_yticklabels())}
+    assert set(shade[rows["training"]]) == {0.0} and set(shade[rows["research"]]) == {80.0}
+    last = max(at for series in utilization.values() for at, _ in series)
+    cells = mesh.get_coordinates()[0, :, 0]
+    assert cells[-1] >= mdates.date2num(last) and strip.get_xlim()[1] >= mdates.date2num(end)
+    markers = [line for line in panels(fig)[0].lines if line.get_label().startswith("a scenario ends")]
+    assert [line.get_xdata()[0] for line in markers] == [mdates.date2num(s.at) for s in story[1:]]
+    assert {t.get_text() for t in panels(fig)[0].texts} == {"1", "2"}
+
+
 def test_a_type_nobody_holds_and_missing_utilization_draw_no_panel() -> None:
     story, _, end = demo_story()
     story = [Stage(s.at, {t: {p: n for p, n in pools.items() if p != G5} for t, pools in s.quotas.items()},
@@ -108,7 +131,7 @@ def test_a_type_nobody_holds_and_missing_utilization_draw_no_panel() -> None:
 
 # --- the backtest's per-team timelines ----------------------------------------------------------------------------
 def replay_of(name: str, times: list[datetime], quota: list[float]) -> Replay:
-    return Replay(name=name, times=times, quota={"a": quota})
+    return Replay(name=name, times=times, quota={"a": quota}, pool_quota={"a": [{P5: q} for q in quota]})
 
 
 @properties(10)
@@ -128,6 +151,26 @@ def test_policies_that_give_a_team_the_same_quota_are_all_drawn_and_said_to_coin
     for i, (name, values) in enumerate(drawn[1:], 1):
         twin = next((n for n, v in drawn[:i] if v == values), None)
         assert (f"quota: {name} (same as {twin})" if twin else f"quota: {name}") in labels
+
+
+def test_a_team_on_two_types_gets_a_panel_per_type_and_the_newest_state_is_as_wide_as_the_others() -> None:
+    """8 H100 and 16 Trainium are not 24 of anything: each pool its own panel, in its own unit."""
+    h = syn.history(lambda _t, at: (float(at.hour % 4), 1.0), {"a": 4}, nodes=1, days=0.25, step_minutes=30)
+    states = prepare(h.states())
+    times = [s.at for s in states]
+    replay = Replay(name="p", times=times, quota={"a": [24.0] * len(times)},
+                    pool_quota={"a": [{P5: 8.0, TRN1: 16.0}] * len(times)})
+    fig = team_figure("a", states, [replay])
+    assert problems(fig) == []
+    axes = panels(fig)
+    assert [ax.get_ylabel().split("\n")[0] for ax in axes] == ["p5.48xlarge", "trn1.32xlarge"]
+    quotas = {ax.get_ylabel().split("\n")[0]: {float(y) for line in ax.lines if "quota" in line.get_label()
+                                               for y in line.get_ydata()} for ax in axes}
+    assert quotas == {"p5.48xlarge": {8.0}, "trn1.32xlarge": {16.0}}
+    step = states[-1].hours
+    assert axes[0].get_xlim()[1] >= mdates.date2num(times[-1] + timedelta(hours=step))
+    one = team_figure("a", states, [replay_of("p", times, [4.0] * len(times))])
+    assert len(panels(one)) == 1
 
 
 # --- usage --plot -------------------------------------------------------------------------------------------------
@@ -168,3 +211,33 @@ def test_the_simulation_figures(same: bool) -> None:
     assert teams is not None
     assert problems(teams) == []
     assert len(panels(teams)) == 2  # the team without demand has no panel
+    assert {ax.get_ylabel() for ax in panels(teams)} == {"GPUs"}
+
+
+def test_the_subject_of_a_team_panel_is_not_squashed_under_its_demand() -> None:
+    """Demand 100 × the quota: the panel is scaled to the quota and what ran, and says where demand peaks."""
+    r = strategy("rebalancer", [4, 8, 8, 4], [8, 8, 8, 8])
+    assert r.timeline is not None
+    r.timeline.demand["a"] = [800, 800, 20, 10]
+    fig = teams_figure(r)
+    assert fig is not None
+    assert problems(fig) == []
+    panel = panels(fig)[0]
+    assert panel.get_ylim()[1] <= 8 * 1.5
+    assert any("800" in t.get_text() for t in panel.texts)
+
+
+def test_opaque_team_ids_get_letters_and_each_panel_names_its_pool_and_unit() -> None:
+    r = strategy("rebalancer", [4, 8, 8, 4], [8, 8, 8, 8])
+    assert r.timeline is not None
+    tl = r.timeline
+    for old, new in (("a", "b436b2"), ("b", "6c71a0")):
+        for series in (tl.quota, tl.usage, tl.demand):
+            series[new] = series.pop(old)
+    tl.pool_busy = {P5: [0] * 4, TRN1: [0] * 4}
+    tl.pools_of = {"b436b2": [P5], "6c71a0": [TRN1]}
+    fig = teams_figure(r)
+    assert fig is not None
+    assert problems(fig) == []
+    assert {(ax.get_title(loc="left"), ax.get_ylabel()) for ax in panels(fig)} == {
+        (f"team A (b436b2) · {P5}", "GPUs"), (f"team B (6c71a0) · {TRN1}", "Trainium chips")}

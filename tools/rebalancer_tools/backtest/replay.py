@@ -94,6 +94,8 @@ class Replay:
     name: str
     times: list[datetime] = field(default_factory=list)
     quota: dict[str, list[float]] = field(default_factory=dict)  # team → per state, after that state's plan
+    # team → per state → pool → quota: what the figures draw (a pool of H100s and one of Trainium do not add up)
+    pool_quota: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     runs_changed: int = 0
     approvals: int = 0
     moved: float = 0.0
@@ -314,6 +316,7 @@ def replay(name: str, states: Sequence[State], policy: Policy, first: DemandSamp
     teams = sorted(set(policy.teams) | set(quotas) | {t for s in states for t in s.use})
     for t in teams:
         out.quota[t] = []
+        out.pool_quota[t] = []
     last: dict[tuple[str, str], tuple[datetime, int]] = {}
     previous_plan: Plan | None = None
     previous_held: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
@@ -435,3 +438,4 @@ def _score(out: Replay, state: State, allocations: dict[str, dict[str, float]], 
                 hour[1] += max(0.0, q - in_use) * h
     for t in teams:
         out.quota[t].append(sum(allocations.get(t, {}).values()))
+        out.pool_quota[t].append(dict(allocations.get(t, {})))

@@ -127,36 +127,54 @@ def _budget_lines(replays: Sequence[Replay]) -> list[str]:
     return lines
 
 
-def team_series(states: Sequence[State], team: str) -> tuple[list[float], list[float]]:
-    """A team's demand (in use + pending) and in use, accelerators summed over pools, per state."""
+def team_series(states: Sequence[State], team: str, pool: str | None = None) -> tuple[list[float], list[float]]:
+    """A team's demand (in use + pending) and in use per state, in `pool` (None: summed over pools)."""
     demand, in_use = [], []
     for s in states:
         pools = s.use.get(team, {})
-        demand.append(sum(d for d, _ in pools.values()))
-        in_use.append(sum(u for _, u in pools.values()))
+        chosen = [pools.get(pool, (0.0, 0.0))] if pool is not None else list(pools.values())
+        demand.append(sum(d for d, _ in chosen))
+        in_use.append(sum(u for _, u in chosen))
     return demand, in_use
 
 
+def team_pools(team: str, states: Sequence[State], replays: Sequence[Replay]) -> list[str]:
+    """The pools a team had demand, use or quota in under any policy, in order."""
+    used = {pool for s in states for pool in s.use.get(team, {})}
+    held = {pool for r in replays for q in r.pool_quota.get(team, []) for pool, n in q.items() if n}
+    return sorted(used | held)
+
+
 def team_figure(team: str, states: Sequence[State], replays: Sequence[Replay]) -> Figure:
-    """A team's demand (in use + pending), what it ran, and each policy's quota over the history's time; policies
-    that gave it the same quota are all drawn and the legend says they are the same."""
+    """A team's demand (in use + pending), what it ran, and each policy's quota over the history's time, one panel
+    per pool it had anything in (accelerators of two types do not add up); policies that gave it the same quota are
+    all drawn and the legend says they are the same. Each state holds until the next, the last one for its own
+    length, so the newest values are as wide as the others."""
+    from datetime import timedelta
+
     times: Any = [s.at for s in states]  # matplotlib's date converter takes datetimes (its stubs say arrays)
-    demand, in_use = team_series(states, team)
-    fig, [ax] = figures.new_figure(1, width=12, row_height=3.2)
-    ax.fill_between(times, demand, step="post", color="0.85", label="demand (in use + pending)")
+    edges: Any = [*times, times[-1] + timedelta(hours=states[-1].hours)] if states else []
+    pools = team_pools(team, states, replays) or [""]
+    fig, axes = figures.new_figure(len(pools), width=12, row_height=3.2 if len(pools) == 1 else 2.4)
     running = "in use"
 
-    def line(axes: Any, name: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
-        axes.step(xs, ys, where="post", **({"color": "0.45"} if name == running else {}), **style)
+    def line(axes: Any, name: str, _xs: Any, ys: Sequence[float], **style: Any) -> None:
+        axes.step(edges, [*ys, ys[-1]], where="post", **({"color": "0.45"} if name == running else {}), **style)
 
-    # What the team ran and each policy's quota: a quota it ran exactly, or two policies alike, are all drawn.
-    figures.draw_distinct(ax, [(running, times, in_use),
-                               *((r.name, r.times, r.quota.get(team, [0.0] * len(r.times))) for r in replays)],
-                          line, lambda name: name if name == running else f"quota: {name}")
-    ax.set_title(f"{team}: accelerators", loc="left")
-    figures.time_axis(ax)
-    ax.set_ylim(bottom=0)
-    figures.legend_outside(fig, [ax])
+    for ax, pool in zip(axes, pools, strict=True):
+        demand, in_use = team_series(states, team, pool or None)
+        ax.fill_between(edges, [*demand, demand[-1]], step="post", color="0.85", label="demand (in use + pending)")
+        quotas = [(r.name, times, [q.get(pool, 0.0) if pool else sum(q.values())
+                                       for q in r.pool_quota.get(team, [{}] * len(r.times))]) for r in replays]
+        # What the team ran and each policy's quota: a quota it ran exactly, or two policies alike, are all drawn.
+        figures.draw_distinct(ax, [(running, times, in_use), *quotas], line,
+                              lambda name: name if name == running else f"quota: {name}")
+        ax.set_ylabel(f"{pool.removeprefix('ml.')}\naccelerators" if pool else "accelerators", fontsize=8)
+        ax.set_ylim(bottom=0)
+    axes[0].set_title(f"{team}: accelerators" + (", one panel per instance type" if len(pools) > 1 else
+                                                  f" ({pools[0]})" if pools[0] else ""), loc="left")
+    figures.time_axis(axes[-1])
+    figures.legend_outside(fig, axes)
     return fig
 
 

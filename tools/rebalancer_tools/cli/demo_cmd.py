@@ -75,7 +75,9 @@ def demo(policy_file: str | None, out_dir: str) -> None:
             # The commands the story shows print for the story's width.
             results = scenarios.run_all(world, RichStory(console), out,
                                         functools.partial(run_cli, columns=console.width))
-            utilization = read_utilization(world.client("cloudwatch"), world.clock.t)
+            world.publish_utilization()  # to the story's end: the figure shows it all along
+            utilization = read_utilization(world.client("cloudwatch"), world.clock.t,
+                                           hours=(world.clock.t - start.at).total_seconds() / 3600 + 1)
             end = world.clock.t
     seconds = time.monotonic() - started
     report = write_report(results, start, utilization, out, seconds, end)

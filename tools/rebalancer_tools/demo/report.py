@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def read_utilization(cloudwatch: Any, end: datetime, hours: int = 12) -> dict[str, list[tuple[datetime, float]]]:
+def read_utilization(cloudwatch: Any, end: datetime, hours: float = 12) -> dict[str, list[tuple[datetime, float]]]:
     """team → (time, GPU utilization %) read back from the emulator's CloudWatch, 15-minute averages."""
     queries = [{"Id": f"t{i}", "Label": team, "ReturnData": True, "MetricStat": {
         "Metric": {"Namespace": NAMESPACE, "MetricName": METRICS["gpu_percent"], "Dimensions": [
@@ -49,36 +49,49 @@ def _quota_md(before: Quotas, after: Quotas, capacity: dict[str, int]) -> list[s
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """The quotas (and healthy capacity) from `at` on."""
+    """The quotas (and healthy capacity) from `at` on; `event`: what began the stage, as the report numbers it."""
 
     at: datetime
     quotas: Quotas
     capacity: dict[str, int]
+    event: str = ""
 
 
 def stages(start: Stage, results: Sequence[ScenarioResult]) -> list[Stage]:
-    """The quotas through the story: the start, then each scenario's end state at the time it ended (a scenario
-    that broke before reading its end state is left out, not drawn as quotas of zero)."""
-    return [start, *(Stage(r.at, r.after, r.capacity) for r in results if r.at is not None and r.after)]
+    """The quotas through the story: the start, then each scenario's end state at the time it ended, marked with
+    the scenario's number in the report (a scenario that broke before reading its end state is left out, not drawn
+    as quotas of zero)."""
+    return [start, *(Stage(r.at, r.after, r.capacity, str(i)) for i, r in enumerate(results, 1)
+                     if r.at is not None and r.after)]
+
+
+UTILIZATION_STEP = timedelta(minutes=15)  # read_utilization's period
 
 
 def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[datetime, float]]],
                   end: datetime) -> Figure:
     """One panel per instance type: each team's quota stacked over time, and the healthy capacity; below, the
-    teams' GPU utilization on the same time axis. Only types that had quota or capacity, and the utilization panel
-    only when some was read: no empty panel."""
+    teams' GPU utilization on the same time axis, one row per team shaded by its percentage (rows never hide one
+    another, as lines at the same level would); a dotted line across every panel where a scenario ended, numbered
+    as in the report. Only types that had quota or capacity, and the utilization panel only when some was read:
+    no empty panel."""
+    import numpy as np
+    from matplotlib import dates
+
     from rebalancer_tools.reports import figures
 
     types = sorted({t for s in story for pools in s.quotas.values() for t, n in pools.items() if n}
                    | {t for s in story for t, n in s.capacity.items() if n})
     teams = sorted({team for s in story for team in s.quotas})
     used = [team for team in teams if utilization.get(team)]
-    fig, axes = figures.new_figure(len(types) + (1 if used else 0), width=11, row_height=2.4)
+    fig, axes = figures.new_figure(len(types) + (1 if used else 0), width=11, row_height=2.4,
+                                   height_ratios=[1.0] * len(types) + ([0.25 + 0.12 * len(used)] if used else []))
     colours = {team: f"C{k}" for k, team in enumerate(teams)}
     # Each stage holds until the next one starts; the quotas the cluster started with held before the story too,
     # so they are drawn from the first utilization reading on, not from nothing.
     first = min([story[0].at, *(p[0] for team in used for p in utilization[team][:1])])
-    edges: Any = [first, *(s.at for s in story[1:]), max(end, story[-1].at)]
+    last = max([end, story[-1].at, *(p[0] + UTILIZATION_STEP for team in used for p in utilization[team][-1:])])
+    edges: Any = [first, *(s.at for s in story[1:]), last]
     for ax, t in zip(axes, types, strict=False):
         bottom = [0.0] * len(story)
         for team in teams:
@@ -93,20 +106,39 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
         ax.step(edges, [*capacity, capacity[-1]], where="post", color="black", linestyle="--", linewidth=1.2,
                 label="healthy capacity")
         ax.set_ylabel(f"{t.removeprefix('ml.')}\naccelerators", fontsize=8)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(0, max(capacity) * 1.12)  # room above the capacity for the scenarios' numbers
     if used:
         ax = axes[-1]
-
-        def line(axes: Any, team: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
-            axes.plot(xs, ys, color=colours[team], **style)
-
-        figures.draw_distinct(ax, [(team, [p[0] for p in utilization[team]], [p[1] for p in utilization[team]])
-                                   for team in used], line, lambda team: team)
-        ax.set_ylabel("GPU utilization %\n(Container Insights)", fontsize=8)
-        ax.set_ylim(-5, 105)
+        start = min(p[0] for team in used for p in utilization[team][:1])
+        slots = -(-(last - start) // UTILIZATION_STEP)  # whole steps from the first reading to the end
+        shade = np.full((len(used), slots), np.nan)
+        for row, team in enumerate(used):
+            for at, value in utilization[team]:
+                shade[row, int((at - start) / UTILIZATION_STEP)] = value
+        xs = dates.date2num(  # type: ignore[no-untyped-call]  # matplotlib's stubs lack it
+            [start + k * UTILIZATION_STEP for k in range(slots + 1)])
+        mesh = ax.pcolormesh(xs, np.arange(len(used) + 1), np.ma.masked_invalid(shade), cmap="Greens", vmin=0,
+                             vmax=100, shading="flat", label="_keyed by its colorbar")
+        ax.set_yticks(np.arange(len(used)) + 0.5, used, fontsize=8)
+        ax.set_ylim(len(used), 0)
+        ax.set_ylabel("GPU utilization\n(Container Insights)", fontsize=8)
+        ax.set_facecolor("0.8")
+        key = fig.colorbar(mesh, ax=ax, location="bottom", aspect=60, shrink=0.5, pad=0.02)
+        key.set_label("GPU utilization % (white: idle; grey: not reported)", fontsize=8)
+        key.ax.tick_params(labelsize=8)
+    marks: dict[datetime, list[str]] = {}  # scenarios that ended within a minute of each other share one mark
+    for s in story[1:]:
+        near = next((at for at in marks if abs(at - s.at) < timedelta(minutes=1)), s.at)
+        marks.setdefault(near, []).append(s.event)
+    for at, events in marks.items():
+        x = dates.date2num(at)  # type: ignore[no-untyped-call]  # matplotlib's stubs lack it
+        for ax in axes:
+            ax.axvline(x, color="0.3", linestyle=":", linewidth=1.0, label="a scenario ends (its number)")
+        axes[0].annotate(", ".join(events), (x, 1.0), xycoords=("data", "axes fraction"),
+                         xytext=(0, -2), textcoords="offset points", ha="center", va="top", fontsize=8)
     axes[0].set_title("quotas per team over time (stacked) against healthy capacity", loc="left", fontsize=10)
     figures.time_axis(axes[-1])
-    figures.legend_outside(fig, axes, last=("healthy capacity",))
+    figures.legend_outside(fig, axes, last=("healthy capacity", "a scenario ends (its number)"))
     return fig
 
 

@@ -271,7 +271,7 @@ def _alarm_until_approval(world: World, story: Story, result: ScenarioResult) ->
 def approved_alarm(world: World, story: Story, hours_later: float = 3) -> ScenarioResult:
     world.clock.advance(hours_later)
     cast.research_queueing(world.kube)
-    cast.publish_metrics(world.client("cloudwatch"), world.clock.t, idle=("data-science",), hours=hours_later)
+    world.publish_utilization(idle=("data-science",))
     story.chapter("2. Idle here, queueing there", f"{hours_later:g} hours later: data-science's GPUs have been idle "
                   "for hours (Container Insights shows 0 %), while research queues an H100 sweep. The "
                   "stranded-accelerators alarm fires.")
@@ -317,8 +317,7 @@ def approved_alarm(world: World, story: Story, hours_later: float = 3) -> Scenar
 def rejected_alarm(world: World, story: Story, hours_later: float = 2) -> ScenarioResult:
     world.clock.advance(hours_later)
     cast.training_queueing(world.kube)
-    cast.publish_metrics(world.client("cloudwatch"), world.clock.t, idle=("data-science", "platform"),
-                         hours=hours_later)
+    world.publish_utilization(idle=("data-science", "platform"))
     story.chapter("3. A plan the admin rejects", f"{hours_later:g} hours later: platform's Neuron CI is done and "
                   f"training queues a {TRN1} job. The alarm fires again; this time the admin says no (a "
                   "platform release is due tonight).")

@@ -13,7 +13,7 @@ import os
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest import mock
@@ -42,6 +42,7 @@ class World:
     stack: LocalStack
     clock: TickingClock
     policy_text: str
+    insights: cast.Insights = field(default_factory=cast.Insights)
 
     @property
     def cluster(self) -> str:
@@ -49,6 +50,11 @@ class World:
 
     def client(self, service: str) -> Any:
         return self.stack.client(service)
+
+    def publish_utilization(self, idle: tuple[str, ...] | None = None, hours: float = 6) -> None:
+        """The teams' utilization up to now in the emulator's CloudWatch (`idle`: the teams idle from the previous
+        publish on; None: as before)."""
+        self.insights.publish(self.client("cloudwatch"), self.clock.t, idle, hours)
 
     def quotas(self) -> dict[str, dict[str, int]]:
         """team → instance type → accelerators, as DescribeComputeQuota shows them now (read over HTTP)."""
@@ -101,7 +107,7 @@ def open_world(policy_text: str, *, clock: TickingClock | None = None) -> Iterat
             now=the_clock, region=REGION, account=ACCOUNT, approval_api_url=gateway.url))
         gateway.target = local.http
         world = World(server.endpoint, emulator, seeded, kube, slack, gateway, local, the_clock, policy_text)
-        cast.publish_metrics(world.client("cloudwatch"), the_clock.t)
+        world.publish_utilization()
         yield world
 
 

@@ -249,6 +249,11 @@ class Simulation:
                                  demand={t: [] for t in self.teams},
                                  pool_busy={p: [] for p in self.pool_names},
                                  pool_capacity={p: [] for p in self.pool_names})
+        pools_of: list[set[int]] = [set() for _ in self.teams]
+        for team, pool in zip(self.jteam, self.jpool, strict=True):
+            pools_of[team].add(pool)
+        self.timeline.pools_of = {t: [self.pool_names[p] for p in sorted(pools_of[i])]
+                                  for i, t in enumerate(self.teams)}
         # Cumulative received and entitled accelerator-seconds per team (over the pools) at each week's end since
         # the start: the per-week figures of `fairness_windows` are their differences.
         self.week_marks: list[tuple[list[float], list[float]]] = []

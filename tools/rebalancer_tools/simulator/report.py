@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,15 +58,45 @@ def utilization_figure(results: Mapping[str, StrategyResult]) -> Figure | None:
 
     figures.draw_distinct(ax, series, line, lambda name: name)
     ax.set_xlabel("day")
-    ax.set_ylabel("GPUs busy / healthy")
+    ax.set_ylabel("accelerators busy ÷ healthy")
     ax.set_title("Utilization over time", loc="left")
     figures.legend_outside(fig, [ax])
     return fig
 
 
+HASHED = re.compile(r"[0-9a-f]{6,}")  # an opaque id (Philly's virtual clusters), not a name a reader can keep
+
+
+def figure_labels(teams: Sequence[str]) -> dict[str, str]:
+    """team → how a figure names it: the team's own name, or where every name is an opaque id, `team A`, `team B`…
+    in the order given, with the id beside it (the report's tables use the ids)."""
+    if not teams or not all(HASHED.fullmatch(t) for t in teams):
+        return {t: t for t in teams}
+    return {t: f"team {_letters(k)} ({t})" for k, t in enumerate(teams)}
+
+
+def _letters(k: int) -> str:
+    return chr(ord("A") + k) if k < 26 else _letters(k // 26 - 1) + chr(ord("A") + k % 26)
+
+
+def unit_of(pools: Sequence[str]) -> str:
+    """What a team's accelerators are called on a figure's axis: GPUs, Trainium chips, or accelerators if mixed."""
+    from rebalancer.catalog.specs import known_types, spec
+
+    kinds = {(spec(p).accelerator_kind or "") if p in known_types() else "nvidia-gpu" for p in pools}
+    if kinds <= {"nvidia-gpu"}:
+        return "GPUs"
+    if len(kinds) == 1 and next(iter(kinds)).startswith("trainium"):
+        return "Trainium chips"
+    return "accelerators"
+
+
 def teams_figure(reb: StrategyResult, most: int = 8) -> Figure | None:
-    """The rebalancer's quota, running GPUs and demand of the `most` teams with the most demand, one panel each on
-    one day axis (None: no timeline, or no team had demand)."""
+    """The rebalancer's quota, running accelerators and demand of the `most` teams with the most demand, one panel
+    each on one day axis (None: no timeline, or no team had demand). The subject is the quota and what ran: each
+    panel is scaled to them, and demand above that is cut at the panel's top with its peak written there; what ran
+    is a filled area under the quota's line, so neither hides the other. Each panel says its team's pool and unit
+    when the cluster has several pools."""
     from rebalancer_tools.reports import figures
 
     tl = reb.timeline
@@ -76,19 +107,28 @@ def teams_figure(reb: StrategyResult, most: int = 8) -> Figure | None:
     shown = [t for t in teams if sum(tl.demand[t]) > 0][:most]
     if not shown:
         return None
-    fig, axes = figures.new_figure(len(shown), width=10, row_height=1.8)
-    colours = {"running": "tab:blue", "quota": "tab:red"}
-
-    def step(axes: Any, name: str, xs: Any, ys: Sequence[float], **style: Any) -> None:
-        axes.step(xs, ys, where="post", color=colours[name], **style)
-
+    fig, axes = figures.new_figure(len(shown), width=10, row_height=2.0)
+    names = figure_labels(shown)
+    several = len(tl.pool_busy) > 1
     for ax, team in zip(axes, shown, strict=True):
-        ax.fill_between(days, tl.demand[team], step="post", alpha=0.25, color="tab:gray", label="demand")
-        figures.draw_distinct(ax, [("running", days, tl.usage[team]), ("quota", days, tl.quota[team])], step,
-                              lambda name: name)
-        ax.set_ylabel(team, rotation=0, ha="right")
-    axes[0].set_title(f"rebalancer: each team's quota, running GPUs and demand (largest {len(shown)} teams)",
-                      loc="left")
+        demand, running, quota = tl.demand[team], tl.usage[team], tl.quota[team]
+        top = max(max(quota), max(running)) or max(demand)
+        limit = top * 1.3
+        peak = max(demand)
+        ax.fill_between(days, demand, step="post", color="0.87", label="demand (running + waiting)")
+        if peak > limit:
+            at = days[demand.index(peak)]
+            ax.annotate(f"demand peaks at {peak:,} ↑", (at, limit), xytext=(0, -2), textcoords="offset points",
+                        ha="center", va="top", fontsize=7, color="0.3")
+        ax.fill_between(days, running, step="post", color="tab:blue", alpha=0.55, linewidth=0, label="running")
+        ax.step(days, quota, where="post", color="tab:red", linewidth=1.3, label="quota")
+        ax.set_ylim(0, limit)
+        pools = tl.pools_of.get(team, [])
+        ax.set_ylabel(unit_of(pools), fontsize=8)
+        where = f" · {', '.join(pools)}" if several and pools else ""
+        ax.set_title(names[team] + where, loc="left", fontsize=9)
+    fig.suptitle(f"rebalancer: quota, running and demand of the {len(shown)} teams with the most demand", x=0.01,
+                 ha="left", fontsize=10)
     axes[-1].set_xlabel("day")
     figures.legend_outside(fig, axes)
     return fig

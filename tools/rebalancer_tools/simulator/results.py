@@ -16,6 +16,7 @@ class Timeline:
     demand: dict[str, list[int]] = field(default_factory=dict)
     pool_busy: dict[str, list[int]] = field(default_factory=dict)  # pool → accelerators busy, per sample
     pool_capacity: dict[str, list[int]] = field(default_factory=dict)
+    pools_of: dict[str, list[str]] = field(default_factory=dict)  # team → the pools its jobs ran in
 
 
 @dataclass(slots=True)
