@@ -111,10 +111,12 @@ def test_the_demo_utilization_reaches_the_story_end_one_row_per_team_and_the_sce
     assert shade.shape == (3, 28)  # a row per team: an idle team at 0 hides no busy one, as lines at 0 would
     assert sorted(t.get_text() for t in strip.get_yticklabels()) == ["inference", "research", "training"]
     rows = {t.get_text(): k for k, t in enumerate(strip.get_yticklabels())}
-    assert set(shade[rows["training"]]) == {0.0} and set(shade[rows["research"]]) == {80.0}
+    assert set(shade[rows["training"]]) == {0.0}
+    assert set(shade[rows["research"]]) == {80.0}
     last = max(at for series in utilization.values() for at, _ in series)
     cells = mesh.get_coordinates()[0, :, 0]
-    assert cells[-1] >= mdates.date2num(last) and strip.get_xlim()[1] >= mdates.date2num(end)
+    assert cells[-1] >= mdates.date2num(last)
+    assert strip.get_xlim()[1] >= mdates.date2num(end)
     markers = [line for line in panels(fig)[0].lines if line.get_label().startswith("a scenario ends")]
     assert [line.get_xdata()[0] for line in markers] == [mdates.date2num(s.at) for s in story[1:]]
     assert {t.get_text() for t in panels(fig)[0].texts} == {"1", "2"}
