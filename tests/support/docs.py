@@ -42,8 +42,9 @@ def yaml_blocks() -> list[str]:
 
 
 def policies() -> list[str]:
-    """The YAML blocks that are policies (they have teams)."""
-    return [b for b in yaml_blocks() if isinstance(doc := yaml.safe_load(b), dict) and "teams" in doc]
+    """The YAML blocks that are policies (they have teams); a block of several documents is none."""
+    return [b for b in yaml_blocks()
+            if len(docs := list(yaml.safe_load_all(b))) == 1 and isinstance(docs[0], dict) and "teams" in docs[0]]
 
 
 def nav_pages() -> list[str]:
