@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.large_messages import TEAMS, cut_every_team
 from support.props import properties
 
-from rebalancer.app.notifications.messages import Message, render_blocks, render_text
-from rebalancer.domain.plan import Change, FieldChange, Hold
+from rebalancer.app.notifications.messages import Message, email_links, render_blocks, render_text
+from rebalancer.domain.plan import Change, FieldChange, Hold, movement
 
 
 def _change(team: str, before: float, after: float) -> Change:
@@ -90,3 +91,42 @@ def test_the_email_lists_at_most_40_held_back_changes_and_counts_the_rest() -> N
     assert body.count("held, wants 4") == 40
     assert "  …and 9960 more held back (see the execution)" in body
     assert len(body.encode()) < 256 * 1024 // 4
+
+
+def test_an_approval_that_cuts_10000_teams_fits_sns_and_keeps_its_links_and_the_largest_changes() -> None:
+    m = cut_every_team()
+    _, body = render_text(m)
+    assert len(body.encode()) <= 256 * 1024 - 4 * 1024  # SNS's 256 KB, with room for the subject and attributes
+    assert email_links(body) == {"Approve": m.approve_url, "Reject": m.reject_url}
+    assert body.endswith(f"Execution:\n{m.execution_url}\n")
+    assert f"Moves: {movement(m.changes)}" in body
+    shown_rows = [line for line in body.splitlines() if line.startswith("  - team-") and "->" in line
+                  and "accelerators" in line]
+    assert shown_rows
+    assert all(": 16 -> 9 (" in line for line in shown_rows)  # the largest cuts (7 each), not the first rows
+    assert f"the {len(shown_rows)} largest of {TEAMS} to {TEAMS} teams:" in body
+    assert f"  …and {TEAMS - len(shown_rows)} more changes (see the execution)" in body
+    for what in ("settings", "notes", "warnings"):
+        assert f"more {what} (see the execution)" in body
+    assert "more reasons (see the execution)" in body
+
+
+def test_the_slack_approval_at_10000_teams_keeps_within_slacks_limits_and_its_buttons() -> None:
+    m = cut_every_team()
+    blocks = render_blocks(m)
+    assert len(blocks) <= 50
+    for b in blocks:
+        if b["type"] == "section":
+            assert len(b["text"]["text"]) <= 3000
+        if b["type"] == "context":
+            assert len(b["elements"]) <= 10
+            assert all(len(e["text"]) <= 3000 for e in b["elements"])
+    assert blocks[0]["type"] == "header"
+    assert len(blocks[0]["text"]["text"]) <= 150
+    [actions] = [b for b in blocks if b["type"] == "actions"]
+    assert [e["action_id"] for e in actions["elements"]] == ["approve", "reject", "open_execution"]
+    text = "\n".join(str(b) for b in blocks)
+    assert "*16 → 9*" in text
+    assert "*16 → 15*" not in text  # the largest cuts are the ones shown
+    assert "more warnings" in text
+    assert "more notes" in text

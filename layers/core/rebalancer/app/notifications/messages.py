@@ -1,9 +1,17 @@
 """What people are told, and how: one Message model, rendered as SNS plain text and as Slack Block Kit (sent with
-slack_sdk's WebhookClient). Channels never raise into a run: failures come back as DeliveryResult."""
+slack_sdk's WebhookClient). Channels never raise into a run: failures come back as DeliveryResult.
+
+Every message fits its outlet at any number of teams: SNS (and so the email) takes 256 KB, Slack 50 blocks of at
+most 3,000 characters a section. One mechanism bounds every list a message carries (changes, held-back changes,
+settings, preemptions, notes, warnings, approval reasons): `shown` keeps all of a list that fits its room, else its
+largest rows, and a line counts the rest; the email halves every list's room until the body fits SNS, so a plan
+that cuts 10,000 teams is summarised (the moves, the counts, the largest changes with their reasons) and always
+ends with the decision links and the execution's page."""
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict
@@ -28,6 +36,32 @@ TITLES: dict[str, str] = {
 }
 MAX_ROWS = 40  # Slack allows 50 blocks; a longer change set is summarised
 PREEMPTIONS_SHOWN = 10  # the largest a message names; the rest are counted (the stored plan lists more)
+TEXT_ROWS = 500  # rows of each list the email shows at most, before SNS's limit asks for fewer
+SNS_BYTES = 256 * 1024 - 4 * 1024  # SNS takes 256 KB with the subject and the message attributes
+LINE_CHARS = 1_000  # of one line of the email (a reason, a warning): a recorded text of any length stays one line
+SECTION_CHARS = 3_000  # Slack's limit of a section's (and a context element's) text
+CONTEXT_ELEMENTS = 10  # Slack's limit of a context block's elements
+T = TypeVar("T")
+
+
+def shown(rows: Sequence[T], room: int, size: Callable[[T], float] | None = None) -> tuple[list[T], int]:
+    """The rows a message has room for, and how many it leaves out: all of them, in their order, when they fit;
+    else the `room` largest by `size` (the first `room` without one), still in their order."""
+    if len(rows) <= room:
+        return list(rows), 0
+    if size is None or room <= 0:
+        return list(rows[:max(room, 0)]), len(rows) - max(room, 0)
+    keep = set(sorted(range(len(rows)), key=lambda i: (-size(rows[i]), i))[:room])
+    return [r for i, r in enumerate(rows) if i in keep], len(rows) - room
+
+
+def change_size(c: "Change") -> float:
+    """How much a change moves (a held one: how much the policy wanted it to move)."""
+    return abs((c.wanted if c.wanted is not None else c.after) - c.before)
+
+
+def _cut(text: str, limit: int = LINE_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[:limit - 1]}…"
 
 
 class Message(BaseModel):
@@ -61,8 +95,9 @@ class Message(BaseModel):
 
     def preemption_lines(self) -> list[str]:
         """The largest PREEMPTIONS_SHOWN preemptions, one line each, and a line counting the rest."""
-        lines = [preemption_line(p) for p in self.preemptions[:PREEMPTIONS_SHOWN]]
-        rest = len(self.preemptions) - len(lines) + self.preemptions_unlisted
+        listed, left = shown(self.preemptions, PREEMPTIONS_SHOWN)  # the plan lists them largest first
+        lines = [preemption_line(p) for p in listed]
+        rest = left + self.preemptions_unlisted
         return lines + ([f"…and {rest} more (see the execution's plan)"] if rest else [])
 
     @property
@@ -91,38 +126,58 @@ def field_line(f: FieldChange) -> str:
 
 
 def render_text(m: Message) -> tuple[str, str]:
-    """(subject, body) for SNS; the subject fits SNS's 100-character limit."""
+    """(subject, body) for SNS; the subject fits SNS's 100-character limit, the body its 256 KB: each list is shown
+    in full up to TEXT_ROWS rows, and every list's room halves until the body fits."""
+    subject = m.title if len(m.title) <= 100 else m.title[:97] + "..."
+    room = TEXT_ROWS
+    body = _text_body(m, room)
+    while len(body.encode()) > SNS_BYTES and room > 1:
+        room //= 2
+        body = _text_body(m, room)
+    return subject, body
+
+
+def _listed(rows: Sequence[T], room: int, line: Callable[[T], str], more: str,
+            size: Callable[[T], float] | None = None) -> list[str]:
+    """A list of the email: its rows that have room, one line each, and a line counting the rest."""
+    kept, left = shown(rows, room, size)
+    return [f"  - {_cut(line(r))}" for r in kept] + ([f"  …and {left} more {more} (see the execution)"] if left else [])
+
+
+def _text_body(m: Message, room: int) -> str:
     lines = [m.title, ""]
     if m.error:
-        lines += [f"Error: {m.error}", ""]
-    lines += [f"  - {n}" for n in m.notes]
+        lines += [f"Error: {_cut(m.error)}", ""]
+    lines += _listed(m.notes, room, str, "notes")
     if m.changes:
         lines.append(f"Moves: {movement(m.changes)}")
-        lines.append("Changes (before -> after):")
-        lines += [f"  - {change_line(c)}" for c in m.changes]
+        teams = len({c.team for c in m.changes})
+        lines.append("Changes (before -> after):" if len(m.changes) <= room else
+                     f"Changes (before -> after), the {room} largest of {len(m.changes)} to {teams} teams:")
+        lines += _listed(m.changes, room, change_line, "changes", change_size)
         lines.append("")
     if m.preempting:
         lines.append(f"{m.preempting}:")
-        lines += [f"  - {line}" for line in m.preemption_lines()]
+        lines += [f"  - {_cut(line)}" for line in m.preemption_lines()]
         lines.append("")
     if m.held:
-        # A contended cluster under max_move can hold back thousands: SNS takes 256 KB, the execution keeps all.
+        # A contended cluster under max_move can hold back thousands: the execution keeps all.
         lines.append("Held back (what the policy wants and a hold keeps back):")
-        lines += [f"  - {change_line(c)}" for c in m.held[:MAX_ROWS]]
-        if len(m.held) > MAX_ROWS:
-            lines.append(f"  …and {len(m.held) - MAX_ROWS} more held back (see the execution)")
+        lines += _listed(m.held, min(room, MAX_ROWS), change_line, "held back", change_size)
         lines.append("")
     if m.field_changes:
         lines.append("Settings (before -> after):")
-        lines += [f"  - {field_line(f)}" for f in m.field_changes]
+        lines += _listed(m.field_changes, room, field_line, "settings")
         lines.append("")
     if m.approval_reasons:
-        lines.append("Needs approval because: " + "; ".join(m.approval_reasons))
+        reasons, left = shown(m.approval_reasons, room)
+        lines.append("Needs approval because: " + "; ".join(_cut(r) for r in reasons)
+                     + (f"; …and {left} more reasons (see the execution)" if left else ""))
     if m.warnings:
         lines.append("Warnings:")
-        lines += [f"  - {w}" for w in m.warnings]
+        lines += _listed(m.warnings, room, str, "warnings")
     if m.decided_by:
-        lines.append(f"Decided by: {m.decided_by}")
+        lines.append(f"Decided by: {_cut(m.decided_by)}")
     # Each URL on a line of its own, so a mail client that wraps long lines never breaks one in two.
     if m.approve_url and m.reject_url:
         lines += ["", "Approve:", m.approve_url, "Reject:", m.reject_url]
@@ -130,8 +185,7 @@ def render_text(m: Message) -> tuple[str, str]:
             lines.append(f"These links expire at {m.expires}.")
     if m.execution_url:
         lines += ["", "Execution:", m.execution_url]
-    subject = m.title if len(m.title) <= 100 else m.title[:97] + "..."
-    return subject, "\n".join(lines).strip() + "\n"
+    return "\n".join(lines).strip() + "\n"
 
 
 def email_links(body: str) -> dict[str, str]:
@@ -163,6 +217,26 @@ def _rooms(m: Message) -> tuple[int, int, int]:
     return changes, held, min(len(m.field_changes), rows - changes - held)
 
 
+def _fitted(text: str, tail: str = "") -> str:
+    """`text` and `tail` within a section's SECTION_CHARS, the text cut (with an ellipsis) to keep the tail."""
+    room = SECTION_CHARS - len(tail)
+    return (text if len(text) <= room else f"{text[:room - 1]}…") + tail
+
+
+def _bullets(items: Sequence[str], what: str) -> str:
+    """One section of bullets: as many of `items` as its SECTION_CHARS hold, and a line counting the rest."""
+    out: list[str] = []
+    used = 0
+    for i, item in enumerate(items):
+        line = _fitted(f"• {escaped(item)}")
+        tail = f"\n…and {len(items) - i} more {what}"
+        if used + len(line) + 1 + len(tail) > SECTION_CHARS and i:
+            return "\n".join(out) + tail
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)[:SECTION_CHARS]
+
+
 def _preemption_block(m: Message) -> dict[str, Any]:
     """One section: what the plan would preempt, the largest first, within Slack's 3,000 characters."""
     head = f"*:warning: {escaped(m.preempting)}:*"
@@ -179,7 +253,7 @@ def _amount_blocks(m: Message, changes: int, held: int) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if m.changes:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Moves:* {movement(m.changes)}"}})
-        for row in [_block_row(c) for c in m.changes[:changes]]:
+        for row in [_block_row(c) for c in shown(m.changes, changes, change_size)[0]]:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
         if len(m.changes) > changes:
             blocks.append({"type": "context", "elements": [
@@ -187,7 +261,7 @@ def _amount_blocks(m: Message, changes: int, held: int) -> list[dict[str, Any]]:
     if m.held:
         blocks.append({"type": "section", "text": {"type": "mrkdwn",
                                                    "text": "*Held back:* what the policy wants and a hold keeps back"}})
-        for row in [_block_row(c) for c in m.held[:held]]:
+        for row in [_block_row(c) for c in shown(m.held, held, change_size)[0]]:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": row[:3000]}})
         if len(m.held) > held:
             blocks.append({"type": "context", "elements": [
@@ -200,8 +274,7 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
     if m.error:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Error:* {escaped(m.error)}"[:3000]}})
     if m.notes:
-        listed = "\n".join(f"• {escaped(n)}" for n in m.notes[:MAX_ROWS])
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": listed[:3000]}})
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _bullets(m.notes, "notes")}})
     changes, held, room = _rooms(m)
     blocks += _amount_blocks(m, changes, held)
     if m.preempting:
@@ -218,12 +291,17 @@ def render_blocks(m: Message) -> list[dict[str, Any]]:
                 {"type": "mrkdwn", "text": f"…and {len(m.field_changes) - room} more settings (see the execution)"}]})
     context = []
     if m.approval_reasons:
-        context.append("*Needs approval:* " + escaped("; ".join(m.approval_reasons)))
-    context += [f":warning: {escaped(w)}" for w in m.warnings]
+        reasons, left = shown(m.approval_reasons, MAX_ROWS)
+        context.append(_fitted("*Needs approval:* " + escaped("; ".join(reasons)),
+                               f"; …and {left} more" if left else ""))
     if m.decided_by:
         context.append(f"*Decided by:* {escaped(m.decided_by)}")
+    # Slack takes 10 elements in a context block: the warnings get what the others leave, and a count of the rest.
+    free = CONTEXT_ELEMENTS - len(context)
+    warnings, left = shown(m.warnings, free if len(m.warnings) <= free else free - 1)
+    context += [f":warning: {escaped(w)}" for w in warnings] + ([f"…and {left} more warnings"] if left else [])
     if context:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": t[:3000]} for t in context[:10]]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _fitted(t)} for t in context]})
     buttons: list[dict[str, Any]] = []
     if m.approval_id and m.kind == "approval_request":
         buttons += [
