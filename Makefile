@@ -68,7 +68,7 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
-bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, the plan step's outlook, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check
+bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, the plan step's outlook, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check, `simulate`'s default run against the strategies' own simulations
 	$(PY) benchmarks/plan_bench.py
 	$(PY) benchmarks/recheck_bench.py
 	$(PY) benchmarks/outlook_bench.py
@@ -79,6 +79,7 @@ bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, the plan s
 	$(PY) benchmarks/collect_bench.py
 	$(PY) benchmarks/trigger_bench.py
 	$(PY) benchmarks/reservations_bench.py
+	$(PY) benchmarks/simulate_bench.py
 
 bench-sim: $(STAMP) ## the five simulator scenarios (Philly 512, 1024, 1024 + failures; synthetic overloaded, GPU + Trainium) × four strategies; tables and goals into docs/simulation.md
 	$(PY) -m rebalancer_tools.simulator.bench --trace ../shared/traces/philly-vc/jobs.csv --doc docs/simulation.md --workers 2
