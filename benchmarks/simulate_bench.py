@@ -2,7 +2,7 @@
 as a user runs it (the sample trace on 128 GPUs, every strategy), of the same simulations run alone
 (run_strategy, no estimated starts, no remedies), and of the command with the estimated starts and remedies asked
 for (`--eta --remedies 3`); ratios measured in the same run, with the absolute figures. The default run's bound is
-1.5 × the simulations alone (issue 40).
+1.5 × the simulations alone.
 
     PYTHONPATH=layers/core:tools python benchmarks/simulate_bench.py
 """

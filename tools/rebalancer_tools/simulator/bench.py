@@ -252,9 +252,10 @@ def _eta(r: dict[str, StrategyResult]) -> tuple[str, bool]:
     return _shown(e.within_2x, 0.7), e.within_2x >= 0.7
 
 
-# The goals of issue 40, each judged from one scenario's results. Withdrawn with it: "p95 wait ≤ 0.5 × builtin's",
-# "no team worse off than under builtin at all" and "worst team-week ≥ 0.8" (no quota controller reaches them:
-# gangs larger than 1.5 × their team's share; builtin over-serves the teams whose volume its quotas follow).
+# The project's goals, each judged from one scenario's results. Withdrawn when they were set: "p95 wait ≤ 0.5 ×
+# builtin's", "no team worse off than under builtin at all" and "worst team-week ≥ 0.8" (no quota controller
+# reaches them: gangs larger than 1.5 × their team's share; builtin over-serves the teams whose volume its quotas
+# follow).
 GOALS = (
     Goal("util ÷ pooled ≥ 0.99", _util),
     Goal("p95 wait ÷ pooled ≤ 1.05", _p95_pooled),
