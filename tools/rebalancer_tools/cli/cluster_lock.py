@@ -13,7 +13,8 @@ so a command and a controller run never write one cluster at the same time.
 - A controller run that meets the lease waits as it waits for another run: the trigger marks the lock, and letting
   go, the command starts that follow-up run itself (rebalancer.app.trigger.start.Starter.hand_over), as a run's end
   starts it in the controller.
-- Without the table there is no lock: the command says it runs unlocked.
+- Without the table there is no lock: the command says it runs unlocked, once its input is checked (bad input is
+  refused before anything is said of what the command would do).
 - A lock item the code did not write is refused in one line (rebalancer.errors.LockUnreadable); `rebalancer lock
   break` deletes a lock, whoever holds it, and records who broke whose and why (rebalancer_tools.cli.lock_cmd)."""
 
@@ -112,11 +113,11 @@ class _TriggerStore:
 @contextmanager
 def cluster_lock(log: RunLog, cluster: str, holder: str, *, who: str | None, sfn: Callable[[], Any],
                  heartbeat: bool = True) -> Iterator[Lease | None]:
-    """Holds the cluster's lock while the block runs (None, and a warning, without the table), renewed by a
-    heartbeat thread (`heartbeat` False: none, for a test that plays the beats itself); `sfn` makes the Step
-    Functions client, needed only to see whether a run holding the lock has ended and to start a follow-up."""
+    """Holds the cluster's lock while the block runs (None without the table: the command says UNLOCKED_WARNING
+    once its input is checked, before it writes), renewed by a heartbeat thread (`heartbeat` False: none, for a test
+    that plays the beats itself); `sfn` makes the Step Functions client, needed only to see whether a run holding
+    the lock has ended and to start a follow-up."""
     if not log.recorded:
-        click.echo(f"warning: {UNLOCKED_WARNING}", err=True)
         yield None
         return
     locks: Locks = log.store.locks

@@ -256,8 +256,6 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     policy = load_model_file(Policy, policy_file)
     reason = _approval_reason(approve_reason)
     log = open_run_log(live, table, stack)  # a wrong table or stack fails here, before any read or write
-    if not log.recorded:
-        click.echo(f"warning: {NO_TABLE_WARNING}", err=True)
     name = cli_execution(live.cluster, log.now())
     who = _caller(live) if log.recorded else None
     with cluster_lock(log, live.cluster, name, who=who, sfn=lambda: live.clients().client("stepfunctions")) as lease:
@@ -270,6 +268,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
         render_plan(plan, console())
         if _nothing_to_apply(plan):
             return
+        _say_unrecorded(log, NO_TABLE_WARNING)  # once the cluster was read and planned: about the writes to come
         approver = _approver(live, plan.approval_reasons, reason)
         if not yes:
             click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
@@ -285,6 +284,15 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     for line in done.lines():
         click.echo(line)
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
+
+
+def _say_unrecorded(log: RunLog, *warnings: str) -> None:
+    """Without the table: what the command does without it (no record, no lock), said once its input is checked."""
+    from rebalancer_tools.cli.cluster_lock import UNLOCKED_WARNING
+
+    if not log.recorded:
+        for warning in (*warnings, UNLOCKED_WARNING):
+            click.echo(f"warning: {warning}", err=True)
 
 
 def _nothing_to_apply(plan: Plan) -> bool:
@@ -509,6 +517,7 @@ def _restore_snapshot(live: LiveSource, to_file: str, yes: bool, log: RunLog,
     if not checked.changed:
         click.echo("nothing to restore: every quota of the snapshot is as it is now")
         return
+    _say_unrecorded(log)
     if not yes:
         click.confirm(f"Restore {len(checked.changed)} quota(s) of {cluster.ClusterName} to {to_file}?", abort=True)
     if lease is not None:
