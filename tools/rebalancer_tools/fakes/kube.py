@@ -219,9 +219,10 @@ def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | 
 def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_on: str | None = None,
              finished: bool = False, priority_class: str = "training-priority",
              created: str | None = None, estimated_duration: str | None = None,
-             max_execution_s: int | None = None) -> dict[str, Any]:
+             max_execution_s: int | None = None, admitted: str = "2026-11-30T00:00:00Z") -> dict[str, Any]:
     """`estimated_duration`: the run time it declares (a Go duration, Kueue's annotation); `max_execution_s`:
-    its spec.maximumExecutionTimeSeconds."""
+    its spec.maximumExecutionTimeSeconds; `admitted`: when Kueue admitted it (its QuotaReserved and Admitted
+    conditions' lastTransitionTime), with `admitted_on`."""
     ns = f"hyperpod-ns-{team}"
     status: dict[str, Any] = {"conditions": []}
     if admitted_on:
@@ -231,9 +232,9 @@ def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_o
                          for r in c["resources"]["requests"]}} for ps in pod_sets]}
         status["conditions"] += [
             {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved",
-             "lastTransitionTime": "2026-11-30T00:00:00Z"},
+             "lastTransitionTime": admitted},
             {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "Admitted",
-             "lastTransitionTime": "2026-11-30T00:00:00Z"}]
+             "lastTransitionTime": admitted}]
     else:
         status["conditions"].append(
             {"type": "QuotaReserved", "status": "False", "reason": "Pending",

@@ -266,14 +266,25 @@ def _accelerators(flavor: str, resource: str, quantity: Decimal) -> Decimal:
     return Decimal(0)
 
 
-def _since(obj: dict[str, Any], kind: str) -> datetime | None:
-    """When a condition that holds became true (its lastTransitionTime), or None."""
+def admitted_at(obj: dict[str, Any]) -> tuple[datetime | None, str | None]:
+    """When an admitted Workload was admitted: its `Admitted` condition's lastTransitionTime (else, where Kueue
+    has not set that condition, its `QuotaReserved` one's), and None with a problem naming the field and the value
+    when that is not an RFC 3339 time with a zone. Absent: (None, None). What the forecast orders Kueue's reclaim by
+    (the newest admitted first) and what `reclaim.max_age_minutes` bounds: a time left out makes the workload
+    unknown to both, never young."""
     status = obj.get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
-    for c in conditions if isinstance(conditions, list) else ():
-        if isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True":
-            return _created({"creationTimestamp": c.get("lastTransitionTime")})
-    return None
+    for kind in ("Admitted", "QuotaReserved"):
+        for c in conditions if isinstance(conditions, list) else ():
+            if isinstance(c, dict) and c.get("type") == kind and c.get("status") == "True":
+                raw = c.get("lastTransitionTime")
+                at = _created({"creationTimestamp": raw})
+                if at is None:
+                    return None, (f"status.conditions[type={kind}].lastTransitionTime {_shown(raw)} is not a time "
+                                  "(RFC 3339, such as 2026-11-30T08:30:00Z): left out, how long it has run is "
+                                  "not known")
+                return at, None
+    return None, None
 
 
 def _count(pod_set: dict[str, Any], where: str) -> int:
@@ -686,7 +697,10 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
         if pending:
             acc.add_pending(team, namespace, read, queues.get(team, {}))
         else:
-            acc.add_running(team, read, admission, _since(wl, "Admitted") or _since(wl, "QuotaReserved"))
+            since, problem = admitted_at(wl)
+            if problem is not None:
+                acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {problem}")
+            acc.add_running(team, read, admission, since)
     workloads_kept = acc.workloads()
     return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                        warnings=tuple(acc.warnings.lines("… and {n} more Kueue warnings like these")),
