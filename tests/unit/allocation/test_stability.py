@@ -4,6 +4,7 @@ the order the module states, and one effective policy that every stage of a plan
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ from rebalancer.domain.plan import Hold
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import Claim, Claims, PoolInput, Settings, allocate
-from rebalancer.engine.stability import RULES, SHRINK_TIERS, cooling_down, effective, hold_pool
+from rebalancer.engine.stability import RULES, SHRINK_TIERS, Admitted, cooling_down, effective, hold_pool
 from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
@@ -45,7 +46,7 @@ def _documented_order() -> list[tuple[str, str]]:
 def test_the_rules_are_applied_in_the_order_the_module_states() -> None:
     assert [(r.name, r.stage) for r in RULES] == _documented_order()
     assert [r.name for r in RULES] == ["reservations", "budget caps", "ownership", "cooldown", "min_step",
-                                       "protected", "shrink tiers", "max_move"]
+                                       "protected", "shrink tiers", "reclaim", "max_move"]
 
 
 def test_stages_run_in_order_so_a_rule_sees_what_the_earlier_stages_did() -> None:
@@ -159,6 +160,68 @@ def test_max_move_is_shared_by_the_accelerator_pools_in_key_order_and_says_so() 
 def test_without_max_move_nothing_is_held_back() -> None:
     result = allocate([_losing("p1"), _losing("p2")], Settings(max_move=None))
     assert [[o.after for o in p.outcomes] for p in result.pools] == [[0, 8], [0, 8]]
+
+
+# ---------------------------------------------------------------- plan rule: reclaim
+
+RECLAIM = Settings(max_move=None, reclaim_max_age_minutes=30, reclaim_max_gpu_hours=16)
+
+
+def _full(ages: list[float | None], *, b_pending: float = 32, capacity: float = 64, a_in_use: float = 64,
+          a_weight: float = 1) -> PoolInput:
+    """A full pool: a (protected) runs `a_in_use` in workloads of 8 admitted `ages` minutes ago (newest first); b
+    runs nothing and waits for `b_pending`."""
+    return PoolInput.of(P5, "accelerators", capacity, [
+        Claim("a", a_weight, demand=a_in_use + 16, current=a_in_use, in_use=a_in_use, protected=True),
+        Claim("b", 1, demand=b_pending, current=0)],
+        admitted=(tuple(Admitted(8, m) for m in ages), ()))
+
+
+def _after(pool: PoolInput, settings: Settings = RECLAIM) -> tuple[list[int], list[str]]:
+    [result] = allocate([pool], settings).pools
+    return list(result.after), list(result.reasons)
+
+
+def test_reclaim_takes_the_newest_work_young_enough_for_a_team_waiting_below_its_fair_share_and_says_so() -> None:
+    after, reasons = _after(_full([5, 15, 25, 35, 45, 55, 65, 75]))
+    assert after == [40, 24]  # 5, 15 and 25 min old; the one 35 min old is past max_age_minutes 30
+    assert reasons == [
+        "wants 32 because share 32 of 64 by weight 1 of 2 (demand 80, 64 running); gets 40 because what it runs is "
+        "protected (64 running); reclaims 24 accelerators of work admitted 5-25 min ago for team b waiting below "
+        "its fair share",
+        "wants 32 because demand 32 (0 running); gets 24 because reclaims 24 accelerators of work admitted 5-25 min "
+        "ago from team a"]
+
+
+def test_without_reclaim_the_new_team_gets_nothing_in_a_full_pool() -> None:
+    assert _after(_full([5, 15, 25]), Settings(max_move=None))[0] == [64, 0]
+
+
+def test_reclaim_never_cuts_a_team_below_its_fair_share_and_takes_only_whole_workloads() -> None:
+    # a's fair share is 48 of 64 at weight 3: 16 above it, two young workloads of 8
+    assert _after(_full([1, 2, 3, 4], a_weight=3))[0] == [48, 16]
+    # 12 above its fair share: one workload of 8 fits whole, the second would take it below
+    assert _after(_full([1, 2, 3], capacity=60, a_in_use=60, a_weight=4))[0] == [52, 8]
+
+
+def test_reclaim_stops_at_its_budget_and_at_work_of_unknown_age() -> None:
+    # 8 accelerators × 5, 15, 25 min run: 0.7, 2 and 3.3 GPU-hours; a budget of 3 takes the first two
+    assert _after(_full([5, 15, 25]), replace(RECLAIM, reclaim_max_gpu_hours=3))[0] == [48, 16]
+    assert _after(_full([5, 15, 25]), replace(RECLAIM, reclaim_max_gpu_hours=2))[0] == [56, 8]
+    assert _after(_full([None, 5, 15]))[0] == [64, 0]  # the unknown might be Kueue's first: nothing is taken
+    assert _after(_full([5, 15]), replace(RECLAIM, reclaim_max_gpu_hours=0))[0] == [64, 0]
+
+
+def test_reclaim_cuts_only_what_the_waiting_team_is_short_of() -> None:
+    # b waits for 4 (c too, but cooling down): one workload of 8 is reclaimed (Kueue preempts it whole), and a's
+    # quota drops by the 4 b is short of
+    cooling = cooling_down(T0 - timedelta(minutes=3), T0, 30)
+    pool = PoolInput.of(P5, "accelerators", 64, [
+        Claim("a", 1, demand=80, current=64, in_use=64, protected=True), Claim("b", 1, demand=4),
+        Claim("c", 1, demand=4, cooldown=cooling)], admitted=((Admitted(8, 5), Admitted(8, 15)), (), ()))
+    after, reasons = _after(pool)
+    assert after == [60, 4, 0]
+    assert "reclaims 8 accelerators of work admitted 5 min ago for team b" in reasons[0]
 
 
 # ---------------------------------------------------------------- policy rules: one effective policy

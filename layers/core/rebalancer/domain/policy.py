@@ -370,6 +370,17 @@ class CapacityPolicy(Written):
     run_interval_minutes: Annotated[float, Field(gt=0, le=24 * 60, allow_inf_nan=False)] = 15
 
 
+class Reclaim(Written):
+    """Reclaim to fair share at a bounded cost (rebalancer.engine.stability, the `reclaim` rule): when a team waits
+    below its fair share, a team running above its own may be planned below what it runs (even when
+    `protected_in_use`), by the work Kueue would reclaim first, the newest admitted, and only while that work was
+    admitted less than `max_age_minutes` ago; at most `max_gpu_hours` of run time (accelerators × time run so far)
+    is put at risk per plan, and no team is cut below its fair share to serve another. `max_gpu_hours` 0: off."""
+
+    max_age_minutes: Annotated[float, Field(ge=0, le=7 * 24 * 60, allow_inf_nan=False)] = 30
+    max_gpu_hours: Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)] = 16
+
+
 class Policy(Written):
     mode: Literal["auto", "approve", "dry-run"] = "auto"
     surplus: Literal["idle", "spread"] = "idle"
@@ -379,6 +390,7 @@ class Policy(Written):
     teams: dict[str, TeamPolicy]
     cluster: ClusterPolicy | None = None  # the cluster's scheduler config; None: not managed by the policy
     capacity: CapacityPolicy = Field(default_factory=CapacityPolicy)
+    reclaim: Reclaim = Field(default_factory=Reclaim)
     # Price per instance-hour by instance type, for money budgets (in the budgets' currency). No defaults are shipped:
     # prices differ by region, contract and date; a type used in a money budget's scope without a price is reported.
     prices: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default_factory=dict)

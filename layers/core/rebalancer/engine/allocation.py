@@ -40,7 +40,7 @@ from rebalancer.domain.plan import Hold
 from rebalancer.engine import gangs, reasons, stability
 from rebalancer.engine.family_caps import CoupledPool, Family, coupled_fill, coupled_round
 from rebalancer.engine.rounding import EPS, largest_remainder
-from rebalancer.engine.stability import Settings, Surplus
+from rebalancer.engine.stability import Admitted, Settings, Surplus
 from rebalancer.errors import InvalidInput
 
 # EPS, largest_remainder, Settings and Surplus are defined with the step they belong to and read from here too.
@@ -123,13 +123,16 @@ class PoolInput:
     families: tuple[FamilyBound, ...] = ()  # the family caps of teams in this pool; usually none
     # Per claim, the sizes of its pending workloads in admission order (rebalancer.engine.gangs); () when not read.
     gangs: tuple[tuple[float, ...], ...] = ()
+    # Per claim, the workloads it runs here, newest admitted first (the reclaim rule); () when not read.
+    admitted: tuple[tuple[Admitted, ...], ...] = ()
 
     @classmethod
     def of(cls, key: str, resource: str, capacity: float, claims: Iterable[Claim],
            notes: tuple[str, ...] = (), families: tuple[FamilyBound, ...] = (),
-           gangs: tuple[tuple[float, ...], ...] = ()) -> PoolInput:
+           gangs: tuple[tuple[float, ...], ...] = (),
+           admitted: tuple[tuple[Admitted, ...], ...] = ()) -> PoolInput:
         """A pool from Claim rows."""
-        return cls(key, resource, capacity, Claims.of(claims), notes, families, gangs)
+        return cls(key, resource, capacity, Claims.of(claims), notes, families, gangs, admitted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,13 @@ quota and the policy as written (DESIGN.md "Allocation semantics", step 5). They
                            way, tier by tier (`SHRINK_TIERS`)                   increases cut first", "…, overridden:
                                                                                 capacity 24 is below the quotas
                                                                                 held" (once), and a warning
-  8  max_move      plan    at most `max_move` accelerators taken from teams    "max_move 64 is reached for this run"
+  8  reclaim       plan    a team waiting below its fair share may take       "what it runs is protected (64 running);
+                           from protected teams above theirs the work Kueue    reclaims 8 accelerators of work admitted
+                           reclaims first (the newest admitted), admitted      12 min ago for team b waiting below its
+                           less than `reclaim.max_age_minutes` ago, within     fair share"; the team served: "reclaims
+                           `reclaim.max_gpu_hours` of run time per plan         8 accelerators of work admitted 12 min
+                                                                                ago from team a"
+  9  max_move      plan    at most `max_move` accelerators taken from teams    "max_move 64 is reached for this run"
                            per run, over the accelerator pools in key order
 
 A hold is a record (rebalancer.domain.plan.Hold: the rule, its words, until when); the plan shows what the policy
@@ -78,6 +84,10 @@ class Settings:
     shrink_idle_first: bool = True
     # Quota in gang-sized steps (rebalancer.engine.gangs) in the pools that list their pending workloads.
     gang_steps: bool = False
+    # The reclaim rule (`reclaim` in the policy): the youngest work it may take, and the run time it may put at risk
+    # per plan (0: off).
+    reclaim_max_age_minutes: float = 0.0
+    reclaim_max_gpu_hours: float = 0.0
 
 
 class Claims(Protocol):
@@ -103,6 +113,15 @@ class Claims(Protocol):
     def __len__(self) -> int: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """One workload a team runs in a pool, as the reclaim rule reads it: its accelerators and how many minutes ago
+    Kueue admitted it (None: not known, which protects it and every older workload of its team there)."""
+
+    accelerators: float
+    minutes: float | None
+
+
 class PoolInput(Protocol):
     """What the plan rules read of a pool (rebalancer.engine.allocation.PoolInput)."""
 
@@ -114,12 +133,15 @@ class PoolInput(Protocol):
     def capacity(self) -> float: ...
     @property
     def claims(self) -> Claims: ...
+    @property
+    def admitted(self) -> tuple[tuple[Admitted, ...], ...]: ...
 
 
 def settings_of(policy: Policy) -> Settings:
     """The engine's settings from the effective policy."""
     return Settings(surplus=policy.surplus, min_step=policy.stability.min_step, max_move=policy.stability.max_move,
-                    gang_steps=policy.fairness.gang_steps)
+                    gang_steps=policy.fairness.gang_steps, reclaim_max_age_minutes=policy.reclaim.max_age_minutes,
+                    reclaim_max_gpu_hours=policy.reclaim.max_gpu_hours)
 
 
 # ---------------------------------------------------------------- policy rules: one effective policy per plan
@@ -425,6 +447,8 @@ class Working(Protocol):
     @property
     def input(self) -> PoolInput: ...
     @property
+    def desired(self) -> list[int]: ...
+    @property
     def after(self) -> list[int]: ...
     @property
     def holds(self) -> list[Hold | None]: ...
@@ -487,6 +511,112 @@ class PlanRule:
 MAX_MOVE = PlanRule("max_move", "at most max_move accelerators taken from teams per run", max_move)
 
 
+# ---------------------------------------------------------------- plan rule: reclaim
+
+
+@dataclass(slots=True)
+class _Taken:
+    """What the reclaim takes from one team in one pool: whole workloads, newest first."""
+
+    accelerators: float = 0.0
+    ages: list[float] = field(default_factory=list)
+
+
+def _ages(minutes: Sequence[float]) -> str:
+    low, high = math.floor(min(minutes)), math.floor(max(minutes))
+    return f"{low} min ago" if low == high else f"{low}-{high} min ago"
+
+
+def _teams(names: Sequence[str]) -> str:
+    return ("team " if len(names) == 1 else "teams ") + ", ".join(names)
+
+
+def _open(hold: Hold | None) -> bool:
+    """A team the reclaim may serve: held by nothing but the shrink (its increase cut for capacity)."""
+    return hold is None or hold.rule == "capacity"
+
+
+def _reclaim_pool(p: Working, budget: float, settings: Settings) -> float:
+    """The reclaim in one pool; returns the GPU-hours of run time it put at risk."""
+    claims, after, desired, holds = p.input.claims, p.after, p.desired, p.holds
+    n = range(len(claims))
+    short = [max(0, desired[i] - after[i]) if claims.demand[i] > claims.in_use[i] + EPS and _open(holds[i]) else 0
+             for i in n]
+    free = max(0, math.floor(max(p.input.capacity, 0.0) + EPS) - sum(after))
+    need = sum(short) - free
+    if need <= 0:
+        return 0.0
+    # Kueue reclaims from the teams above their nominal quota the newest admitted first: every young workload of
+    # the protected teams above their fair share, newest first over the pool, each team's taken whole and in order.
+    listed: list[tuple[float, str, int, float]] = []
+    for i in n:
+        hold = holds[i]
+        if hold is None or hold.rule != "protected" or after[i] <= desired[i] or not p.input.admitted:
+            continue
+        work = p.input.admitted[i]
+        if any(w.minutes is None for w in work):
+            continue  # a workload of unknown age might be the one Kueue takes first
+        listed += [(w.minutes or 0.0, claims.team[i], i, w.accelerators) for w in work]
+    taken: dict[int, _Taken] = {}
+    stopped: set[int] = set()
+    spent = total = 0.0
+    for minutes, _, i, size in sorted(listed):
+        if minutes >= settings.reclaim_max_age_minutes or total >= need:
+            break
+        t = taken.setdefault(i, _Taken())
+        cost = size * minutes / 60
+        if i in stopped or t.accelerators + size > after[i] - desired[i] + EPS or spent + cost > budget + EPS:
+            stopped.add(i)  # its older work is not Kueue's to take before this one
+            continue
+        t.accelerators += size
+        t.ages.append(minutes)
+        spent += cost
+        total += size
+    taking = {i: t for i, t in taken.items() if t.accelerators > 0}
+    if not taking:
+        return 0.0
+    cuts = {i: math.floor(t.accelerators + EPS) for i, t in taking.items()}
+    over = sum(cuts.values()) - need  # the last workload taken may be larger than what is short: cut less quota
+    if over > 0:
+        last = max(cuts, key=lambda i: max(taking[i].ages))
+        cuts[last] -= min(over, cuts[last])
+    gained = [0] * len(claims)
+    cut(gained, short, sum(cuts.values()) + free, claims.weight, claims.team)
+    served = [claims.team[i] for i in n if gained[i]]
+    donors = [claims.team[i] for i in taking]
+    for i, t in taking.items():
+        after[i] -= cuts[i]
+        before = holds[i]
+        holds[i] = Hold(rule="reclaim", text=f"{before.text + '; ' if before else ''}reclaims "
+                        f"{t.accelerators:g} accelerators of work admitted {_ages(t.ages)} for {_teams(served)} "
+                        f"waiting below {'its' if len(served) == 1 else 'their'} fair share")
+    ages = [a for t in taking.values() for a in t.ages]
+    for i in n:
+        if gained[i]:
+            after[i] -= gained[i]  # gained holds what each gets as negative amounts (cut from zero)
+            holds[i] = Hold(rule="reclaim", text=f"reclaims {sum(t.accelerators for t in taking.values()):g} "
+                            f"accelerators of work admitted {_ages(ages)} from {_teams(donors)}")
+    return spent
+
+
+def reclaim(pools: Sequence[Working], settings: Settings) -> None:
+    """Teams waiting below their fair share take, from protected teams running above theirs, the work Kueue
+    reclaims first: whole workloads, the newest admitted first, each admitted less than `reclaim_max_age_minutes`
+    ago; no team is cut below its fair share (its desired amount), and at most `reclaim_max_gpu_hours` of run time
+    (accelerators × minutes run) is put at risk over the plan's accelerator pools, in key order. The quota a team
+    loses is what the teams served are short of; Kueue preempts whole workloads, so the run time counted is theirs."""
+    budget = settings.reclaim_max_gpu_hours
+    if budget <= 0:
+        return
+    for p in pools:
+        if p.input.resource == "accelerators" and p.input.admitted:
+            budget -= _reclaim_pool(p, budget, settings)
+
+
+RECLAIM = PlanRule("reclaim", "a team waiting below its fair share takes young work from teams above theirs",
+                   reclaim)
+
+
 # ---------------------------------------------------------------- the order
 
 
@@ -517,7 +647,7 @@ def hold_plan(pools: Sequence[Working], settings: Settings) -> None:
 
 
 RULES: tuple[PolicyRule | ClaimRule | PoolRule | PlanRule, ...] = (
-    RESERVATIONS, BUDGET_CAPS, OWNERSHIP, COOLDOWN, MIN_STEP, PROTECTED, SHRINK, MAX_MOVE)
+    RESERVATIONS, BUDGET_CAPS, OWNERSHIP, COOLDOWN, MIN_STEP, PROTECTED, SHRINK, RECLAIM, MAX_MOVE)
 POLICY_RULES = tuple(r for r in RULES if isinstance(r, PolicyRule))
 CLAIM_RULES = tuple(r for r in RULES if isinstance(r, ClaimRule))
 POOL_RULES = tuple(r for r in RULES if isinstance(r, PoolRule))

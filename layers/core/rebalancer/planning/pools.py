@@ -34,6 +34,7 @@ from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInpu
 from rebalancer.engine.reservations import began_since
 from rebalancer.errors import InvalidInput
 from rebalancer.planning import capacity
+from rebalancer.planning.admitted import with_admitted
 from rebalancer.planning.aging import aged_weights
 from rebalancer.planning.context import planning_context
 from rebalancer.planning.fair_share import windowed_weights
@@ -268,6 +269,8 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
              for name in sorted(healthy.parsed)]
     if policy.fairness.gang_steps:
         pools = with_gangs(pools, snapshot.pending_workloads)
+    if policy.reclaim.max_gpu_hours > 0:
+        pools = with_admitted(pools, snapshot.running_workloads, now)
     return pools, warnings
 
 

@@ -697,9 +697,9 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
         if pending:
             acc.add_pending(team, namespace, read, queues.get(team, {}))
         else:
-            since, problem = admitted_at(wl)
-            if problem is not None:
-                acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {problem}")
+            since, unreadable = admitted_at(wl)
+            if unreadable is not None:
+                acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {unreadable}")
             acc.add_running(team, read, admission, since)
     workloads_kept = acc.workloads()
     return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
