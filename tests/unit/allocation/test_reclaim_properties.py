@@ -39,7 +39,10 @@ def pools(draw: st.DrawFn, key: str = "ml.p5.48xlarge") -> PoolInput:
                                      key=lambda a: -1.0 if a.minutes is None else a.minutes)))
     held = sum(c.current for c in claims)
     capacity = float(draw(st.integers(max(0, int(held) - 8), int(held) + 4)))
-    return PoolInput.of(key, "accelerators", capacity, claims, admitted=tuple(admitted))
+    # the pending workloads' sizes, as collect lists them (or not listed at all)
+    gangs = tuple(tuple(draw(st.lists(st.integers(1, 16).map(float), max_size=3))) for _ in claims) \
+        if draw(st.booleans()) else ()
+    return PoolInput.of(key, "accelerators", capacity, claims, admitted=tuple(admitted), gangs=gangs)
 
 
 def _preempted(work: tuple[Admitted, ...], lost: float) -> tuple[Admitted, ...]:
@@ -81,9 +84,13 @@ def test_a_plan_takes_only_young_work_newest_first_within_the_budget_never_below
     assert cost <= BUDGET + 1e-6
     gained = [i for i in range(len(pool.claims)) if with_[i] > without[i]]
     rows = list(pool.claims)
-    for i in gained:  # only to teams waiting below their fair share, never beyond it
+    for i in gained:  # only to teams waiting below their fair share, never beyond it, and whole workloads
         assert rows[i].demand > rows[i].in_use
         assert with_[i] <= fair[i]
+        if pool.gangs and pool.gangs[i]:
+            sizes = pool.gangs[i]
+            levels = {math.ceil(rows[i].in_use + sum(sizes[:k]) - EPS) for k in range(1, len(sizes) + 1)}
+            assert with_[i] in levels
     assert sum(with_) <= max(math.floor(pool.capacity + EPS), sum(without))
 
 

@@ -212,6 +212,13 @@ def test_reclaim_stops_at_its_budget_and_at_work_of_unknown_age() -> None:
     assert _after(_full([5, 15]), replace(RECLAIM, reclaim_max_gpu_hours=0))[0] == [64, 0]
 
 
+def test_reclaim_serves_whole_pending_workloads_or_nothing() -> None:
+    # b's workloads wait for 8, 8 and 16 in that order: 24 young accelerators let the first two start
+    assert _after(replace(_full([5, 15, 25]), gangs=((), (8, 8, 16))))[0] == [48, 16]
+    # one workload of 24 that the young work cannot cover: nothing is taken for quota it could not use
+    assert _after(replace(_full([5, 15]), gangs=((), (24,))))[0] == [64, 0]
+
+
 def test_reclaim_cuts_only_what_the_waiting_team_is_short_of() -> None:
     # b waits for 4 (c too, but cooling down): one workload of 8 is reclaimed (Kueue preempts it whole), and a's
     # quota drops by the 4 b is short of

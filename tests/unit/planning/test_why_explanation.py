@@ -13,8 +13,8 @@ from support.props import properties
 
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.reservation import Reservation
-from rebalancer.domain.snapshot import PendingWorkload, Snapshot
-from rebalancer.planning.why import LastChange, explain
+from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload, Snapshot
+from rebalancer.planning.why import RUNNING_SHOWN, LastChange, explain
 
 P5 = "ml.p5.48xlarge"  # 8 GPUs a node; the snapshots below have 4 nodes: 32
 
@@ -179,3 +179,24 @@ def test_a_workload_that_declares_its_run_time_says_so_in_its_title() -> None:
     assert f"workload job on {P5}: 8 accelerators in 1 pod, waiting since 2026-11-30 09:00, declared run 4 h" in lines
     assert not any("declared" in line for line in lines if line.startswith("workload silent"))
     assert got.model_dump(mode="json")["waiting"][0]["declared_s"] == 4 * 3600.0
+
+
+def test_why_lists_what_the_team_runs_newest_admitted_first_and_how_long_each_has_run() -> None:
+    def runs(name: str, minutes: float | None, team: str = "a") -> RunningWorkload:
+        return RunningWorkload(name=name, team=team, pool=P5, accelerators=8, pods=1,
+                               started=None if minutes is None else T0 - timedelta(minutes=minutes))
+
+    snap = _snap({"a": 24}, {"a": 24}, running_workloads=(
+        runs("old", 300), runs("unknown", None), runs("new", 12), runs("theirs", 1, team="b")))
+    got = explain(snap, None, "a")
+    assert [(r.name, r.ran_s) for r in got.running] == [("new", 720), ("old", 18_000), ("unknown", None)]
+    assert got.running_unlisted == 0
+    lines = got.lines()
+    assert f"  running workload new on {P5}: 8 accelerators, admitted 2026-11-30 11:48, running 12 min" in lines
+    assert f"  running workload old on {P5}: 8 accelerators, admitted 2026-11-30 07:00, running 5 h" in lines
+    assert f"  running workload unknown on {P5}: 8 accelerators, admitted at a time not known" in lines
+    many = _snap({"a": 24}, {"a": 24}, running_workloads=tuple(runs(f"w{k}", k) for k in range(RUNNING_SHOWN + 3)))
+    got = explain(many, None, "a")
+    assert [r.name for r in got.running] == [f"w{k}" for k in range(RUNNING_SHOWN)]
+    assert got.running_unlisted == 3
+    assert "  … and 3 more running" in got.lines()

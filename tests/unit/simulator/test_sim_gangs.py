@@ -42,9 +42,9 @@ def gang_view() -> ControllerView:
                           pending_jobs=lambda: {t: {P5: js} for t, js in jobs.items()})
 
 
-def controller(fairness: dict[str, bool]) -> PlannerController:
+def controller(fairness: dict[str, bool], reclaim: float = 0) -> PlannerController:
     policy = Policy.model_validate({"teams": {t: {} for t in "abc"}, "fairness": fairness,
-                                    "stability": {"cooldown_minutes": 0}})
+                                    "stability": {"cooldown_minutes": 0}, "reclaim": {"max_gpu_hours": reclaim}})
     return PlannerController(policy, [TeamSpec(t, 1, 32) for t in "abc"], P5, 12)
 
 
@@ -54,6 +54,7 @@ def test_the_snapshot_lists_pending_workloads_only_for_a_policy_that_reads_them(
     gang = next(w for w in listed if w.team == "a")
     assert (gang.pool, gang.accelerators, gang.pods, gang.created) == (P5, 64, 8, EPOCH)
     assert controller({}).snapshot(gang_view()).pending_workloads == ()
+    assert len(controller({}, reclaim=16).snapshot(gang_view()).pending_workloads) == 17  # the reclaim reads them
 
 
 def test_a_share_short_of_a_gang_goes_to_the_others() -> None:

@@ -28,6 +28,7 @@ from rebalancer.domain.snapshot import (
     NodeStatus,
     PendingWorkload,
     Resources,
+    RunningWorkload,
     Snapshot,
 )
 from rebalancer.forecast import model as forecast
@@ -173,6 +174,9 @@ class PlannerController:
         self._last_unchanged: tuple[object, ...] | None = None
         self.meter = BudgetMeter(policy)  # budgets, metered as production meters them
         self._workloads: dict[tuple[int, float], PendingWorkload] = {}
+        self._running: dict[tuple[int, float], RunningWorkload] = {}
+        self._admitted_of: ControllerView | None = None
+        self._admitted_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
         self._jobs_of: ControllerView | None = None
         self._jobs_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
         self._seen: tuple[ControllerView, PlanningContext | None] | None = None  # the last run's view and context
@@ -241,8 +245,9 @@ class PlannerController:
 
     def pending_workloads(self, view: ControllerView) -> tuple[PendingWorkload, ...]:
         """Each pending job as collect lists a Kueue Workload: its GPUs on its pool, its pods (whole nodes), its
-        (re)queue time as the creation time. Read only for a policy with `fairness.gang_steps`, as collect would."""
-        if not self.policy.fairness.gang_steps or view.pending_jobs is None:
+        (re)queue time as the creation time. Read only for a policy with `fairness.gang_steps` or `reclaim` on, as
+        collect would."""
+        if not (self.policy.fairness.gang_steps or self.policy.reclaim.max_gpu_hours > 0) or view.pending_jobs is None:
             return ()
         out: list[PendingWorkload] = []
         for team, pools in sorted(self._jobs(view).items()):
@@ -256,6 +261,41 @@ class PlannerController:
                             pods=max(1, -(-gpus // per_node)), created=EPOCH + timedelta(seconds=enq), topology=None)
                     out.append(w)
         return tuple(out)
+
+    def running_workloads(self, view: ControllerView) -> tuple[RunningWorkload, ...]:
+        """Each running job as collect lists an admitted Kueue Workload: its GPUs on its pool, its pods (whole
+        nodes), when it was admitted (its Admitted condition). Read only for a policy with `reclaim` on."""
+        if self.policy.reclaim.max_gpu_hours <= 0 or view.running_jobs is None:
+            return ()
+        out: list[RunningWorkload] = []
+        for team, pools in sorted(self._admitted(view).items()):
+            for pool, jobs in pools.items():
+                per_node = self.per_node[pool]
+                for j, gpus, started in jobs:
+                    w = self._running.get((j, started))
+                    if w is None:
+                        w = self._running[j, started] = RunningWorkload.model_construct(
+                            name=f"job-{j:08d}", team=team, pool=pool, accelerators=float(gpus),
+                            pods=max(1, -(-gpus // per_node)), started=EPOCH + timedelta(seconds=started),
+                            declared_s=None, limit_s=None)
+                    out.append(w)
+        return tuple(out)
+
+    def _young(self, view: ControllerView) -> bool:
+        """Whether any job runs that the reclaim rule may take (admitted less than max_age_minutes ago): then the
+        plan depends on the time, as the work ages."""
+        if self.policy.reclaim.max_gpu_hours <= 0 or view.running_jobs is None:
+            return False
+        since = view.now_s - self.policy.reclaim.max_age_minutes * 60
+        return any(started > since for pools in self._admitted(view).values() for jobs in pools.values()
+                   for _, _, started in jobs[:1])
+
+    def _admitted(self, view: ControllerView) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
+        """The view's running jobs, listed once per view (the snapshot and the skip check both read them)."""
+        if self._admitted_of is not view:
+            self._admitted_of = view
+            self._admitted_seen = view.running_jobs() if view.running_jobs is not None else {}
+        return self._admitted_seen
 
     def _jobs(self, view: ControllerView) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
         """The view's pending jobs, listed once per view (the snapshot and the skip check both read them), each
@@ -308,13 +348,15 @@ class PlannerController:
             quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t], view.queues.get(t))
                          for t, n in f.quotas.items()),
             demand=dict(demand), autoscaling_max_nodes=self.max_nodes,
-            pending_workloads=self.pending_workloads(view))
+            pending_workloads=self.pending_workloads(view), running_workloads=self.running_workloads(view))
 
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
         """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
         cooldown_s = self.policy.stability.cooldown_minutes * 60
         if self.policy.fairness.age_doubling_hours is not None or self.policy.fairness.window_hours is not None:
             return (view.now_s,)  # weights move with waiting time or with use over the window: every tick plans
+        if self._young(view):
+            return (view.now_s,)  # what the reclaim may take, and what it costs, moves as running work ages
         f = self._flat(view)
         gangs = (tuple((t, p, tuple(j for j, _, _ in jobs)) for t, pools in sorted(self._jobs(view).items())
                        for p, jobs in pools.items())
@@ -391,6 +433,11 @@ class PlannerController:
                                                                                                w.job))
                                                     if w.team == t)
                                       for p in cluster.pools if any(w.team == t for w in p.waiting)}
+                                  for t in teams},
+            running_jobs=lambda: {t: {p.name: tuple(sorted(((int(r.job), int(r.accelerators), r.started)
+                                                            for r in p.running if r.team == t),
+                                                           key=lambda r: (-r[2], r[0])))
+                                      for p in cluster.pools if any(r.team == t for r in p.running)}
                                   for t in teams},
             queues={t: {p.name: q for p in cluster.pools for q in p.queues if q.team == t} for t in teams})
         snap = self.snapshot(view)

@@ -80,6 +80,9 @@ class ControllerView:
     # (job id, GPUs, when (re)queued) in the queue's admission order. A callable, since most controllers never ask;
     # it reads the simulation as it is, so call it during the controller call.
     pending_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] | None = None
+    # Likewise each running (admitted and placed) job: team → pool → (job id, GPUs, when admitted), as collect reads
+    # a Workload's Admitted condition.
+    running_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] | None = None
     # queue (team) → pool → its ClusterQueue as its compute quota configures it now (nominal, weight, lending,
     # borrowing limits, preemption); empty: the view does not say (a controller then assumes the hand-set settings)
     queues: dict[str, dict[str, Queue]] = field(default_factory=dict)
@@ -824,7 +827,7 @@ class Simulation:
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: dict(zip(names, by_pool, strict=True))
                      for t, by_pool in zip(self.teams, zip(*self.team_pending, strict=True), strict=True)},
-            oldest_pending_s=self._oldest_pending(), pending_jobs=self._pending_jobs,
+            oldest_pending_s=self._oldest_pending(), pending_jobs=self._pending_jobs, running_jobs=self._running_jobs,
             queues=self._queue_states())
         decision = self.controller(view)
         if decision is not None and decision.changes(self.queues, self.pool_names):
@@ -852,6 +855,17 @@ class Simulation:
                         found.setdefault(self.teams[self.jteam[entry[2]]], {}).setdefault(name, []).append(entry)
         return {team: {pool: tuple((j, self.gpus[j], enq) for _, enq, j in sorted(entries))
                        for pool, entries in pools.items()} for team, pools in found.items()}
+
+    def _running_jobs(self) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
+        """Per team and pool, every running job as (id, GPUs, when admitted), the newest admitted first."""
+        found: dict[str, dict[str, list[tuple[int, int, float]]]] = {}
+        for name, queues in zip(self.pool_names, self.running, strict=True):
+            for jobs in queues:
+                for j in jobs:
+                    found.setdefault(self.teams[self.jteam[j]], {}).setdefault(name, []).append(
+                        (j, self.gpus[j], self.start[j]))
+        return {team: {pool: tuple(sorted(jobs, key=lambda r: (-r[2], r[0]))) for pool, jobs in pools.items()}
+                for team, pools in found.items()}
 
     def _oldest_pending(self) -> dict[str, dict[str, float]]:
         """Per team and pool, when its oldest pending job was (re)queued, as a Kueue Workload's creation time."""

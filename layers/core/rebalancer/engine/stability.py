@@ -135,6 +135,8 @@ class PoolInput(Protocol):
     def claims(self) -> Claims: ...
     @property
     def admitted(self) -> tuple[tuple[Admitted, ...], ...]: ...
+    @property
+    def gangs(self) -> tuple[tuple[float, ...], ...]: ...
 
 
 def settings_of(policy: Policy) -> Settings:
@@ -514,14 +516,6 @@ MAX_MOVE = PlanRule("max_move", "at most max_move accelerators taken from teams 
 # ---------------------------------------------------------------- plan rule: reclaim
 
 
-@dataclass(slots=True)
-class _Taken:
-    """What the reclaim takes from one team in one pool: whole workloads, newest first."""
-
-    accelerators: float = 0.0
-    ages: list[float] = field(default_factory=list)
-
-
 def _ages(minutes: Sequence[float]) -> str:
     low, high = math.floor(min(minutes)), math.floor(max(minutes))
     return f"{low} min ago" if low == high else f"{low}-{high} min ago"
@@ -536,66 +530,120 @@ def _open(hold: Hold | None) -> bool:
     return hold is None or hold.rule == "capacity"
 
 
-def _reclaim_pool(p: Working, budget: float, settings: Settings) -> float:
-    """The reclaim in one pool; returns the GPU-hours of run time it put at risk."""
+def _needs(p: Working) -> list[tuple[int, ...]]:
+    """Per claim, the raises that serve it below its fair share, smallest first: each lets one more of its pending
+    workloads start whole, in admission order, up to its fair share (any raise up to its shortfall where the pool
+    lists no workloads); () for a team that waits for nothing, is at its fair share, or is held by a rule."""
     claims, after, desired, holds = p.input.claims, p.after, p.desired, p.holds
-    n = range(len(claims))
-    short = [max(0, desired[i] - after[i]) if claims.demand[i] > claims.in_use[i] + EPS and _open(holds[i]) else 0
-             for i in n]
-    free = max(0, math.floor(max(p.input.capacity, 0.0) + EPS) - sum(after))
-    need = sum(short) - free
-    if need <= 0:
+    out: list[tuple[int, ...]] = []
+    for i in range(len(claims)):
+        short = desired[i] - after[i]
+        if short <= 0 or claims.demand[i] <= claims.in_use[i] + EPS or not _open(holds[i]):
+            out.append(())
+            continue
+        gangs = p.input.gangs[i] if p.input.gangs else ()
+        if not gangs:
+            out.append(tuple(range(1, short + 1)))
+            continue
+        level, raises = float(math.ceil(claims.in_use[i] - EPS)), []
+        for size in gangs:
+            level += size
+            raise_ = math.ceil(level - EPS) - after[i]
+            if raise_ > short:
+                break
+            if raise_ > 0:
+                raises.append(raise_)
+        out.append(tuple(dict.fromkeys(raises)))
+    return out
+
+
+def _pick(listed: Sequence[tuple[float, str, int, float]], gone: set[int], done: Mapping[int, float],
+          room: Sequence[int], need: int, budget: float, max_age: float) -> list[int]:
+    """The workloads (indices in `listed`) Kueue would reclaim for up to `need` more accelerators once those `gone`
+    are: the newest admitted first, each team's in order and whole, admitted less than `max_age` minutes ago,
+    within each team's `room` above its fair share (`done`: what is taken from it already) and within `budget`
+    GPU-hours."""
+    picked: list[int] = []
+    more: dict[int, float] = {}
+    stopped: set[int] = set()
+    total = spent = 0.0
+    for k, (minutes, _, i, size) in enumerate(listed):
+        if total >= need - EPS or minutes >= max_age:
+            break
+        if k in gone or i in stopped:
+            continue
+        cost = size * minutes / 60
+        if done.get(i, 0.0) + more.get(i, 0.0) + size > room[i] + EPS or spent + cost > budget + EPS:
+            stopped.add(i)  # its older work is not Kueue's to take before this one
+            continue
+        picked.append(k)
+        more[i] = more.get(i, 0.0) + size
+        spent += cost
+        total += size
+    return picked
+
+
+def _reclaim_pool(p: Working, budget: float, settings: Settings) -> float:
+    """The reclaim in one pool, team by team (the one furthest below its fair share first), each served whole or
+    not at all; returns the GPU-hours of run time it put at risk."""
+    claims, after, desired, holds = p.input.claims, p.after, p.desired, p.holds
+    needs = _needs(p)
+    if not any(needs):
         return 0.0
     # Kueue reclaims from the teams above their nominal quota the newest admitted first: every young workload of
     # the protected teams above their fair share, newest first over the pool, each team's taken whole and in order.
     listed: list[tuple[float, str, int, float]] = []
-    for i in n:
+    for i in range(len(claims)):
         hold = holds[i]
-        if hold is None or hold.rule != "protected" or after[i] <= desired[i] or not p.input.admitted:
+        if hold is None or hold.rule != "protected" or after[i] <= desired[i]:
             continue
         work = p.input.admitted[i]
         if any(w.minutes is None for w in work):
             continue  # a workload of unknown age might be the one Kueue takes first
         listed += [(w.minutes or 0.0, claims.team[i], i, w.accelerators) for w in work]
-    taken: dict[int, _Taken] = {}
-    stopped: set[int] = set()
-    spent = total = 0.0
-    for minutes, _, i, size in sorted(listed):
-        if minutes >= settings.reclaim_max_age_minutes or total >= need:
-            break
-        t = taken.setdefault(i, _Taken())
-        cost = size * minutes / 60
-        if i in stopped or t.accelerators + size > after[i] - desired[i] + EPS or spent + cost > budget + EPS:
-            stopped.add(i)  # its older work is not Kueue's to take before this one
+    listed.sort()
+    room = [max(0, after[i] - desired[i]) for i in range(len(claims))]
+    taken: dict[int, float] = {}  # team → the accelerators of its workloads taken
+    served: dict[int, list[int]] = {}  # team served → the workloads of `listed` it takes
+    spent = 0.0
+    free = max(0, math.floor(max(p.input.capacity, 0.0) + EPS) - sum(after))
+    for r in sorted((i for i, n in enumerate(needs) if n), key=lambda i: (after[i] / desired[i], claims.team[i])):
+        if free >= needs[r][-1]:
+            free -= needs[r][-1]
+            after[r] += needs[r][-1]
             continue
-        t.accelerators += size
-        t.ages.append(minutes)
-        spent += cost
-        total += size
-    taking = {i: t for i, t in taken.items() if t.accelerators > 0}
-    if not taking:
-        return 0.0
-    cuts = {i: math.floor(t.accelerators + EPS) for i, t in taking.items()}
-    over = sum(cuts.values()) - need  # the last workload taken may be larger than what is short: cut less quota
-    if over > 0:
-        last = max(cuts, key=lambda i: max(taking[i].ages))
-        cuts[last] -= min(over, cuts[last])
-    gained = [0] * len(claims)
-    cut(gained, short, sum(cuts.values()) + free, claims.weight, claims.team)
-    served = [claims.team[i] for i in n if gained[i]]
-    donors = [claims.team[i] for i in taking]
-    for i, t in taking.items():
-        after[i] -= cuts[i]
+        gone = {k for ks in served.values() for k in ks}
+        picked = _pick(listed, gone, taken, room, needs[r][-1] - free, budget - spent,
+                       settings.reclaim_max_age_minutes)
+        got = free + sum(listed[k][3] for k in picked)
+        need = max((n for n in needs[r] if n <= got + EPS), default=0)
+        if need <= free:
+            continue
+        while picked and free + sum(listed[k][3] for k in picked[:-1]) >= need - EPS:
+            picked.pop()  # the raise served needs fewer workloads than were found
+        left = need - free
+        free = 0
+        for k in picked:
+            minutes, _, i, size = listed[k]
+            taken[i] = taken.get(i, 0.0) + size
+            cut_here = min(left, math.ceil(size - EPS))  # the last workload may be larger than what is left
+            left -= cut_here
+            after[i] -= cut_here
+            spent += size * minutes / 60
+        after[r] += need
+        served[r] = picked
+    for r, ks in served.items():
+        names = list(dict.fromkeys(claims.team[listed[k][2]] for k in ks))
+        holds[r] = Hold(rule="reclaim", text=f"reclaims {sum(listed[k][3] for k in ks):g} accelerators of work "
+                                             f"admitted {_ages([listed[k][0] for k in ks])} from {_teams(names)}")
+    for i in taken:
+        ks = [k for picked in served.values() for k in picked if listed[k][2] == i]
+        teams = [claims.team[r] for r, picked in served.items() if any(listed[k][2] == i for k in picked)]
         before = holds[i]
         holds[i] = Hold(rule="reclaim", text=f"{before.text + '; ' if before else ''}reclaims "
-                        f"{t.accelerators:g} accelerators of work admitted {_ages(t.ages)} for {_teams(served)} "
-                        f"waiting below {'its' if len(served) == 1 else 'their'} fair share")
-    ages = [a for t in taking.values() for a in t.ages]
-    for i in n:
-        if gained[i]:
-            after[i] -= gained[i]  # gained holds what each gets as negative amounts (cut from zero)
-            holds[i] = Hold(rule="reclaim", text=f"reclaims {sum(t.accelerators for t in taking.values()):g} "
-                            f"accelerators of work admitted {_ages(ages)} from {_teams(donors)}")
+                        f"{sum(listed[k][3] for k in ks):g} accelerators of work admitted "
+                        f"{_ages([listed[k][0] for k in ks])} for {_teams(teams)} waiting below "
+                        f"{'its' if len(teams) == 1 else 'their'} fair share")
     return spent
 
 
@@ -609,7 +657,7 @@ def reclaim(pools: Sequence[Working], settings: Settings) -> None:
     if budget <= 0:
         return
     for p in pools:
-        if p.input.resource == "accelerators" and p.input.admitted:
+        if p.input.resource == "accelerators" and p.input.admitted and budget > 0:
             budget -= _reclaim_pool(p, budget, settings)
 
 

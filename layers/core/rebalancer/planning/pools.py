@@ -267,7 +267,7 @@ def pool_inputs(snapshot: Snapshot, policy: Policy, now: datetime,
     pools = [_pool_input(name, healthy, teams, bounds.get(name, ()), held_by, outsiders, snapshot, context, policy,
                          warnings)
              for name in sorted(healthy.parsed)]
-    if policy.fairness.gang_steps:
+    if policy.fairness.gang_steps or policy.reclaim.max_gpu_hours > 0:  # the reclaim serves whole workloads
         pools = with_gangs(pools, snapshot.pending_workloads)
     if policy.reclaim.max_gpu_hours > 0:
         pools = with_admitted(pools, snapshot.running_workloads, now)

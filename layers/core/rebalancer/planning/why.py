@@ -78,6 +78,21 @@ class Waiting(Frozen):
     eta: WorkloadEta | None = None  # its estimated start (None: no outlook stored with the run)
 
 
+class RunningLine(Frozen):
+    """One workload the team runs: its size, when Kueue admitted it (None: not known) and how long it has run at the
+    snapshot's time: what Kueue reclaims first is the newest admitted (DESIGN.md), so the youngest work is the first
+    at risk when the team's quota comes down."""
+
+    name: str
+    pool: str
+    accelerators: NonNegativeFloat
+    admitted: AwareDatetime | None = None
+    ran_s: NonNegativeFloat | None = None
+
+
+RUNNING_SHOWN = 10  # running workloads an answer lists, the newest admitted first; the rest counted
+
+
 class Explanation(Frozen):
     cluster: str
     team: str
@@ -92,6 +107,9 @@ class Explanation(Frozen):
     estimates_rest_on: tuple[str, ...] = ()  # the outlook's notes: the runs the durations come from, what it assumes
     # The team's running workloads the latest plan's writes would make Kueue preempt (of those the plan lists)
     preempted: tuple[Preemption, ...] = ()
+    # what the team runs, the newest admitted first (at most RUNNING_SHOWN), and how many more
+    running: tuple[RunningLine, ...] = ()
+    running_unlisted: NonNegativeInt = 0
 
     def lines(self) -> list[str]:
         """The answer as plain lines (the CLI's text; Slack's blocks say the same)."""
@@ -104,6 +122,9 @@ class Explanation(Frozen):
         if self.preempted:
             out.append(f"  {preempted_title(self.preempted)}:")
             out += [f"    - {preemption_line(p)}" for p in self.preempted]
+        out += [f"  {running_text(r)}" for r in self.running]
+        if self.running_unlisted:
+            out.append(f"  … and {self.running_unlisted} more running")
         if self.standing is not None:
             out += [f"  {line}" for line in standing_lines(self.standing)]
         if not self.waiting:
@@ -136,6 +157,24 @@ def quota_line(q: QuotaLine) -> str:
     elif c is not None:
         text += f"; last changed {c.before:g}→{c.after:g} on {c.at:%Y-%m-%d %H:%M} ({c.outcome}): {c.reason}"
     return text
+
+
+def running_text(r: RunningLine) -> str:
+    """`running workload pretrain on ml.p5.48xlarge: 32 accelerators, admitted 2026-11-30 08:30, running 3.5 h`."""
+    since = (f", admitted {r.admitted:%Y-%m-%d %H:%M}, running {run_time_text(r.ran_s or 0.0)}"
+             if r.admitted is not None else ", admitted at a time not known")
+    return f"running workload {r.name} on {r.pool}: {r.accelerators:g} accelerators{since}"
+
+
+def _running(snapshot: Snapshot, team: str) -> tuple[tuple[RunningLine, ...], int]:
+    """The team's running workloads, the newest admitted first (those of unknown admission time last)."""
+    mine = sorted((w for w in snapshot.running_workloads if w.team == team),
+                  key=lambda w: (w.started is None, -(w.started.timestamp() if w.started else 0.0), w.name, w.pool))
+    lines = tuple(RunningLine(name=w.name, pool=w.pool, accelerators=w.accelerators, admitted=w.started,
+                              ran_s=None if w.started is None
+                              else max(0.0, (snapshot.taken_at - w.started).total_seconds()))
+                  for w in mine[:RUNNING_SHOWN])
+    return lines, max(0, len(mine) - RUNNING_SHOWN)
 
 
 def eta_text(e: WorkloadEta) -> str:
@@ -279,9 +318,11 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
         etas = {(e.name, e.pool): e for e in outlook.estimates if e.team == team}
         waiting = [w.model_copy(update={"eta": etas.get((w.name or "", w.pool))}) for w in waiting]
         standing = outlook.standing.get(team)
+    running, unlisted = _running(snapshot, team)
     return Explanation(cluster=snapshot.cluster.ClusterName, team=team, snapshot_at=snapshot.taken_at,
                        execution=execution, quotas=_quota_lines(snapshot, plan, team, changes, quota),
-                       waiting=tuple(waiting), notes=notes, standing=standing,
+                       waiting=tuple(waiting), notes=notes, standing=standing, running=running,
+                       running_unlisted=unlisted,
                        track_record=outlook.track_record if outlook is not None and waiting else None,
                        estimates_rest_on=outlook.notes if outlook is not None and waiting else (),
                        preempted=tuple(p for p in plan.preemptions if p.team == team) if plan else ())

@@ -18,6 +18,7 @@ from rebalancer.planning.why import (
     eta_text,
     preempted_title,
     quota_line,
+    running_text,
     standing_lines,
     track_record_text,
     waiting_title,
@@ -60,6 +61,8 @@ def message(e: Explanation) -> dict[str, Any]:
 
     quotas = "\n".join(f"• {escaped(quota_line(q))}" for q in e.quotas) or "no quota on any pool"
     notes = "".join(f"\n_note:_ {escaped(n)}" for n in e.notes)
+    notes += "".join(f"\n• {escaped(running_text(r))}" for r in e.running)
+    notes += f"\n• … and {e.running_unlisted} more running" if e.running_unlisted else ""
     blocks: list[Any] = [HeaderBlock(text=_cut(f"Why: {e.team} on {e.cluster}", 150)),
                          SectionBlock(text=MarkdownTextObject(text=_cut(f"*Quota*\n{quotas}{notes}", SECTION_MAX)))]
     if e.preempted:

@@ -1,0 +1,57 @@
+"""The runs behind docs/simulation.md "Reclaim to fair share": one bench scenario, builtin and pooled once, and the
+rebalancer under each `reclaim` setting given (off, and the candidate defaults), with issue 40's goals and the
+figures the defaults are chosen on (entitlement deficit, small teams' p95 wait, lost work).
+
+    PYTHONPATH=layers/core:tools .venv/bin/python benchmarks/reclaim_defaults.py synthetic-overload \
+        off 30:16 15:16 60:32
+
+Each setting is `MAX_AGE_MINUTES:MAX_GPU_HOURS` (`off`: max_gpu_hours 0). Scenarios: bench-sim's
+(rebalancer_tools.simulator.bench.SCENARIOS); `--trace` the Philly trace."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+
+from rebalancer_tools.simulator import run_strategy
+from rebalancer_tools.simulator.bench import SCENARIOS, goals, scenario
+from rebalancer_tools.simulator.run import effective_policy
+
+
+def _setting(text: str) -> tuple[str, dict[str, float]]:
+    if text == "off":
+        return text, {"max_gpu_hours": 0.0}
+    age, hours = text.split(":")
+    return text, {"max_age_minutes": float(age), "max_gpu_hours": float(hours)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=[s.key for s in SCENARIOS])
+    ap.add_argument("settings", nargs="+", type=_setting)
+    ap.add_argument("--trace", default="../shared/traces/philly-vc/jobs.csv")
+    args = ap.parse_args()
+    sc = dataclasses.replace(scenario(args.scenario, args.trace), eta=False)
+    base = {name: run_strategy(sc, name) for name in ("builtin", "pooled")}
+    small = [t for t, r in base["builtin"].teams.items() if 3 <= r.jobs <= 19]
+    print(f"{args.scenario}: builtin deficit {base['builtin'].entitlement_deficit_gpu_hours:,.0f} GPU-h, lost "
+          f"{base['builtin'].lost_gpu_hours:,.0f} GPU-h; small teams {len(small)}", flush=True)
+    policy = effective_policy(sc)
+    for label, reclaim in args.settings:
+        t0 = time.perf_counter()
+        pol = policy.model_copy(update={"reclaim": policy.reclaim.model_copy(update=reclaim)})
+        r = run_strategy(dataclasses.replace(sc, policy=pol), "rebalancer")
+        seconds = time.perf_counter() - t0
+        p95 = statistics.median(r.teams[t].wait_p95_s for t in small) / 3600 if small else float("nan")
+        print(f"\n## reclaim {label} ({seconds:.0f} s): deficit {r.entitlement_deficit_gpu_hours:,.0f} GPU-h "
+              f"({r.entitlement_deficit_gpu_hours / max(base['builtin'].entitlement_deficit_gpu_hours, 1e-9):.3f} × "
+              f"builtin), lost {r.lost_gpu_hours:,.0f} GPU-h, preemptions "
+              f"{r.preemptions:,}, small teams' median p95 {p95:.2f} h, p95 "
+              f"{r.wait_p95_s / 3600:.2f} h, utilization {r.utilization:.3f}", flush=True)
+        print("\n".join(goals({**base, "rebalancer": r})), flush=True)
+
+
+if __name__ == "__main__":
+    main()
