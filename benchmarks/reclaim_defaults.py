@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import pickle
 import statistics
 import time
+from pathlib import Path
 
 from rebalancer_tools.simulator import run_strategy
 from rebalancer_tools.simulator.bench import SCENARIOS, goals, scenario
@@ -32,9 +34,15 @@ def main() -> None:
     ap.add_argument("scenario", choices=[s.key for s in SCENARIOS])
     ap.add_argument("settings", nargs="+", type=_setting)
     ap.add_argument("--trace", default="../shared/traces/philly-vc/jobs.csv")
+    ap.add_argument("--base", type=Path, help="Keep builtin's and pooled's results in this file, and read them back.")
     args = ap.parse_args()
     sc = dataclasses.replace(scenario(args.scenario, args.trace), eta=False)
-    base = {name: run_strategy(sc, name) for name in ("builtin", "pooled")}
+    if args.base is not None and args.base.exists():
+        base = pickle.loads(args.base.read_bytes())
+    else:
+        base = {name: run_strategy(sc, name) for name in ("builtin", "pooled")}
+        if args.base is not None:
+            args.base.write_bytes(pickle.dumps(base))
     small = [t for t, r in base["builtin"].teams.items() if 3 <= r.jobs <= 19]
     print(f"{args.scenario}: builtin deficit {base['builtin'].entitlement_deficit_gpu_hours:,.0f} GPU-h, lost "
           f"{base['builtin'].lost_gpu_hours:,.0f} GPU-h; small teams {len(small)}", flush=True)

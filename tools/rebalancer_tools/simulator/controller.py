@@ -281,14 +281,21 @@ class PlannerController:
                     out.append(w)
         return tuple(out)
 
-    def _young(self, view: ControllerView) -> bool:
-        """Whether any job runs that the reclaim rule may take (admitted less than max_age_minutes ago): then the
-        plan depends on the time, as the work ages."""
-        if self.policy.reclaim.max_gpu_hours <= 0 or view.running_jobs is None:
-            return False
+    def _young(self, view: ControllerView) -> frozenset[tuple[int, float]]:
+        """The running jobs the reclaim rule may take (admitted less than max_age_minutes ago). With the same ones,
+        a later plan can take no more (each costs more as it runs on), so a plan that changed nothing changes
+        nothing again: they are all of the time the skip check needs."""
+        if self.policy.reclaim.max_gpu_hours <= 0:
+            return frozenset()
         since = view.now_s - self.policy.reclaim.max_age_minutes * 60
-        return any(started > since for pools in self._admitted(view).values() for jobs in pools.values()
-                   for _, _, started in jobs[:1])
+        young: set[tuple[int, float]] = set()
+        for pools in self._admitted(view).values():
+            for jobs in pools.values():
+                for j, _, started in jobs:  # newest first
+                    if started <= since:
+                        break
+                    young.add((j, started))
+        return frozenset(young)
 
     def _admitted(self, view: ControllerView) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
         """The view's running jobs, listed once per view (the snapshot and the skip check both read them)."""
@@ -351,18 +358,19 @@ class PlannerController:
             pending_workloads=self.pending_workloads(view), running_workloads=self.running_workloads(view))
 
     def _inputs(self, view: ControllerView) -> tuple[object, ...]:
-        """Everything the plan depends on. `now` only matters through which quotas are in their cooldown."""
+        """Everything the plan depends on. `now` only matters through which quotas are in their cooldown and which
+        running jobs are young enough for the reclaim."""
         cooldown_s = self.policy.stability.cooldown_minutes * 60
         if self.policy.fairness.age_doubling_hours is not None or self.policy.fairness.window_hours is not None:
             return (view.now_s,)  # weights move with waiting time or with use over the window: every tick plans
-        if self._young(view):
-            return (view.now_s,)  # what the reclaim may take, and what it costs, moves as running work ages
         f = self._flat(view)
         gangs = (tuple((t, p, tuple(j for j, _, _ in jobs)) for t, pools in sorted(self._jobs(view).items())
                        for p, jobs in pools.items())
-                 if self.policy.fairness.gang_steps and view.pending_jobs is not None else ())
-        return (gangs, f.healthy, tuple(f.quotas.items()), tuple(sorted(view.quota_versions.items())),
-                tuple(sorted(f.in_use.items())), tuple(sorted(f.pending.items())),
+                 if (self.policy.fairness.gang_steps or self.policy.reclaim.max_gpu_hours > 0)
+                 and view.pending_jobs is not None else ())
+        return (gangs, self._young(view), f.healthy, tuple(f.quotas.items()),
+                tuple(sorted(view.quota_versions.items())), tuple(sorted(f.in_use.items())),
+                tuple(sorted(f.pending.items())),
                 frozenset(t for t, m in view.quota_modified_s.items() if view.now_s - m < cooldown_s))
 
     def budget_report(self) -> dict[str, dict[str, dict[str, float]]]:
