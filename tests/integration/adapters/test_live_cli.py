@@ -193,18 +193,21 @@ def test_aws_error_is_one_line_without_traceback(emu: Emulator) -> None:
 
 def test_bad_input_to_a_writer_is_refused_before_it_says_what_it_would_do(emu: Emulator, aws: AwsClients,
                                                                           policy: str, tmp_path: Path) -> None:
-    """Without the table, apply and rollback say they run unrecorded and unlocked: once their input is checked,
-    never before the error that refuses it."""
+    """Without the table, apply and rollback say they run unrecorded and unlocked once their input is checked,
+    never before the error that refuses it; snapshot --context-output reads its policy before the cluster."""
     setup_cluster(emu, aws.client("sagemaker"))
     bad = tmp_path / "snap.json"
     bad.write_text('{"taken_at": "yesterday"}')
     for args in (("apply", "--cluster", "nope", "--no-kube", "--policy", policy, "--yes"),
                  ("rollback", "--cluster", "c1", "--to", str(bad), "--yes"),
-                 ("rollback", "--cluster", "nope", "--to", str(bad), "--yes")):
+                 ("rollback", "--cluster", "nope", "--to", str(bad), "--yes"),
+                 ("snapshot", "--cluster", "c1", "--no-kube", "-o", str(tmp_path / "s.json"), "--context-output",
+                  str(tmp_path / "c.json"), "--policy", str(bad))):
         result = CliRunner().invoke(cli, list(args))
         assert result.exit_code in (1, 2), result.output
         assert result.stderr.startswith("error: "), (args, result.stderr)
         assert "warning" not in result.stderr
+        assert not (tmp_path / "s.json").exists()  # nothing written on a refused input
     # and a run that writes says it, before it asks
     result = run("apply", "--cluster", "c1", "--no-kube", "--policy", policy, input="n\n")
     assert "warning: no audit table" in result.stderr

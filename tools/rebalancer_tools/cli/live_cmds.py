@@ -206,6 +206,7 @@ def snapshot(live: LiveSource, output: str | None, context_output: str | None, p
     if policy_file and not context_output:
         raise InvalidInput("--policy goes with --context-output", field="--policy", value=policy_file)
     log = open_run_log(live, table, stack) if context_output else None  # a wrong table fails before the reads
+    policy = load_model_file(Policy, policy_file) if policy_file else None  # and a bad policy too
     now = _now()
     snap = live.collect(now).snapshot
     text = json.dumps(snap.model_dump(mode="json", exclude_none=True), indent=2)
@@ -214,11 +215,10 @@ def snapshot(live: LiveSource, output: str | None, context_output: str | None, p
         click.echo(f"snapshot of {live.cluster} written to {output}", err=True)
     else:
         click.echo(text)
-    if context_output and policy_file and log is not None:
+    if context_output and policy is not None and log is not None:
         from rebalancer.app.workflow import run_plan
         from rebalancer.domain.recorded_context import RecordedContext
 
-        policy = load_model_file(Policy, policy_file)
         context = run_plan.context_for(snap, policy, store=log.store)
         if not log.recorded:  # said of a context read: bad input is refused before it
             click.echo(f"warning: {NO_TABLE_CONTEXT}", err=True)
