@@ -72,7 +72,12 @@ def test_yes_does_not_pass_the_gate(emu: Emulator, aws: AwsClients, kube: str, t
     assert reason in line
     assert line.endswith('nothing applied; give --approve "REASON" to approve it as your AWS identity (recorded)')
     assert gpus(emu) == BEFORE
-    assert records(aws, table) == []  # nothing was decided, nothing written
+    # the run is in the history: its plan, then refused, nothing written
+    assert [(r["kind"], r["outcome"]) for r in records(aws, table)] == [("plan", "approve"), ("apply", "refused")]
+    shown = CliRunner().invoke(cli, ["history", "--cluster", "c1", "--table", table], terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    [row] = [line for line in shown.stdout.splitlines() if " refused " in line]
+    assert "nothing written: the plan needs approval and no --approve was given" in " ".join(row.split())
 
 
 @pytest.mark.parametrize("policy", [APPROVE, THRESHOLD])

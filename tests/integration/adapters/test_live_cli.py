@@ -457,11 +457,18 @@ def test_apply_asks_again_when_the_plan_made_again_goes_beyond_what_was_shown(
         raise click.exceptions.Abort
 
     monkeypatch.setattr("click.confirm", answer)
-    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy)
+    table = create_table(aws.client("dynamodb"), "rebalancer-table")
+    result = run("apply", "--cluster", "c1", "--kube-url", kube, "--policy", policy, "--table", table)
     assert result.exit_code == 1, result.output
     assert len(asked) == 2
     assert f"beyond the approval: c {P5} accelerators 2→8: larger than the approved 6→8" in result.stdout
     assert gpus(emu) == {**BEFORE, "c": 2}
+    # the history ends with the no, not at the recheck: declined, nothing written
+    records = [json.loads(line) for line in
+               run("history", "--cluster", "c1", "--table", table, "--json").stdout.splitlines()]
+    assert [(r["kind"], r["outcome"]) for r in records] == [("plan", "apply"), ("plan", "superseded"),
+                                                              ("recheck", "superseded"), ("apply", "declined")]
+    assert records[-1]["detail"] == {"source": "cli", "why": "declined at the prompt", "written": 0}
 
 
 def test_a_node_failing_while_the_cuts_settle_leaves_the_raises_that_no_longer_fit_and_says_so(

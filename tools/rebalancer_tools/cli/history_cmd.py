@@ -43,6 +43,11 @@ def _changes(before: Any, after: Any, left: Any = None) -> str:
     return "; ".join(parts)
 
 
+def _nothing_written(detail: dict[str, Any]) -> str:
+    """A run that wrote nothing: its why (declined at the prompt, refused without an approval)."""
+    return printable(f"nothing written: {detail['why']}") if detail.get("written") == 0 and detail.get("why") else ""
+
+
 def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
@@ -71,7 +76,8 @@ def history_table(records: list[dict[str, Any]], cluster: str) -> Listing:
         rows.append({"run": printable(short_run(run, cluster)), "at": printable(str(r.get("at", ""))),
                      "step": printable(str(r.get("kind", ""))), "outcome": printable(str(r.get("outcome", ""))),
                      "who": printable(r.get("who") or ""),
-                     "changes": _changes(r.get("before"), r.get("after"), detail.get("left")),
+                     "changes": (_changes(r.get("before"), r.get("after"), detail.get("left"))
+                                 or _nothing_written(detail)),
                      "first": run != previous})
         previous = run
     return Listing(

@@ -250,7 +250,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     controller's per-cluster lock from the read to the last write, and it is recorded there like one of the
     controller's (plan, approval, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it
     left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more."""
-    from rebalancer.app.workflow import run_plan
+    from rebalancer.app.workflow import audit, run_plan
     from rebalancer_tools.cli.cluster_lock import cluster_lock
 
     policy = load_model_file(Policy, policy_file)
@@ -269,14 +269,22 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
         if _nothing_to_apply(plan):
             return
         _say_unrecorded(log, NO_TABLE_WARNING)  # once the cluster was read and planned: about the writes to come
-        approver = _approver(live, plan.approval_reasons, reason)
+        # Recorded before it is asked about, so that a run declined or refused is in the history with its plan.
+        run = _record_run(log, snap, name, planned, who=who)
+        try:
+            approver = _approver(live, plan.approval_reasons, reason)
+        except ApprovalRequired as e:
+            audit.not_written(log.store.audit, run, "refused", "the plan needs approval and no --approve was given",
+                              who=who)
+            raise e from None
+        if approver is not None:
+            _record_approval(log, run, approver, str(reason))
         if not yes:
-            click.confirm(f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
-                          f"{snap.cluster.ClusterName}?", abort=True)
+            _ask(log, run, who, f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
+                                f"{snap.cluster.ClusterName}?")
         if lease is not None:
             lease.renew()  # the answer may have come late: write only on a lock still ours
-        run = _record_run(log, snap, name, planned, who=who, approver=approver, reason=reason)
-        if not yes and not _still_approved(live, policy, run, log, save_snapshot):
+        if not yes and not _still_approved(live, policy, run, log, save_snapshot, who):
             return
         if lease is not None:
             lease.renew()
@@ -306,18 +314,28 @@ def _nothing_to_apply(plan: Plan) -> bool:
     return False
 
 
-def _record_run(log: RunLog, snap: Snapshot, name: str, planned: RunPlan, *, who: str | None,
-                approver: Caller | None, reason: str | None) -> RunRef:
-    """The CLI's run recorded as the controller's are: its snapshot, its plan and, given --approve, the approval."""
+def _record_run(log: RunLog, snap: Snapshot, name: str, planned: RunPlan, *, who: str | None) -> RunRef:
+    """The CLI's run recorded as the controller's are: its snapshot and its plan."""
     from rebalancer.app.workflow import run_plan, state
 
     run = state.RunRef(cluster_name=snap.cluster.ClusterName, execution_name=name, execution_arn="",
                        trigger={"command": "rebalancer apply"}, source="cli")
     state.record_snapshot(log.store.artifacts, run, snap)
     run_plan.record_plan(log.store, run, planned, who=who)
-    if approver is not None:
-        _record_approval(log, run, approver, str(reason))
     return run
+
+
+def _ask(log: RunLog, run: RunRef, who: str | None, question: str) -> None:
+    """The prompt; a no (or Ctrl-C, or no input) is recorded as the run declined, nothing written, and aborts."""
+    from rebalancer.app.workflow import audit
+
+    try:
+        agreed = click.confirm(question, default=False)
+    except click.Abort:
+        agreed = False
+    if not agreed:
+        audit.not_written(log.store.audit, run, "declined", "declined at the prompt", who=who)
+        raise click.Abort
 
 
 def _apply_or_restore(live: LiveSource, run: RunRef, log: RunLog, lease: Lease | None, *, who: str | None,
@@ -375,7 +393,8 @@ def _record_approval(log: RunLog, run: RunRef, approver: Caller, reason: str) ->
                            comment=reason, identity=approver.identity("rebalancer apply --approve"))
 
 
-def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, save_snapshot: str | None) -> bool:
+def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, save_snapshot: str | None,
+                    who: str | None) -> bool:
     """After the prompt (a wait), the plan shown is checked against the cluster read again, as the controller checks
     an approved plan (rebalancer.app.workflow.recheck): True when the run's stored plan (the one shown, or one made
     again within it) may be written; a plan made again beyond it is shown and asked about again (rounds bounded).
@@ -400,8 +419,8 @@ def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, 
             click.echo("nothing applied")
             return False
         render_plan(checked.plan, console())
-        click.confirm(f"Apply {len(checked.plan.requests) + len(checked.plan.scheduler_requests)} request(s) to "
-                      f"{run.cluster_name}?", abort=True)
+        _ask(log, run, who, f"Apply {len(checked.plan.requests) + len(checked.plan.scheduler_requests)} request(s) "
+                            f"to {run.cluster_name}?")
         rounds = checked.approval_round
 
 

@@ -143,6 +143,14 @@ def applied(log: AuditLog, run: RunRef, plan: Plan, report: ApplyReport, schedul
                 before=by_team(plan.changes, "before"), after=by_team(plan.changes, "after"), detail=detail)
 
 
+def not_written(log: AuditLog, run: RunRef, outcome: Literal["declined", "refused"], why: str, *,
+                who: str | None) -> None:
+    """A run that ends before its first write: declined at a prompt, or refused (a plan that needs approval given
+    none). Its plan is recorded before it; this says that nothing was written, and why."""
+    _run_record(log, run, "apply", outcome=outcome, who=who, before=None, after=None,
+                detail={"why": why, "written": 0})
+
+
 def scheduler_failed(log: AuditLog, run: RunRef, plan: Plan, scheduler_line: str, error: str, *,
                      who: str | None) -> None:
     """The scheduler config could not be written, so no quota was."""
