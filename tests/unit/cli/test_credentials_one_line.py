@@ -37,6 +37,8 @@ COMMANDS: dict[str, list[str]] = {
     "why": ["why", "--cluster", "c1", "--table", "t", "--team", "research"],
     "usage": ["usage", "--cluster", "c1", "--table", "t", "--policy", POLICY],
     "policy push": ["policy", "push", POLICY, "--appconfig", "a/e/p"],
+    "lock show": ["lock", "show", "--cluster", "c1", "--table", "t"],
+    "lock break": ["lock", "break", "--cluster", "c1", "--table", "t", "--reason", "r", "--yes"],
 }
 
 
