@@ -99,7 +99,9 @@ def test_with_the_plan_applied_the_gang_has_an_estimate_and_its_range() -> None:
 
     (gang,) = record_outlook(store, run(THIRD), snap, pol, planned).estimates
     # a's quota of 24 applies 2 min on, and with it a takes back what b borrows above its new 8 (b's one run)
-    assert (gang.start, gang.earliest, gang.latest) == (T0 + timedelta(minutes=2),) * 3
+    # every draw agrees; the range still stretches the 2 minutes by 1/2 and 2, as no track record is kept yet
+    assert (gang.start, gang.earliest, gang.latest) == (T0 + timedelta(minutes=2), T0 + timedelta(minutes=1),
+                                                       T0 + timedelta(minutes=4))
 
 
 def test_a_run_stored_without_an_outlook_is_answered_as_before() -> None:
@@ -179,7 +181,8 @@ def test_a_workload_that_declares_its_run_time_is_forecast_to_run_that_long_and_
     assert drawn.earliest is not None
     assert drawn.latest is not None
     assert drawn.earliest < drawn.latest
-    assert (told.start, told.earliest, told.latest) == (T0 + timedelta(hours=9),) * 3
+    assert (told.start, told.earliest, told.latest) == (T0 + timedelta(hours=9), T0 + timedelta(hours=4.5),
+                                                       T0 + timedelta(hours=18))
     assert said.notes[0] == ("durations from the 20 most recent runs seen to finish (2 teams) and what 1 of the 3 "
                              "workloads listed declare (kueue.x-k8s.io/estimated-duration); the forecast assumes no "
                              "new work arrives")
@@ -189,3 +192,23 @@ def test_a_workload_that_declares_its_run_time_is_forecast_to_run_that_long_and_
     assert halved.start == T0 + timedelta(hours=4)
     assert ("declare (kueue.x-k8s.io/estimated-duration), read as 1 team's declarations have turned out;"
             in said.notes[0])
+
+
+def test_a_team_with_no_runs_of_its_own_is_told_its_estimates_borrow_the_cluster_s_and_no_other_team_is() -> None:
+    """b has work running and waiting but no run of its own seen to finish: the outlook says so of b, why tells b
+    (the text says the range too) and not a."""
+    from rebalancer.planning.why import explain
+
+    snap = waiting_snapshot()
+    queued = PendingWorkload(name="eval", team="b", pool=P5, accelerators=8, pods=1, created=T0 - timedelta(hours=1))
+    mine = PendingWorkload(name="mine", team="a", pool=P5, accelerators=8, pods=1, created=T0 - timedelta(hours=1))
+    s = snap.model_copy(update={"pending_workloads": (queued, mine)})
+    said = outlook_of(s, POLICY.model_copy(update={"mode": "dry-run"}), None,
+                      RunHistory(finished={"a": (3600.0,) * 10, "b": (3600.0,) * 2}), {})
+    assert [n for n in said.notes if n.startswith(("a: ", "b: "))] == [
+        "b: no history of its own to estimate from (fewer than 5 of its runs seen to finish): its run times are "
+        "drawn from the whole cluster's"]
+    told_b = explain(s, None, "b", outlook=said)
+    assert any(n.startswith("b: no history of its own") for n in told_b.estimates_rest_on)
+    assert any("(likely " in line for line in told_b.lines())
+    assert not any(n.startswith("b: ") for n in explain(s, None, "a", outlook=said).estimates_rest_on)

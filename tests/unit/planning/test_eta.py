@@ -65,6 +65,24 @@ def test_the_cluster_is_the_snapshots_as_kueue_configures_it() -> None:
     assert [(w.job, w.queued) for w in pool.waiting] == [("a/a-1@" + P5, (T0 - H).timestamp())]
 
 
+def test_the_likely_range_is_stretched_by_how_the_waits_turned_out_once_the_track_record_holds_enough() -> None:
+    """Ratios actual ÷ estimated wait of 0.3, 0.4 … 2.2 (twenty): the 10th and 90th percentiles stretch the wait
+    still to come; fewer than RECORD_MIN outcomes, or ones without an estimate, leave the prior (½, 2)."""
+    record = tuple(Outcome(waited_s=3600.0 * (3 + k), estimated_s=36000.0) for k in range(eta.RECORD_MIN))
+    assert eta.error_band(record) == pytest.approx((0.4, 2.1))
+    assert eta.error_band(record[:-1]) == (0.5, 2.0)
+    assert eta.error_band((*record[:-1], Outcome(waited_s=7200.0))) == (0.5, 2.0)
+    # always about the point itself: a record of estimates that all came true stretches nothing, the draws' span
+    # still counts, and an estimate starting now is the only point
+    exact = tuple(Outcome(waited_s=7200.0, estimated_s=7200.0) for _ in range(eta.RECORD_MIN))
+    assert eta.error_band(exact) == (1.0, 1.0)
+    drawn = eta.Estimate(start=10 * 3600.0, earliest=8 * 3600.0, latest=11 * 3600.0)
+    assert eta.likely_range(drawn, 0.0, (1.0, 1.0)) == (8 * 3600.0, 11 * 3600.0)
+    assert eta.likely_range(drawn, 0.0, (0.4, 2.1)) == pytest.approx((4 * 3600.0, 21 * 3600.0))
+    assert eta.likely_range(drawn, 4 * 3600.0, (0.5, 2.0)) == (7 * 3600.0, 16 * 3600.0)  # the 6 h still to come
+    assert eta.likely_range(eta.Estimate(start=5.0, earliest=5.0, latest=None), 5.0, (0.5, 2.0)) == (5.0, None)
+
+
 def test_use_the_snapshot_does_not_itemise_runs_as_one_workload_started_now() -> None:
     snap = busy().model_copy(update={"running_workloads": ()})
     (pool,) = eta.cluster_of(snap).pools
@@ -72,9 +90,10 @@ def test_use_the_snapshot_does_not_itemise_runs_as_one_workload_started_now() ->
 
 
 def test_a_workload_waits_for_what_the_history_says_the_running_one_has_left() -> None:
-    # a's run has gone an hour and its runs last two: another hour in every draw
+    # a's run has gone an hour and its runs last two: another hour in every draw; with no track record yet the
+    # likely range stretches that hour by 1/2 and 2 (what this project calls a good estimate), never a point
     (e,) = eta.estimates(busy(), None, None, applies=False, context=None, history=TWO_HOURS)
-    assert (e.name, e.start, e.earliest, e.latest) == ("a-1", T0 + H, T0 + H, T0 + H)
+    assert (e.name, e.start, e.earliest, e.latest) == ("a-1", T0 + H, T0 + H / 2, T0 + 2 * H)
     # none ran longer than an hour: Lindy's rule draws the rest; the median of the draws is the estimate
     (lindy,) = eta.estimates(busy(), None, None, applies=False, context=None, history=HOURLY)
     assert lindy.earliest is not None

@@ -27,23 +27,28 @@ BASE = StrategyResult(name="x", utilization=0.9, wait_p50_s=0, wait_p95_s=100, w
                       jobs_completed=1, jobs_unfinished=0, failure_kills=0, failure_lost_gpu_hours=0, makespan_s=1)
 
 
-def raw(submit: list[float], start: list[float], estimate: list[float | None]) -> RawResult:
+def raw(submit: list[float], start: list[float], estimate: list[float | None],
+        likely: list[tuple[float, float | None] | None] | None = None) -> RawResult:
     n = len(submit)
     return RawResult(teams=["a"], end_s=0, window_s=0, busy_gpu_s_window=0, capacity_gpu_s_window=0,
                      received_gpu_s=[0], entitled_gpu_s=[0], deficit_gpu_s=[0], preemptions=[0], lost_gpu_s=[0],
                      failure_kills=[0], failure_lost_gpu_s=[0], quota_changes=[0], job_team=[0] * n,
                      job_wait_s=[0] * n, job_done=[True] * n, timeline=Timeline(), job_submit_s=submit,
-                     job_first_start_s=start, job_estimate_s=estimate, job_asked=[True] * n)
+                     job_first_start_s=start, job_estimate_s=estimate, job_asked=[True] * n,
+                     job_likely_s=likely or [])
 
 
 def test_only_jobs_that_waited_an_hour_count_and_a_missing_estimate_is_a_miss() -> None:
     got = accuracy(raw(submit=[0, 0, 0, 0, 0, 0], start=[0.5 * H, 2 * H, 4 * H, 4 * H, 10 * H, -1],
-                       estimate=[None, 3 * H, 9 * H, 2 * H, None, 5 * H]))
-    # counted: waited 2 h (est 3 h: within), 4 h (est 9 h: over 2 ×), 4 h (est 2 h: exactly ½, within), 10 h
-    # (none); not counted: 0.5 h, and the job that never started
-    assert got == EtaAccuracy(jobs=4, within_2x=0.5, median_abs_error_h=2.0, without_estimate=1, too_late=0.25)
-    assert got.output() == {"jobs": 4, "within_2x": 0.5, "median_abs_error_h": 2.0, "without_estimate": 1,
-                            "too_early": 0.0, "too_late": 0.25}
+                       estimate=[None, 3 * H, 9 * H, 2 * H, None, 5 * H],
+                       likely=[None, (1 * H, 2 * H), (5 * H, None), (2.5 * H, 3 * H), None, (4 * H, 6 * H)]))
+    # counted: waited 2 h (est 3 h: within; range 1-2 h: in, at its end), 4 h (est 9 h: over 2 ×; range from 5 h:
+    # out), 4 h (est 2 h: exactly ½, within; range 2.5-3 h: out), 10 h (none: out); not counted: 0.5 h, and the
+    # job that never started
+    assert got == EtaAccuracy(jobs=4, within_2x=0.5, median_abs_error_h=2.0, without_estimate=1, too_late=0.25,
+                              within_range=0.25)
+    assert got.output() == {"jobs": 4, "within_2x": 0.5, "within_range": 0.25, "median_abs_error_h": 2.0,
+                            "without_estimate": 1, "too_early": 0.0, "too_late": 0.25}
 
 
 def test_a_measurement_of_nothing_is_none_not_a_perfect_score() -> None:
@@ -51,11 +56,11 @@ def test_a_measurement_of_nothing_is_none_not_a_perfect_score() -> None:
     for nothing in (raw([0], [-1], [None]), raw([0, 0], [0.5 * H, -1], [0.5 * H, None])):
         got = accuracy(nothing)
         assert got == EtaAccuracy(jobs=0, within_2x=None, median_abs_error_h=None, without_estimate=0,
-                                  too_early=None, too_late=None)
-        assert got.output() == {"jobs": 0, "within_2x": None, "median_abs_error_h": None, "without_estimate": 0,
-                                "too_early": None, "too_late": None}
+                                  too_early=None, too_late=None, within_range=None)
+        assert got.output() == {"jobs": 0, "within_2x": None, "within_range": None, "median_abs_error_h": None,
+                                "without_estimate": 0, "too_early": None, "too_late": None}
         result = dataclasses.replace(BASE, eta=got)
-        assert "| rebalancer | 0 | n/a | n/a | n/a | 0 | — |" in eta_table({"rebalancer": result})
+        assert "| rebalancer | 0 | n/a | n/a | n/a | n/a | 0 | — |" in eta_table({"rebalancer": result})
         # and the bench does not count it as met
         row = goal_table({SCENARIOS[0].key: {"builtin": BASE, "pooled": BASE, "rebalancer": result}},
                          [SCENARIOS[0]])[2]
@@ -80,8 +85,12 @@ def test_a_team_whose_runs_all_last_an_hour_is_told_its_starts_to_the_second() -
     # asked at 0, before anything had finished: the first starts now, the others have no duration to go by
     assert sim.estimated[:5] == [0.0, None, None, None, None]
     result = accuracy(sim._result())  # w1-w4 (1-4 h, no estimate) and x1-x3 (1-3 h, exact) waited an hour or more
-    assert result == EtaAccuracy(jobs=7, within_2x=3 / 7, median_abs_error_h=0.0, without_estimate=4)
-    assert accuracy(raw([0, 0], [2 * H, 2 * H], [0.5 * H, 0.75 * H])) == EtaAccuracy(2, 0.0, 1.375, 0, 1.0, 0.0)
+    assert result == EtaAccuracy(jobs=7, within_2x=3 / 7, median_abs_error_h=0.0, without_estimate=4,
+                                 within_range=3 / 7)
+    # x1-x3 were told a range around their exact start, stretched by 1/2 and 2 (no track record yet): not a point
+    assert [(lo < s < hi) for s, (lo, hi) in zip(sim.estimated[6:], sim.likely[6:], strict=True)] == [True] * 3
+    assert accuracy(raw([0, 0], [2 * H, 2 * H], [0.5 * H, 0.75 * H])) == EtaAccuracy(2, 0.0, 1.375, 0, 1.0, 0.0,
+                                                                                    0.0)
 
 
 def test_jobs_that_declare_their_run_time_are_told_their_starts_by_it_not_by_the_teams_history() -> None:

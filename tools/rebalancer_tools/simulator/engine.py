@@ -20,9 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rebalancer.domain.outlook import OUTCOMES_KEPT, Outcome
 from rebalancer.forecast.durations import KEPT, History
+from rebalancer.forecast.estimate import Estimate
 from rebalancer.forecast.kueue import admission_limit, reclaim_victims
 from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Waiting
+from rebalancer.planning.eta import WAITED_S, error_band, likely_range
 from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
@@ -120,9 +123,9 @@ def settings(q: Queue) -> tuple[object, ...]:
 # A controller returns a decision, or None for no change.
 Controller = Callable[[ControllerView], Decision | None]
 # Asked about jobs waiting in a cluster (what a controller sees, the run durations it saw finish, the jobs asked
-# about, a decision staged and when it applies): each job's estimated first start, None for no estimate.
+# about, a decision staged and when it applies): each job's estimate of its first start and the span of its draws.
 EtaProbe = Callable[[Cluster, History, tuple[str, ...], tuple[float, dict[str, dict[str, int]]] | None],
-                    dict[str, float | None]]
+                    dict[str, Estimate]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +270,8 @@ class Simulation:
         self.eta = eta if not self.scaled else None
         self.first_start = [-1.0] * n
         self.estimated: list[float | None] = [None] * n  # the estimated first start a job was given
+        self.likely: list[tuple[float, float | None] | None] = [None] * n  # and the likely range told with it
+        self.outcomes: list[Outcome] = []  # the track record: jobs estimated that waited WAITED_S or more
         self.asked = [False] * n  # whether it was given an answer (an estimate or none)
         self.runs_done: dict[str, list[float]] = {}  # queue → run durations of its finished jobs, oldest first
         self.declared_done: dict[str, list[float]] = {}  # queue → of those that declared: ran ÷ declared
@@ -380,7 +385,8 @@ class Simulation:
                          job_pool=self.jpool, week_marks=self.week_marks,
                          job_submit_s=list(self.submit) if asked else [],
                          job_first_start_s=self.first_start if asked else [],
-                         job_estimate_s=self.estimated if asked else [], job_asked=self.asked if asked else [])
+                         job_estimate_s=self.estimated if asked else [], job_asked=self.asked if asked else [],
+                         job_likely_s=self.likely if asked else [])
 
     def _handle(self, kind: int, a: int, b: int) -> None:
         if kind == COMPLETE:
@@ -483,6 +489,10 @@ class Simulation:
         p, q, g, t = self.jpool[j], self.jqueue[j], self.gpus[j], self.jteam[j]
         if self.first_start[j] < 0:
             self.first_start[j] = self.now
+            estimated = self.estimated[j]
+            if estimated is not None and self.now - self.submit[j] >= WAITED_S:  # only ever set with an estimator
+                self.outcomes.append(Outcome(waited_s=self.now - self.submit[j],
+                                             estimated_s=estimated - self.submit[j]))
         self.used[p] += g
         self.team_run[p][t] += g
         self.running[p][q].add(j)
@@ -778,8 +788,12 @@ class Simulation:
         history = History({q: tuple(runs[-KEPT:]) for q, runs in self.runs_done.items()},
                           {q: tuple(ratios[-KEPT:]) for q, ratios in self.declared_done.items()})
         answers = self.eta(self.observed(at), history, tuple(targets), staged)
+        band = error_band(self.outcomes[-OUTCOMES_KEPT:])
         for name, j in targets.items():
-            self.estimated[j] = answers.get(name)
+            e = answers.get(name)
+            if e is not None and e.start is not None:
+                self.estimated[j] = e.start
+                self.likely[j] = likely_range(e, at, band)
             self.asked[j] = True
 
     def observed(self, at: float) -> Cluster:

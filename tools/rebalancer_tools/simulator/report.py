@@ -175,11 +175,12 @@ def eta_table(results: Mapping[str, StrategyResult]) -> list[str]:
         return []
     lines = ["Estimated starts (jobs that waited 1 h or more, each as estimated at the first controller run after it "
              "arrived):", "",
-             "| strategy | jobs | within 2× | too early | too late | no estimate | median abs. error h |",
-             "|---|---|---|---|---|---|---|"]
+             "| strategy | jobs | within 2× | within the likely range | too early | too late | no estimate | "
+             "median abs. error h |", "|---|---|---|---|---|---|---|---|"]
     for name, e in rows:
         error = "—" if e.median_abs_error_h is None else f"{e.median_abs_error_h:,.1f}"
-        lines.append(f"| {name} | {e.jobs:,} | {share_text(e.within_2x)} | {share_text(e.too_early)} | "
+        lines.append(f"| {name} | {e.jobs:,} | {share_text(e.within_2x)} | {share_text(e.within_range)} | "
+                     f"{share_text(e.too_early)} | "
                      f"{share_text(e.too_late)} | "
                      f"{e.without_estimate:,} | {error} |")
     return [*lines, ""]

@@ -67,8 +67,10 @@ class RawResult:
     # (received, entitled) accelerator-seconds per team, cumulative at the end of each whole week since the start
     week_marks: list[tuple[list[float], list[float]]] = field(default_factory=list)
     # With an estimator: per job its submission, its first start (-1: never), the start it was estimated to have
-    # when first asked about (None: no estimate) and whether it was asked about at all.
+    # when first asked about (None: no estimate), whether it was asked about at all, and the likely range told with
+    # the estimate (earliest, latest; latest None: later than the forecast reaches).
     job_submit_s: list[float] = field(default_factory=list)
     job_first_start_s: list[float] = field(default_factory=list)
     job_estimate_s: list[float | None] = field(default_factory=list)
     job_asked: list[bool] = field(default_factory=list)
+    job_likely_s: list[tuple[float, float | None] | None] = field(default_factory=list)

@@ -1,6 +1,8 @@
 """Each waiting workload's estimated start and its range, from DRAWS forecasts of the cluster as it is
 (rebalancer.forecast.engine) that differ only in the durations they draw (rebalancer.forecast.durations): the
-estimate is the median of the starts they give, the range their lower and upper quartiles. A workload the median
+estimate is the median of the starts they give, the range the earliest and the latest of them (every start a
+draw gave is in it: the quartiles of five draws are the 2nd and 4th, a band that leaves two of the five outside;
+rebalancer.planning.eta widens the span further by how the estimates have turned out). A workload the median
 forecast does not start has no estimate, and says why. The controller plans in the first forecast only; the others
 replay its plans. Past a `Deadline` no further forecast is made: the estimate is the median of those that ended
 (the first always counts), and a workload the first did not start by then has none ("out_of_time")."""
@@ -18,8 +20,8 @@ from rebalancer.forecast.durations import Drawn, History
 from rebalancer.forecast.engine import DAY_S, WORK, Controller, Durations, forecast
 from rebalancer.forecast.model import Cluster, NoStart
 
-# Five draws: a median and two quartiles that are draws themselves (the 2nd, 3rd and 4th of five), at five
-# forecasts' cost; the simulator measured the estimate with them (docs/simulation.md).
+# Five draws: a median that is a draw itself (the 3rd of five) and the span of five, at five forecasts' cost; the
+# simulator measured the estimate with them (docs/simulation.md).
 DRAWS = 5
 HORIZON_S = 90 * DAY_S  # a quarter: longer than any wait the bench scenarios' rebalancer gives a job at p95
 Unknown = NoStart | Literal["no_history"]
@@ -29,8 +31,8 @@ DrawFrom = Callable[[History, random.Random], Durations]
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """Seconds on the cluster's clock: `start` the point estimate, `earliest` and `latest` its range (`latest`
-    None: not within the horizon at the upper quartiles); or `start` None and `unknown` saying why."""
+    """Seconds on the cluster's clock: `start` the point estimate, `earliest` and `latest` the span of the draws
+    (`latest` None: one draw did not start it within the horizon); or `start` None and `unknown` saying why."""
 
     start: float | None
     earliest: float | None = None
@@ -64,7 +66,7 @@ def estimate(cluster: Cluster, history: History, *, targets: Collection[str] | N
     for job in first.starts:
         starts = [r[job] for r in runs]
         times = sorted(s.at if s.at is not None else math.inf for s in starts)
-        mid, lo, hi = times[n // 2], times[n // 4], times[n - 1 - n // 4]
+        mid, lo, hi = times[n // 2], times[0], times[-1]
         if mid == math.inf:
             reason = next(s.reason for s in starts if s.at is None)
             unknown: Unknown | None = reason if history or reason == "larger_than_pool" else "no_history"

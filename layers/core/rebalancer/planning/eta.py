@@ -10,6 +10,7 @@ has run (Snapshot.running_workloads) and the run durations of the team's workloa
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
@@ -48,6 +49,14 @@ APPLY_DELAY_S = 120.0  # a plan that applies by itself is in place within the ru
 # within a factor WITHIN of the actual one.
 WAITED_S = 3600.0
 WITHIN = 2.0
+# The likely range told with each estimate is meant to hold the actual start of LIKELY of the workloads that wait
+# WAITED_S or more: the span of the forecast's draws (what the history's durations can do), widened by the
+# track record's observed error (what they cannot: a waiting workload's own run time, work that arrives later).
+# Once RECORD_MIN outcomes are known, the wait the estimate gives is stretched by the (1 − LIKELY) / 2 and
+# (1 + LIKELY) / 2 quantiles of actual ÷ estimated wait; before that, by 1/WITHIN and WITHIN, the band within which
+# this project calls an estimate good (docs/simulation.md measures the coverage it gives).
+LIKELY = 0.8
+RECORD_MIN = 20
 
 
 def _t(at: datetime) -> float:
@@ -123,6 +132,28 @@ def track_record(history: RunHistory) -> TrackRecord | None:
     within = sum(o.estimated_s is not None and o.waited_s / WITHIN <= o.estimated_s <= o.waited_s * WITHIN
                  for o in history.outcomes)
     return TrackRecord(workloads=len(history.outcomes), within_2x=within / len(history.outcomes))
+
+
+def error_band(outcomes: Sequence[Outcome]) -> tuple[float, float]:
+    """The factors (low ≤ 1 ≤ high) by which the waits that followed an estimate have differed from it: the
+    quantiles of actual ÷ estimated wait that hold LIKELY of them between, once RECORD_MIN estimated outcomes are
+    known; (1/WITHIN, WITHIN) before that."""
+    ratios = sorted(o.waited_s / o.estimated_s for o in outcomes if o.estimated_s is not None and o.estimated_s > 0)
+    if len(ratios) < RECORD_MIN:
+        return 1 / WITHIN, WITHIN
+    low = ratios[int((1 - LIKELY) / 2 * (len(ratios) - 1))]
+    high = ratios[math.ceil((1 + LIKELY) / 2 * (len(ratios) - 1))]
+    return min(low, 1.0), max(high, 1.0)
+
+
+def likely_range(e: Estimate, now: float, band: tuple[float, float]) -> tuple[float, float | None]:
+    """The range told with the estimate `e` made at `now`: the span of its draws, widened so that the wait still
+    to come is stretched by `band` (error_band) either way. Only a start due now is a point."""
+    assert e.start is not None
+    wait = max(0.0, e.start - now)
+    earliest = e.earliest if e.earliest is not None else e.start
+    low = now + min(earliest - now, wait * band[0])
+    return max(now, low), None if e.latest is None else now + max(e.latest - now, wait * band[1])
 
 
 # --- the cluster as the forecast starts from it ---
@@ -287,6 +318,8 @@ def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, a
     got = estimate(cluster, History(dict(history.finished), dict(history.declared)),
                    controller=controller(snapshot, policy, plan, applies, context, replans), deadline=deadline)
     spent = _budgets_spent(snapshot, policy, context)
+    band = error_band(history.outcomes)
+    now = _t(snapshot.taken_at)
     out = []
     for w in snapshot.pending_workloads:
         e = got.get(workload_key(w.team, w.name, w.pool), Estimate(None, unknown="never_admitted"))
@@ -298,9 +331,9 @@ def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, a
             out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool, unknown=UNKNOWN[e.unknown or
                                                                                           "never_admitted"]))
         else:
-            out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool, start=_at(e.start),
-                                   earliest=_at(e.earliest if e.earliest is not None else e.start),
-                                   latest=None if e.latest is None else _at(e.latest)))
+            earliest, latest = likely_range(e, now, band)
+            out.append(WorkloadEta(name=w.name, team=w.team, pool=w.pool, start=_at(e.start), earliest=_at(earliest),
+                                   latest=None if latest is None else _at(latest)))
     return tuple(out)
 
 

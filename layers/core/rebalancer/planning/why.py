@@ -324,8 +324,17 @@ def explain(snapshot: Snapshot, plan: Plan | None, team: str, *, last_changes: M
                        waiting=tuple(waiting), notes=notes, standing=standing, running=running,
                        running_unlisted=unlisted,
                        track_record=outlook.track_record if outlook is not None and waiting else None,
-                       estimates_rest_on=outlook.notes if outlook is not None and waiting else (),
+                       estimates_rest_on=_notes_for(team, outlook.notes, snapshot) if outlook is not None and
+                       waiting else (),
                        preempted=tuple(p for p in plan.preemptions if p.team == team) if plan else ())
+
+
+def _notes_for(team: str, notes: Sequence[str], snapshot: Snapshot) -> tuple[str, ...]:
+    """The outlook's notes a team is told: those about the cluster and those about it (`team: …`), not another
+    team's."""
+    teams = {q.team for q in snapshot.quotas} | {w.team for w in snapshot.pending_workloads} | \
+        {w.team for w in snapshot.running_workloads}
+    return tuple(n for n in notes if n.partition(": ")[0] == team or n.partition(": ")[0] not in teams)
 
 
 def _quota_lines(snapshot: Snapshot, plan: Plan | None, team: str, changes: Mapping[str, LastChange],

@@ -52,6 +52,8 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
                               history=history, replans=replans if planned is not None else 0, deadline=deadline)
     notes: tuple[str, ...] = (f"{_durations_from(snapshot, history)}the forecast assumes no new work arrives",
                               ) if estimates else ()
+    if estimates and history.finished:  # with no run seen anywhere, each estimate says so itself (no_history)
+        notes += tuple(f"{team}: {NO_HISTORY_OF_ITS_OWN}" for team in _without_history(snapshot, history))
     if deadline is not None and deadline.reached:
         notes += ("the plan step's time ran out before the forecasts ended: the estimates rest on fewer of them, "
                   "and a workload the first had not started by then has none",)
@@ -59,6 +61,16 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
                  if policy is not None else {})
     return Outlook(taken_at=snapshot.taken_at, estimates=estimates, standing=standings, notes=notes,
                    track_record=eta.track_record(history))
+
+
+NO_HISTORY_OF_ITS_OWN = (f"no history of its own to estimate from (fewer than {MIN_SAMPLES} of its runs seen to "
+                         "finish): its run times are drawn from the whole cluster's")
+
+
+def _without_history(snapshot: Snapshot, history: RunHistory) -> list[str]:
+    """The teams with work waiting or running whose own finished runs are too few to draw its run times from."""
+    teams = {w.team for w in snapshot.pending_workloads} | {w.team for w in snapshot.running_workloads}
+    return sorted(t for t in teams if len(history.finished.get(t, ())) < MIN_SAMPLES)
 
 
 def _durations_from(snapshot: Snapshot, history: RunHistory) -> str:
