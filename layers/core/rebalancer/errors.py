@@ -30,6 +30,7 @@ matches the exact class name a Lambda raised, not its bases: a new transient kin
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 MESSAGE_MAX = 600  # an InvalidInput is one line people read; a huge value never reaches it in full
@@ -62,13 +63,28 @@ class InvalidInput(PermanentError, ValueError):
 
 
 class UnknownInstanceType(InvalidInput):
-    def __init__(self, instance_type: str, *, field: str | None = None):
+    """`known`: the names this tool knows, for "did you mean …?", worked out only when the error is said (a lookup
+    that expects a miss, such as a MIG partition's key, catches it unsaid, and the distances cost milliseconds)."""
+
+    def __init__(self, instance_type: str, *, field: str | None = None,
+                 known: Callable[[], Iterable[str]] | None = None):
         super().__init__(
             f"unknown instance type {instance_type!r} (not a SageMaker HyperPod ClusterInstanceType this tool knows)",
             field=field,
             value=instance_type,
         )
         self.instance_type = instance_type
+        self._known = known
+        self._said: str | None = None
+
+    def __str__(self) -> str:
+        if self._said is None:
+            from rebalancer.domain.spelling import nearest
+
+            near = (nearest(self.instance_type, self._known(), within=2)
+                    if self._known is not None and len(self.instance_type) <= 64 else None)
+            self._said = super().__str__() + (f"; did you mean {near}?" if near else "")
+        return self._said
 
 
 class UnknownMigProfile(InvalidInput):

@@ -102,3 +102,10 @@ def test_an_overlap_is_checked_where_the_later_reservation_starts() -> None:
 
 def test_a_team_reserving_below_its_guarantee_counts_its_guarantee_once() -> None:
     refuse_if_unfit(reservation(8, team="inference"), POLICY, SNAP, [reservation(48, rid="r-big")], T0)
+
+
+def test_a_team_one_typo_from_a_policy_team_gets_did_you_mean() -> None:
+    assert refused(reservation(team="reserch")) == ("--team: team reserch is not managed by the policy; did you mean "
+                                                     "research?")
+    assert refused(reservation(team="gon")).endswith("is not managed by the policy")  # a removed team is no answer
+    assert "did you mean" not in refused(reservation(team="marketing"))

@@ -84,7 +84,7 @@ def spec(instance_type: str, *, field: str | None = None) -> InstanceSpec:
     try:
         return _ALL[instance_type]
     except KeyError:
-        raise UnknownInstanceType(instance_type, field=field) from None
+        raise UnknownInstanceType(instance_type, field=field, known=_ALL.keys) from None
 
 
 def family_of(instance_type: str) -> str:

@@ -26,6 +26,8 @@ def nearest(name: str, candidates: Iterable[str], within: int) -> str | None:
     """The candidate closest to `name` within `within` edits (ties: the first in sorted order), or None."""
     best: tuple[int, str] | None = None
     for c in sorted(set(candidates)):
+        if abs(len(c) - len(name)) > within:  # at least that many edits apart: not worth the distance
+            continue
         d = edit_distance(name, c)
         if d <= within and (best is None or d < best[0]):
             best = (d, c)

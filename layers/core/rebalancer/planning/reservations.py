@@ -20,6 +20,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy, TeamPolicy
 from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.domain.spelling import nearest
 from rebalancer.engine.reservations import pool_total, unhonoured
 from rebalancer.errors import ReservationRefused
 from rebalancer.planning import capacity
@@ -91,7 +92,10 @@ def _check_team(new: Reservation, policy: Policy) -> TeamPolicy:
     team = policy.teams.get(new.team)
     why = unhonoured(new.team, new.pool, team)
     if why or team is None:
-        raise ReservationRefused(why or f"team {new.team} is not managed by the policy", field="--team",
+        near = nearest(new.team, (t for t, p in policy.teams.items() if not p.remove), within=2) if team is None \
+            else None
+        hint = f"; did you mean {near}?" if near else ""
+        raise ReservationRefused(f"{why or f'team {new.team} is not managed by the policy'}{hint}", field="--team",
                                  value=new.team)
     return team
 
