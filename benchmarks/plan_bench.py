@@ -30,10 +30,12 @@ from rich.table import Table  # noqa: E402
 from support.large_cluster import NOW, instance_types, synthetic  # noqa: E402 (plan_outputs reads them here)
 from support.lp_fairness import reference_coupled, reference_shares  # noqa: E402
 
+from rebalancer.domain.policy import Policy, TeamPolicy  # noqa: E402
 from rebalancer.domain.snapshot import Snapshot  # noqa: E402
 from rebalancer.engine.allocation import INF, Claim, FamilyBound, PoolInput, Settings, allocate, fair_shares  # noqa: E402
 from rebalancer.planning.planner import make_plan  # noqa: E402
 from rebalancer.planning.pools import build_pools  # noqa: E402
+from rebalancer.planning.team_names import name_problems  # noqa: E402
 
 RUNS = 7
 PLAN_RATIO_TARGET = 3.5  # make_plan at 1,000 teams x 15 types, in calibration loops (issue 21)
@@ -82,17 +84,34 @@ def calibration_ms() -> float:
     return median_ms(_loop, runs=5)
 
 
-def paired_ratio(fn: Callable[[], object], runs: int = 2 * RUNS) -> tuple[float, float, float]:
-    """(median of fn ÷ loop over pairs run back to back, median fn ms, median loop ms). Each run of `fn` is paired
-    with a calibration loop right after it, so both see the same load: on a shared machine the loop alone moves by
-    a third between two runs, the ratio of a pair far less."""
+def paired_ratio(fn: Callable[[], object], runs: int = 2 * RUNS,
+                 against: Callable[[], object] = _loop) -> tuple[float, float, float]:
+    """(median of fn ÷ `against` (the calibration loop) over pairs run back to back, median fn ms, median `against`
+    ms). Each run of `fn` is paired with a run of `against` right after it, so both see the same load: on a shared
+    machine the loop alone moves by a third between two runs, the ratio of a pair far less."""
     fn()
+    against()
     plans, loops = [], []
     for _ in range(runs):
         plans.extend(cpu_ms(fn, runs=1))
-        loops.extend(cpu_ms(_loop, runs=1))
+        loops.extend(cpu_ms(against, runs=1))
     ratio = statistics.median([p / q for p, q in zip(plans, loops, strict=True)])
     return ratio, statistics.median(plans), statistics.median(loops)
+
+
+NEW_TEAMS = 40
+NEW_TEAMS_TARGET = 1.1  # a plan with 40 teams new to 1,000 ÷ the plan without them (issue 41)
+
+
+def with_new_teams(pol: Policy, count: int = NEW_TEAMS, marked_new: bool = False) -> Policy:
+    """The policy with `count` more teams that have no quota yet, named as people name teams and close to no
+    existing one: unless `marked_new`, the plan checks each against the existing names
+    (rebalancer.planning.team_names); it creates each one's quota."""
+    words = ("vision", "speech", "robotics", "pretrain", "finetune", "safety", "search", "ranking")
+    teams = dict(pol.teams)
+    for i in range(count):
+        teams[f"{words[i % 8]}-{words[(i // 8 + 1 + i) % 8]}-lab{i}"] = TeamPolicy(weight=2, new=marked_new)
+    return pol.model_copy(update={"teams": teams})
 
 
 def lp_deviation(cases: int = 200, seed: int = 11) -> tuple[float, float]:
@@ -184,6 +203,19 @@ def main() -> None:
     console.print(f"ratio: make_plan at {largest:,} teams × {len(types)} types ÷ calibration loop, median of "
                   f"{2 * RUNS} back-to-back pairs = {ratio:.2f} (medians {plan_ms:.1f} ms ÷ {loop_ms:.1f} ms; target "
                   f"at most {PLAN_RATIO_TARGET})")
+    grown, marked = with_new_teams(pol), with_new_teams(pol, marked_new=True)
+    created = [r for r in make_plan(snap, grown, NOW).requests if r.operation == "CreateComputeQuota"]
+    assert len(created) == NEW_TEAMS, "each new team's quota is created"
+    ratio, grown_ms, plan_ms = paired_ratio(lambda: make_plan(snap, grown, NOW),
+                                            against=lambda: make_plan(snap, pol, NOW))
+    checked, _, marked_ms = paired_ratio(lambda: make_plan(snap, grown, NOW),
+                                         against=lambda: make_plan(snap, marked, NOW))
+    existing = [q.team for q in snap.quotas]
+    check = median_ms(lambda: name_problems(grown, existing))
+    console.print(f"new teams: make_plan with {NEW_TEAMS} teams new to {largest:,} ÷ without them, median of "
+                  f"{2 * RUNS} back-to-back pairs = {ratio:.3f} (medians {grown_ms:.1f} ms ÷ {plan_ms:.1f} ms; target "
+                  f"at most {NEW_TEAMS_TARGET}); the name check's part, ÷ the same plan with the {NEW_TEAMS} marked "
+                  f"`new: true` (not checked) = {checked:.3f} (÷ {marked_ms:.1f} ms); the check alone {check:.1f} ms")
     # CPU time excludes other processes, but on a loaded machine they still share caches and the core's clock.
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     console.print(f"machine load while measuring (1/5/15 min): {load} on {os.cpu_count()} CPUs")

@@ -52,7 +52,8 @@ WARNING_MAX_BYTES = 1024
 _CHANGES: TypeAdapter[list[Change]] = TypeAdapter(list[Change])
 
 
-def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: PlanningContext | None = None) -> Plan:
+def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: PlanningContext | None = None,
+              check_names: bool = True) -> Plan:
     """Desired allocations and settings against the snapshot's quotas and scheduler config, as an ordered,
     explained change set, with what the policy wants and a hold keeps back.
 
@@ -63,9 +64,11 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: Pla
     allocation changes are then ordinary rebalancing.
 
     A policy team without a quota whose name is close to an existing team's is refused (InvalidInput, "did you
-    mean …?": rebalancer.planning.team_names) unless the policy marks it new.
+    mean …?": rebalancer.planning.team_names) unless the policy marks it new; `check_names` False: checked already
+    against these teams (a forecast's re-plans of the run's plan).
     """
-    check_team_names(policy, (q.team for q in snapshot.quotas))
+    if check_names:
+        check_team_names(policy, (q.team for q in snapshot.quotas))
     if context is None:
         context = planning_context(snapshot, policy)
     effective = stability.effective(policy, snapshot, context)  # budget caps and ownership, once for every stage
