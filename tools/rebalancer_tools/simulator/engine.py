@@ -182,6 +182,7 @@ class Simulation:
         self.modified = {q.name: 0.0 for q in self.queues}
         self.pending_applies = 0
         self.staged: dict[int, Decision] = {}  # quota changes waiting for their apply event
+        self.states: dict[str, dict[str, Queue]] | None = None  # the queues as configured, until a write
         self.idle_ticks = 0
         self._init_accounts()
         self.end = 0.0
@@ -894,11 +895,12 @@ class Simulation:
         return oldest
 
     def _queue_states(self) -> dict[str, dict[str, Queue]]:
-        """Each team's ClusterQueue in each pool as it is configured now."""
-        out: dict[str, dict[str, Queue]] = {}
-        for q in self.queues:
-            out.setdefault(q.name, {})[self.pool_names[q.pool]] = q.state()
-        return out
+        """Each team's ClusterQueue in each pool as it is configured now (made again only after a write)."""
+        if self.states is None:
+            self.states = {}
+            for q in self.queues:
+                self.states.setdefault(q.name, {})[self.pool_names[q.pool]] = q.state()
+        return self.states
 
     def _apply(self, decision: Decision) -> None:
         """The decision's quotas written: each queue's nominal quota, and for a team whose other settings it
@@ -918,6 +920,7 @@ class Simulation:
                 q.configure(written)
                 changed = True
             if changed:
+                self.states = None
                 if q.name not in updated:  # one UpdateComputeQuota per team, whatever pools it changes
                     updated.add(q.name)
                     self.versions[q.name] += 1
