@@ -94,3 +94,21 @@ def test_remote_controls_address_one_region(emu: EmulatorHandle) -> None:
     assert [c["ClusterName"] for c in eu.list_clusters()["ClusterSummaries"]] == ["eu"]
     assert [r["operation"] for r in ireland.invariant()["records"]] == ["control:node-status"]
     assert RemoteEmulator(emu.endpoint).invariant()["records"] == []
+
+
+def test_a_region_no_partition_has_is_one_line_naming_it_not_a_500_page(
+        emu: EmulatorHandle, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    from click.testing import CliRunner
+
+    from rebalancer_tools.cli import cli
+
+    assert emu.endpoint is not None
+    monkeypatch.setenv("AWS_ENDPOINT_URL", emu.endpoint)
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    got = CliRunner().invoke(cli, ["snapshot", "--cluster", DEMO.cluster_name, "--no-kube", "--region", "mars-1"])
+    assert got.exit_code == 1, got.output
+    [line] = got.stderr.splitlines()
+    assert "no such AWS region 'mars-1': this emulator serves the regions botocore knows" in line
+    assert "<" not in line  # no HTML page
+    assert "Traceback" not in capfd.readouterr().err  # nor a traceback in the server's log (moto was never asked)

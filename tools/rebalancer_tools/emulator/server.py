@@ -15,6 +15,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from rebalancer_tools.emulator.http_control import control_middleware
 from rebalancer_tools.emulator.install import install
+from rebalancer_tools.emulator.regions import region_guard
 
 
 class _QuietHandler(MotoRequestHandler):
@@ -41,7 +42,7 @@ class EmulatorServer:
             with socket.socket() as probe:
                 probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 probe.bind((self.host, self.port))
-        app: Any = control_middleware(DomainDispatcherApplication(create_backend_app))
+        app: Any = region_guard(control_middleware(DomainDispatcherApplication(create_backend_app)))
         if self.wrap is not None:
             app = self.wrap(app)
         return make_server(self.host, self.port, app, threaded=True,
