@@ -185,3 +185,22 @@ def test_the_run_history_at_10000_teams_with_a_flooding_tenant_is_written_within
     assert kept.running.keys() <= history.running.keys()
     assert kept.told.keys() <= history.told.keys()
     assert kept.declared.keys() <= history.declared.keys()
+
+
+def test_nodes_unavailable_at_once_on_a_cluster_of_10000_teams_are_kept_within_an_item(store: Store) -> None:
+    """10,000 of the 222,500 nodes of a cluster of 10,000 teams unavailable at once (a zone lost): at about 80
+    bytes a node the record is 0.8 MB, kept gzip'd (in parts), every item within the limit, and read back whole."""
+    since = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    rnd = random.Random(11)
+    nodes = {f"i-{rnd.getrandbits(68):017x}": ("labelled UnschedulablePendingReplacement", since)
+             for _ in range(10_000)}
+    store.sightings.record_unavailable("c1", nodes)
+    assert max(item_sizes()) < ITEM_LIMIT * 0.75
+    assert store.sightings.unavailable("c1") == nodes
+
+
+def test_nodes_unavailable_as_the_previous_version_stored_them_are_read(store: Store) -> None:
+    since = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    boto3.resource("dynamodb").Table("t").put_item(Item={"pk": "CLUSTER#c1", "sk": "UNAVAILABLE", "nodes": {
+        "i-1": {"state": "SystemUpdating", "since": since.isoformat()}}})
+    assert store.sightings.unavailable("c1") == {"i-1": ("SystemUpdating", since)}

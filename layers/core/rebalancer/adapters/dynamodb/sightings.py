@@ -19,13 +19,18 @@ class TableSightings:
 
     def unavailable(self, cluster_name: str) -> dict[str, tuple[str, datetime]]:
         item = self.t.get(f"CLUSTER#{cluster_name}", "UNAVAILABLE")
-        nodes = (item or {}).get("nodes") or {}
+        if item is None:
+            return {}
+        # `nodes`, a map in the item: as a version before the packed record wrote it
+        nodes = item["nodes"] if "nodes" in item else self.t.unpacked(item)
         return {str(n): (str(v["state"]), datetime.fromisoformat(str(v["since"]))) for n, v in nodes.items()}
 
     def record_unavailable(self, cluster_name: str, nodes: dict[str, tuple[str, datetime]]) -> None:
-        """Replaces the cluster's record: a node no longer listed is no longer unavailable."""
-        self.t.table.put_item(Item={KEY: f"CLUSTER#{cluster_name}", SORT: "UNAVAILABLE", "nodes": {
-            n: {"state": state, "since": since.isoformat()} for n, (state, since) in sorted(nodes.items())}})
+        """Replaces the cluster's record: a node no longer listed is no longer unavailable. gzip'd, in parts when
+        larger (Table.put_packed): at about 80 bytes a node, 5,000 nodes unavailable at once would pass an item's
+        400 KB, 2 % of a cluster of 10,000 teams' 222,500 nodes."""
+        self.t.put_packed({KEY: f"CLUSTER#{cluster_name}", SORT: "UNAVAILABLE"}, {
+            n: {"state": state, "since": since.isoformat()} for n, (state, since) in sorted(nodes.items())})
 
     def last_event(self, cluster_name: str) -> datetime | None:
         item = self.t.get(f"CLUSTER#{cluster_name}", "LAST-EVENT")

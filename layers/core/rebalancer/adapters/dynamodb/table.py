@@ -22,8 +22,9 @@ Item layout (pk / sk), by repository:
                                                                        expires_at is the TTL
   versions     CLUSTER#<cluster>      / VERSION#<team or (cluster)>    the quota (scheduler config) version our
                                                                        last write left
-  sightings    CLUSTER#<cluster>      / UNAVAILABLE                    per node unavailable for now: its state
-                                                                       and since when runs have seen it so
+  sightings    CLUSTER#<cluster>      / UNAVAILABLE                    gzip'd (in parts when larger): per node
+                                                                       unavailable for now, its state and since
+                                                                       when runs have seen it so
                CLUSTER#<cluster>      / LAST-EVENT                     time of the latest cluster event the
                                                                        trigger received (only moves forward)
   durations    CLUSTER#<cluster>      / RUN-HISTORY                    gzip'd: workloads running as last seen,
