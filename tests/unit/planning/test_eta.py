@@ -69,13 +69,18 @@ def test_the_likely_range_is_stretched_by_how_the_waits_turned_out_once_the_trac
     """Ratios actual ÷ estimated wait of 0.3, 0.4 … 2.2 (twenty): the 10th and 90th percentiles stretch the wait
     still to come; fewer than RECORD_MIN outcomes, or ones without an estimate, leave the prior (½, 2)."""
     record = tuple(Outcome(waited_s=3600.0 * (3 + k), estimated_s=36000.0) for k in range(eta.RECORD_MIN))
-    assert eta.error_band(record) == pytest.approx((0.4, 2.1))
-    assert eta.error_band(record[:-1]) == (0.5, 2.0)
-    assert eta.error_band((*record[:-1], Outcome(waited_s=7200.0))) == (0.5, 2.0)
+    assert eta.error_band(eta.wait_ratios(record)) == pytest.approx((0.4, 2.1))
+    assert eta.error_band(eta.wait_ratios(record[:-1])) == (0.5, 2.0)
+    assert eta.error_band(eta.wait_ratios((*record[:-1], Outcome(waited_s=7200.0)))) == (0.5, 2.0)
+    # a workload told 1 h that has waited 30 h so far counts at 30 (at least): the longest waits, which the
+    # outcomes learn of last, are not left out; one that has waited under an hour is not counted yet
+    assert eta.wait_ratios(record[:1], [(30 * 3600.0, 3600.0), (1800.0, 60.0)]) == pytest.approx([0.3, 30.0])
+    longest = eta.wait_ratios(record[:-1], [(30 * 3600.0, 3600.0)] * 3)
+    assert eta.error_band(longest)[1] == 30.0
     # always about the point itself: a record of estimates that all came true stretches nothing, the draws' span
     # still counts, and an estimate starting now is the only point
     exact = tuple(Outcome(waited_s=7200.0, estimated_s=7200.0) for _ in range(eta.RECORD_MIN))
-    assert eta.error_band(exact) == (1.0, 1.0)
+    assert eta.error_band(eta.wait_ratios(exact)) == (1.0, 1.0)
     drawn = eta.Estimate(start=10 * 3600.0, earliest=8 * 3600.0, latest=11 * 3600.0)
     assert eta.likely_range(drawn, 0.0, (1.0, 1.0)) == (8 * 3600.0, 11 * 3600.0)
     assert eta.likely_range(drawn, 0.0, (0.4, 2.1)) == pytest.approx((4 * 3600.0, 21 * 3600.0))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rebalancer.domain.outlook import OUTCOMES_KEPT, Outcome
+from rebalancer.domain.outlook import OUTCOMES_KEPT, TOLD_KEPT
 from rebalancer.forecast.durations import KEPT, History
 from rebalancer.forecast.estimate import Estimate
 from rebalancer.forecast.kueue import admission_limit, reclaim_victims
@@ -272,7 +272,10 @@ class Simulation:
         self.first_start = [-1.0] * n
         self.estimated: list[float | None] = [None] * n  # the estimated first start a job was given
         self.likely: list[tuple[float, float | None] | None] = [None] * n  # and the likely range told with it
-        self.outcomes: list[Outcome] = []  # the track record: jobs estimated that waited WAITED_S or more
+        # The track record as the plan step keeps it: actual ÷ estimated wait of the jobs estimated that waited
+        # WAITED_S or more, and the jobs told an estimate that still wait (planning.eta.wait_ratios)
+        self.outcomes: list[float] = []
+        self.told_waiting: dict[int, None] = {}  # in the order told
         self.asked = [False] * n  # whether it was given an answer (an estimate or none)
         self.runs_done: dict[str, list[float]] = {}  # queue → run durations of its finished jobs, oldest first
         self.declared_done: dict[str, list[float]] = {}  # queue → of those that declared: ran ÷ declared
@@ -491,9 +494,10 @@ class Simulation:
         if self.first_start[j] < 0:
             self.first_start[j] = self.now
             estimated = self.estimated[j]
-            if estimated is not None and self.now - self.submit[j] >= WAITED_S:  # only ever set with an estimator
-                self.outcomes.append(Outcome(waited_s=self.now - self.submit[j],
-                                             estimated_s=estimated - self.submit[j]))
+            if estimated is not None:  # only ever set with an estimator
+                self.told_waiting.pop(j, None)
+                if self.now - self.submit[j] >= WAITED_S and estimated > self.submit[j]:
+                    self.outcomes.append((self.now - self.submit[j]) / (estimated - self.submit[j]))
         self.used[p] += g
         self.team_run[p][t] += g
         self.running[p][q].add(j)
@@ -789,12 +793,15 @@ class Simulation:
         history = History({q: tuple(runs[-KEPT:]) for q, runs in self.runs_done.items()},
                           {q: tuple(ratios[-KEPT:]) for q, ratios in self.declared_done.items()})
         answers = self.eta(self.observed(at), history, tuple(targets), staged)
-        band = error_band(self.outcomes[-OUTCOMES_KEPT:])
+        waiting = [(at - self.submit[k]) / told for k in list(self.told_waiting)[-TOLD_KEPT:]
+                   if at - self.submit[k] >= WAITED_S and (told := (self.estimated[k] or 0.0) - self.submit[k]) > 0]
+        band = error_band(self.outcomes[-OUTCOMES_KEPT:] + waiting)
         for name, j in targets.items():
             e = answers.get(name)
             if e is not None and e.start is not None:
                 self.estimated[j] = e.start
                 self.likely[j] = likely_range(e, at, band)
+                self.told_waiting[j] = None
             self.asked[j] = True
 
     def observed(self, at: float) -> Cluster:

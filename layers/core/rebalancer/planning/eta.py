@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from rebalancer.domain.context import PlanningContext
@@ -134,15 +134,22 @@ def track_record(history: RunHistory) -> TrackRecord | None:
     return TrackRecord(workloads=len(history.outcomes), within_2x=within / len(history.outcomes))
 
 
-def error_band(outcomes: Sequence[Outcome]) -> tuple[float, float]:
-    """The factors (low ≤ 1 ≤ high) by which the waits that followed an estimate have differed from it: the
-    quantiles of actual ÷ estimated wait that hold LIKELY of them between, once RECORD_MIN estimated outcomes are
-    known; (1/WITHIN, WITHIN) before that."""
-    ratios = sorted(o.waited_s / o.estimated_s for o in outcomes if o.estimated_s is not None and o.estimated_s > 0)
+def wait_ratios(outcomes: Iterable[Outcome], waiting: Iterable[tuple[float, float]] = ()) -> list[float]:
+    """Actual ÷ estimated wait of each outcome given an estimate, and of each workload told one that still waits
+    (`waiting`: its wait so far and the wait it was told) once it has waited WAITED_S: its wait so far is a lower
+    bound of its ratio, and leaving it out would leave out the longest waits, which the outcomes learn of last."""
+    done = [o.waited_s / o.estimated_s for o in outcomes if o.estimated_s is not None and o.estimated_s > 0]
+    return done + [so_far / told for so_far, told in waiting if so_far >= WAITED_S and told > 0]
+
+
+def error_band(ratios: Sequence[float]) -> tuple[float, float]:
+    """The factors (low ≤ 1 ≤ high) by which waits have differed from their estimates (`ratios`: wait_ratios): the
+    quantiles that hold LIKELY of them between, once RECORD_MIN are known; (1/WITHIN, WITHIN) before that."""
     if len(ratios) < RECORD_MIN:
         return 1 / WITHIN, WITHIN
-    low = ratios[int((1 - LIKELY) / 2 * (len(ratios) - 1))]
-    high = ratios[math.ceil((1 + LIKELY) / 2 * (len(ratios) - 1))]
+    ordered = sorted(ratios)
+    low = ordered[int((1 - LIKELY) / 2 * (len(ordered) - 1))]
+    high = ordered[math.ceil((1 + LIKELY) / 2 * (len(ordered) - 1))]
     return min(low, 1.0), max(high, 1.0)
 
 
@@ -319,8 +326,9 @@ def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, a
     got = estimate(cluster, History(dict(history.finished), dict(history.declared)),
                    controller=controller(snapshot, policy, plan, applies, context, replans), deadline=deadline)
     spent = _budgets_spent(snapshot, policy, context)
-    band = error_band(history.outcomes)
     now = _t(snapshot.taken_at)
+    band = error_band(wait_ratios(history.outcomes, [
+        (now - _t(t.queued), _t(t.start) - _t(t.queued)) for t in history.told.values() if t.start is not None]))
     out = []
     for w in snapshot.pending_workloads:
         e = got.get(workload_key(w.team, w.name, w.pool), Estimate(None, unknown="never_admitted"))
