@@ -6,20 +6,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SAM_STAMP := .venv-sam/.installed
-# pip warns about every package it does not find in this machine's local wheel folders; that is noise here.
-PIP := $(PY) -m pip --quiet --disable-pip-version-check
-QUIET_PIP := 2> >(grep -v "^WARNING: Location" >&2)
 
 .PHONY: help demo venv lint typecheck test test-fast test-install docs bench bench-autoscale lock clean sam-venv build browser
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
+# uv installs the pins (pip where it cannot): see scripts/install-pins, and the README for what it saves.
 $(STAMP): requirements/dev.lock pyproject.toml
-	@interp=$$(scripts/find-python 13) && echo "using $$interp" && \
-	  { [ -x $(PY) ] || "$$interp" -m venv $(VENV); }
-	$(PIP) install -r requirements/dev.lock $(QUIET_PIP)
-	$(PIP) install --no-deps --no-build-isolation -e . $(QUIET_PIP)
+	scripts/install-pins $(VENV) requirements/dev.lock .
 	@touch $(STAMP)
 
 venv: $(STAMP) ## create .venv with a Python 3.13 it finds and the pinned dependencies
@@ -96,8 +91,7 @@ lock: ## re-pin requirements/dev.lock from requirements/dev.in (needs the networ
 	.venv-lock/bin/pip freeze --exclude-editable > requirements/dev.lock && rm -rf .venv-lock
 
 $(SAM_STAMP): requirements/sam.lock
-	@interp=$$(scripts/find-python 13) && { [ -x .venv-sam/bin/python ] || "$$interp" -m venv .venv-sam; }
-	.venv-sam/bin/python -m pip --quiet --disable-pip-version-check install -r requirements/sam.lock $(QUIET_PIP)
+	scripts/install-pins .venv-sam requirements/sam.lock
 	@touch $(SAM_STAMP)
 
 sam-venv: $(SAM_STAMP) ## aws-sam-cli in its own .venv-sam (its pins clash with .venv); about 75 s the first time
