@@ -12,10 +12,19 @@ SAM_STAMP := .venv-sam/.installed
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-# uv installs the pins (pip where it cannot): see scripts/install-pins, and the README for what it saves.
+# uv installs the pins (pip where it cannot), compiling no bytecode: see scripts/install-pins, and the README for
+# what it saves a fresh clone's `make demo`.
 $(STAMP): requirements/dev.lock pyproject.toml
 	scripts/install-pins $(VENV) requirements/dev.lock .
 	@touch $(STAMP)
+
+# The suite starts hundreds of interpreters, and where no bytecode is written (PYTHONDONTWRITEBYTECODE, as on the dev
+# box) each would compile what it imports again: every package's bytecode, once, as pip compiled it at install. A
+# file a package ships that does not compile (a test data file, another Python's syntax) is left, as pip leaves it.
+COMPILED := $(VENV)/.compiled
+$(COMPILED): $(STAMP)
+	$(PY) -m compileall -qq -j0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
+	@touch $(COMPILED)
 
 venv: $(STAMP) ## create .venv with a Python 3.13 it finds and the pinned dependencies
 
@@ -32,7 +41,7 @@ demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 onl
 # +30% CPU: each worker starts its own emulator and stack). Try it elsewhere with `make test PYTEST_ARGS="-n 2"`.
 # `/usr/bin/time -v .venv/bin/python -m pytest -q -p no:randomly` (this target's suite, in file order) on that box,
 # 2,777 tests: 5:51 wall, 344 s CPU at load 0.0-1.0; lint and a cold mypy add 17 s (0.4 s warm).
-test: lint typecheck $(SAM_STAMP) browser ## lint, type-check and run every test (unit, integration, e2e)
+test: lint typecheck $(SAM_STAMP) $(COMPILED) browser ## lint, type-check and run every test (unit, integration, e2e)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of each
@@ -60,7 +69,7 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 # at least and never more than `make test` runs; whole simulations and multi-day replays are in tests/integration.
 # `/usr/bin/time -f '%e s wall, %U+%S s CPU' make test-fast` on the shared 2-core dev box, 1,845 tests: 28.0 s wall,
 # 27.9 s CPU at load 0.3-0.6; 28.2 s, 27.8 s at load 1.2-1.5.
-test-fast: $(STAMP) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
+test-fast: $(COMPILED) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
 
 bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, the plan step's outlook, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check, `simulate`'s default run against the strategies' own simulations
