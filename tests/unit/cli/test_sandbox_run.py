@@ -126,3 +126,22 @@ def test_the_controllers_policy_is_refused_in_one_line(tmp_path: Path, monkeypat
     got = CliRunner().invoke(cli, ["emulator", "--policy", str(bad)])
     assert got.exit_code == 2
     assert got.output == "error: --policy: the sandbox controller's policy: give --seed-demo too\n"
+
+
+def test_run_written_to_a_file_folds_its_messages_at_a_readable_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emails and Slack posts are prose: to a pipe or a file they fold at 100 columns (a link stays whole), where a
+    table's 1,000 columns made each rule and box a line of 1,000 characters."""
+    link = "http://127.0.0.1:5001/approvals/abc?decision=approve&expires=1796699980&sig=" + "e" * 64
+    body = "Moves: 8 accelerators taken from teams, 4 given. " * 6 + f"\n\nApprove:\n{link}\n"
+    post = {"blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "Approval needed: " + "x " * 120}}]}
+    report = RunReport(cluster=CLUSTER, started=True, execution=f"{CLUSTER}-20261208T021800", status="SUCCEEDED",
+                       messages=(Delivered(channel="email", subject="Approval needed", body=body),
+                                 Delivered(channel="slack", subject="Approval needed", post=post)))
+    monkeypatch.setattr("rebalancer_tools.cli.sandbox_cmds._call", lambda *_, **__: report.model_dump(mode="json"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    got = CliRunner().invoke(cli, ["emulator", "run", "--endpoint", "http://127.0.0.1:1"])
+    assert got.exit_code == 0, got.output
+    lines = got.output.splitlines()
+    assert link in lines  # whole, on a line of its own
+    assert max(len(line) for line in lines if line != link) <= 100
+    assert "Approval needed: x x" in got.output

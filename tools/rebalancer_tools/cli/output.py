@@ -16,6 +16,7 @@ from rich.console import Console, RenderableType
 from rebalancer_tools.reports.tables import FORMATS, Format, Listing
 
 PIPED_WIDTH = 1000  # columns of a table written to a pipe: wide enough that no row folds
+PROSE_WIDTH = 100  # columns of messages written to a pipe or a file (a URL is still printed whole)
 MIN_WIDTH = 20  # a COLUMNS below this is taken as this (a list still reads at 20)
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,6 +36,13 @@ def console(*, stderr: bool = False) -> Console:
     if columns is None:
         return Console(width=PIPED_WIDTH, soft_wrap=True, stderr=stderr)
     return Console(width=columns, stderr=stderr)
+
+
+def prose_console() -> Console:
+    """For messages (emails, Slack posts, their rules and boxes): the terminal's width, else PROSE_WIDTH. Unlike a
+    table's rows, prose folds well, and a rule or a box as wide as PIPED_WIDTH fills a file with lines of 1,000
+    box characters."""
+    return Console(width=width() or PROSE_WIDTH)
 
 
 def format_option(*, default: Format = "table", extra: tuple[str, ...] = ()) -> Callable[[F], F]:

@@ -29,11 +29,11 @@ def _stop(*_: object) -> None:
 
 
 def serve_sandbox(port: int, transition_reads: int, policy_file: str | None) -> None:
-    from rebalancer_tools.cli.output import console
+    from rebalancer_tools.cli.output import prose_console
     from rebalancer_tools.local.sandbox import open_sandbox
 
     policy, policy_text = _policy(policy_file)
-    out = console()
+    out = prose_console()
     # The handlers log JSON lines for CloudWatch; this terminal shows what they send people instead.
     logging.disable(logging.WARNING)
     signal.signal(signal.SIGTERM, _stop)
@@ -198,11 +198,11 @@ def resize(group: str, count: int, endpoint: str | None) -> None:
 def run(endpoint: str | None) -> None:
     """A controller run, as the schedule starts one: it plans, then applies, or asks an admin and waits. Prints
     the run's states and the messages it sent (each link on a line of its own)."""
-    from rebalancer_tools.cli.output import console
+    from rebalancer_tools.cli.output import prose_console
     from rebalancer_tools.local.sandbox_controller import RunReport
 
     report = RunReport.model_validate(_call(endpoint, "run", {}, timeout=RUN_WAIT))
-    out = console()
+    out = prose_console()
     for line in report_lines(report):
         out.print(line, soft_wrap=True, highlight=False, markup=False)
     for message in report.messages:
