@@ -20,7 +20,7 @@ from rebalancer.adapters.dynamodb.store import Store
 from rebalancer.adapters.dynamodb.table import PART_BYTES, pack
 from rebalancer.app.workflow.state import MAX_STATE_LINES, summarised
 from rebalancer.domain.outlook import DURATIONS_KEPT, Outcome, RunHistory, Seen, Told
-from rebalancer.errors import PermanentError
+from rebalancer.errors import PermanentError, RecordUnreadable
 from rebalancer.forecast.durations import MIN_SAMPLES
 
 
@@ -204,3 +204,12 @@ def test_nodes_unavailable_as_the_previous_version_stored_them_are_read(store: S
     boto3.resource("dynamodb").Table("t").put_item(Item={"pk": "CLUSTER#c1", "sk": "UNAVAILABLE", "nodes": {
         "i-1": {"state": "SystemUpdating", "since": since.isoformat()}}})
     assert store.sightings.unavailable("c1") == {"i-1": ("SystemUpdating", since)}
+
+
+def test_a_run_history_this_version_cannot_read_is_one_line(store: Store) -> None:
+    boto3.resource("dynamodb").Table("t").put_item(Item={"pk": "CLUSTER#c1", "sk": "RUN-HISTORY",
+                                                         "body": pack({"finished": {"a": "soon"}})})
+    with pytest.raises(RecordUnreadable, match=r"^the run history of cluster c1 was recorded by an older version; "
+                                               r".*the next plan step replaces it$") as e:
+        store.durations.history("c1")
+    assert "\n" not in str(e.value)

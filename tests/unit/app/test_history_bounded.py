@@ -16,7 +16,7 @@ from rebalancer.app.why import why
 from rebalancer.app.workflow import state
 from rebalancer.app.workflow.steps.plan import plan
 from rebalancer.domain.outlook import Outcome, Outlook, RunHistory, Seen, Told
-from rebalancer.errors import PermanentError
+from rebalancer.errors import PermanentError, RebalancerError, RecordUnreadable, TransientError
 from rebalancer_tools.fakes.memory_store import MemoryStore
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -75,3 +75,32 @@ def test_a_history_the_store_refuses_leaves_the_run_planned_with_its_estimates_m
     assert result["notes"] == [outlook.degraded]  # the run's notifications carry it
     assert store.artifacts.get("test-0003", "PLAN") is not None
     assert f"the estimates: {outlook.degraded}" in why(store, CLUSTER, "a").lines()
+
+
+class ReadFailing(RefusingDurations):
+    """A run history store whose stored history cannot be read: `error` the way it fails; writes are kept."""
+
+    def __init__(self, error: RebalancerError):
+        self.error = error
+        self.kept: list[RunHistory] = []
+
+    def history(self, cluster_name: str) -> RunHistory:
+        raise self.error
+
+    def record(self, cluster_name: str, history: RunHistory) -> None:
+        self.kept.append(history)
+
+
+def test_a_history_this_version_cannot_read_is_replaced_and_one_not_read_for_now_is_kept() -> None:
+    for error, replaced in ((RecordUnreadable("the run history of cluster test was recorded by an older version"),
+                             True), (TransientError("dynamodb:GetItem on table t: throttled"), False)):
+        store = MemoryStore(now=ticking())
+        durations = ReadFailing(error)
+        store.durations = durations  # type: ignore[assignment]
+        state.record_snapshot(store.artifacts, run("test-0003"), waiting_snapshot())
+        result = plan(run("test-0003"), store=store, load_policy=lambda _: policy({"a": {}, "b": {}}), now=T0)
+        outlook = Outlook.model_validate(store.artifacts.get("test-0003", "OUTLOOK"))
+        assert outlook.degraded == (f"the run history could not be read ({error}): these estimates start from no "
+                                    "runs seen before")
+        assert result["notes"] == [outlook.degraded]
+        assert bool(durations.kept) == replaced

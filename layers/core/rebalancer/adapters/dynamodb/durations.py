@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rebalancer.adapters.aws import aws_call
 from rebalancer.adapters.dynamodb.table import KEY, SORT, Table, item_bytes, pack, unpack
+from rebalancer.parsing.validation import stored_model
 
 if TYPE_CHECKING:
     from rebalancer.domain.outlook import RunHistory
@@ -26,7 +27,10 @@ class TableDurations:
         from rebalancer.domain.outlook import RunHistory  # a pydantic model: only the plan step reads it
 
         item = self.t.get(f"CLUSTER#{cluster_name}", "RUN-HISTORY")
-        return RunHistory() if item is None else RunHistory.model_validate(unpack(item["body"]))
+        if item is None:
+            return RunHistory()
+        return stored_model(RunHistory, unpack(item["body"]), f"the run history of cluster {cluster_name}",
+                            "the next plan step replaces it")
 
     def record(self, cluster_name: str, history: RunHistory) -> None:
         """Kept whole when the item fits HISTORY_BYTES, else the largest of its halvings (RunHistory.halved, down

@@ -14,7 +14,7 @@ from rebalancer.app.workflow.state import Artifacts, RunRef
 from rebalancer.domain.outlook import Outlook, RunHistory
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import ESTIMATED_DURATION, Snapshot
-from rebalancer.errors import RebalancerError
+from rebalancer.errors import RebalancerError, RecordUnreadable
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import MIN_SAMPLES
 from rebalancer.planning import eta, standing
@@ -91,20 +91,43 @@ def record_outlook(store: HistoryAndMeter, run: RunRef, snapshot: Snapshot, poli
                    planned: RunPlan, deadline: Deadline | None = None) -> Outlook:
     """The run history moved on to `snapshot`, the outlook stored as the run's OUTLOOK, the history kept for the
     next run with what the outlook first told the workloads it estimated. A history the store does not take fails
-    nothing: the outlook is marked degraded and its notes say why."""
+    nothing: the outlook is marked degraded and its notes say why; nor does one it cannot read: the estimates start
+    from no history, and the unreadable one (RecordUnreadable) is replaced, one not read for now (throttled) kept."""
     cluster = run.cluster_name
-    history = eta.history_after(store.durations.history(cluster), snapshot)
+    stored, unread = _read_history(store.durations, cluster)
+    history = eta.history_after(stored, snapshot)
     received = (dict(planned.context.trailing_usage) if policy.fairness.window_hours is not None
                 else budgets.received(store.meter, cluster, standing.window_hours(policy), snapshot.taken_at))
     outlook = outlook_of(snapshot, policy, planned, history, {t: dict(h) for t, h in received.items()},
                          deadline=deadline)
-    try:
-        store.durations.record(cluster, eta.told_after(history, outlook.estimates, snapshot))
-    except RebalancerError as e:  # the plan is stored already: a history not kept costs the next estimates only
-        said = history_not_kept(e)
-        outlook = outlook.model_copy(update={"degraded": said, "notes": (*outlook.notes, said)})
+    said = _keep_history(store.durations, cluster, eta.told_after(history, outlook.estimates, snapshot), unread)
+    if said:
+        outlook = outlook.model_copy(update={"degraded": "; ".join(said), "notes": (*outlook.notes, *said)})
     store.artifacts.put(run.execution_name, "OUTLOOK", outlook.model_dump(mode="json"))
     return outlook
+
+
+def _read_history(durations: RunHistories, cluster: str) -> tuple[RunHistory, RebalancerError | None]:
+    try:
+        return durations.history(cluster), None
+    except RebalancerError as e:
+        return RunHistory(), e
+
+
+def _keep_history(durations: RunHistories, cluster: str, history: RunHistory,
+                  unread: RebalancerError | None) -> list[str]:
+    """The history stored for the next run, unless the stored one could not be read for now (throttled: it is kept
+    as it is; one this version cannot read is replaced); what degrades the estimates, said."""
+    said = []
+    if unread is not None:
+        said.append(f"the run history could not be read ({unread}): these estimates start from no runs seen before")
+        if not isinstance(unread, RecordUnreadable):
+            return said
+    try:
+        durations.record(cluster, history)
+    except RebalancerError as e:  # the plan is stored already: a history not kept costs the next estimates only
+        said.append(history_not_kept(e))
+    return said
 
 
 def history_not_kept(error: RebalancerError) -> str:
