@@ -15,4 +15,5 @@ from rebalancer.app.workflow.steps.collect import collect
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     step = state.parse(state.CollectInput, event, "collect")
-    return collect(step.run, store=wiring.store(), read_snapshot=snapshot_reader(), again=step.again)
+    return collect(step.run, store=wiring.store(), read_snapshot=snapshot_reader(), again=step.again,
+                   written=step.written)

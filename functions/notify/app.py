@@ -7,7 +7,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from rebalancer.app import config, wiring
 from rebalancer.app.notifications.notify import notify
-from rebalancer.app.notifications.outlets import channels
+from rebalancer.app.notifications.outlets import channels, team_channel
 from rebalancer.app.observability import logger, tracer
 from rebalancer.app.workflow import state
 
@@ -16,4 +16,5 @@ from rebalancer.app.workflow import state
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], _context: LambdaContext) -> dict[str, Any]:
     cfg = config.load(config.NotifyConfig)
-    return notify(state.parse(state.NotifyInput, event, "notify"), store=wiring.store(), channels=channels(cfg))
+    return notify(state.parse(state.NotifyInput, event, "notify"), store=wiring.store(), channels=channels(cfg),
+                  team_channel=team_channel)

@@ -209,7 +209,8 @@ def test_the_cluster_section_is_created_then_updated_with_target_version_and_aud
     s.put_policy(CLUSTER, scheduler_policy("Disabled"))
     arn, done = run(s, clock)
     assert done["status"] == "SUCCEEDED"
-    assert s.states_entered(arn)[-6:] == ["Apply", "StartVerify", "Verify", "Verified", "NotifyApplied", "Applied"]
+    assert s.states_entered(arn)[-7:] == ["Apply", "StartVerify", "Verify", "Verified", "Observe", "NotifyApplied",
+                                          "Applied"]
     created = scheduler_config(emu)
     assert created is not None
     assert created["SchedulerConfig"] == {

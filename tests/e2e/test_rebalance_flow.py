@@ -123,7 +123,7 @@ def test_auto_apply_then_a_second_run_changes_nothing(world: World) -> None:
         arn, done = run_once(stack)
         assert done["status"] == "SUCCEEDED"
         assert stack.states_entered(arn) == ["Begin", "Collect", "Plan", "HasNews", "Decide", "Apply", "StartVerify",
-                                             "Verify", "Verified", "NotifyApplied", "Applied"]
+                                             "Verify", "Verified", "Observe", "NotifyApplied", "Applied"]
         # IAM enforced (rebalancer_tools.iam.enforce): every function ran under its own role, every request allowed.
         assert stack.iam is not None
         decisions = stack.iam.decisions

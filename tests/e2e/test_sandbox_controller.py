@@ -147,7 +147,7 @@ def test_the_walk_on_the_page_works_from_a_fresh_sandbox(box: Box) -> None:
     assert runs[0] in docs.flat(output("approvals", "list"))
     assert "approved" in output("approvals", "approve")
     assert stack.describe(run)["status"] == "SUCCEEDED"
-    assert stack.states_entered(run)[-3:] == ["Verified", "NotifyApplied", "Applied"]
+    assert stack.states_entered(run)[-4:] == ["Verified", "Observe", "NotifyApplied", "Applied"]
     applied, why = matches_plan(quotas(sandbox), stored_plan(run))
     assert applied, why
     decided = [(a["kind"], a["outcome"], a.get("who")) for a in stack.audit(CLUSTER)

@@ -99,22 +99,26 @@ def cli_run(*args: str) -> Result:
 
 
 def workflow(aws: AwsClients, table: str, cluster: str, policy_text: str, kube: str, execution: str) -> dict[str, Any]:
-    """The workflow's Collect, Plan and Apply steps, as the Lambdas call them; after a failed Apply, its Rollback
-    (where the state machine's Catch goes)."""
+    """The workflow's Collect, Plan and Apply steps, as the Lambdas call them, and once written its Observe (Collect
+    again: what Kueue preempted); after a failed Apply, its Rollback (where the state machine's Catch goes)."""
     ticks = iter(range(1_000_000))
     store = Store(table, resource=aws.session.resource("dynamodb"), now=lambda: NOW + timedelta(seconds=next(ticks)))
     run = RunRef(cluster_name=cluster, execution_name=execution, execution_arn=f"arn:aws:states:::{execution}")
-    collect(run, store=store, read_snapshot=lambda c: collect_snapshot(
-        c, aws, now=NOW, kube=KubeAccess(mode="url", url=kube), metrics_window=None).snapshot)
+    def read(c: str) -> Any:
+        return collect_snapshot(c, aws, now=NOW, kube=KubeAccess(mode="url", url=kube), metrics_window=None).snapshot
+
+    collect(run, store=store, read_snapshot=read)
     plan(run, store=store, load_policy=lambda _c: Policy.model_validate(yaml.safe_load(policy_text)), now=NOW)
     poller = Poller(sleep=lambda _s: None)
     writer, configs = QuotaWriter(aws.client("sagemaker"), poller), SchedulerConfigClient(aws.client("sagemaker"),
                                                                                            poller)
     try:
-        return apply(run, store=store, writer=writer, configs=configs)
+        applied = apply(run, store=store, writer=writer, configs=configs)
     except RebalancerError as e:
         return rollback(run, {"Error": type(e).__name__, "Cause": str(e)}, store=store, writer=writer,
                               configs=configs)
+    collect(run, store=store, read_snapshot=read, written=True)
+    return applied
 
 
 def sequence(made: list[tuple[str, dict[str, Any]]], ids: dict[str, str]) -> list[Any]:

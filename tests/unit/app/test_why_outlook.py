@@ -94,7 +94,7 @@ def test_with_the_plan_applied_the_gang_has_an_estimate_and_its_range() -> None:
     pol = policy({"a": {"guarantee": {P5: 24}}, "b": {}}, approval={"moved_accelerators": 1000,
                                                                     "max_decrease_percent": 100})
     planned = run_plan.make_run_plan(snap, pol, T0, store=store)
-    assert planned.decision == "apply"
+    assert planned.decision == "notice"  # it takes back what b borrows: b is told first (no wait by default)
     from rebalancer.app.workflow.outlook import record_outlook
 
     (gang,) = record_outlook(store, run(THIRD), snap, pol, planned).estimates

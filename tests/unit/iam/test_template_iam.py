@@ -29,6 +29,7 @@ VALUES = {
     "TriggerDeadLetterQueue": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{STACK}-dlq",
     "TriggerDeadLetterQueue.Arn": ARN.format("sqs", f"{STACK}-dlq"),
     "PolicyParameterPrefix": "/hyperpod-rebalancer/policy", "EksClusterName": "hyperpod-eks",
+    "TeamTopicPrefix": "rebalancer-team-",
     "PolicyApplication": "abc1234", "PolicyEnvironment": "def5678", "PolicyConfigurationProfile": "0a1b2c3",
     **{f"{fn}Function": f"{STACK}-{fn}Function-1A2B3C" for fn in
        ("Trigger", "Collect", "Plan", "Apply", "Verify", "Rollback", "Notify", "Approval", "Observe")},

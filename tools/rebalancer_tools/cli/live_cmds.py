@@ -15,7 +15,7 @@ import click
 
 from rebalancer.adapters.sagemaker.outcomes import ApplyReport
 from rebalancer.catalog.specs import spec
-from rebalancer.domain.plan import Plan
+from rebalancer.domain.plan import Plan, preemption_summary
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import PoolKey, held
 from rebalancer.domain.quotas import ComputeQuota
@@ -235,12 +235,16 @@ def snapshot(live: LiveSource, output: str | None, context_output: str | None, p
 @click.option("--approve", "approve_reason", metavar="REASON",
               help="Approve a plan that needs approval (mode approve, a threshold, a new team), as your AWS "
                    "identity, with this reason; recorded in the audit table as the approval page's decisions are.")
+@click.option("--notice-given", is_flag=True,
+              help="The teams whose running work the plan would preempt were told (the policy's "
+                   "reclaim.notice_minutes ago): without it such a plan is refused.")
 @click.option("--save-snapshot", type=OutputFile(),
               help="Also write the snapshot the plan was made from (the state to roll back to).")
 @audit_options
 @with_poll_options
-def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | None, save_snapshot: str | None,
-          table: str | None, stack: str | None, poll_interval: float, timeout: float) -> None:
+def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | None, notice_given: bool,
+          save_snapshot: str | None, table: str | None, stack: str | None, poll_interval: float,
+          timeout: float) -> None:
     """Plan on the live cluster, show the plan, ask, apply (the scheduler config first, then the quotas,
     decreases first), verify and print each outcome. Once you answer, the cluster is read again: a plan that went
     stale meanwhile is made again, applied if it stays within what you said yes to, else shown and asked about
@@ -249,8 +253,11 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     its audit table, the plan takes the versions the controller's writes left for its own, the run holds the
     controller's per-cluster lock from the read to the last write, and it is recorded there like one of the
     controller's (plan, approval, apply, rollback; the snapshot, for `history --snapshot-of`) with the versions it
-    left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more."""
+    left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more. A plan
+    that would preempt running work is written only with --notice-given, and then only what it named: once written,
+    the cluster is read again and what Kueue preempted is recorded beside what the plan named."""
     from rebalancer.app.workflow import audit, run_plan
+    from rebalancer.app.workflow.notice import needs_notice, record_notice
     from rebalancer_tools.cli.cluster_lock import cluster_lock
 
     policy = load_model_file(Policy, policy_file)
@@ -279,6 +286,14 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
             raise e from None
         if approver is not None:
             _record_approval(log, run, approver, str(reason))
+        try:
+            _noticed(plan, policy, notice_given)
+        except PermanentError:
+            audit.not_written(log.store.audit, run, "refused", "the plan would preempt running work and no "
+                              "--notice-given was given", who=who)
+            raise
+        if needs_notice(plan):
+            record_notice(log.store.artifacts, run, plan, policy)
         if not yes:
             _ask(log, run, who, f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                                 f"{snap.cluster.ClusterName}?")
@@ -292,6 +307,38 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     for line in done.lines():
         click.echo(line)
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
+    _preempted(live, run, log)
+
+
+def _noticed(plan: Plan, policy: Policy, notice_given: bool) -> None:
+    """The notice before reclaim (rebalancer.app.workflow.notice), as the controller gives it: a plan that would
+    preempt running work is written only once its teams were told, which the CLI cannot do for you."""
+    from rebalancer.app.workflow.notice import needs_notice
+
+    if not needs_notice(plan) or notice_given:
+        return
+    minutes = policy.reclaim.notice_minutes
+    teams = ", ".join(plan.preempted_teams)
+    what = preemption_summary(plan.preemptions, plan.preemptions_unlisted, plan.preempted_gpu_hours)
+    ahead = f" {minutes:g} minutes ahead (reclaim.notice_minutes)" if minutes else ""
+    raise PermanentError(f"the plan would preempt {what} (teams {teams}): nothing applied; tell them{ahead} and run "
+                         "again with --notice-given")
+
+
+def _preempted(live: LiveSource, run: RunRef, log: RunLog) -> None:
+    """Once written, what Kueue preempted against what the plan named, recorded with the run and said."""
+    from rebalancer.app.workflow.preempted import record_preempted
+
+    try:
+        seen = record_preempted(log.store, run, live.collect(_now()).snapshot)
+    except RebalancerError as e:  # the write is done and verified: a failed read afterwards only goes unrecorded
+        click.echo(f"warning: what Kueue preempted was not read: {e}", err=True)
+        return
+    named, preempted = set(seen["named"]), set(seen["preempted"])
+    if named or preempted:
+        click.echo(f"Kueue preempted {len(preempted)} workload(s); the plan named {len(named)}"
+                   + ("" if named == preempted else f" (not named: {', '.join(sorted(preempted - named)) or 'none'}; "
+                      f"named, still running: {', '.join(sorted(named - preempted)) or 'none'})"))
 
 
 def _say_unrecorded(log: RunLog, *warnings: str) -> None:
@@ -415,6 +462,9 @@ def _still_approved(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, 
             return True
         if checked.decision == "stale":
             raise PermanentError("the cluster kept changing while the plan was shown; nothing applied: run it again")
+        if checked.decision == "notice":
+            raise PermanentError("writing now would preempt running work the notice did not name; nothing applied: "
+                                 "tell the teams and run again with --notice-given")
         if checked.decision != "approve":
             click.echo("nothing applied")
             return False

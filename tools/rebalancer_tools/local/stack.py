@@ -44,6 +44,7 @@ from rebalancer_tools.packaging import template as tpl
 
 STACK = "rebalancer"
 ROLE_NAME = "rebalancer-local-role"
+TEAM_TOPIC_PREFIX = "rebalancer-team-"  # the template's default: the teams' own topics (teams.<team>.notice_topic)
 APPROVAL_API_URL = "https://approvals.local.example"
 APPROVAL_KEY = "local-approval-signing-key"
 # Environment the local stack changes from the template's values, and why.
@@ -179,7 +180,7 @@ class LocalStack:
                 "Topic.TopicName": topic.rsplit(":", 1)[-1], "ApprovalSigningSecret": signing,
                 "SlackWebhookSecretArn": slack, "SlackSigningSecretArn": slack_signing,
                 "RebalanceStateMachine": self.state_machine_arn, "PolicyParameterPrefix": prefix,
-                "EksClusterName": "", **self.appconfig})
+                "EksClusterName": "", "TeamTopicPrefix": TEAM_TOPIC_PREFIX, **self.appconfig})
         # The functions as Lambda holds them (role, environment): what `rebalancer doctor --stack` reads.
         self._create_functions(resources, {k: v for k, v in env.items() if not k.startswith("AWS_")})
         # Import what the handlers import lazily now, on this thread: the kubernetes client takes seconds to import,

@@ -155,6 +155,9 @@ def _primary_entry(instance_type: str, amount: int) -> dict[str, Any]:
     return {"InstanceType": instance_type, "VCpu": float(amount)}
 
 
+SNS_TOPIC_ARN = r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$"
+
+
 class TeamPolicy(Written):
     weight: Annotated[float, Field(ge=0, le=MAX_WEIGHT)] = 1.0
     guarantee: dict[str, Amount] = Field(default_factory=dict)
@@ -172,6 +175,9 @@ class TeamPolicy(Written):
     # name can never be changed), unless marked new here (rebalancer.planning.team_names).
     new: bool = False
     budget: Budget | None = None  # accelerator-hours or money per period; see rebalancer.domain.budget
+    # Where the team is told, besides the controller's own outlets, before a plan preempts its running work (an SNS
+    # topic's ARN; the stack may publish only to topics named with its TeamTopicPrefix).
+    notice_topic: Annotated[str, Field(pattern=SNS_TOPIC_ARN, max_length=256)] | None = None
 
     @field_validator("weight")
     @classmethod
@@ -375,10 +381,15 @@ class Reclaim(Written):
     below its fair share, a team running above its own may be planned below what it runs (even when
     `protected_in_use`), by the work Kueue would reclaim first, the newest admitted, and only while that work was
     admitted less than `max_age_minutes` ago; at most `max_gpu_hours` of run time (accelerators × time run so far)
-    is put at risk per plan, and no team is cut below its fair share to serve another. `max_gpu_hours` 0: off."""
+    is put at risk per plan, and no team is cut below its fair share to serve another. `max_gpu_hours` 0: off.
+    `notice_minutes`: how long the teams whose running work a plan would preempt are told before the write (the run
+    tells them, waits, then checks the plan again and writes only what the notice named:
+    rebalancer.app.workflow.notice). 0 (the default): told just before the write, as HyperPod's own sharing reclaims
+    without notice; a notice delays by as much the team waiting for its share."""
 
     max_age_minutes: Annotated[float, Field(ge=0, le=7 * 24 * 60, allow_inf_nan=False)] = 30
     max_gpu_hours: Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)] = 16
+    notice_minutes: Annotated[float, Field(ge=0, le=24 * 60, allow_inf_nan=False)] = 0
 
 
 class Policy(Written):

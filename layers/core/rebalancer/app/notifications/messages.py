@@ -22,6 +22,7 @@ from rebalancer.domain.plan import Change, FieldChange, Preemption, movement, pr
 
 TITLES: dict[str, str] = {
     "approval_request": "Approval needed: quota changes on {cluster}",
+    "notice": "Notice: quota changes on {cluster} will preempt running work",
     "applied": "Quotas rebalanced on {cluster}",
     "dry_run": "Dry run: quota changes that would be made on {cluster}",
     "rejected": "Quota changes on {cluster} rejected",

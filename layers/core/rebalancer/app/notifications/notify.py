@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from rebalancer.app.notifications.messages import Channel, DeliveryResult, Message
 from rebalancer.app.workflow.audit import AuditLog, notified
 from rebalancer.app.workflow.news import load_news
-from rebalancer.app.workflow.state import Artifacts, Kind, NotifyInput, RunRef
+from rebalancer.app.workflow.notice import by_team, load_notice
+from rebalancer.app.workflow.state import Artifacts, Kind, NotifyInput, RunRef, load_plan
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.records import ApprovalRecord, ApprovalStatus
-from rebalancer.errors import ApprovalNotPending, TransientError
+from rebalancer.errors import ApprovalNotPending, PermanentError, TransientError
 
 
 class Deliveries(Protocol):
@@ -117,11 +119,15 @@ def deliver(deliveries: Deliveries, channels: list[Channel], execution: str,
     return results
 
 
-def notify(given: NotifyInput, *, store: DeliveriesAndRuns, channels: list[Channel]) -> dict[str, Any]:
-    """The message of the run's end (`given.kind`), or the run's news (`news`)."""
+def notify(given: NotifyInput, *, store: DeliveriesAndRuns, channels: list[Channel],
+           team_channel: Callable[[str, str], Channel] | None = None) -> dict[str, Any]:
+    """The message of the run's end (`given.kind`), the run's news (`news`), or the notice to the teams a plan
+    preempts (`notice`; `team_channel(team, topic)`: the channel of a team's own topic)."""
     run = given.run
     if given.kind == "news":
         return announce(run, store=store, channels=channels)
+    if given.kind == "notice":
+        return give_notice(given, store=store, channels=channels, team_channel=team_channel)
     doc = store.artifacts.get(run.execution_name, "PLAN")
     plan = Plan.model_validate(doc) if doc else None
     approval_id = approval_id_of(run.execution_arn, given.approval_round)
@@ -134,6 +140,37 @@ def notify(given: NotifyInput, *, store: DeliveriesAndRuns, channels: list[Chann
     message = message_for(given.kind, run, plan, error=given.error, notes=given.notes, decided_by=decided_by)
     results = deliver(store.deliveries, channels, run.execution_name, message, given.approval_round)
     notified(store.audit, run, given.kind, results)
+    _raise_if_nothing_went_out(results)
+    return _outcome(results)
+
+
+def give_notice(given: NotifyInput, *, store: DeliveriesAndRuns, channels: list[Channel],
+                team_channel: Callable[[str, str], Channel] | None) -> dict[str, Any]:
+    """The notice before a plan that preempts is written (app.workflow.notice): the whole plan with what it would
+    preempt on every outlet, and to each team whose own topic the policy names, its own workloads; each once per
+    run and round of notice. Nothing went out anywhere: a TransientError (retried; then the run stops unwritten)."""
+    run = given.run
+    plan = load_plan(store.artifacts, run)
+    notice = load_notice(store.artifacts, run)
+    if notice is None:
+        raise PermanentError(f"no notice stored for execution {run.execution_name}")
+    when = (f"The quotas are written in {notice.seconds // 60:g} minutes at the earliest, once the plan is checked "
+            "again; nothing is written that this notice does not name." if notice.seconds else
+            "The quotas are written now, once the plan is checked again; nothing is written that this notice does "
+            "not name.")
+    notes = (*given.notes, when)
+    message = message_for("notice", run, plan, notes=notes)
+    results = deliver(store.deliveries, channels, run.execution_name, message, notice.round)
+    mine = by_team(plan.preemptions)
+    for team, topic in notice.targets.items():
+        if team not in mine or team_channel is None:
+            continue
+        own = mine[team]
+        told = message.model_copy(update={"preemptions": own, "preemptions_unlisted": 0, "changes": (),
+                                          "held": (), "field_changes": (), "warnings": (),
+                                          "preempted_gpu_hours": sum(p.gpu_hours for p in own)})
+        results += deliver(store.deliveries, [team_channel(team, topic)], run.execution_name, told, notice.round)
+    notified(store.audit, run, "notice", results)
     _raise_if_nothing_went_out(results)
     return _outcome(results)
 

@@ -29,3 +29,10 @@ def channels(cfg: config.NotifyConfig) -> list[Channel]:
         out.append(SlackChannel(secret(cfg.slack_webhook_secret_arn).strip()))
     return out
 
+
+
+def team_channel(team: str, topic_arn: str) -> Channel:
+    """A team's own topic (the policy's `teams.<team>.notice_topic`), told of the notice before a reclaim."""
+    channel = SnsChannel(wiring.client("sns"), topic_arn)
+    channel.name = f"sns:{team}"
+    return channel

@@ -206,6 +206,16 @@ def restored(log: AuditLog, run: RunRef, report: ApplyReport, *, ok: bool, who: 
                 after=after, detail={**(detail or {}), "outcomes": report.lines(), "left": left})
 
 
+# --- after the write ---------------------------------------------------------------------------------------------
+def preemptions_seen(log: AuditLog, run: RunRef, *, named: Sequence[str], preempted: Sequence[str]) -> None:
+    """What the plan said its write would preempt and what Kueue preempted (running before, pending after): both
+    lists (workload keys, team/name@pool), and whether they agree."""
+    _run_record(log, run, "preempted", outcome="as_named" if set(named) == set(preempted) else "differs", who=None,
+                before=list(named), after=list(preempted),
+                detail={"not_named": sorted(set(preempted) - set(named)),
+                        "named_not_preempted": sorted(set(named) - set(preempted))})
+
+
 # --- notify ------------------------------------------------------------------------------------------------------
 def notified(log: AuditLog, run: RunRef, kind: str, results: Sequence[DeliveryResult]) -> None:
     """Per channel "ok" or what it said ("already sent", an error): sent, partial or failed (none went out)."""

@@ -48,7 +48,7 @@ def outlook_of(snapshot: Snapshot, policy: Policy | None, planned: RunPlan | Non
     `deadline`: when the forecasts must stop, so that the run's own steps keep their time."""
     context = planned.context if planned is not None else None
     estimates = eta.estimates(snapshot, policy, planned.plan if planned else None,
-                              applies=planned is not None and planned.decision == "apply", context=context,
+                              applies=planned is not None and planned.decision in ("apply", "notice"), context=context,
                               history=history, replans=replans if planned is not None else 0, deadline=deadline)
     notes: tuple[str, ...] = (f"{_durations_from(snapshot, history)}the forecast assumes no new work arrives",
                               ) if estimates else ()

@@ -12,22 +12,26 @@ the Plan step; `rebalancer apply` runs it after its prompt. The comparison is re
   loop: each round waits for a person, and the Recheck step ends it at the bound.
 Nothing is ever written that nobody approved: the decision is `apply` only for the approved plan or one within it."""
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 from rebalancer.app.workflow import audit, run_plan
-from rebalancer.app.workflow.state import RunRef, load_plan, record_snapshot
+from rebalancer.app.workflow.notice import MAX_NOTICE_ROUNDS, load_notice, unnoticed
+from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, load_plan, record_snapshot
 from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.frozen import Frozen
-from rebalancer.domain.plan import Plan
+from rebalancer.domain.plan import Plan, preemption_line
 from rebalancer.domain.policy import Policy
+from rebalancer.planning.preemptions import listed, preemptions
 from rebalancer.planning.staleness import beyond_approval, stale_reasons
 
 MAX_APPROVAL_ROUNDS = 3
-Outcome = Literal["fresh", "replanned", "superseded", "no_change", "dry_run", "gave_up"]
-RecheckDecision = Literal["apply", "approve", "no_change", "dry_run", "stale"]
+Outcome = Literal["fresh", "replanned", "superseded", "no_change", "dry_run", "gave_up", "notice"]
+RecheckDecision = Literal["apply", "approve", "no_change", "dry_run", "stale", "notice"]
 DECISIONS: dict[str, RecheckDecision] = {"fresh": "apply", "replanned": "apply", "superseded": "approve",
-                                         "no_change": "no_change", "dry_run": "dry_run", "gave_up": "stale"}
+                                         "no_change": "no_change", "dry_run": "dry_run", "gave_up": "stale",
+                                         "notice": "notice"}
 
 
 class Supersede(Protocol):
@@ -53,6 +57,7 @@ class Rechecked(Frozen):
     approval_round: int  # the round of approval the run is in now (a new one when superseded)
     stale: tuple[str, ...] = ()  # why the approved plan could not be written as it was
     beyond: tuple[str, ...] = ()  # what the plan made again does that was not approved
+    unnoticed: tuple[str, ...] = ()  # what writing it would now preempt that the run's notice did not name
 
     @property
     def decision(self) -> RecheckDecision:
@@ -69,9 +74,13 @@ class Rechecked(Frozen):
                 "no_change": "The approved plan was made again before writing: nothing is left to change.",
                 "dry_run": "The approved plan was made again before writing: the policy is a dry run now.",
                 "gave_up": f"Stopped without writing: the approved plan went stale in {self.approval_round} rounds "
-                           "of approval in a row."}[self.outcome]
+                           "of approval in a row." if not self.unnoticed else
+                           "Stopped without writing: each notice was followed by running work it did not name.",
+                "notice": "The plan would preempt running work: its teams are told before it is written."
+                }[self.outcome]
         return [lead, *(f"changed since the plan: {s}" for s in self.stale),
-                *(f"beyond the approval: {b}" for b in self.beyond)]
+                *(f"beyond the approval: {b}" for b in self.beyond),
+                *(f"not named by the notice: {u}" for u in self.unnoticed)]
 
 
 def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.RecordsAndSources, approval_round: int,
@@ -102,11 +111,29 @@ def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Recor
     else:
         beyond = beyond_approval(approved, new) if new.requires_approval or not policy_may_approve else ()
         outcome = "replanned" if not beyond else "gave_up" if approval_round >= MAX_APPROVAL_ROUNDS else "superseded"
-    result = Rechecked(outcome=outcome, plan=approved if outcome in ("fresh", "gave_up") else new,
-                       approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond)
-    if outcome not in ("fresh", "gave_up"):  # the plan made again is the run's now, beside what it was made from
+    written = approved if outcome == "fresh" else new
+    missing: list[str] = []
+    if outcome in ("fresh", "replanned"):
+        # What writing it now would preempt, on the cluster as it is: only what the run's notice named is written.
+        found, at_risk = preemptions(snapshot, written.allocations, written.changes)
+        told = load_notice(store.artifacts, run)
+        missing = [preemption_line(p) for p in unnoticed(told, found)]
+        if missing and told is not None and told.round >= MAX_NOTICE_ROUNDS:
+            outcome, written = "gave_up", approved
+        elif missing:
+            outcome = "notice"
+            named, unlisted = listed(found)
+            written = written.model_copy(update={"preemptions": named, "preemptions_unlisted": unlisted,
+                                                 "preempted_gpu_hours": at_risk})
+    result = Rechecked(outcome=outcome, plan=written,
+                       approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond,
+                       unnoticed=tuple(missing[:MAX_STATE_LINES]))
+    if outcome not in ("fresh", "gave_up") and (stale or outcome != "notice"):
+        # the plan made again is the run's now, beside what it was made from
         record_snapshot(store.artifacts, run, snapshot)
-        run_plan.record_plan(store, run, planned, decision=outcome)
+        run_plan.record_plan(store, run, replace(planned, plan=written), decision=outcome)
+    elif outcome == "notice":  # the approved plan, naming what it would preempt on the cluster as it is now
+        store.artifacts.put(run.execution_name, "PLAN", written.model_dump(mode="json"))
     if outcome == "superseded" and approvals is not None and approval_id is not None:
         why = [*stale, *beyond]
         approvals.supersede(approval_id, "; ".join(why))

@@ -28,7 +28,7 @@ from rebalancer.planning.context import planning_context
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.requests import setting_changes
 
-Decision = Literal["no_change", "dry_run", "approve", "apply"]
+Decision = Literal["no_change", "dry_run", "approve", "notice", "apply"]
 
 
 class UnavailableNodes(Protocol):
@@ -85,7 +85,10 @@ def decide(plan: Plan) -> Decision:
         return "no_change"
     if plan.mode == "dry-run":
         return "dry_run"
-    return "approve" if plan.requires_approval else "apply"
+    if plan.requires_approval:
+        return "approve"
+    # a plan that would preempt running work tells its teams first (app.workflow.notice)
+    return "notice" if plan.preemptions or plan.preemptions_unlisted else "apply"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,11 @@ if TYPE_CHECKING:
     # Recorded here, read whole only by the planner (run_plan.load_snapshot).
     from rebalancer.domain.snapshot import Snapshot
 
-Kind = Literal["approval_request", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed",
-               "failed", "budget", "budget_summary", "reservation_started", "reservation_ended"]
+Kind = Literal["approval_request", "notice", "applied", "dry_run", "rejected", "expired", "rolled_back",
+               "rollback_failed", "failed", "budget", "budget_summary", "reservation_started", "reservation_ended"]
 # What a Notify state asks for: the message of the run's end, or (`news`) the run's NEWS (app.workflow.news).
-NotifyKind = Literal["applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed", "failed", "news"]
+NotifyKind = Literal["notice", "applied", "dry_run", "rejected", "expired", "rolled_back", "rollback_failed", "failed",
+                     "news"]
 MAX_STATE_LINES = 20  # console edits named in the execution's state (the whole list is in the stored plan)
 MAX_STATE_LINE_BYTES = 1024
 
@@ -122,9 +123,12 @@ class Recheck(StepInput):
 
 
 class CollectInput(RunInput):
-    """`again`: the Recollect state's, the cluster read again after an approval (record_snapshot)."""
+    """`again`: the Recollect state's, the cluster read again after an approval or a notice (record_snapshot);
+    `written`: the Observe state's, the cluster read once the write is verified, to see what Kueue preempted
+    (app.workflow.preempted)."""
 
     again: bool = False
+    written: bool = False
 
 
 class PlanInput(RunInput):
@@ -180,11 +184,13 @@ class StepResult(BaseModel):
 class PlanResult(StepResult):
     """Decide routes on `decision` and Announce on `news` (the lines of the run's NEWS); RequestApproval waits
     `approval_timeout_seconds` and, with Recheck and the Notify states, reads the `approval_round` and the `notes`
-    (what a recheck found, summarised)."""
+    (what a recheck found, summarised); WaitForNotice waits `notice_seconds` once the teams a plan preempts were
+    told (`notice`)."""
 
-    decision: Literal["no_change", "dry_run", "approve", "apply", "stale"]
+    decision: Literal["no_change", "dry_run", "approve", "notice", "apply", "stale"]
     approval_round: PositiveInt
     approval_timeout_seconds: PositiveInt
+    notice_seconds: NonNegativeInt
     notes: list[str]
     news: NonNegativeInt
 

@@ -17,6 +17,7 @@ from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.app.workflow import recheck as rechecking
 from rebalancer.app.workflow import run_plan
 from rebalancer.app.workflow.news import News, record_news
+from rebalancer.app.workflow.notice import notice_seconds, record_notice
 from rebalancer.app.workflow.state import PlanResult, Recheck, RunRef, summarised
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
@@ -53,6 +54,8 @@ def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: 
         checked = rechecking.recheck(run, policy, now, store=store, approval_round=recheck.approval_round,
                                      approvals=store.approvals,
                                      approval_id=approval_id_of(run.execution_arn, recheck.approval_round))
+        if checked.decision == "notice":
+            record_notice(store.artifacts, run, checked.plan, policy)
         return _result(checked.decision, policy, approval_round=checked.approval_round, notes=checked.notes())
     snapshot = run_plan.load_snapshot(store.artifacts, run)
     try:
@@ -64,6 +67,8 @@ def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: 
     if budget_figures is not None:
         budget_figures(run.cluster_name, budgets.figures(policy, planned.context.budget_usage))
     run_plan.record_plan(store, run, planned)
+    if planned.decision == "notice":
+        record_notice(store.artifacts, run, planned.plan, policy)
     from rebalancer.app.workflow.outlook import record_outlook  # the forecast: loaded when a run is planned
 
     outlook = record_outlook(store, run, snapshot, policy, planned, outlook_deadline)
@@ -86,4 +91,5 @@ def _result(decision: str, policy: Policy, *, approval_round: int = 1, notes: li
             news: int = 0) -> dict[str, Any]:
     return PlanResult.model_validate({
         "decision": decision, "approval_round": approval_round, "notes": summarised(notes or []), "news": news,
-        "approval_timeout_seconds": policy.approval.timeout_minutes * 60}).as_state()
+        "approval_timeout_seconds": policy.approval.timeout_minutes * 60,
+        "notice_seconds": notice_seconds(policy)}).as_state()
