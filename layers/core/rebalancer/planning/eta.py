@@ -294,8 +294,10 @@ def controller(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, app
 
     def replan(cluster: fc.Cluster) -> Quotas | None:
         later = snapshot_at(snapshot, cluster)
-        # the same policy against the same teams as the run's plan: their names were checked there
-        planned = make_plan(later, policy, later.taken_at, context=context, check_names=False)
+        # the same policy against the same teams as the run's plan: their names were checked there; the quotas are all
+        # a re-plan needs (and its snapshot does not list what runs in the forecast): no preemptions named
+        planned = make_plan(later, policy, later.taken_at, context=context, check_names=False,
+                            preemptions_named=False)
         return planned_quotas(planned, pools) if planned.applies and not planned.requires_approval else None
 
     staged = (_t(snapshot.taken_at) + APPLY_DELAY_S, planned_quotas(plan, pools)) if plan and applies else None

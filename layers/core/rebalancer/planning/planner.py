@@ -53,7 +53,7 @@ _CHANGES: TypeAdapter[list[Change]] = TypeAdapter(list[Change])
 
 
 def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: PlanningContext | None = None,
-              check_names: bool = True) -> Plan:
+              check_names: bool = True, preemptions_named: bool = True) -> Plan:
     """Desired allocations and settings against the snapshot's quotas and scheduler config, as an ordered,
     explained change set, with what the policy wants and a hold keeps back.
 
@@ -66,6 +66,10 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: Pla
     A policy team without a quota whose name is close to an existing team's is refused (InvalidInput, "did you
     mean …?": rebalancer.planning.team_names) unless the policy marks it new; `check_names` False: checked already
     against these teams (a forecast's re-plans of the run's plan).
+
+    `preemptions_named`: the running workloads its writes would make Kueue preempt are named
+    (rebalancer.planning.preemptions); False for the forecast's own re-plans, which need only the quotas (and
+    whose snapshot does not list what runs in the forecast).
     """
     if check_names:
         check_team_names(policy, (q.team for q in snapshot.quotas))
@@ -73,7 +77,7 @@ def make_plan(snapshot: Snapshot, policy: Policy, now: datetime, *, context: Pla
         context = planning_context(snapshot, policy)
     effective = stability.effective(policy, snapshot, context)  # budget caps and ownership, once for every stage
     wanted = _unheld_wants(snapshot, policy, now, context, effective) if effective.held else {}
-    plan = stability.explain(_make_plan(snapshot, effective, now, context, wanted), effective)
+    plan = stability.explain(_make_plan(snapshot, effective, now, context, wanted, preemptions_named), effective)
     short = shortfalls(plan.allocations, context.reservations) if context.reservations else []
     promised = commitment_warnings(snapshot, policy, context.reservations,
                                    unavailable_since=context.unavailable_since)
@@ -100,7 +104,7 @@ def _unheld_wants(snapshot: Snapshot, policy: Policy, now: datetime, context: Pl
 
 
 def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime, context: PlanningContext,
-               wanted: Wants) -> Plan:
+               wanted: Wants, preemptions_named: bool = True) -> Plan:
     policy = effective.policy
     known_versions = context.known_versions
     pools, pool_warnings = pool_inputs(snapshot, policy, now, context)
@@ -126,7 +130,7 @@ def _make_plan(snapshot: Snapshot, effective: stability.Effective, now: datetime
     if snapshot.topology_pending:
         warnings.extend(topology_warnings(snapshot, {c.team for c in changes if c.after > c.before}))
     created = [r.team for r in written.requests if r.operation == "CreateComputeQuota"]
-    found, at_risk = preemptions(snapshot, allocations, changes)
+    found, at_risk = preemptions(snapshot, allocations, changes) if preemptions_named else ([], 0.0)
     approval = approval_reasons(policy, changes, fields, created, preempted=len(found), preempted_gpu_hours=at_risk)
     preempting, unlisted = listed(found)
     # Every field is a validated model (changes, requests, field changes from their constructors; the snapshot's
