@@ -35,7 +35,8 @@ def _flavor(wl: dict[str, Any]) -> str | None:
 
 
 def _wants(wl: dict[str, Any]) -> str | None:
-    wanted = wl["spec"]["podSets"][0]["template"]["spec"].get("nodeSelector", {}).get("node.kubernetes.io/instance-type")
+    selector = wl["spec"]["podSets"][0]["template"]["spec"].get("nodeSelector", {})
+    wanted = selector.get("node.kubernetes.io/instance-type")
     return None if wanted is None else str(wanted)
 
 
