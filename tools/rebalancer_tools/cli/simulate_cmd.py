@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markdown import Markdown
 from rich.text import Text
 
 from rebalancer.catalog import specs as catalog
@@ -218,8 +220,17 @@ def _show_results(fmt: str, scenario: Scenario, results: dict[str, StrategyResul
                 out.print(table)
             from rebalancer_tools.simulator.report import eta_table
 
-            for line in [*eta_table(results), *worse_off.markdown(names[0], losers)]:
-                out.print(Text(line))
+            print_markdown(out, [*eta_table(results), *worse_off.markdown(names[0], losers)])
+
+
+def print_markdown(out: Console, lines: list[str]) -> None:
+    """Markdown (tables, headings) as a terminal shows it: its tables drawn, long cells wrapped within their column;
+    to a pipe or a file, the Markdown itself, line for line, as scripts and docs/simulation.md read it."""
+    if lines and sys.stdout.isatty():
+        out.print(Markdown("\n".join(lines)))
+        return
+    for line in lines:
+        out.print(Text(line))
 
 
 def _losers(scenario: Scenario, results: dict[str, StrategyResult], remedies: int,
