@@ -46,3 +46,22 @@ def test_mrkdwn_styles_only_whole_marked_words() -> None:
     assert shown.plain == "Moves: a_b_c and italic words and code the execution"
     styles = {shown.plain[s.start:s.end]: str(s.style) for s in shown.spans}
     assert styles == {"Moves:": "bold", "italic words": "italic", "code": "cyan", "the execution": "underline"}
+
+
+def test_the_demo_and_the_sandbox_cluster_pass_the_kueue_rbac_check() -> None:
+    """Their Kueue serves what the add-on's does (v1beta1 and v1beta2): every email of a demo that passes carried
+    "WARN Kueue RBAC … v1beta1" while it served v1beta1 alone."""
+    from rebalancer.adapters.prerequisites import check_kueue_access
+    from rebalancer_tools.local import cast
+
+    served = cast.kube_state().kueue_versions
+
+    class NotServed(Exception):
+        status = 404
+
+    def list_objects(version: str, plural: str) -> None:
+        if version not in served:
+            raise NotServed(f"{plural} not served as {version}")
+
+    kueue = check_kueue_access(list_objects)
+    assert (kueue.check.status, kueue.api_version) == ("ok", "v1beta2")

@@ -470,6 +470,8 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     (workdir / "budget-policy.yaml").write_text(text)
     story.say(f"{BUDGET_TEAM} has used {used:,.0f} H100-hours of {period} so far; its budget: {budget:,.0f}.")
     world.clock.advance(1)
+    story.say(f"An hour later, {rate:g} H100s busy all along, the next run meters {rate:g} more: "
+              f"{used + rate:,.0f} of {budget:,.0f}.")
     world.stack.sns_messages()
     if _scheduled_run(world, result, "an hour later", story) is None:
         return result

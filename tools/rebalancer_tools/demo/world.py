@@ -97,7 +97,7 @@ def open_world(policy_text: str, *, clock: TickingClock | None = None) -> Iterat
         # The cluster and its quotas were set up a day before the story starts (so no cooldown is running).
         the_clock = clock or TickingClock(datetime.now(UTC) - timedelta(days=1))
         emulator = Emulator(ACCOUNT, REGION, clock=the_clock)
-        kube_url, kube = stack.enter_context(kube_fake.serve())
+        kube_url, kube = stack.enter_context(kube_fake.serve(cast.kube_state()))
         seeded = provision(emulator, kube)  # as the sandbox: quotas, the EKS side with its add-on, steady demand
         the_clock.advance(24)
         slack = stack.enter_context(SlackReceiver())

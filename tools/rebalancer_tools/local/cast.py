@@ -18,6 +18,9 @@ from rebalancer.domain.names import TEAM_NAMESPACE_PREFIX
 from rebalancer_tools.emulator.demo_cluster import DEMO, G5, P5, TRN1
 from rebalancer_tools.fakes import kube as kube_fake
 
+# What the task-governance add-on's Kueue (0.19) serves: both versions, so the controller reads v1beta2 and its RBAC
+# check passes, as on an up-to-date cluster (v1beta1 alone warns that Kueue 0.20 will drop it; tests cover that).
+KUEUE_VERSIONS = ("v1beta1", "v1beta2")
 GPU = "nvidia.com/gpu"
 NEURON = "aws.amazon.com/neurondevice"
 EKS_CLUSTER = "demo-eks"
@@ -32,6 +35,11 @@ STEADY: dict[str, list[Job]] = {
     "data-science": [("notebooks", 1, {GPU: 4}, P5, True), ("feature-jobs", 1, {GPU: 4}, G5, True)],
     "platform": [("neuron-ci", 1, {NEURON: 8}, TRN1, True), ("canary", 1, {GPU: 2}, G5, True)],
 }
+
+
+def kube_state() -> kube_fake.KubeState:
+    """The demo cluster's Kubernetes API, empty: the Kueue versions its add-on serves."""
+    return kube_fake.KubeState(kueue_versions=KUEUE_VERSIONS)
 
 
 def _objects(jobs: dict[str, list[Job]], runs_for: Mapping[tuple[str, str], str]) -> list[dict[str, Any]]:

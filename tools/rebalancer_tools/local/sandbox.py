@@ -202,7 +202,7 @@ def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = No
     document), the controller too, managing the cluster under it (`listener` sees each message it sends). The
     controller points this process's AWS environment at the sandbox until the block ends, when it is put back."""
     with ExitStack() as stack:
-        kube_url, kube = stack.enter_context(kube_fake.serve())
+        kube_url, kube = stack.enter_context(kube_fake.serve(cast.kube_state()))
         box: list[Sandbox] = []
         server = EmulatorServer("127.0.0.1", port, quiet=quiet,
                                 wrap=lambda app: _sandbox_app(app, kube_url, lambda: box[0]))
