@@ -78,3 +78,11 @@ def test_the_approval_rule_sends_a_plan_that_preempts_more_to_an_admin() -> None
     assert not within.requires_approval
     off = make_plan(full(), policy({"a": {}, "b": {}}, approval=OPEN), T0)
     assert not off.requires_approval
+
+
+def test_a_raise_for_a_team_with_nothing_waiting_there_takes_nothing_back() -> None:
+    # a's guarantee raises it to 8, but nothing of a waits: Kueue reclaims only for a workload it would admit
+    idle = full().model_copy(update={"pending_workloads": ()})
+    plan = make_plan(idle, policy({"a": {"guarantee": {P5: 8}}, "b": {}}, approval=OPEN), T0)
+    assert plan.allocations["a"][P5]["accelerators"] == 8
+    assert plan.preemptions == ()

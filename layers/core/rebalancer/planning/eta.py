@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from rebalancer.domain.context import PlanningContext
@@ -183,11 +183,14 @@ def queue_of(quota: ComputeQuota | None, team: str, pool: str) -> fc.Queue:
                     preempt_within=cfg.PreemptTeamTasks != "Never")
 
 
-def cluster_of(snapshot: Snapshot) -> fc.Cluster:
-    """Every instance type with accelerators that a workload waits for or runs on; each team's queue in it; what
-    runs (what demand says is in use beyond the workloads listed counts as one workload that started now)."""
+def cluster_of(snapshot: Snapshot, only: Collection[str] | None = None) -> fc.Cluster:
+    """Every instance type with accelerators that a workload waits for or runs on (of `only`, when given); each
+    team's queue in it; what runs (what demand says is in use beyond the workloads listed counts as one workload
+    that started now)."""
     quotas = {q.team: q for q in snapshot.quotas}
     pools = sorted({w.pool for w in snapshot.pending_workloads} | {w.pool for w in snapshot.running_workloads})
+    if only is not None:
+        pools = [p for p in pools if p in only]
     at = _t(snapshot.taken_at)
     out = []
     for pool in pools:

@@ -20,14 +20,16 @@ def preemptions(snapshot: Snapshot, allocations: Allocations,
                 changes: Iterable[Change]) -> tuple[list[Preemption], float]:
     """The workloads the plan (its `allocations`, reached by `changes`) would make Kueue preempt, the largest by
     GPU-hours first, and the GPU-hours at risk over all of them. Lowering a quota evicts nothing by itself: only a
-    team whose quota rises can take back what others borrow, so a plan that raises no accelerator amount preempts
-    nothing (and costs no forecast)."""
-    if not snapshot.running_workloads or not any(c.resource == "accelerators" and c.after > c.before
-                                                 for c in changes):
+    team whose quota rises and has work waiting there can take back what others borrow, so only the pools where
+    such a team's accelerators rise are looked at (a plan that raises none costs no forecast)."""
+    waiting = {(w.team, w.pool) for w in snapshot.pending_workloads}
+    raised = {c.instance_type for c in changes if c.resource == "accelerators" and c.after > c.before
+              and c.mig_profile is None and (c.team, c.instance_type) in waiting}
+    if not snapshot.running_workloads or not raised:
         return [], 0.0
     from rebalancer.planning.eta import cluster_of  # the forecast's cluster: loaded only where a plan raises one
 
-    cluster = cluster_of(snapshot)
+    cluster = cluster_of(snapshot, raised)
     pools = {p.name for p in cluster.pools}
     quotas = {team: {pool: amounts["accelerators"] for pool, amounts in by_pool.items()
                      if pool in pools and "accelerators" in amounts}
