@@ -231,3 +231,13 @@ def test_what_the_track_record_keeps_is_bounded_and_a_sample_that_does_not_move(
     h3 = eta.history_after(full, seen(T0 + H, running=(started("w", T0),)))
     assert len(h3.outcomes) == OUTCOMES_KEPT
     assert h3.outcomes[-1] == Outcome(waited_s=7200.0, estimated_s=7200.0)
+
+
+def test_a_plan_that_preempts_is_in_place_only_after_its_notice() -> None:
+    snap = reclaimable()  # a's raise to 16 takes back b's run
+    pol = policy({"a": {"guarantee": {P5: 16}}, "b": {}},
+                 approval={"moved_accelerators": 100, "max_decrease_percent": 100}, reclaim={"notice_minutes": 30})
+    plan = make_plan(snap, pol, T0)
+    assert [p.workload for p in plan.preemptions] == ["b-0"]
+    (e,) = eta.estimates(snap, pol, plan, applies=True, context=None, history=HOURLY, replans=0)
+    assert e.start == T0 + timedelta(minutes=30 + 2)

@@ -2,7 +2,7 @@
 start?" with): a forecast (rebalancer.forecast) of the cluster the snapshot shows, under the policy. Kueue as the
 quotas configure it (nominal quota, BorrowLimit, lending, FairShareWeight, PreemptTeamTasks; the scheduler
 config's fair sharing and idle-resource sharing), the run's plan applied two minutes on when it applies by itself
-(not while it waits for approval), the controller's own planner re-planning in the forecast every REPLAN_EVERY_S
+(not while it waits for approval; after its notice when it preempts), the controller's own planner re-planning in the forecast every REPLAN_EVERY_S
 for REPLANS runs. How long things run comes only from what the controller knows: how long each admitted workload
 has run (Snapshot.running_workloads) and the run durations of the team's workloads seen to finish between runs
 (`RunHistory`, kept by the plan step); never how long a workload will really run. Pure."""
@@ -303,7 +303,10 @@ def controller(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, app
                             preemptions_named=False)
         return planned_quotas(planned, pools) if planned.applies and not planned.requires_approval else None
 
-    staged = (_t(snapshot.taken_at) + APPLY_DELAY_S, planned_quotas(plan, pools)) if plan and applies else None
+    # a plan that preempts is written once its teams had their notice (app.workflow.notice)
+    notice = policy.reclaim.notice_minutes * 60 if plan and (plan.preemptions or plan.preemptions_unlisted) else 0.0
+    staged = ((_t(snapshot.taken_at) + notice + APPLY_DELAY_S, planned_quotas(plan, pools)) if plan and applies
+              else None)
     return Controller(replan, REPLAN_EVERY_S, APPLY_DELAY_S, replans, staged)
 
 
