@@ -2,10 +2,11 @@
 start?" with): a forecast (rebalancer.forecast) of the cluster the snapshot shows, under the policy. Kueue as the
 quotas configure it (nominal quota, BorrowLimit, lending, FairShareWeight, PreemptTeamTasks; the scheduler
 config's fair sharing and idle-resource sharing), the run's plan applied two minutes on when it applies by itself
-(not while it waits for approval; after its notice when it preempts), the controller's own planner re-planning in the forecast every REPLAN_EVERY_S
-for REPLANS runs. How long things run comes only from what the controller knows: how long each admitted workload
-has run (Snapshot.running_workloads) and the run durations of the team's workloads seen to finish between runs
-(`RunHistory`, kept by the plan step); never how long a workload will really run. Pure."""
+(not while it waits for approval; after its notice when it preempts), the controller's own planner re-planning in
+the forecast every REPLAN_EVERY_S for REPLANS runs. How long things run comes only from what the controller knows:
+how long each admitted workload has run (Snapshot.running_workloads) and the run durations of the team's workloads
+seen to finish between runs (`RunHistory`, kept by the plan step); never how long a workload will really run.
+Pure."""
 
 from __future__ import annotations
 
