@@ -271,8 +271,10 @@ class PlannerController:
 
     def running_workloads(self, view: ControllerView) -> tuple[RunningWorkload, ...]:
         """Each running job as collect lists an admitted Kueue Workload: its GPUs on its pool, its pods (whole
-        nodes), when it was admitted (its Admitted condition). Read only for a policy with `reclaim` on."""
-        if self.policy.reclaim.max_gpu_hours <= 0 or view.running_jobs is None:
+        nodes), when it was admitted (its Admitted condition). Read only for a policy with `reclaim` on or a notice
+        to give (the plan names what it would preempt from them)."""
+        reclaim = self.policy.reclaim
+        if (reclaim.max_gpu_hours <= 0 and reclaim.notice_minutes <= 0) or view.running_jobs is None:
             return ()
         out: list[RunningWorkload] = []
         for team, pools in sorted(self._admitted(view).items()):
@@ -407,8 +409,10 @@ class PlannerController:
         return decision
 
     def _decision(self, plan: Plan, snap: Snapshot, view: ControllerView) -> Decision | None:
-        """What the plan writes, if it applies by itself and changes anything: the accelerators it sets, and the
-        ClusterQueues of the teams whose other settings it rewrites."""
+        """What the plan writes, if it applies by itself and changes anything: the accelerators it sets, the
+        ClusterQueues of the teams whose other settings it rewrites, and the notice it gives first when it would
+        preempt running work (`reclaim.notice_minutes`, after its approval: the run tells the teams, waits, then
+        writes; the check after the wait, which may plan again, is not modelled)."""
         if not plan.applies:
             return None
         quotas = quotas_from_plan(plan, self.instance_types)
@@ -418,7 +422,9 @@ class PlannerController:
         queues = rewritten_queues(read, written(plan, read), self.instance_types)
         if not (changed or queues):
             return None
-        return Decision(changed, plan.requires_approval, queues)
+        preempts = bool(plan.preemptions or plan.preemptions_unlisted)
+        return Decision(changed, plan.requires_approval, queues,
+                        notice_s=self.policy.reclaim.notice_minutes * 60 if preempts else 0.0)
 
     def replan(self, cluster: forecast.Cluster) -> dict[str, dict[str, int]] | None:
         """The controller inside a forecast (rebalancer.forecast.engine): the quotas it would set for the cluster
