@@ -252,9 +252,9 @@ class PlannerController:
 
     def pending_workloads(self, view: ControllerView) -> tuple[PendingWorkload, ...]:
         """Each pending job as collect lists a Kueue Workload: its GPUs on its pool, its pods (whole nodes), its
-        (re)queue time as the creation time. Read only for a policy with `fairness.gang_steps` or `reclaim` on, as
-        collect would."""
-        if not (self.policy.fairness.gang_steps or self.policy.reclaim.max_gpu_hours > 0) or view.pending_jobs is None:
+        (re)queue time as the creation time. Read only for a policy with `fairness.gang_steps`, `reclaim` on or a
+        notice to give, as collect would."""
+        if not (self.policy.fairness.gang_steps or self._by_workload()) or view.pending_jobs is None:
             return ()
         out: list[PendingWorkload] = []
         for team, pools in sorted(self._jobs(view).items()):
@@ -269,12 +269,16 @@ class PlannerController:
                     out.append(w)
         return tuple(out)
 
+    def _by_workload(self) -> bool:
+        """Whether the plan reads the workloads one by one to take from or name what runs: the reclaim on
+        (`reclaim.max_gpu_hours`), or a notice to give before a plan that preempts (`reclaim.notice_minutes`)."""
+        return self.policy.reclaim.max_gpu_hours > 0 or self.policy.reclaim.notice_minutes > 0
+
     def running_workloads(self, view: ControllerView) -> tuple[RunningWorkload, ...]:
         """Each running job as collect lists an admitted Kueue Workload: its GPUs on its pool, its pods (whole
         nodes), when it was admitted (its Admitted condition). Read only for a policy with `reclaim` on or a notice
         to give (the plan names what it would preempt from them)."""
-        reclaim = self.policy.reclaim
-        if (reclaim.max_gpu_hours <= 0 and reclaim.notice_minutes <= 0) or view.running_jobs is None:
+        if not self._by_workload() or view.running_jobs is None:
             return ()
         out: list[RunningWorkload] = []
         for team, pools in sorted(self._admitted(view).items()):
@@ -375,8 +379,8 @@ class PlannerController:
         f = self._flat(view)
         gangs = (tuple((t, p, tuple(j for j, _, _ in jobs)) for t, pools in sorted(self._jobs(view).items())
                        for p, jobs in pools.items())
-                 if (self.policy.fairness.gang_steps or self.policy.reclaim.max_gpu_hours > 0)
-                 and view.pending_jobs is not None else ())
+                 if (self.policy.fairness.gang_steps or self._by_workload()) and view.pending_jobs is not None
+                 else ())
         return (gangs, self._young(view), f.healthy, tuple(f.quotas.items()),
                 tuple(sorted(view.quota_versions.items())), tuple(sorted(f.in_use.items())),
                 tuple(sorted(f.pending.items())),
