@@ -257,6 +257,22 @@ def test_each_admitted_workload_is_listed_with_its_size_and_since_when(kube: tup
     assert got["cores"].started == datetime(2026, 11, 30, tzinfo=UTC)
 
 
+def test_when_each_workload_was_admitted_comes_through_the_client_and_a_bad_time_is_left_out_with_a_warning(
+        kube: tuple[str, KubeState]) -> None:
+    url, state = kube
+    state.add(cluster_queue("a", {P5: {"nvidia.com/gpu": 32}}, reserved={P5: {"nvidia.com/gpu": 16}}),
+              workload("a", "young", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5,
+                       admitted="2026-11-30T11:48:00Z"),
+              workload("a", "garbled", [pod_set(1, {"nvidia.com/gpu": 8}, P5)], admitted_on=P5,
+                       admitted="noon"))
+    got = reader(url).read()
+    assert {w.name: w.started for w in got.running} == {"young": datetime(2026, 11, 30, 11, 48, tzinfo=UTC),
+                                                       "garbled": None}
+    assert got.warnings == ("Workload hyperpod-ns-a/garbled: status.conditions[type=Admitted].lastTransitionTime "
+                            "'noon' is not a time (RFC 3339, such as 2026-11-30T08:30:00Z): left out, how long it "
+                            "has run is not known",)
+
+
 def test_what_a_workload_says_of_its_run_time_comes_through_the_client(kube: tuple[str, KubeState]) -> None:
     url, state = kube
     state.add(
