@@ -69,12 +69,14 @@ def gets(after: float, hold: Hold | None) -> str:
 
 
 def reason(wanted_clause: str, after: float, wanted: float, hold: Hold | None, facts: Iterable[str] = ()) -> str:
-    """The whole reason: the wants clause, the gets clause when the plan gives other than what is wanted (or when
-    the reclaim gives it: a change that reclaims running work always says so), then the facts."""
+    """The whole reason: the wants clause, the gets clause when the plan gives other than what is wanted, then
+    the facts (a change that reclaims running work says so whether or not it gets what it wants)."""
     parts = [wanted_clause]
-    if hold is not None and (abs(after - wanted) > EPS or hold.rule == "reclaim"):
+    if hold is not None and abs(after - wanted) > EPS:
         parts.append(gets(after, hold))
     elif abs(after - wanted) > EPS:
         parts.append(gets(after, None))
+    elif hold is not None and hold.rule == "reclaim":
+        parts.append(hold.text)
     parts.extend(f for f in facts if f)
     return "; ".join(parts)
