@@ -385,9 +385,12 @@ class Reclaim(Written):
     `notice_minutes`: how long the teams whose running work a plan would preempt are told before the write (the run
     tells them, waits, then checks the plan again and writes only what the notice named:
     rebalancer.app.workflow.notice). 0 (the default): told just before the write, as HyperPod's own sharing reclaims
-    without notice; a notice delays by as much the team waiting for its share."""
+    without notice; a notice delays by as much the team waiting for its share.
+    The defaults: work admitted since the last run (the stack's 15-minute ScheduleRate) is the work that refilled a
+    busy team's quota since that run's plan; 16 GPU-hours is `stability.max_move`'s 64 accelerators of such work at
+    its oldest (docs/simulation.md "Reclaim to fair share" has the figures)."""
 
-    max_age_minutes: Annotated[float, Field(ge=0, le=7 * 24 * 60, allow_inf_nan=False)] = 30
+    max_age_minutes: Annotated[float, Field(ge=0, le=7 * 24 * 60, allow_inf_nan=False)] = 15
     max_gpu_hours: Annotated[float, Field(ge=0, le=10_000, allow_inf_nan=False)] = 16
     notice_minutes: Annotated[float, Field(ge=0, le=24 * 60, allow_inf_nan=False)] = 0
 
