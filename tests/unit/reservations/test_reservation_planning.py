@@ -48,7 +48,10 @@ def test_an_active_reservation_raises_the_guarantee_and_the_reason_names_it() ->
     up = next(c for c in plan.changes if c.team == "research")
     assert (up.before, up.after) == (0, 32)
     assert "reservation r-1 for launch until Wed 02 Dec 12:00 UTC" in up.reason
-    assert {c.team: c.after for c in plan.changes}["inference"] == 32
+    down = next(c for c in plan.changes if c.team == "inference")
+    assert down.after == 32
+    # the team that makes room says why its quota drops
+    assert f"32 of {P5} reserved for research (reservation r-1 for launch until Wed 02 Dec 12:00 UTC)" in down.reason
 
 
 def test_it_is_honoured_from_its_start_and_dropped_at_its_until() -> None:
@@ -159,3 +162,33 @@ def test_the_cooldown_counts_from_when_the_reservation_began_to_be_held_never_be
     assert after(changed_after, [later], COOLING) == {"inference": 64}
     changed_before = cooling({"research": T0, "inference": T0}).model_copy(update={"taken_at": at})
     assert after(changed_before, [later], COOLING) == {"research": 32, "inference": 32}
+
+
+def held(at: Any, changed: Any) -> Snapshot:
+    """As the plan of a held reservation left them (research 32, inference 32), both written at `changed`."""
+    return snapshot({P5: 8}, quotas={"inference": {P5: 32}, "research": {P5: 32}}, pending={"inference": {P5: 64}},
+                    in_use={"inference": {P5: 32}}, modified={"research": changed, "inference": changed},
+                    taken_at=at)
+
+
+def test_a_cancelled_reservation_gives_its_quota_back_at_once_not_after_the_cooldown() -> None:
+    """Its start moved the quotas past the cooldown; its cancellation, an admin's decision too, moves them back the
+    same way: the room inference made is returned at the next run, not held for 30 minutes."""
+    began = reservation(start=T0 - timedelta(minutes=1), started_at=T0)
+    cancelled = began.model_copy(update={"status": "cancelled"})
+    now = T0 + timedelta(minutes=10)
+    assert after(held(now, T0), [], COOLING) == {"inference": 32, "research": 32}  # held, were it not the reservation's
+    assert after(held(now, T0), [cancelled], COOLING) == {"inference": 64, "research": 0}
+    # once given back, the cooldown holds the next change as any other
+    back = snapshot({P5: 8}, quotas={"inference": {P5: 64}, "research": {P5: 0}}, pending={"research": {P5: 32}},
+                    modified={"research": now, "inference": now}, taken_at=now + timedelta(minutes=5))
+    ended = cancelled.model_copy(update={"ended_at": now})
+    assert after(back, [ended], COOLING) == {"inference": 64}
+
+
+def test_a_window_over_gives_its_quota_back_at_once_and_one_never_begun_changes_no_cooldown() -> None:
+    r = reservation(start=T0 - timedelta(minutes=1), until=T0 + timedelta(minutes=20), started_at=T0)
+    assert after(held(T0 + timedelta(minutes=21), T0), [r], COOLING) == {"inference": 64, "research": 0}
+    # a cancelled reservation that never began moved nothing: the cooldown of a change made since holds
+    never = reservation(start=T0 + timedelta(hours=2), status="cancelled")
+    assert after(held(T0 + timedelta(minutes=10), T0), [never], COOLING) == {"inference": 32, "research": 32}

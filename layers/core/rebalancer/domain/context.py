@@ -34,7 +34,9 @@ class PlanningContext:
     only for a policy that ages weights). `reservations`: the approved reservations active at the snapshot's time
     (each raises its team's guarantee in its pool to at least its amount). `unavailable_since`: by InstanceId, each
     node unavailable for now in the snapshot, its state and since when runs have seen it so (what the capacity grace
-    expires on; the caller keeps it for the next run)."""
+    expires on; the caller keeps it for the next run). `ended`: the reservations no longer held at the snapshot's
+    time that were, each with `ended_at` its end (its until, or its cancellation, as the first run after it saw
+    it): a quota that last changed while one was held goes back without the cooldown (engine.reservations)."""
 
     known_versions: Mapping[str, int] | None = None
     budget_usage: Mapping[str, BudgetUsage] = field(default_factory=dict)
@@ -42,6 +44,7 @@ class PlanningContext:
     last_changed: Mapping[str, datetime] = field(default_factory=dict)
     pending_since: Mapping[str, Mapping[str, datetime]] = field(default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
+    ended: tuple[Reservation, ...] = ()
     unavailable_since: Mapping[str, tuple[str, datetime]] = field(default_factory=dict)
     # per team and instance type, accelerator-hours received over the trailing fair-share window (own and
     # borrowed); filled only for a policy with `fairness.window_hours`

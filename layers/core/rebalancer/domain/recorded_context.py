@@ -43,6 +43,7 @@ class RecordedContext(Frozen):
     last_changed: dict[str, AwareDatetime] = Field(default_factory=dict)
     pending_since: dict[str, dict[str, AwareDatetime]] = Field(default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
+    ended: tuple[Reservation, ...] = ()
     unavailable_since: dict[str, tuple[str, AwareDatetime]] = Field(default_factory=dict)
     trailing_usage: dict[str, dict[str, float]] = Field(default_factory=dict)
 
@@ -54,7 +55,8 @@ class RecordedContext(Frozen):
                    budget_usage=dict(context.budget_usage), recent_changes=context.recent_changes,
                    last_changed=dict(context.last_changed),
                    pending_since={team: dict(pools) for team, pools in context.pending_since.items()},
-                   reservations=context.reservations, unavailable_since=dict(context.unavailable_since),
+                   reservations=context.reservations, ended=context.ended,
+                   unavailable_since=dict(context.unavailable_since),
                    trailing_usage={team: dict(types) for team, types in context.trailing_usage.items()})
 
     def context(self) -> PlanningContext:
@@ -62,4 +64,4 @@ class RecordedContext(Frozen):
         return PlanningContext(
             known_versions=self.known_versions, budget_usage=self.budget_usage, recent_changes=self.recent_changes,
             last_changed=self.last_changed, pending_since=self.pending_since, reservations=self.reservations,
-            unavailable_since=self.unavailable_since, trailing_usage=self.trailing_usage)
+            ended=self.ended, unavailable_since=self.unavailable_since, trailing_usage=self.trailing_usage)

@@ -274,6 +274,21 @@ def occurrence_key(rec: Reservation, local_day: date) -> str | None:
     return None if found is None else found.key
 
 
+def ended(reservations: Sequence[Reservation], at: datetime) -> tuple[Reservation, ...]:
+    """The one-window reservations held once and no longer at `at`, each with `ended_at` its end: its until, or, once
+    cancelled after it began, the time a run first saw that (`at` itself until one has). A recurring one's windows
+    are not told apart here: their ends stay under the cooldown."""
+    out = []
+    for r in reservations:
+        if r.recurring or r.held_from > at or r.active_at(at):
+            continue
+        if r.status == "approved" and at >= r.until:
+            out.append(r.model_copy(update={"ended_at": r.until}))
+        elif r.status == "cancelled" and r.started_at is not None:
+            out.append(r.model_copy(update={"ended_at": min(r.until, r.ended_at or at)}))
+    return tuple(sorted(out, key=lambda r: r.reservation_id))
+
+
 def current(reservations: Sequence[Reservation], at: datetime) -> tuple[Reservation, ...]:
     """The windows held at `at` of the approved reservations, each as a reservation of its own (occurrence_at)."""
     return tuple(o for o in (r.occurrence_at(at) for r in reservations) if o is not None)

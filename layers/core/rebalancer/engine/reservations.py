@@ -12,8 +12,11 @@ from datetime import datetime
 
 from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Amount, Policy, TeamPolicy, family_types
+from rebalancer.domain.pools import holdings
+from rebalancer.domain.quotas import ComputeQuota
 from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
+from rebalancer.errors import UnknownInstanceType
 
 
 def began_since(team: str, holds: Mapping[str, float], reservations: Sequence[Reservation],
@@ -23,6 +26,17 @@ def began_since(team: str, holds: Mapping[str, float], reservations: Sequence[Re
     them at that time), later ones are."""
     return any((r.team == team or holds.get(r.pool)) and (last_changed is None or r.held_from > last_changed)
                for r in reservations)
+
+
+def ended_since(team: str, holds: Mapping[str, float], ended: Sequence[Reservation],
+                last_changed: datetime | None) -> bool:
+    """Whether a reservation of the team, or on a pool it holds quota in, ended (or was cancelled) after the team's
+    quota last changed while it was held: that change was the reservation's (its raise, or the room made for it),
+    and undoing it is the admin's decision at a stated time, as its start was, not churn the cooldown is there to
+    damp; held back, a cancelled reservation's accelerators would sit unused for up to the cooldown."""
+    return last_changed is not None and any(
+        (r.team == team or holds.get(r.pool)) and r.ended_at is not None and r.held_from <= last_changed < r.ended_at
+        for r in ended)
 
 
 def pool_total(snapshot: Snapshot, instance_type: str) -> float:
@@ -47,11 +61,26 @@ def reserved(policy: Policy, snapshot: Snapshot,
             continue
         amounts[(r.team, r.pool)] += r.accelerators
         labels[r.team].append(r.label)
+    # The other teams holding quota in a reserved pool: what their changes there make room for (a quota that drops
+    # when a reservation begins says why).
+    holders = [(q.team, _held(q)) for q in snapshot.quotas if q.team in policy.teams]
+    for r in reservations:
+        if (r.team, r.pool) in amounts:
+            for holder, held in holders:
+                if holder != r.team and held.get(r.pool):
+                    labels[holder].append(f"{r.accelerators} of {r.pool} reserved for {r.team} ({r.label})")
     teams = dict(policy.teams)
     for (name, pool), amount in sorted(amounts.items()):
         teams[name] = _raised(teams[name], pool, amount, pool_total(snapshot, pool), warnings)
     notes = {team: "; ".join(names) for team, names in labels.items()}
     return policy.model_copy(update={"teams": teams}), notes, warnings
+
+
+def _held(quota: ComputeQuota) -> dict[str, float]:
+    try:
+        return holdings(quota)
+    except UnknownInstanceType:  # said where the quotas are read; here it holds nothing a reservation takes
+        return {}
 
 
 def unhonoured(name: str, pool: str, team: TeamPolicy | None) -> str | None:

@@ -12,7 +12,7 @@ from rebalancer.budgets.metering import Ledger
 from rebalancer.budgets.trailing import TrailingUsage
 from rebalancer.domain.context import PlanningContext, RecentChange
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.reservation import Reservation, current
+from rebalancer.domain.reservation import Reservation, current, ended
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.capacity import unavailable_for_now
 
@@ -30,6 +30,7 @@ def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapp
     `unavailable_seen`: the previous run's `unavailable_since` (what the store kept; nothing when None): a node still
     in the same state keeps its first-seen time. `trailing`: what each team received over the fair-share window,
     read at the snapshot's time (only for a policy with `fairness.window_hours`)."""
+    mine = [r for r in reservations if r.cluster == snapshot.cluster.ClusterName]
     modified = {q.team: q.LastModifiedTime for q in snapshot.quotas}  # one quota per team: the last one listed
     recent = [RecentChange(team, at) for team, at in modified.items() if at is not None]
     last = {c.team: c.at for c in recent}
@@ -42,8 +43,8 @@ def planning_context(snapshot: Snapshot, policy: Policy, *, known_versions: Mapp
         budget_usage=metered.usage(snapshot.taken_at, policy.prices) if metered is not None else {},
         recent_changes=tuple(recent), last_changed=last,
         pending_since=_pending_since(snapshot) if policy.fairness.age_doubling_hours is not None else {},
-        reservations=tuple(sorted(current([r for r in reservations if r.cluster == snapshot.cluster.ClusterName],
-                                          snapshot.taken_at), key=lambda r: r.reservation_id)),
+        reservations=tuple(sorted(current(mine, snapshot.taken_at), key=lambda r: r.reservation_id)),
+        ended=ended(mine, snapshot.taken_at),
         unavailable_since=_unavailable_since(snapshot, unavailable_seen or {}),
         trailing_usage=trailing.hours(snapshot.taken_at)
         if trailing is not None and policy.fairness.window_hours is not None else {})

@@ -31,7 +31,7 @@ from rebalancer.domain.quotas import AMOUNT_RANGE
 from rebalancer.domain.snapshot import Demand, Snapshot
 from rebalancer.engine import stability
 from rebalancer.engine.allocation import EPS, INF, Claims, FamilyBound, PoolInput, largest_remainder
-from rebalancer.engine.reservations import began_since
+from rebalancer.engine.reservations import began_since, ended_since
 from rebalancer.errors import InvalidInput
 from rebalancer.planning import capacity
 from rebalancer.planning.admitted import with_admitted
@@ -329,6 +329,8 @@ def teams_of(snapshot: Snapshot, policy: Policy, context: PlanningContext,
     teams = Teams.of(names, team_policies, amounts,
                      cooldown=[None if began_since(team, held_by.get(team, no_holdings), context.reservations,
                                                    context.last_changed.get(team))
+                               or ended_since(team, held_by.get(team, no_holdings), context.ended,
+                                              context.last_changed.get(team))
                                else stability.cooling_down(context.last_changed.get(team), now, minutes)
                                for team in names],
                      demand=[snapshot.demand.get(team, no_demand) for team in names],
