@@ -46,13 +46,42 @@ BUSY = {"a": {P5: 32}, "b": {P5: 32}}  # two teams holding all 8 nodes, each wan
 TWO_TEAMS = policy({"a": {}, "b": {}})
 
 
-def test_a_running_node_hyperpod_labels_for_replacement_is_no_capacity() -> None:
+NO_REPAIR_GRACE = policy({"a": {}, "b": {}}, capacity={"repair_grace_minutes": 0})
+
+
+def test_without_a_repair_grace_a_running_node_hyperpod_labels_for_replacement_is_no_capacity() -> None:
     snap = _with(snapshot({P5: 8}, quotas=BUSY, pending={"a": {P5: 64}, "b": {P5: 64}}),
                  node_health={"i-00000000": "UnschedulablePendingReplacement", "i-00000001": "Schedulable"})
-    assert _pool(snap, TWO_TEAMS).capacity == 56
-    plan = make_plan(snap, TWO_TEAMS, T0)
+    assert _pool(snap, NO_REPAIR_GRACE).capacity == 56
+    assert _pool(snap, TWO_TEAMS).capacity == 64  # the default grace counts it on its first sighting
+    plan = make_plan(snap, NO_REPAIR_GRACE, T0)
     assert "1 node of ml.p5.48xlarge labelled UnschedulablePendingReplacement" in _reasons(plan)
     assert quota_sum(snap, P5) - sum(c.before - c.after for c in plan.changes) == 56
+
+
+REPAIR = policy({"a": {}, "b": {}}, capacity={"repair_grace_minutes": 30})
+
+
+def test_a_node_under_repair_counts_for_the_repair_grace_from_the_first_run_that_saw_it() -> None:
+    """A failure HyperPod repairs: within `capacity.repair_grace_minutes` of the first sighting quotas stay (no cut
+    to grow back after the repair); just past it the node is lost and the reason says since when."""
+    first = _with(snapshot({P5: 8}, quotas=BUSY, in_use={"a": {P5: 32}, "b": {P5: 32}}),
+                  node_health={"i-00000000": "UnschedulablePendingReboot"})
+    seen = planning_context(first, REPAIR).unavailable_since
+    assert seen == {"i-00000000": ("labelled UnschedulablePendingReboot", T0)}
+    assert "1 node of ml.p5.48xlarge under repair (labelled UnschedulablePendingReboot), counted for up to 30 min" \
+        in _pool(first, REPAIR).notes
+    at_grace = _at(first, 30)
+    ctx = planning_context(at_grace, REPAIR, unavailable_seen=seen)
+    assert make_plan(at_grace, REPAIR, at_grace.taken_at, context=ctx).changes == ()
+    past = _at(first, 31)
+    ctx = planning_context(past, REPAIR, unavailable_seen=ctx.unavailable_since)
+    plan = make_plan(past, REPAIR, past.taken_at, context=ctx)
+    assert sum(c.before - c.after for c in plan.changes) == 8
+    assert ("node i-00000000 labelled UnschedulablePendingReboot since 12:00, past the 30 min repair grace"
+            in _reasons(plan))
+    # With no repair grace the same node is lost at once.
+    assert _pool(first, NO_REPAIR_GRACE).capacity == 56
 
 
 def test_a_deep_health_check_within_the_grace_period_shrinks_nothing() -> None:

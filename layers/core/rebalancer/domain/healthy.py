@@ -4,17 +4,25 @@ may stay where it was, never grow).
 
 Counted per instance type in its primary unit (accelerators, or vCPUs of a CPU-only type), as the quotas hold it:
 `Count` as that many instances' worth, a MIG partition as its share of one GPU (a GPU carved into partitions is
-a GPU of the same nodes). A node counts when it is Running, or in a state HyperPod ends by itself and gives the
-node back (`FOR_NOW_STATUSES`): the planner counts those for a grace period (rebalancer.planning.capacity), so a
-plan that stands on them is not refused here; a node that failed counts nowhere. Only ListClusterNodes is read at
-the write: the Kubernetes health labels the planner reads as well are not, so this rule is never stricter than the
-plan, and a plan made before a node failed is.
+a GPU of the same nodes).
+
+What a node is, from its status and its `sagemaker.amazonaws.com/node-health-status` label, is decided in one place
+(`node_state`), for the planner (rebalancer.planning.capacity, which reads both and times the graces) and for the
+guard at the write (which reads ListClusterNodes only, so it sees no label): schedulable; unavailable for now (a
+state HyperPod ends by itself and gives the node back, counted for `capacity.unavailable_grace_minutes`); under
+repair (labelled UnschedulablePendingReplacement / UnschedulablePendingReboot while its instance still runs: HyperPod
+replaces or reboots it; counted for `capacity.repair_grace_minutes`); or lost. The guard counts every node the
+planner may count (it has no first-sighting times, and a start not known is recent for the planner too), so a plan
+that stands on a node within its grace is not refused here; a node whose status says it failed counts nowhere.
+The guard is never stricter than the plan, and a plan made before a node failed is.
 
 On a cluster whose autoscaler may add nodes, what the quotas may reach is the autoscaler's ceiling, which the plan
 read (`ceilings`, from the run's basis); a node failing there does not lower it."""
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
 
 from rebalancer.catalog import mig
 from rebalancer.catalog import specs as catalog
@@ -24,16 +32,64 @@ from rebalancer.errors import InvalidInput
 SCHEDULABLE_STATUS = "Running"
 # Nodes HyperPod is working on and gives back (rebalancer.planning.capacity counts them for a grace period).
 FOR_NOW_STATUSES = frozenset({"SystemUpdating", "DeepHealthCheckInProgress", "AttachInProgress", "DetachInProgress"})
+FOR_NOW_LABELS = frozenset({"Unschedulable"})  # "The node is running deep health checks"
+# HyperPod's health monitoring found a fault and replaces or reboots the node (its resiliency labels).
+REPAIR_LABELS = frozenset({"UnschedulablePendingReplacement", "UnschedulablePendingReboot"})
 COUNTED_STATUSES = frozenset({SCHEDULABLE_STATUS, *FOR_NOW_STATUSES})
 EPS = 1e-6
 
+_ANY_GRACE = timedelta(days=1)  # the guard's: it counts every node the planner may count under some grace
+
+NodeKind = Literal["schedulable", "for now", "repair", "lost"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """What a node is for capacity, and in words ("SystemUpdating", "labelled UnschedulablePendingReboot")."""
+
+    kind: NodeKind
+    what: str = ""
+
+
+SCHEDULABLE = NodeState("schedulable")
+
+
+def node_state(status: str | None, label: str | None) -> NodeState:
+    """The one definition of a healthy node. `status`: InstanceStatus.Status; `label`: its node-health-status label
+    (None: not read, or none). Under repair only while the instance still runs (a counted status): a status that
+    says the instance failed is lost whatever the label says, so the guard, which reads no label, never counts
+    less than the planner."""
+    if status not in COUNTED_STATUSES:
+        return NodeState("lost", "unhealthy")
+    if label in REPAIR_LABELS:
+        return NodeState("repair", f"labelled {label}")
+    if label is not None and label.startswith("Unschedulable") and label not in FOR_NOW_LABELS:
+        return NodeState("lost", f"labelled {label}")
+    if status in FOR_NOW_STATUSES:
+        return NodeState("for now", status)
+    if label in FOR_NOW_LABELS:
+        return NodeState("for now", f"labelled {label}")
+    return SCHEDULABLE
+
+
+def counts(state: NodeState, elapsed: timedelta | None, unavailable_grace: timedelta,
+           repair_grace: timedelta) -> bool:
+    """Whether a node in `state` counts: schedulable always; unavailable for now or under repair while `elapsed`
+    (how long it has been in that state; None: a start not known, taken as recent, since HyperPod ends these states
+    itself) is within its grace (just at the grace still counts; a grace of 0 counts nothing); lost never."""
+    if state.kind in ("schedulable", "lost"):
+        return state.kind == "schedulable"
+    grace = repair_grace if state.kind == "repair" else unavailable_grace
+    return grace > timedelta(0) and (elapsed is None or elapsed <= grace)
+
 
 def healthy_capacity(nodes: Iterable[tuple[str, str]]) -> dict[str, float]:
-    """Per instance type, what its counted nodes carry. `nodes`: (instance type, status) pairs; a type the catalog
-    does not know is left out (no quota of it is counted either)."""
+    """Per instance type, what its counted nodes carry, as the guard reads them (status only, no first sighting:
+    `node_state` with no label, `counts` with no start). `nodes`: (instance type, status) pairs; a type the
+    catalog does not know is left out (no quota of it is counted either)."""
     out: dict[str, float] = {}
     for instance_type, status in nodes:
-        if status not in COUNTED_STATUSES:
+        if not counts(node_state(status, None), None, _ANY_GRACE, _ANY_GRACE):
             continue
         try:
             per = catalog.spec(instance_type).primary_per_instance

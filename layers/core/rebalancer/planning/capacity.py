@@ -31,13 +31,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.healthy import FOR_NOW_STATUSES, SCHEDULABLE_STATUS
+from rebalancer.domain.healthy import SCHEDULABLE_STATUS, counts, node_state
 from rebalancer.domain.policy import CapacityPolicy, Policy
 from rebalancer.domain.pools import PoolKey, holdings
-from rebalancer.domain.snapshot import ClusterNode, InstanceGroup, Snapshot
+from rebalancer.domain.snapshot import InstanceGroup, Snapshot
 from rebalancer.engine.allocation import EPS, Claims
 
-FOR_NOW_LABELS = frozenset({"Unschedulable"})  # "The node is running deep health checks"
 HOLDING_OPERATIONS = frozenset({"Scaling", "DeepHealthCheck"})
 
 
@@ -125,7 +124,7 @@ class _Tally:
 
 
 def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[str, datetime]) -> _Tally:
-    grace = timedelta(minutes=rules.unavailable_grace_minutes)
+    graces = timedelta(minutes=rules.unavailable_grace_minutes), timedelta(minutes=rules.repair_grace_minutes)
     horizon = snapshot.taken_at + timedelta(minutes=rules.run_interval_minutes)
     groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
     started = _operation_starts(snapshot)
@@ -133,27 +132,32 @@ def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[
     for n in snapshot.nodes:
         t = n.InstanceType
         group = groups.get(n.InstanceGroupName)
-        state = _state(n, snapshot.node_health.get(n.InstanceId))
+        state = node_state(n.InstanceStatus.Status, snapshot.node_health.get(n.InstanceId))
         ending = _plan_end(snapshot, group, horizon)
         if ending is not None:
             tally.lost[t] += 1
             tally.note(t, ending)
             continue
-        if state.startswith("for now"):
+        if state.kind in ("for now", "repair"):
             known = [started.get(n.InstanceId) or started.get(n.InstanceGroupName), seen_since.get(n.InstanceId)]
             since = min((s for s in known if s is not None), default=None)
-            what = state.removeprefix("for now: ")
-            if since is not None and snapshot.taken_at - since > grace:
+            repair = state.kind == "repair"
+            minutes = rules.repair_grace_minutes if repair else rules.unavailable_grace_minutes
+            if not counts(state, None if since is None else snapshot.taken_at - since, *graces):
                 tally.lost[t] += 1
+                if since is None or not minutes:
+                    tally.note(t, state.what if repair else f"unavailable ({state.what}), no grace")
+                    continue
                 tally.expired.setdefault(t, []).append(
-                    f"node {n.InstanceId} in {what} since {since.strftime('%H:%M')}, past the "
-                    f"{rules.unavailable_grace_minutes:g} min grace")
+                    f"node {n.InstanceId} {'' if repair else 'in '}{state.what} since {since.strftime('%H:%M')}, "
+                    f"past the {minutes:g} min {'repair ' if repair else ''}grace")
                 continue
-            tally.note(t, f"unavailable for now ({what}), counted for up to {rules.unavailable_grace_minutes:g} min")
-        elif state != "schedulable":
+            tally.note(t, f"under repair ({state.what}), counted for up to {minutes:g} min" if repair else
+                       f"unavailable for now ({state.what}), counted for up to {minutes:g} min")
+        elif state.kind == "lost":
             tally.lost[t] += 1
-            if state != "unhealthy":
-                tally.note(t, state)
+            if state.what != "unhealthy":
+                tally.note(t, state.what)
             continue
         tally.counted[t] += 1
         if not rules.guarantees_on_spot and _spot(group):
@@ -181,30 +185,18 @@ def _of_type(t: str, tally: _Tally, held: tuple[float, str] | None, ceiling: int
 
 
 def unavailable_for_now(snapshot: Snapshot) -> dict[str, str]:
-    """By InstanceId, the state of each node that is unavailable for now ("SystemUpdating", "labelled
-    Unschedulable", ...): what the planning context remembers first-seen times of."""
+    """By InstanceId, the state of each node that is unavailable for now or under repair ("SystemUpdating",
+    "labelled UnschedulablePendingReboot", ...): what the planning context remembers first-seen times of."""
     out = {}
     health = snapshot.node_health
     for n in snapshot.nodes:
         label = health.get(n.InstanceId)
         if label is None and n.InstanceStatus.Status == SCHEDULABLE_STATUS:
             continue  # most nodes: no state to remember (the plan of 1,000 teams walks ~22,000 nodes here)
-        state = _state(n, label)
-        if state.startswith("for now: "):
-            out[n.InstanceId] = state.removeprefix("for now: ")
+        state = node_state(n.InstanceStatus.Status, label)
+        if state.kind in ("for now", "repair"):
+            out[n.InstanceId] = state.what
     return out
-
-
-def _state(node: ClusterNode, label: str | None) -> str:
-    """"schedulable", "for now: <what>", "unhealthy" (a status we count as lost), or what makes it lost."""
-    status = node.InstanceStatus.Status
-    if label is not None and label.startswith("Unschedulable") and label not in FOR_NOW_LABELS:
-        return f"labelled {label}"
-    if status == SCHEDULABLE_STATUS:
-        return f"for now: labelled {label}" if label in FOR_NOW_LABELS else "schedulable"
-    if status in FOR_NOW_STATUSES:
-        return f"for now: {status}"
-    return "unhealthy"
 
 
 def _spot(group: InstanceGroup | None) -> bool:
