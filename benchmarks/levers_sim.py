@@ -6,8 +6,9 @@
 Scenarios: p512, p1024f (MTBF 720 h), p1024 (the Philly trace), synth, synthf (MTBF 720 h): the synthetic trace
 that `rebalancer trace --teams 8 --gpus 256 --load 1.3 --days 30 --seed 7` writes, generated here in memory.
 `levers_sim.py --smoke` runs a tiny scenario once (the test suite does).
-Options: `set` (policy fields by dotted path, `teams*.` for every team), `seed`, `interval_s`, `gfrac` (guarantee
-fraction of the default policy), `window_ticks` (experiment: demand seen as its peak over the last k runs).
+Options: `set` (policy fields by dotted path, `teams*.` for every team), `seed`, `interval_s`, `repair_hours` (mean
+node repair time under MTBF, default 4), `gfrac` (guarantee fraction of the default policy), `window_ticks`
+(experiment: demand seen as its peak over the last k runs).
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def scenario(name: str, strategy: str, opts: dict[str, Any]) -> Scenario:
     else:
         jobs = load_trace(trace)
     teams = default_teams(jobs, gpus, 8)
-    return Scenario(jobs=jobs, teams=teams, nodes=gpus // 8, failures=Failures(mtbf_hours=mtbf),
+    failures = Failures(mtbf_hours=mtbf, repair_hours=opts.get("repair_hours", 4.0))
+    return Scenario(jobs=jobs, teams=teams, nodes=gpus // 8, failures=failures,
                     seed=opts.get("seed", 1), controller_interval_s=opts.get("interval_s", 900.0),
                     policy=policy_with(teams, opts) if strategy == "rebalancer" else None)
 

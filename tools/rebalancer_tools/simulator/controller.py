@@ -43,6 +43,11 @@ CLUSTER_NAME = "simulated"
 CLUSTER_ARN = f"arn:aws:sagemaker:us-east-1:111122223333:cluster/{CLUSTER_NAME}"
 GROUP = "gpu-workers"
 FAILED_NODE_STATUS = "Failure"
+REPAIR_LABEL = "UnschedulablePendingReplacement"  # a failed node HyperPod replaces: its instance still runs
+
+
+def _node_id(n: int) -> str:
+    return f"i-{n:017x}"
 
 
 def _group(index: int, instance_type: str) -> str:
@@ -182,6 +187,8 @@ class PlannerController:
         self._jobs_of: ControllerView | None = None
         self._jobs_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
         self._seen: tuple[ControllerView, PlanningContext | None] | None = None  # the last run's view and context
+        self._unavailable: dict[str, tuple[str, datetime]] = {}  # the last run's first sightings of nodes down
+        self._down_nodes: dict[object, tuple[tuple[ClusterNode, ...], dict[str, str]]] = {}
 
     def node_list(self, healthy: tuple[int, ...]) -> tuple[ClusterNode, ...]:
         """The nodes of every pool, the first `healthy[i]` of pool i running. Instance ids are numbered across
@@ -191,13 +198,41 @@ class PlannerController:
             for i, (it, count) in enumerate(self.pools.items()):
                 if self.autoscaled:  # the autoscaler adds and removes nodes: those listed are those present
                     count = healthy[i]
-                nodes += [ClusterNode(InstanceGroupName=_group(i, it), InstanceId=f"i-{len(nodes) + n:017x}",
+                nodes += [ClusterNode(InstanceGroupName=_group(i, it), InstanceId=_node_id(len(nodes) + n),
                                       InstanceType=it,
                                       InstanceStatus=NodeStatus(Status="Running" if n < healthy[i]
                                                                 else FAILED_NODE_STATUS))
                           for n in range(count)]
             self._nodes[healthy] = tuple(nodes)
         return self._nodes[healthy]
+
+    def nodes_of(self, view: ControllerView) -> tuple[tuple[ClusterNode, ...], dict[str, str]]:
+        """The nodes as collect lists them, and their health labels: with nodes down, each down node by its own
+        number (so that a run's first sighting of it follows that node), a node HyperPod repairs still running
+        and labelled UnschedulablePendingReplacement, one failed for good in Failure."""
+        if not view.down:
+            return self.node_list(self._flat(view).healthy), {}
+        key = tuple(sorted(view.down.items()))
+        if key not in self._down_nodes:
+            self._down_nodes[key] = self._listed(view.down)
+        return self._down_nodes[key]
+
+    def _listed(self, down_by_pool: Mapping[str, tuple[tuple[int, bool], ...]]
+                ) -> tuple[tuple[ClusterNode, ...], dict[str, str]]:
+        nodes: list[ClusterNode] = []
+        labels: dict[str, str] = {}
+        for i, (it, count) in enumerate(self.pools.items()):
+            down = dict(down_by_pool.get(it, ()))
+            first = len(nodes)
+            for n in range(count):
+                node_id = _node_id(first + n)
+                failed = n in down and not down[n]
+                nodes.append(ClusterNode(InstanceGroupName=_group(i, it), InstanceId=node_id, InstanceType=it,
+                                         InstanceStatus=NodeStatus(Status=FAILED_NODE_STATUS if failed
+                                                                   else "Running")))
+                if down.get(n):
+                    labels[node_id] = REPAIR_LABEL
+        return tuple(nodes), labels
 
     def quota(self, team: str, accelerators: tuple[int, ...], version: int, modified_s: float,
               queues: Mapping[str, forecast.Queue] | None = None) -> ComputeQuota:
@@ -362,9 +397,10 @@ class PlannerController:
                            tuple(view.oldest_pending_s.get(t, {}).get(it) for it in self.instance_types)
                            if aged else None)
             for t in view.quotas}
+        nodes, labels = self.nodes_of(view)
         return Snapshot(
             taken_at=EPOCH + timedelta(seconds=view.now_s), cluster=self.cluster,
-            nodes=self.node_list(f.healthy),
+            nodes=nodes, node_health=labels,
             quotas=tuple(self.quota(t, n, view.quota_versions[t], view.quota_modified_s[t], view.queues.get(t))
                          for t, n in f.quotas.items()),
             demand=dict(demand), autoscaling_max_nodes=self.max_nodes,
@@ -395,14 +431,18 @@ class PlannerController:
         # Without budgets or a fair-share window the context is the snapshot's alone: make_plan builds it only for
         # the ticks it plans.
         context = None
-        if self.meter.active:
-            metered = self.meter.meter(snap)
+        if self.meter.active or snap.node_health:
+            # Nodes under repair count from the first run that saw them (as the plan step keeps their sightings).
+            metered = self.meter.meter(snap) if self.meter.active else None
             context = planning_context(snap, self.policy, metered=metered if self.meter.budgets else None,
-                                       trailing=self.meter.trailing)
+                                       trailing=self.meter.trailing, unavailable_seen=self._unavailable)
+        self._unavailable = dict(context.unavailable_since) if context is not None else {}
         self._seen = (view, context)
         # The planner is deterministic: the same inputs that gave no change last time give none again. Budget use
-        # changes a plan only by which teams have used theirs up.
-        inputs = (*self._inputs(view), self.meter.exhausted(context.budget_usage if context is not None else {}))
+        # changes a plan only by which teams have used theirs up, nodes under repair by which are within the grace.
+        grace = timedelta(minutes=self.policy.capacity.repair_grace_minutes)
+        inputs = (*self._inputs(view), self.meter.exhausted(context.budget_usage if context is not None else {}),
+                  frozenset(n for n, (_, since) in self._unavailable.items() if snap.taken_at - since <= grace))
         if inputs == self._last_unchanged:
             self.skipped += 1
             return None
@@ -443,7 +483,7 @@ class PlannerController:
         view = ControllerView(
             now_s=cluster.at,
             healthy_nodes={it: int(pools[it].capacity) // self.per_node[it] for it in self.instance_types},
-            failed_nodes=last.failed_nodes,
+            failed_nodes=last.failed_nodes, down=last.down,
             quotas={t: {p.name: int(q.nominal) for p in cluster.pools for q in p.queues if q.team == t}
                     for t in teams},
             quota_versions=last.quota_versions, quota_modified_s=last.quota_modified_s,

@@ -89,6 +89,9 @@ class ControllerView:
     # queue (team) → pool → its ClusterQueue as its compute quota configures it now (nominal, weight, lending,
     # borrowing limits, preemption); empty: the view does not say (a controller then assumes the hand-set settings)
     queues: dict[str, dict[str, Queue]] = field(default_factory=dict)
+    # pool → its nodes that are down, by number within the pool, each True while HyperPod repairs it (a repair is
+    # due: the node is labelled UnschedulablePendingReplacement), False when it failed for good
+    down: dict[str, tuple[tuple[int, bool], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +235,8 @@ class Simulation:
         self.nodes_up = [True] * len(self.node_pool)
         self.up_count = [spec.nodes for spec in self.pool_specs]
         self.repairs_due = 0  # repair events in the queue
+        self.under_repair: set[int] = set()  # nodes down with a repair due
+        self.repair_at: dict[int, list[float]] = {}  # node → the times of its explicit repairs
         self.capacity = [spec.nodes * spec.per_node for spec in self.pool_specs]
         self.used = [0] * len(self.pool_specs)
         self.node_rngs = [random.Random(f"{self.cfg.seed}:node:{i}") for i in range(len(self.node_pool))]
@@ -324,6 +329,8 @@ class Simulation:
                 raise ValueError(f"node event at {ev.time_s!r} s, outside the run's 0..{HORIZON_S:.0f} s")
             self._push(ev.time_s, NODE, ev.node, 0 if ev.kind == "fail" else 1)
             self.repairs_due += ev.kind != "fail"
+            if ev.kind != "fail":
+                self.repair_at.setdefault(ev.node, []).append(ev.time_s)
         if self.controller is not None:
             self._push(0.0, TICK)
         self._push(0.0, SAMPLE)
@@ -757,12 +764,26 @@ class Simulation:
         if f.mtbf_hours:
             self._push(self.now + self.node_rngs[node].expovariate(1 / (f.repair_hours * 3600)), NODE, node, 1)
             self.repairs_due += 1
+        if f.mtbf_hours or any(t > self.now for t in self.repair_at.get(node, ())):
+            self.under_repair.add(node)
+
+    def _down(self) -> dict[str, tuple[tuple[int, bool], ...]]:
+        """Per fixed pool, its nodes down by number within the pool, each with whether a repair is due."""
+        out: dict[str, list[tuple[int, bool]]] = {}
+        first = 0
+        for spec in self.pool_specs:
+            if not spec.autoscaling:
+                out[spec.name] = [(k, first + k in self.under_repair) for k in range(spec.nodes)
+                                  if not self.nodes_up[first + k]]
+            first += spec.nodes
+        return {name: tuple(nodes) for name, nodes in out.items() if nodes}
 
     def _repair_node(self, node: int) -> None:
         if self.nodes_up[node]:
             return
         p = self.node_pool[node]
         self.nodes_up[node] = True
+        self.under_repair.discard(node)
         self.up_count[p] += 1
         self.capacity[p] += self.pool_specs[p].per_node
         self.ent_dirty[p] = True
@@ -845,6 +866,8 @@ class Simulation:
             # an autoscaled pool has no failed nodes (failures are not modelled there): it is just its size now
             failed_nodes={name: 0 if spec.autoscaling else spec.nodes - up
                           for name, spec, up in zip(names, self.pool_specs, self.up_count, strict=True)},
+            down=self._down() if any(not spec.autoscaling and spec.nodes > up for spec, up in
+                                     zip(self.pool_specs, self.up_count, strict=True)) else {},
             quotas=quotas,
             quota_versions=dict(self.versions), quota_modified_s=dict(self.modified), in_use=in_use,
             pending={t: dict(zip(names, by_pool, strict=True))

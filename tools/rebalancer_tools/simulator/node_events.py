@@ -1,4 +1,6 @@
-"""Explicit node failures and repairs: CSV `time_s,node,event` with event `fail` or `repair`, nodes 0..N-1."""
+"""Explicit node failures and repairs: CSV `time_s,node,event` with event `fail` or `repair`, nodes 0..N-1. A `fail`
+followed by a `repair` of that node is a node HyperPod repairs (the controller sees it labelled
+UnschedulablePendingReplacement until then); a `fail` with no `repair` after it, a node failed for good."""
 
 from __future__ import annotations
 
