@@ -251,7 +251,7 @@ def test_each_admitted_workload_is_listed_with_its_size_and_since_when(kube: tup
     got = {w.name: w for w in reader(url).read().running}
     assert set(got) == {"pretrain", "cores"}  # pending, finished and accelerator-free workloads are not running
     assert got["pretrain"] == RunningWorkload(name="pretrain", team="a", pool=P5, accelerators=32, pods=4,
-                                              started=datetime(2026, 11, 29, 8, 30, tzinfo=UTC))
+                                              started=datetime(2026, 11, 29, 8, 30, tzinfo=UTC), priority=100)
     # no instance-type selector: the flavor it was admitted on says where; 2 × 8 NeuronCores are 8 devices on trn1
     assert (got["cores"].pool, got["cores"].accelerators) == (TRN1, 8)
     assert got["cores"].started == datetime(2026, 11, 30, tzinfo=UTC)

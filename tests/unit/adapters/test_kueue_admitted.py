@@ -53,3 +53,13 @@ def test_a_condition_that_does_not_hold_says_nothing() -> None:
         c["status"] = "False"
     [w] = demand_of(QUEUES, [wl]).running
     assert w.started is None
+
+
+def test_each_running_workload_carries_its_priority_and_one_that_is_not_an_int32_is_left_out_with_a_warning() -> None:
+    low, odd = running("low"), running("odd")
+    low["spec"]["priority"] = -5
+    odd["spec"]["priority"] = 2**31
+    got = demand_of(QUEUES, [running("w"), low, odd])
+    assert {w.name: w.priority for w in got.running} == {"w": 100, "low": -5, "odd": None}
+    assert got.warnings == ("Workload hyperpod-ns-a/odd: spec.priority 2147483648 is not a whole number from "
+                            "-2147483648 to 2147483647: left out, the reclaim leaves its team's work there to Kueue",)

@@ -47,3 +47,12 @@ def test_older_work_stays_protected_and_the_budget_bounds_what_is_taken() -> Non
     assert quotas(snap) == {"busy": 48, "new": 16}  # 25 min is past the default max_age_minutes
     assert quotas(snap, max_age_minutes=60, max_gpu_hours=1) == {"busy": 56, "new": 8}  # 8 × 8 min is over 1 GPU-h
     assert quotas(full([None, 3, 8])) == {}  # a workload of unknown age might be Kueue's first: nothing is taken
+
+
+def test_work_of_several_priorities_is_left_to_kueue() -> None:
+    # Kueue reclaims the lowest priority first, whatever its age: an old low-priority workload would go first
+    snap = full([3, 8, 12, 14, 90, 200, 300, 400])
+    mixed = tuple(w.model_copy(update={"priority": 10 if w.name == "busy-7" else 100}) for w in snap.running_workloads)
+    assert quotas(snap.model_copy(update={"running_workloads": mixed})) == {}
+    same = tuple(w.model_copy(update={"priority": 100}) for w in snap.running_workloads)
+    assert quotas(snap.model_copy(update={"running_workloads": same})) == {"busy": 32, "new": 32}

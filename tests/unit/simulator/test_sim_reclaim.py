@@ -16,7 +16,7 @@ P5 = "ml.p5.48xlarge"
 
 
 def test_the_view_lists_every_running_job_with_when_it_was_admitted_newest_first() -> None:
-    seen: list[dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] = []
+    seen: list[dict[str, dict[str, tuple[tuple[int, int, float, int], ...]]]] = []
 
     def controller(view: ControllerView) -> Decision | None:
         assert view.running_jobs is not None
@@ -27,7 +27,7 @@ def test_the_view_lists_every_running_job_with_when_it_was_admitted_newest_first
     jobs = [TraceJob("early", "a", 0, 5000, 8), TraceJob("late", "a", 300, 5000, 8), TraceJob("b1", "b", 0, 60, 1)]
     Simulation(jobs, ["a", "b"], queues, [0, 1], SimConfig(nodes=2, gpus_per_node=8, controller_interval_s=900),
                controller).run()
-    assert seen[1] == {"a": {"gpu": ((1, 8, 300.0), (0, 8, 0.0))}}  # at 900 s; b, with no quota, runs nothing
+    assert seen[1] == {"a": {"gpu": ((1, 8, 300.0, 0), (0, 8, 0.0, 0))}}  # at 900 s; b, with no quota, runs nothing
 
 
 def full_view(now_s: float) -> ControllerView:
@@ -38,7 +38,7 @@ def full_view(now_s: float) -> ControllerView:
                           pending={"a": {P5: 16}, "b": {P5: 32}},
                           pending_jobs=lambda: {"a": {P5: ((20, 16, 0.0),)},
                                                 "b": {P5: tuple((30 + k, 8, now_s) for k in range(4))}},
-                          running_jobs=lambda: {"a": {P5: tuple((k, 8, 600.0 * k) for k in reversed(range(8)))}})
+                          running_jobs=lambda: {"a": {P5: tuple((k, 8, 600.0 * k, 0) for k in reversed(range(8)))}})
 
 
 def controller(max_gpu_hours: float = 16) -> PlannerController:

@@ -183,7 +183,7 @@ class PlannerController:
         self._workloads: dict[tuple[int, float], PendingWorkload] = {}
         self._running: dict[tuple[int, float], RunningWorkload] = {}
         self._admitted_of: ControllerView | None = None
-        self._admitted_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
+        self._admitted_seen: dict[str, dict[str, tuple[tuple[int, int, float, int], ...]]] = {}
         self._jobs_of: ControllerView | None = None
         self._jobs_seen: dict[str, dict[str, tuple[tuple[int, int, float], ...]]] = {}
         self._seen: tuple[ControllerView, PlanningContext | None] | None = None  # the last run's view and context
@@ -319,13 +319,13 @@ class PlannerController:
         for team, pools in sorted(self._admitted(view).items()):
             for pool, jobs in pools.items():
                 per_node = self.per_node[pool]
-                for j, gpus, started in jobs:
+                for j, gpus, started, priority in jobs:
                     w = self._running.get((j, started))
                     if w is None:
                         w = self._running[j, started] = RunningWorkload.model_construct(
                             name=f"job-{j:08d}", team=team, pool=pool, accelerators=float(gpus),
                             pods=max(1, -(-gpus // per_node)), started=EPOCH + timedelta(seconds=started),
-                            declared_s=None, limit_s=None)
+                            declared_s=None, limit_s=None, priority=priority)
                     out.append(w)
         return tuple(out)
 
@@ -339,13 +339,13 @@ class PlannerController:
         young: set[tuple[int, float]] = set()
         for pools in self._admitted(view).values():
             for jobs in pools.values():
-                for j, _, started in jobs:  # newest first
+                for j, _, started, _ in jobs:  # newest first
                     if started <= since:
                         break
                     young.add((j, started))
         return frozenset(young)
 
-    def _admitted(self, view: ControllerView) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
+    def _admitted(self, view: ControllerView) -> dict[str, dict[str, tuple[tuple[int, int, float, int], ...]]]:
         """The view's running jobs, listed once per view (the snapshot and the skip check both read them)."""
         if self._admitted_of is not view:
             self._admitted_of = view
@@ -499,7 +499,7 @@ class PlannerController:
                                                     if w.team == t)
                                       for p in cluster.pools if any(w.team == t for w in p.waiting)}
                                   for t in teams},
-            running_jobs=lambda: {t: {p.name: tuple(sorted(((int(r.job), int(r.accelerators), r.started)
+            running_jobs=lambda: {t: {p.name: tuple(sorted(((int(r.job), int(r.accelerators), r.started, r.priority)
                                                             for r in p.running if r.team == t),
                                                            key=lambda r: (-r[2], r[0])))
                                       for p in cluster.pools if any(r.team == t for r in p.running)}

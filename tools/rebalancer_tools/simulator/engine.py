@@ -83,9 +83,9 @@ class ControllerView:
     # (job id, GPUs, when (re)queued) in the queue's admission order. A callable, since most controllers never ask;
     # it reads the simulation as it is, so call it during the controller call.
     pending_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] | None = None
-    # Likewise each running (admitted and placed) job: team → pool → (job id, GPUs, when admitted), as collect reads
-    # a Workload's Admitted condition.
-    running_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float], ...]]]] | None = None
+    # Likewise each running (admitted and placed) job: team → pool → (job id, GPUs, when admitted, priority), as
+    # collect reads a Workload's Admitted condition and spec.priority.
+    running_jobs: Callable[[], dict[str, dict[str, tuple[tuple[int, int, float, int], ...]]]] | None = None
     # queue (team) → pool → its ClusterQueue as its compute quota configures it now (nominal, weight, lending,
     # borrowing limits, preemption); empty: the view does not say (a controller then assumes the hand-set settings)
     queues: dict[str, dict[str, Queue]] = field(default_factory=dict)
@@ -901,14 +901,14 @@ class Simulation:
         return {team: {pool: tuple((j, self.gpus[j], enq) for _, enq, j in sorted(entries))
                        for pool, entries in pools.items()} for team, pools in found.items()}
 
-    def _running_jobs(self) -> dict[str, dict[str, tuple[tuple[int, int, float], ...]]]:
-        """Per team and pool, every running job as (id, GPUs, when admitted), the newest admitted first."""
-        found: dict[str, dict[str, list[tuple[int, int, float]]]] = {}
+    def _running_jobs(self) -> dict[str, dict[str, tuple[tuple[int, int, float, int], ...]]]:
+        """Per team and pool, every running job as (id, GPUs, when admitted, priority), the newest admitted first."""
+        found: dict[str, dict[str, list[tuple[int, int, float, int]]]] = {}
         for name, queues in zip(self.pool_names, self.running, strict=True):
             for jobs in queues:
                 for j in jobs:
                     found.setdefault(self.teams[self.jteam[j]], {}).setdefault(name, []).append(
-                        (j, self.gpus[j], self.start[j]))
+                        (j, self.gpus[j], self.start[j], self.prio[j]))
         return {team: {pool: tuple(sorted(jobs, key=lambda r: (-r[2], r[0]))) for pool, jobs in pools.items()}
                 for team, pools in found.items()}
 

@@ -209,6 +209,8 @@ class RunningWorkload(Frozen):
     started: AwareDatetime | None = None
     declared_s: PositiveFloat | None = None  # as a PendingWorkload's
     limit_s: PositiveFloat | None = None
+    # Its spec.priority (None: not said): Kueue reclaims the lowest priority first, then the newest admitted.
+    priority: int | None = None
 
 
 _NEVER = datetime.max.replace(tzinfo=UTC)

@@ -2,7 +2,8 @@
 rebalancer.engine.stability): per accelerator pool, per claim, each workload the team runs there, the newest
 admitted first, with how many minutes ago it was admitted. What a team runs beyond the workloads listed (collect
 lists a bound per team and pool) or a workload whose admission time is not known is listed as of unknown age, which
-keeps the rule from that team in that pool: it might be the work Kueue takes first. Pure."""
+keeps the rule from that team in that pool: it might be the work Kueue takes first. So does work of more than one
+priority (or of a priority not read): Kueue reclaims the lowest priority first, whatever its age. Pure."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ def admitted_by_pool(workloads: Iterable[RunningWorkload],
                      now: datetime) -> dict[str, dict[str, list[Admitted]]]:
     """pool → team → its running workloads there, newest admitted first (unknown ages first)."""
     out: dict[str, dict[str, list[Admitted]]] = {}
+    priorities: dict[tuple[str, str], set[int | None]] = {}
     for w in workloads:
         minutes = None if w.started is None else max(0.0, (now - w.started).total_seconds() / 60)
         out.setdefault(w.pool, {}).setdefault(w.team, []).append(Admitted(w.accelerators, minutes))
-    for teams in out.values():
-        for work in teams.values():
+        priorities.setdefault((w.pool, w.team), set()).add(w.priority)
+    for pool, teams in out.items():
+        for team, work in teams.items():
             work.sort(key=lambda a: -1.0 if a.minutes is None else a.minutes)
+            if len(priorities[pool, team]) > 1:  # Kueue takes the lowest priority first, whatever its age
+                work.insert(0, Admitted(0.0, None))
     return out
 
 

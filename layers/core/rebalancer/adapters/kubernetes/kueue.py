@@ -287,6 +287,22 @@ def admitted_at(obj: dict[str, Any]) -> tuple[datetime | None, str | None]:
     return None, None
 
 
+INT32 = (-(2**31), 2**31 - 1)
+
+
+def priority_of(obj: dict[str, Any]) -> tuple[int | None, str | None]:
+    """A Workload's spec.priority (Kueue reclaims the lowest first, then the newest admitted), and None with a
+    problem naming the field and the value when it is not an int32. Absent: (None, None)."""
+    spec = obj.get("spec")
+    raw = spec.get("priority") if isinstance(spec, dict) else None
+    if raw is None:
+        return None, None
+    if isinstance(raw, int) and not isinstance(raw, bool) and INT32[0] <= raw <= INT32[1]:
+        return raw, None
+    return None, (f"spec.priority {_shown(raw)} is not a whole number from {INT32[0]} to {INT32[1]}: left out, "
+                  "the reclaim leaves its team's work there to Kueue")
+
+
 def _count(pod_set: dict[str, Any], where: str) -> int:
     count = pod_set.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= COUNT_MAX:
@@ -390,7 +406,7 @@ class _Accumulator:
                 limit_s=wl.run_time.limit), LISTED_PER_POOL)
 
     def add_running(self, team: str, wl: WorkloadRead, admission: dict[str, tuple[dict[str, str], int]],
-                    since: datetime | None) -> None:
+                    since: datetime | None, priority: int | None = None) -> None:
         """An admitted workload's accelerators on each flavor it was admitted on (its podSetAssignments: pod set →
         the flavor per resource and the count admitted), and since when it holds them. Its use is the
         ClusterQueue's already; this is only how long it has run (the estimated starts). The first LISTED_PER_POOL
@@ -408,7 +424,7 @@ class _Accumulator:
             if len(kept) < LISTED_PER_POOL:
                 kept.append(RunningWorkload(name=wl.name, team=team, pool=flavor, accelerators=float(g.accelerators),
                                             pods=g.pods, started=since, declared_s=wl.run_time.declared,
-                                            limit_s=wl.run_time.limit))
+                                            limit_s=wl.run_time.limit, priority=priority))
 
     def running_workloads(self) -> tuple[RunningWorkload, ...]:
         """The admitted workloads kept, every team and pool cut to the same count when they are more than
@@ -698,9 +714,11 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
             acc.add_pending(team, namespace, read, queues.get(team, {}))
         else:
             since, unreadable = admitted_at(wl)
-            if unreadable is not None:
-                acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {unreadable}")
-            acc.add_running(team, read, admission, since)
+            priority, unread = priority_of(wl)
+            for said in (unreadable, unread):
+                if said is not None:
+                    acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {said}")
+            acc.add_running(team, read, admission, since, priority)
     workloads_kept = acc.workloads()
     return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
                        warnings=tuple(acc.warnings.lines("… and {n} more Kueue warnings like these")),
