@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from support.clusters import T0, policy
+from support.clusters import T0, policy, snapshot
 from support.preempting import OPEN, P5, H, full
 
 from rebalancer.app.notifications.messages import DeliveryResult, Message
@@ -19,6 +19,7 @@ from rebalancer.app.workflow.notice import MAX_NOTICE_ROUNDS, load_notice
 from rebalancer.app.workflow.preempted import record_preempted
 from rebalancer.app.workflow.state import NotifyInput, Recheck, RunRef
 from rebalancer.app.workflow.steps.plan import plan as plan_step
+from rebalancer.domain.plan import PREEMPTIONS_LISTED
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload, Snapshot
 from rebalancer_tools.fakes.memory_store import MemoryStore
@@ -148,3 +149,27 @@ def test_what_kueue_preempted_is_recorded_beside_what_the_plan_named(store: Memo
     rec = [r for r in store.audit.records("test") if r["kind"] == "preempted"][-1]
     assert (rec["outcome"], rec["detail"]["not_named"], rec["detail"]["named_not_preempted"]) == (
         "differs", [f"b/b-old@{P5}"], [f"b/b-new@{P5}"])
+
+
+def test_a_notice_names_every_workload_it_preempts_not_only_those_the_plan_lists() -> None:
+    n = PREEMPTIONS_LISTED + 20  # a multiple of 8: b fills every node
+    snap = snapshot({P5: n // 8}, quotas={"a": {P5: 0}, "b": {P5: n}}, in_use={"b": {P5: n}}, pending={"a": {P5: n}})
+    snap = snap.model_copy(update={
+        "running_workloads": tuple(RunningWorkload(name=f"b-{i:03d}", team="b", pool=P5, accelerators=1, pods=1,
+                                                   started=T0 - timedelta(minutes=i + 1)) for i in range(n)),
+        "pending_workloads": (PendingWorkload(name="a-1", team="a", pool=P5, accelerators=n, pods=1,
+                                              created=T0 - H),)})
+    pol = policy({"a": {"guarantee": {P5: n}}, "b": {}}, approval={**OPEN, "moved_accelerators": 1000},
+                 stability={"max_move": None})
+    store = MemoryStore(now=TickingClock(T0))
+    state.record_snapshot(store.artifacts, RUN, snap)
+    assert plan_step(RUN, store=store, load_policy=lambda _: pol, now=T0)["decision"] == "notice"
+    assert state.load_plan(store.artifacts, RUN).preemptions_unlisted == 20
+    notice = load_notice(store.artifacts, RUN)
+    assert notice is not None
+    assert len(notice.named) == n
+    state.record_snapshot(store.artifacts, RUN, snap.model_copy(update={"taken_at": T0 + timedelta(minutes=1)}),
+                          again=True)
+    after = plan_step(RUN, store=store, load_policy=lambda _: pol, now=T0 + timedelta(minutes=1),
+                      recheck=Recheck(approval_round=1))
+    assert after["decision"] == "apply"

@@ -257,7 +257,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     that would preempt running work is written only with --notice-given, and then only what it named: once written,
     the cluster is read again and what Kueue preempted is recorded beside what the plan named."""
     from rebalancer.app.workflow import audit, run_plan
-    from rebalancer.app.workflow.notice import needs_notice, record_notice
+    from rebalancer.app.workflow.notice import all_preempted, needs_notice, record_notice
     from rebalancer_tools.cli.cluster_lock import cluster_lock
 
     policy = load_model_file(Policy, policy_file)
@@ -293,7 +293,7 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
                               "--notice-given was given", who=who)
             raise
         if needs_notice(plan):
-            record_notice(log.store.artifacts, run, plan, policy)
+            record_notice(log.store.artifacts, run, plan, policy, all_preempted(snap, plan))
         if not yes:
             _ask(log, run, who, f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
                                 f"{snap.cluster.ClusterName}?")

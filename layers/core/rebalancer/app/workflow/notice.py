@@ -9,7 +9,7 @@ round; the Notify step sends it, the Recheck step reads it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import Field, NonNegativeInt, PositiveInt
@@ -19,8 +19,9 @@ from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.outlook import workload_key
 from rebalancer.domain.plan import Plan, Preemption
 
-if TYPE_CHECKING:  # the Notify step reads a notice without the policy's models
+if TYPE_CHECKING:  # the Notify step reads a notice without the policy's and the snapshot's models
     from rebalancer.domain.policy import Policy
+    from rebalancer.domain.snapshot import Snapshot
 
 MAX_NOTICE_ROUNDS = 3  # notices one run gives before it stops: a cluster that keeps moving is not chased forever
 
@@ -47,16 +48,28 @@ def needs_notice(plan: Plan) -> bool:
     return bool(plan.preemptions or plan.preemptions_unlisted) and plan.mode != "dry-run" and not plan.is_empty
 
 
-def record_notice(artifacts: Artifacts, run: RunRef, plan: Plan, policy: Policy) -> Notice:
-    """The run's NOTICE for `plan`: the workloads it names, the topics of their teams, the next round."""
+def record_notice(artifacts: Artifacts, run: RunRef, plan: Plan, policy: Policy,
+                  found: Sequence[Preemption] | None = None) -> Notice:
+    """The run's NOTICE for `plan`: the workloads it names (`found`: all it would preempt, when the plan lists only
+    the largest: rebalancer.planning.preemptions), the topics of their teams, the next round."""
     before = load_notice(artifacts, run)
-    teams = {p.team for p in plan.preemptions}
-    notice = Notice(named=tuple(key(p) for p in plan.preemptions),
+    named = plan.preemptions if found is None else found
+    teams = {p.team for p in named}
+    notice = Notice(named=tuple(key(p) for p in named),
                     targets={t: tp.notice_topic for t, tp in sorted(policy.teams.items())
                              if t in teams and tp.notice_topic is not None},
                     seconds=notice_seconds(policy), round=before.round + 1 if before is not None else 1)
     artifacts.put(run.execution_name, "NOTICE", notice.model_dump(mode="json"))
     return notice
+
+
+def all_preempted(snapshot: Snapshot, plan: Plan) -> Sequence[Preemption]:
+    """Every workload writing `plan` would preempt: its own list when complete, else found again."""
+    if not plan.preemptions_unlisted:
+        return plan.preemptions
+    from rebalancer.planning.preemptions import preemptions
+
+    return preemptions(snapshot, plan.allocations, plan.changes)[0]
 
 
 def load_notice(artifacts: Artifacts, run: RunRef) -> Notice | None:

@@ -21,7 +21,7 @@ from rebalancer.app.workflow.notice import MAX_NOTICE_ROUNDS, load_notice, unnot
 from rebalancer.app.workflow.state import MAX_STATE_LINES, RunRef, load_plan, record_snapshot
 from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.frozen import Frozen
-from rebalancer.domain.plan import Plan, preemption_line
+from rebalancer.domain.plan import Plan, Preemption, preemption_line
 from rebalancer.domain.policy import Policy
 from rebalancer.planning.preemptions import listed, preemptions
 from rebalancer.planning.staleness import beyond_approval, stale_reasons
@@ -58,6 +58,7 @@ class Rechecked(Frozen):
     stale: tuple[str, ...] = ()  # why the approved plan could not be written as it was
     beyond: tuple[str, ...] = ()  # what the plan made again does that was not approved
     unnoticed: tuple[str, ...] = ()  # what writing it would now preempt that the run's notice did not name
+    preempting: tuple[Preemption, ...] = ()  # with a notice to give: all that writing it would preempt now
 
     @property
     def decision(self) -> RecheckDecision:
@@ -127,7 +128,8 @@ def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Recor
                                                  "preempted_gpu_hours": at_risk})
     result = Rechecked(outcome=outcome, plan=written,
                        approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond,
-                       unnoticed=tuple(missing[:MAX_STATE_LINES]))
+                       unnoticed=tuple(missing[:MAX_STATE_LINES]),
+                       preempting=tuple(found) if outcome == "notice" else ())
     if outcome not in ("fresh", "gave_up") and (stale or outcome != "notice"):
         # the plan made again is the run's now, beside what it was made from
         record_snapshot(store.artifacts, run, snapshot)

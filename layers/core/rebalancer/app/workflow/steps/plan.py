@@ -17,7 +17,7 @@ from rebalancer.app.notifications.notify import approval_id_of
 from rebalancer.app.workflow import recheck as rechecking
 from rebalancer.app.workflow import run_plan
 from rebalancer.app.workflow.news import News, record_news
-from rebalancer.app.workflow.notice import notice_seconds, record_notice
+from rebalancer.app.workflow.notice import all_preempted, notice_seconds, record_notice
 from rebalancer.app.workflow.state import PlanResult, Recheck, RunRef, summarised
 from rebalancer.domain.policy import Policy
 from rebalancer.errors import InvalidInput, PermanentError
@@ -55,7 +55,7 @@ def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: 
                                      approvals=store.approvals,
                                      approval_id=approval_id_of(run.execution_arn, recheck.approval_round))
         if checked.decision == "notice":
-            record_notice(store.artifacts, run, checked.plan, policy)
+            record_notice(store.artifacts, run, checked.plan, policy, checked.preempting)
         return _result(checked.decision, policy, approval_round=checked.approval_round, notes=checked.notes())
     snapshot = run_plan.load_snapshot(store.artifacts, run)
     try:
@@ -68,7 +68,7 @@ def plan(run: RunRef, *, store: RecordsSourcesApprovalsAndHistory, load_policy: 
         budget_figures(run.cluster_name, budgets.figures(policy, planned.context.budget_usage))
     run_plan.record_plan(store, run, planned)
     if planned.decision == "notice":
-        record_notice(store.artifacts, run, planned.plan, policy)
+        record_notice(store.artifacts, run, planned.plan, policy, all_preempted(snapshot, planned.plan))
     from rebalancer.app.workflow.outlook import record_outlook  # the forecast: loaded when a run is planned
 
     outlook = record_outlook(store, run, snapshot, policy, planned, outlook_deadline)
