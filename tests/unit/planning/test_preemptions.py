@@ -86,3 +86,12 @@ def test_a_raise_for_a_team_with_nothing_waiting_there_takes_nothing_back() -> N
     plan = make_plan(idle, policy({"a": {"guarantee": {P5: 8}}, "b": {}}, approval=OPEN), T0)
     assert plan.allocations["a"][P5]["accelerators"] == 8
     assert plan.preemptions == ()
+
+
+def test_kueue_takes_the_lowest_priority_first_whatever_its_age() -> None:
+    snap = full()
+    old, new = snap.running_workloads
+    snap = snap.model_copy(update={"running_workloads": (old.model_copy(update={"priority": 10}),
+                                                         new.model_copy(update={"priority": 100}))})
+    plan = make_plan(snap, policy({"a": {}, "b": {}}, approval=OPEN), T0)
+    assert [p.workload for p in plan.preemptions] == ["b-old"]  # older, but the lower priority

@@ -197,7 +197,8 @@ def cluster_of(snapshot: Snapshot, only: Collection[str] | None = None) -> fc.Cl
     for pool in pools:
         size = capacity(snapshot, pool)
         running = [fc.Running(workload_key(w.team, w.name, w.pool), w.team, w.accelerators,
-                              _t(w.started or snapshot.taken_at), declared=w.declared_s, limit=w.limit_s)
+                              _t(w.started or snapshot.taken_at), priority=w.priority or 0, declared=w.declared_s,
+                              limit=w.limit_s)
                    for w in snapshot.running_workloads if w.pool == pool]
         listed: dict[str, float] = {}
         for r in running:
