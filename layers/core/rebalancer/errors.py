@@ -79,7 +79,7 @@ class UnknownInstanceType(InvalidInput):
 
     def __str__(self) -> str:
         if self._said is None:
-            from rebalancer.domain.spelling import nearest
+            from rebalancer.spelling import nearest
 
             near = (nearest(self.instance_type, self._known(), within=2)
                     if self._known is not None and len(self.instance_type) <= 64 else None)

@@ -34,7 +34,7 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
-from rebalancer.domain.spelling import nearest
+from rebalancer.spelling import nearest
 from rebalancer.errors import ConflictError, CredentialsError, PermanentError, RebalancerError, TransientError
 
 RetryMode = Literal["standard", "adaptive"]

@@ -18,6 +18,49 @@ def _digit(c: str) -> bool:
     return "0" <= c <= "9"  # ASCII only: str.isdigit() would take "٤" (Arabic-Indic four)
 
 
+_RANGE = "not a duration within Go's range (2,562,047 h)"
+
+
+def _number(s: str, at: int) -> tuple[int, int, float, int]:
+    """The number at `at`: its whole part, its fraction's digits and their scale (10^digits kept), and where it
+    ends. Digits of the fraction beyond a nanosecond's worth are dropped, as Go drops them."""
+    n, start, whole = len(s), at, 0
+    while at < n and _digit(s[at]):
+        whole = whole * 10 + ord(s[at]) - 48
+        if whole > _MAX:
+            raise ValueError(_RANGE)
+        at += 1
+    before = at > start
+    fraction, scale, after = 0, 1.0, False
+    if at < n and s[at] == ".":
+        at += 1
+        begun, overflow = at, False
+        while at < n and _digit(s[at]):
+            if not overflow:
+                if fraction > (_MAX - 1) // 10 or fraction * 10 + ord(s[at]) - 48 > _MAX:
+                    overflow = True
+                else:
+                    fraction, scale = fraction * 10 + ord(s[at]) - 48, scale * 10
+            at += 1
+        after = at > begun
+    if not before and not after:
+        raise ValueError("not a duration")
+    return whole, fraction, scale, at
+
+
+def _unit(s: str, at: int) -> tuple[int, int]:
+    """Nanoseconds of the unit at `at`, and where it ends."""
+    begun, n = at, len(s)
+    while at < n and not (s[at] == "." or _digit(s[at])):
+        at += 1
+    if at == begun:
+        raise ValueError("not a duration: missing unit")
+    unit = _NS.get(s[begun:at])
+    if unit is None:
+        raise ValueError(f"not a duration: unknown unit {s[begun:at][:TEXT_MAX]!r}")
+    return unit, at
+
+
 def go_nanoseconds(text: str) -> int:
     """Nanoseconds of a Go duration string, as time.ParseDuration gives them (negative ones included); ValueError
     naming what Go would say otherwise."""
@@ -33,49 +76,22 @@ def go_nanoseconds(text: str) -> int:
     while at < n:
         if not (s[at] == "." or _digit(s[at])):
             raise ValueError("not a duration")
-        start, whole = at, 0
-        while at < n and _digit(s[at]):
-            whole = whole * 10 + ord(s[at]) - 48
-            if whole > _MAX:
-                raise ValueError("not a duration within Go's range (2,562,047 h)")
-            at += 1
-        before = at > start
-        fraction, scale, after = 0, 1.0, False
-        if at < n and s[at] == ".":
-            at += 1
-            begun, overflow = at, False
-            while at < n and _digit(s[at]):
-                if not overflow:
-                    if fraction > (_MAX - 1) // 10 or fraction * 10 + ord(s[at]) - 48 > _MAX:
-                        overflow = True  # further digits are below a nanosecond's worth: Go drops them
-                    else:
-                        fraction, scale = fraction * 10 + ord(s[at]) - 48, scale * 10
-                at += 1
-            after = at > begun
-        if not before and not after:
-            raise ValueError("not a duration")
-        begun = at
-        while at < n and not (s[at] == "." or _digit(s[at])):
-            at += 1
-        if at == begun:
-            raise ValueError("not a duration: missing unit")
-        unit = _NS.get(s[begun:at])
-        if unit is None:
-            raise ValueError(f"not a duration: unknown unit {s[begun:at][:TEXT_MAX]!r}")
+        whole, fraction, scale, at = _number(s, at)
+        unit, at = _unit(s, at)
         if whole > _MAX // unit:
-            raise ValueError("not a duration within Go's range (2,562,047 h)")
+            raise ValueError(_RANGE)
         value = whole * unit
         if fraction > 0:
             value += int(float(fraction) * (float(unit) / scale))
             if value > _MAX:
-                raise ValueError("not a duration within Go's range (2,562,047 h)")
+                raise ValueError(_RANGE)
         total += value
         if total > _MAX:
-            raise ValueError("not a duration within Go's range (2,562,047 h)")
+            raise ValueError(_RANGE)
     if negative:
         return -total
     if total > _MAX - 1:
-        raise ValueError("not a duration within Go's range (2,562,047 h)")
+        raise ValueError(_RANGE)
     return total
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from rebalancer.domain.spelling import nearest
+from rebalancer.spelling import nearest
 from rebalancer.errors import InvalidInput, RecordUnreadable
 
 M = TypeVar("M", bound=BaseModel)

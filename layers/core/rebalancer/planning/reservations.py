@@ -20,7 +20,7 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy, TeamPolicy
 from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer.domain.spelling import nearest
+from rebalancer.spelling import nearest
 from rebalancer.engine.reservations import pool_total, unhonoured
 from rebalancer.errors import ReservationRefused
 from rebalancer.planning import capacity

@@ -1,7 +1,7 @@
 """No permanent name by accident: a quota's TeamName can never be changed, so a policy team that has no quota yet and
 whose name is close to an existing team's is refused with "did you mean research?", unless the policy marks it
 `new: true`. Close: the same name to a reader (one skeleton: case, `-` and `_`, and look-alike characters such as `0`
-and `o`, `1` and `l`, or a Cyrillic `е` for a Latin `e`, ignored: rebalancer.domain.spelling.skeleton), or a few
+and `o`, `1` and `l`, or a Cyrillic `е` for a Latin `e`, ignored: rebalancer.spelling.skeleton), or a few
 edits away between skeletons, two letters swapped counting as one (`reserch` or `reseacrh` beside `research`).
 Names of a series (`team-0002` beside `team-0001`, `team-b` beside `team-a`) are not typos of one another; a digit
 for the letter it looks like (`team-1`, `team-l`) or two letters swapped (`team-ab`, `team-ba`) are no series.
@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.spelling import edit_distance, skeleton
+from rebalancer.spelling import edit_distance, skeleton
 from rebalancer.errors import InvalidInput
 
 # How many edits make two names "close", by the length of the new one: none for a name of a few letters (every
