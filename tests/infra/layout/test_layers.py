@@ -1,19 +1,19 @@
-"""The runtime package's layers, read from its imports: each subpackage imports only the ones below it, so the
-folder names tell a newcomer what may depend on what. Bottom to top: spelling (the nearest name); the error kinds; the instance-type catalog;
-document parsing; the domain (snapshot, policy, pools, plan, budget model, names, ownership, samples); budgets
-(metering and enforcement), then the engine (water-fill, rounding, stability, family caps), both pure, the engine's
-stability rules applying budget enforcement as one of its holds; the forecast (Kueue's admission simulated forward
-from what the controller sees); planning (snapshot + policy → plan); adapters
-(AWS, Kubernetes, DynamoDB); the Lambda side (`app`). Every `__init__.py` is empty. The tools package is layered
-the same way (its order is stated below, with the CLI on top)."""
+"""The runtime package's layers, read from its imports: each subpackage imports only the ones below it, so the folder
+names tell a newcomer what may depend on what. Bottom to top: spelling (the nearest name); the error kinds; the
+instance-type catalog; document parsing; the domain (snapshot, policy, pools, plan, budget model, names, ownership,
+samples); budgets (metering and enforcement), then the engine (water-fill, rounding, stability, family caps), both
+pure, the engine's stability rules applying budget enforcement as one of its holds; the forecast (Kueue's admission
+simulated forward from what the controller sees); planning (snapshot + policy → plan); adapters (AWS, Kubernetes,
+DynamoDB); the Lambda side (`app`). Every `__init__.py` is empty. The tools package is layered the same way (its
+order is stated below, with the CLI on top)."""
 
 from __future__ import annotations
 
 import pytest
 from support.import_graph import MODULES, TOOLS_MODULES, import_graph
 
-# `spelling` (the nearest name, for "did you mean") uses the standard library alone, so every layer may say one.
-LAYERS = ("spelling", "errors", "catalog", "parsing", "domain", "budgets", "engine", "forecast", "planning", "adapters", "app")
+# `spelling` (the nearest name, for "did you mean") needs the standard library alone: every layer may say one.
+# `spelling` (the nearest name, for "did you mean") needs the standard library alone: every layer may use it.
 # Pairs that must not meet although the order allows it: budgets know nothing of allocation (the engine's
 # stability seam applies spent budgets as a hold: rebalancer.engine.stability).
 APART = {("budgets", "engine")}

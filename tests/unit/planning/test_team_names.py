@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.clusters import T0, policy, snapshot
 
-from rebalancer.spelling import edit_distance, nearest, skeleton
 from rebalancer.errors import InvalidInput
 from rebalancer.planning.planner import make_plan
 from rebalancer.planning.team_names import close_to, name_problems, siblings, within
+from rebalancer.spelling import edit_distance, nearest, skeleton
 
 P5 = "ml.p5.48xlarge"
 NAMES = st.text(alphabet="abcdefgh-_", max_size=12)

@@ -34,8 +34,8 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
-from rebalancer.spelling import nearest
 from rebalancer.errors import ConflictError, CredentialsError, PermanentError, RebalancerError, TransientError
+from rebalancer.spelling import nearest
 
 RetryMode = Literal["standard", "adaptive"]
 

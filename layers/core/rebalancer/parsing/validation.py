@@ -8,8 +8,8 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from rebalancer.spelling import nearest
 from rebalancer.errors import InvalidInput, RecordUnreadable
+from rebalancer.spelling import nearest
 
 M = TypeVar("M", bound=BaseModel)
 

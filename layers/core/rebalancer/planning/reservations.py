@@ -20,10 +20,10 @@ from rebalancer.catalog import specs as catalog
 from rebalancer.domain.policy import Policy, TeamPolicy
 from rebalancer.domain.reservation import Reservation
 from rebalancer.domain.snapshot import Snapshot
-from rebalancer.spelling import nearest
 from rebalancer.engine.reservations import pool_total, unhonoured
 from rebalancer.errors import ReservationRefused
 from rebalancer.planning import capacity
+from rebalancer.spelling import nearest
 
 # How far ahead a reservation may reach: its record is kept until a year and a month past its end (the table's
 # AUDIT_RETENTION) and a recurring one's windows are counted one by one when a reservation is checked.

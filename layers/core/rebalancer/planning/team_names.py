@@ -17,8 +17,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from rebalancer.domain.policy import Policy
-from rebalancer.spelling import edit_distance, skeleton
 from rebalancer.errors import InvalidInput
+from rebalancer.spelling import edit_distance, skeleton
 
 # How many edits make two names "close", by the length of the new one: none for a name of a few letters (every
 # other short name is an edit or two away: `a` and `b`, `cv` and `ml`), one up to LONG_NAME, two beyond.
