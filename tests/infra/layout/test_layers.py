@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 from support.import_graph import MODULES, TOOLS_MODULES, import_graph
 
-# `spelling` (the nearest name, for "did you mean") needs the standard library alone: every layer may say one.
 # `spelling` (the nearest name, for "did you mean") needs the standard library alone: every layer may use it.
+LAYERS = ("spelling", "errors", "catalog", "parsing", "domain", "budgets", "engine", "forecast", "planning", "adapters",
+          "app")
 # Pairs that must not meet although the order allows it: budgets know nothing of allocation (the engine's
 # stability seam applies spent budgets as a hold: rebalancer.engine.stability).
 APART = {("budgets", "engine")}
