@@ -1,6 +1,7 @@
 """Every end-to-end test runs with IAM enforced (rebalancer_tools.local.stack); after each, every request a function
 made is checked against the calls `rebalancer doctor` simulates for it
-(rebalancer.adapters.prerequisites.FUNCTION_CALLS), so the doctor cannot miss a permission a function needs."""
+(rebalancer.adapters.prerequisites.FUNCTION_CALLS), so the doctor cannot miss a permission a function needs.
+`sandbox`: a sandbox per test module, as a user drives it (drive it with support.sandbox_cli.rebalancer)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from rebalancer.adapters.prerequisites import FUNCTION_CALLS
 from rebalancer_tools.iam.enforce import Decision
+from rebalancer_tools.local.sandbox import Sandbox, open_sandbox
 from rebalancer_tools.local.stack import LocalStack
 
 
@@ -36,3 +38,14 @@ def _calls_are_the_ones_doctor_checks(monkeypatch: pytest.MonkeyPatch) -> Iterat
     yield
     unlisted = sorted({(d.caller or d.role, d.action) for d in seen if d.allowed and not listed(d)})
     assert not unlisted, f"calls missing from rebalancer.adapters.prerequisites.FUNCTION_CALLS: {unlisted}"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """A sandbox served with only the environment it prints to export, for the tests of one module."""
+    with pytest.MonkeyPatch.context() as mp, open_sandbox() as box:
+        for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "REBALANCER_TABLE"):
+            mp.delenv(name, raising=False)
+        for name, value in box.environment().items():  # what the sandbox prints to export, nothing else
+            mp.setenv(name, value)
+        yield box

@@ -5,37 +5,20 @@ line when it would not fit beside it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from support.sandbox_cli import rebalancer
 
-from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator.demo_cluster import DEMO, P5
-from rebalancer_tools.local.sandbox import Sandbox, open_sandbox
+from rebalancer_tools.local.sandbox import Sandbox
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = str(ROOT / "examples" / "demo-policy.yaml")
 CLUSTER = DEMO.cluster_name
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with pytest.MonkeyPatch.context() as mp, open_sandbox() as box:
-        for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "REBALANCER_TABLE"):
-            mp.delenv(name, raising=False)
-        for name, value in box.environment().items():
-            mp.setenv(name, value)
-        yield box
-
-
-def rebalancer(*args: str) -> tuple[int, str]:
-    got = CliRunner().invoke(cli, list(args), terminal_width=200)
-    return got.exit_code, got.output
 
 
 def test_a_reservation_read_against_the_live_cluster_is_honoured_by_apply(sandbox: Sandbox) -> None:

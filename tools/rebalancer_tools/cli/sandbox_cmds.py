@@ -175,12 +175,14 @@ def heal_node(node_id: str, endpoint: str | None) -> None:
 @ENDPOINT
 def add_demand(team: str, instance_type: str, accelerators: int, pods: int, name: str | None,
                runs_for: str | None, endpoint: str | None) -> None:
-    """Queue a pending Kueue workload for a team (what the controller reads as demand)."""
+    """Queue a Kueue workload for a team (what the controller reads as demand): admitted now when the pool has
+    accelerators nobody runs on or waits for, else pending."""
     got = _call(endpoint, "add-demand", {"team": team, "instance_type": instance_type,
                                          "accelerators": accelerators, "pods": pods, "name": name,
                                          "runs_for": runs_for})
     declared = f", declaring {runs_for}" if runs_for else ""
-    click.echo(f"workload {got['workload']} pending for {team}: {pods} × {accelerators} on {instance_type}{declared}")
+    state = "admitted" if got.get("admitted") else "pending"
+    click.echo(f"workload {got['workload']} {state} for {team}: {pods} × {accelerators} on {instance_type}{declared}")
 
 
 @click.command("resize")

@@ -27,6 +27,7 @@ KINDS = {"clusterqueues": "ClusterQueue", "workloads": "Workload", "resourceflav
          "localqueues": "LocalQueue", "nodes": "Node", "nodepools": "NodePool"}
 CORE_PREFIX = "/api/v1"
 KARPENTER_PREFIX = "/apis/karpenter.sh/v1"
+BUILT_AT = "2026-11-30T00:00:00Z"  # the builders' conditions' time, when none is given
 REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests", 500: "InternalError"}
 
 
@@ -219,7 +220,7 @@ def pod_set(count: int, requests: Mapping[str, int | str], instance_type: str | 
 def workload(team: str, name: str, pod_sets: list[dict[str, Any]], *, admitted_on: str | None = None,
              finished: bool = False, priority_class: str = "training-priority",
              created: str | None = None, estimated_duration: str | None = None,
-             max_execution_s: int | None = None, admitted: str = "2026-11-30T00:00:00Z") -> dict[str, Any]:
+             max_execution_s: int | None = None, admitted: str = BUILT_AT) -> dict[str, Any]:
     """`estimated_duration`: the run time it declares (a Go duration, Kueue's annotation); `max_execution_s`:
     its spec.maximumExecutionTimeSeconds; `admitted`: when Kueue admitted it (its QuotaReserved and Admitted
     conditions' lastTransitionTime), with `admitted_on`."""

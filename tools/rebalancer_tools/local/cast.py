@@ -42,13 +42,16 @@ def kube_state() -> kube_fake.KubeState:
     return kube_fake.KubeState(kueue_versions=KUEUE_VERSIONS)
 
 
-def _objects(jobs: dict[str, list[Job]], runs_for: Mapping[tuple[str, str], str]) -> list[dict[str, Any]]:
+def _objects(jobs: dict[str, list[Job]], runs_for: Mapping[tuple[str, str], str],
+             admitted: Mapping[tuple[str, str], datetime]) -> list[dict[str, Any]]:
     out = []
     for team, team_jobs in jobs.items():
         for name, pods, requests, instance_type, running in team_jobs:
+            at = admitted.get((team, name))
             out.append(kube_fake.workload(team, name, [kube_fake.pod_set(pods, requests, instance_type)],
                                           admitted_on=instance_type if running else None,
-                                          estimated_duration=runs_for.get((team, name))))
+                                          estimated_duration=runs_for.get((team, name)),
+                                          admitted=at.strftime("%Y-%m-%dT%H:%M:%SZ") if at else kube_fake.BUILT_AT))
     return out
 
 
@@ -77,10 +80,12 @@ def _queues(jobs: dict[str, list[Job]]) -> list[dict[str, Any]]:
 
 
 def set_demand(kube: kube_fake.KubeState, jobs: dict[str, list[Job]],
-               runs_for: Mapping[tuple[str, str], str] | None = None) -> None:
-    """`runs_for`: (team, workload) → the run time it declares (a Go duration, its estimated-duration annotation)."""
+               runs_for: Mapping[tuple[str, str], str] | None = None,
+               admitted: Mapping[tuple[str, str], datetime] | None = None) -> None:
+    """`runs_for`: (team, workload) → the run time it declares (a Go duration, its estimated-duration annotation);
+    `admitted`: (team, workload) → when Kueue admitted it (the builder's fixed time for one not given)."""
     with kube.lock:
-        kube.objects["workloads"] = _objects(jobs, runs_for or {})
+        kube.objects["workloads"] = _objects(jobs, runs_for or {}, admitted or {})
         kube.objects["clusterqueues"] = _queues(jobs)
 
 

@@ -13,7 +13,8 @@ Routes besides moto's and the emulator's /_emulator/ controls:
   POST /_sandbox/run                 {}: a controller run from the scheduled event → RunReport (once it ends or asks)
   POST /_sandbox/fail-node           {"node_id"} or {"group"}: the node fails (HyperPod and Kubernetes agree)
   POST /_sandbox/heal-node           {"node_id"}
-  POST /_sandbox/add-demand          {"team", "instance_type", "accelerators", "pods"?, "name"?}: a pending workload
+  POST /_sandbox/add-demand          {"team", "instance_type", "accelerators", "pods"?, "name"?}: a workload, admitted
+                                     now when it fits → {"workload", "admitted"}
   POST /_sandbox/resize              {"group", "count"}
 """
 
@@ -26,7 +27,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rebalancer.catalog import specs as catalog
@@ -69,6 +70,12 @@ class Admin:
 # The one who approves what you (the exported keys: moto's default identity, CALLER) request: an approval is a
 # second pair of eyes, and a reservation's requester cannot approve it.
 SECOND_ADMIN = Admin("admin-2", "AKIASANDBOXADMIN0002", "sandbox-admin-2-secret")
+# How long before the sandbox opened its demo's steady work was admitted (each team's next workload 20 min later)
+STEADY_AGE = timedelta(hours=6)
+
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
 
 
 class Refused(Exception):
@@ -86,6 +93,21 @@ class Sandbox:
     # (team, workload) → the run time it declares (add-demand --runs-for)
     runs_for: dict[tuple[str, str], str] = field(default_factory=dict)
     controller: Controller | None = None  # the controller, when the sandbox runs it
+    clock: Callable[[], datetime] = field(default=_wall_clock)
+    # (team, workload) → when Kueue admitted it, on the sandbox's clock: the demo's steady work hours before the
+    # sandbox opened (old enough that no reclaim takes it), what add-demand got admitted when it was added
+    admitted: dict[tuple[str, str], datetime] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        opened = self.clock()
+        for team, jobs in self.jobs.items():
+            for k, (name, *_rest, running) in enumerate(jobs):
+                if running:
+                    self.admitted.setdefault((team, name), opened - STEADY_AGE + timedelta(minutes=20 * k))
+        self._publish()
+
+    def _publish(self) -> None:
+        cast.set_demand(self.kube, self.jobs, self.runs_for, self.admitted)
 
     @property
     def cluster(self) -> str:
@@ -135,8 +157,11 @@ class Sandbox:
 
     def add_demand(self, team: str, instance_type: str, accelerators: int, pods: int = 1,
                    name: str | None = None, runs_for: str | None = None) -> str:
-        """A pending Kueue workload of `pods` pods asking `accelerators` each on `instance_type`; `runs_for`: the
-        run time it declares (a Go duration, the Workload's estimated-duration annotation)."""
+        """A Kueue workload of `pods` pods asking `accelerators` each on `instance_type`; `runs_for`: the run time it
+        declares (a Go duration, the Workload's estimated-duration annotation). Kueue admits it now (the sandbox's
+        clock) when the pool's running nodes have that many accelerators that neither a running workload holds nor one
+        waiting there already asks for (Kueue lends a cohort's idle quota, first come first served); otherwise it
+        waits. The sandbox schedules nothing later: a waiting workload stays waiting."""
         if team not in self.jobs:
             raise LookupError(f"no team {team!r} in the sandbox (teams: {', '.join(sorted(self.jobs))})")
         resource = cast.NEURON if catalog.spec(instance_type).neuron_cores_per_device else cast.GPU
@@ -144,11 +169,23 @@ class Sandbox:
         if name in taken:  # a Workload's name is unique in its team's namespace, as Kubernetes keeps it
             raise Refused(f"team {team!r} has a workload named {name!r} already: give another --name")
         name = name or next(n for i in range(1, len(taken) + 2) if (n := f"{team}-job-{i}") not in taken)
-        self.jobs[team].append((name, pods, {resource: accelerators}, instance_type, False))
+        fits = pods * accelerators <= self.idle_accelerators(instance_type)
+        self.jobs[team].append((name, pods, {resource: accelerators}, instance_type, fits))
+        if fits:
+            self.admitted[(team, name)] = self.clock()
         if runs_for is not None:
             self.runs_for[(team, name)] = runs_for
-        cast.set_demand(self.kube, self.jobs, self.runs_for)
+        self._publish()
         return name
+
+    def idle_accelerators(self, instance_type: str) -> int:
+        """The accelerators of `instance_type` on running nodes that no workload, running or waiting, asks for."""
+        per_node = catalog.spec(instance_type).accelerators
+        healthy = sum(per_node for n in self.emulator.nodes(self.cluster)
+                      if n["InstanceType"] == instance_type and n["InstanceStatus"]["Status"] == "Running")
+        asked = sum(pods * sum(requests.values()) for jobs in self.jobs.values()
+                    for _name, pods, requests, pool, _running in jobs if pool == instance_type)
+        return healthy - asked
 
     def sync_nodes(self) -> None:
         """The Kubernetes Nodes as HyperPod's nodes are: one per node, Ready while it is Running."""
@@ -213,7 +250,7 @@ def open_sandbox(port: int = 0, *, quiet: bool = True, now: datetime | None = No
         add_admin(emulator.account_id, SECOND_ADMIN)
         seeded = provision(emulator, kube, kube_endpoint=server.endpoint,
                            callers=(CALLER, SECOND_ADMIN.arn(emulator.account_id)))
-        sandbox = Sandbox(server.endpoint, emulator, seeded, kube)
+        sandbox = Sandbox(server.endpoint, emulator, seeded, kube, clock=(lambda: now) if now else _wall_clock)
         box.append(sandbox)
         sandbox.sync_nodes()
         _create_table(server.endpoint, TABLE)
@@ -290,7 +327,7 @@ def _control(box: Sandbox, environ: dict[str, Any], start_response: Callable[...
         if method == "POST" and route == "add-demand":
             name = box.add_demand(str(body["team"]), str(body["instance_type"]), int(body["accelerators"]),
                                   int(body.get("pods", 1)), body.get("name"), body.get("runs_for"))
-            return _json(start_response, 200, {"workload": name})
+            return _json(start_response, 200, {"workload": name, "admitted": (str(body["team"]), name) in box.admitted})
         if method == "POST" and route == "resize":
             box.resize(str(body["group"]), int(body["count"]))
             return _json(start_response, 200, {})
