@@ -49,15 +49,14 @@ def test_collect_carries_health_labels_plans_spot_and_autoscaling_and_the_plan_r
     pools, _ = build_pools(snap, _policy(cluster={"autoscaling": {"max_nodes": {P5: 10}}}), NOW)
     [pool] = pools
     notes = " | ".join(pool.notes)
-    # The plan's 4 nodes go in 10 minutes; of the 2 spot nodes one waits for a reboot, counted for the repair grace;
-    # the autoscaler may add 8.
+    # The plan's 4 nodes go in 10 minutes; of the 2 spot nodes one waits for a reboot (no repair grace by default);
+    # the autoscaler may add 9.
     assert "4 nodes of ml.p5.48xlarge taken away ahead: training plan p5-reserved ends 2026-11-30T05:10:00+00:00" \
         in notes
-    assert ("1 node of ml.p5.48xlarge under repair (labelled UnschedulablePendingReboot), counted for up to "
-            f"{_policy().capacity.repair_grace_minutes:g} min") in notes
-    assert "autoscaler may add 8 nodes of ml.p5.48xlarge" in notes
+    assert "1 node of ml.p5.48xlarge labelled UnschedulablePendingReboot" in notes
+    assert "autoscaler may add 9 nodes of ml.p5.48xlarge" in notes
     assert pool.capacity == 80
-    assert pool.claims.guarantee == (0.0, 0.0)  # the two nodes there now are spot: no guarantee stands on them
+    assert pool.claims.guarantee == (0.0, 0.0)  # the one node there now is spot: no guarantee stands on it
 
 
 def test_karpenter_node_pool_limits_are_the_ceiling_and_win_over_the_policy() -> None:

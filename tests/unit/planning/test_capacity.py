@@ -53,7 +53,7 @@ def test_without_a_repair_grace_a_running_node_hyperpod_labels_for_replacement_i
     snap = _with(snapshot({P5: 8}, quotas=BUSY, pending={"a": {P5: 64}, "b": {P5: 64}}),
                  node_health={"i-00000000": "UnschedulablePendingReplacement", "i-00000001": "Schedulable"})
     assert _pool(snap, NO_REPAIR_GRACE).capacity == 56
-    assert _pool(snap, TWO_TEAMS).capacity == 64  # the default grace counts it on its first sighting
+    assert _pool(snap, REPAIR).capacity == 64  # a grace counts it on its first sighting
     plan = make_plan(snap, NO_REPAIR_GRACE, T0)
     assert "1 node of ml.p5.48xlarge labelled UnschedulablePendingReplacement" in _reasons(plan)
     assert quota_sum(snap, P5) - sum(c.before - c.after for c in plan.changes) == 56

@@ -370,14 +370,14 @@ class CapacityPolicy(Written):
     attach / detach, labelled Unschedulable) keeps counting before quotas shrink for it.
     `repair_grace_minutes`: how long a node HyperPod is repairing or replacing (labelled
     UnschedulablePendingReplacement / UnschedulablePendingReboot while its instance runs) keeps counting, so that a
-    failure followed by its repair does not cut quotas and grow them back (0: it stops counting at once; 240 measured
-    in docs/simulation.md "Capacity under repair").
+    failure followed by its repair does not cut quotas and grow them back (0, the default: it stops counting at once;
+    docs/simulation.md "Capacity under repair" has what 240 wins with long repairs and loses with short ones).
     `run_interval_minutes`: how far ahead capacity that will go (a training plan's end) is taken away: the
     stack's ScheduleRate, the longest a plan stands before the next one."""
 
     guarantees_on_spot: bool = False
     unavailable_grace_minutes: Annotated[float, Field(ge=0, le=24 * 60, allow_inf_nan=False)] = 60
-    repair_grace_minutes: Annotated[float, Field(ge=0, le=24 * 60, allow_inf_nan=False)] = 240
+    repair_grace_minutes: Annotated[float, Field(ge=0, le=24 * 60, allow_inf_nan=False)] = 0
     run_interval_minutes: Annotated[float, Field(gt=0, le=24 * 60, allow_inf_nan=False)] = 15
 
 
