@@ -6,7 +6,8 @@ figures the defaults are chosen on (entitlement deficit, small teams' p95 wait, 
         off 30:16 15:16 60:32
 
 Each setting is `MAX_AGE_MINUTES:MAX_GPU_HOURS` (`off`: max_gpu_hours 0). Scenarios: bench-sim's
-(rebalancer_tools.simulator.bench.SCENARIOS); `--trace` the Philly trace."""
+(rebalancer_tools.simulator.bench.SCENARIOS); `--trace` the Philly trace. `--smoke`: off and 15:16 on a tiny
+scenario (the test suite runs it so; the figures mean nothing)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pickle
 import statistics
 import time
 from pathlib import Path
+
+from smoke import SMOKE_HELP, tiny_scenario
 
 from rebalancer_tools.simulator import run_strategy
 from rebalancer_tools.simulator.bench import SCENARIOS, goals, scenario
@@ -31,12 +34,17 @@ def _setting(text: str) -> tuple[str, dict[str, float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=[s.key for s in SCENARIOS])
-    ap.add_argument("settings", nargs="+", type=_setting)
+    ap.add_argument("scenario", nargs="?", choices=[s.key for s in SCENARIOS])
+    ap.add_argument("settings", nargs="*", type=_setting)
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     ap.add_argument("--trace", default="../shared/traces/philly-vc/jobs.csv")
     ap.add_argument("--base", type=Path, help="Keep builtin's and pooled's results in this file, and read them back.")
     args = ap.parse_args()
-    sc = dataclasses.replace(scenario(args.scenario, args.trace), eta=False)
+    if args.smoke:
+        args.scenario, args.settings = "smoke", [_setting("off"), _setting("15:16")]
+    elif args.scenario is None or not args.settings:
+        ap.error("give a scenario and at least one setting, or --smoke")
+    sc = dataclasses.replace(tiny_scenario() if args.smoke else scenario(args.scenario, args.trace), eta=False)
     if args.base is not None and args.base.exists():
         base = pickle.loads(args.base.read_bytes())
     else:
