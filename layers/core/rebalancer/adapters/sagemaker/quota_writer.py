@@ -259,33 +259,46 @@ class QuotaWriter:
                 run.outcomes += [_outcome(step, "refused", message=refused), *map(_not_attempted, steps[i + 1:])]
                 self._settle_all(run, keep_error=True)
                 return run
-            expected = run.versions.get(step.quota_id or "")
-            target = step.parameters.get("TargetVersion")
-            if expected is not None and target is not None and target != expected:
-                run.error = (f"{step.operation} on quota {step.quota_id} of team {step.team}: the plan expects "
-                             f"version {target} but our previous write produced version {expected}; stopped")
-                run.conflict = True
-                run.outcomes.append(_outcome(step, "conflict", message=run.error))
-                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
-                return run
-            try:
-                self._write(step, run)
-            except ConflictError as e:
-                run.conflict = True
-                run.error = self._conflict_report(step, str(e))
-                run.outcomes.append(_outcome(step, "conflict", message=run.error))
-                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
-                return run
-            except RebalancerError as e:
-                run.error = str(e)
-                run.transient = isinstance(e, TransientError)
-                if not isinstance(e, _CreatedUnread):
-                    run.outcomes.append(_outcome(step, "failed", message=str(e)))
-                run.outcomes += [_not_attempted(s) for s in steps[i + 1:]]
-                self._settle_all(run, keep_error=True)
+            if self._stale_target(step, run, steps[i + 1:]) or not self._write_step(step, run, steps[i + 1:]):
                 return run
         self._settle_all(run)
         return run
+
+    @staticmethod
+    def _stale_target(step: Step, run: _Run, rest: Sequence[Step]) -> bool:
+        """A step whose TargetVersion is not the version our own previous write produced stops the pass as a
+        conflict (True)."""
+        expected = run.versions.get(step.quota_id or "")
+        target = step.parameters.get("TargetVersion")
+        if expected is None or target is None or target == expected:
+            return False
+        run.error = (f"{step.operation} on quota {step.quota_id} of team {step.team}: the plan expects "
+                     f"version {target} but our previous write produced version {expected}; stopped")
+        run.conflict = True
+        run.outcomes.append(_outcome(step, "conflict", message=run.error))
+        run.outcomes += [_not_attempted(s) for s in rest]
+        return True
+
+    def _write_step(self, step: Step, run: _Run, rest: Sequence[Step]) -> bool:
+        """One write; a write that fails is recorded, the rest marked not attempted and what was written settled
+        (False)."""
+        try:
+            self._write(step, run)
+        except ConflictError as e:
+            run.conflict = True
+            run.error = self._conflict_report(step, str(e))
+            run.outcomes.append(_outcome(step, "conflict", message=run.error))
+            run.outcomes += [_not_attempted(s) for s in rest]
+            return False
+        except RebalancerError as e:
+            run.error = str(e)
+            run.transient = isinstance(e, TransientError)
+            if not isinstance(e, _CreatedUnread):
+                run.outcomes.append(_outcome(step, "failed", message=str(e)))
+            run.outcomes += [_not_attempted(s) for s in rest]
+            self._settle_all(run, keep_error=True)
+            return False
+        return True
 
     def _write(self, step: Step, run: _Run) -> None:
         resource = f"quota {step.quota_id} of team {step.team}" if step.quota_id else f"team {step.team}"
