@@ -256,8 +256,6 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     left. A plan that needs approval is written only with --approve; --yes skips the question, nothing more. A plan
     that would preempt running work is written only with --notice-given, and then only what it named: once written,
     the cluster is read again and what Kueue preempted is recorded beside what the plan named."""
-    from rebalancer.app.workflow import audit, run_plan
-    from rebalancer.app.workflow.notice import all_preempted, needs_notice, record_notice
     from rebalancer_tools.cli.cluster_lock import cluster_lock
 
     policy = load_model_file(Policy, policy_file)
@@ -266,44 +264,79 @@ def apply(live: LiveSource, policy_file: str, yes: bool, approve_reason: str | N
     name = cli_execution(live.cluster, log.now())
     who = _caller(live) if log.recorded else None
     with cluster_lock(log, live.cluster, name, who=who, sfn=lambda: live.clients().client("stepfunctions")) as lease:
-        now = _now()
-        snap = live.collect(now).snapshot
-        if save_snapshot:
-            write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
-        planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
+        snap, planned = _read_and_plan(live, log, policy, save_snapshot)
         plan = planned.plan
-        render_plan(plan, console())
         if _nothing_to_apply(plan):
             return
         _say_unrecorded(log, NO_TABLE_WARNING)  # once the cluster was read and planned: about the writes to come
         # Recorded before it is asked about, so that a run declined or refused is in the history with its plan.
         run = _record_run(log, snap, name, planned, who=who)
-        try:
-            approver = _approver(live, plan.approval_reasons, reason)
-        except ApprovalRequired as e:
-            audit.not_written(log.store.audit, run, "refused", "the plan needs approval and no --approve was given",
-                              who=who)
-            raise e from None
-        if approver is not None:
-            _record_approval(log, run, approver, str(reason))
-        try:
-            _noticed(plan, policy, notice_given)
-        except PermanentError:
-            audit.not_written(log.store.audit, run, "refused", "the plan would preempt running work and no "
-                              "--notice-given was given", who=who)
-            raise
-        if needs_notice(plan):
-            record_notice(log.store.artifacts, run, plan, policy, all_preempted(snap, plan))
-        if not yes:
-            _ask(log, run, who, f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
-                                f"{snap.cluster.ClusterName}?")
-        if lease is not None:
-            lease.renew()  # the answer may have come late: write only on a lock still ours
-        if not yes and not _still_approved(live, policy, run, log, save_snapshot, who):
+        _gate(live, log, run, snap, plan, policy, reason=reason, notice_given=notice_given, who=who)
+        question = (f"Apply {len(plan.requests) + len(plan.scheduler_requests)} request(s) to "
+                    f"{snap.cluster.ClusterName}?")
+        if not _confirmed(live, policy, run, log, lease, question, yes=yes, save_snapshot=save_snapshot, who=who):
             return
-        if lease is not None:
-            lease.renew()
         done = _apply_or_restore(live, run, log, lease, who=who, poll_interval=poll_interval, timeout=timeout)
+    _say_applied(live, run, log, done)
+
+
+def _read_and_plan(live: LiveSource, log: RunLog, policy: Policy,
+                   save_snapshot: str | None) -> tuple[Snapshot, RunPlan]:
+    """The cluster read (and saved, given --save-snapshot) and planned with the store's context; the plan shown."""
+    from rebalancer.app.workflow import run_plan
+
+    now = _now()
+    snap = live.collect(now).snapshot
+    if save_snapshot:
+        write_atomically(save_snapshot, snap.model_dump_json(indent=2, exclude_none=True) + "\n")
+    planned = run_plan.make_run_plan(snap, policy, now, store=log.store)
+    render_plan(planned.plan, console())
+    return snap, planned
+
+
+def _gate(live: LiveSource, log: RunLog, run: RunRef, snap: Snapshot, plan: Plan, policy: Policy, *,
+          reason: str | None, notice_given: bool, who: str | None) -> None:
+    """The gates before the question: a plan that needs approval goes on only with --approve (the approver
+    recorded), one that would preempt running work only with --notice-given (the notice recorded); a run refused at
+    either is recorded as not written, and the refusal raised."""
+    from rebalancer.app.workflow import audit
+    from rebalancer.app.workflow.notice import all_preempted, needs_notice, record_notice
+
+    try:
+        approver = _approver(live, plan.approval_reasons, reason)
+    except ApprovalRequired as e:
+        audit.not_written(log.store.audit, run, "refused", "the plan needs approval and no --approve was given",
+                          who=who)
+        raise e from None
+    if approver is not None:
+        _record_approval(log, run, approver, str(reason))
+    try:
+        _noticed(plan, policy, notice_given)
+    except PermanentError:
+        audit.not_written(log.store.audit, run, "refused", "the plan would preempt running work and no "
+                          "--notice-given was given", who=who)
+        raise
+    if needs_notice(plan):
+        record_notice(log.store.artifacts, run, plan, policy, all_preempted(snap, plan))
+
+
+def _confirmed(live: LiveSource, policy: Policy, run: RunRef, log: RunLog, lease: Lease | None, question: str, *,
+               yes: bool, save_snapshot: str | None, who: str | None) -> bool:
+    """The question asked (unless --yes) and the answer checked against the cluster read again: True when the
+    run's plan may be written, on a lock renewed after the answer and again after the check."""
+    if not yes:
+        _ask(log, run, who, question)
+    if lease is not None:
+        lease.renew()  # the answer may have come late: write only on a lock still ours
+    if not yes and not _still_approved(live, policy, run, log, save_snapshot, who):
+        return False
+    if lease is not None:
+        lease.renew()
+    return True
+
+
+def _say_applied(live: LiveSource, run: RunRef, log: RunLog, done: Applied) -> None:
+    """Each outcome, the count, and what Kueue preempted once the quotas settled."""
     for line in done.lines():
         click.echo(line)
     click.echo(f"applied {len(done.report.outcomes)} request(s); every quota settled")
