@@ -15,6 +15,7 @@ from rebalancer_tools.demo.scenarios import Quotas, ScenarioResult
 from rebalancer_tools.local.cast import EKS_CLUSTER, TEAMS
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
@@ -75,9 +76,6 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
     another, as lines at the same level would); a dotted line across every panel where a scenario ended, numbered
     as in the report. Only types that had quota or capacity, and the utilization panel only when some was read:
     no empty panel."""
-    import numpy as np
-    from matplotlib import dates
-
     from rebalancer_tools.reports import figures
 
     types = sorted({t for s in story for pools in s.quotas.values() for t, n in pools.items() if n}
@@ -93,40 +91,67 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
     last = max([end, story[-1].at, *(p[0] + UTILIZATION_STEP for team in used for p in utilization[team][-1:])])
     edges: Any = [first, *(s.at for s in story[1:]), last]
     for ax, t in zip(axes, types, strict=False):
-        bottom = [0.0] * len(story)
-        for team in teams:
-            values = [float(s.quotas.get(team, {}).get(t, 0)) for s in story]
-            if not any(values):
-                continue  # a team that never held this type is not drawn in its panel
-            top = [b + v for b, v in zip(bottom, values, strict=True)]
-            ax.fill_between(edges, [*bottom, bottom[-1]], [*top, top[-1]], step="post", color=colours[team],
-                            alpha=0.85, linewidth=0, label=team)
-            bottom = top
-        capacity = [float(s.capacity.get(t, story[0].capacity.get(t, 0))) for s in story]
-        ax.step(edges, [*capacity, capacity[-1]], where="post", color="black", linestyle="--", linewidth=1.2,
-                label="healthy capacity")
-        ax.set_ylabel(f"{t.removeprefix('ml.')}\naccelerators", fontsize=8)
-        ax.set_ylim(0, max(capacity) * 1.12)  # room above the capacity for the scenarios' numbers
+        _quota_panel(ax, story, edges, t, colours)
     if used:
-        ax = axes[-1]
-        start = min(p[0] for team in used for p in utilization[team][:1])
-        slots = -(-(last - start) // UTILIZATION_STEP)  # whole steps from the first reading to the end
-        shade = np.full((len(used), slots), np.nan)
-        for row, team in enumerate(used):
-            for at, value in utilization[team]:
-                shade[row, int((at - start) / UTILIZATION_STEP)] = value
-        xs = dates.date2num(  # type: ignore[no-untyped-call]  # matplotlib's stubs lack it
-            [start + k * UTILIZATION_STEP for k in range(slots + 1)])
-        mesh = ax.pcolormesh(xs, np.arange(len(used) + 1), np.ma.masked_invalid(shade), cmap="Greens", vmin=0,
-                             vmax=100, shading="flat", label="_keyed by its colorbar")
-        ax.set_yticks(np.arange(len(used)) + 0.5, used, fontsize=8)
-        ax.set_ylim(len(used), 0)
-        ax.set_ylabel("GPU utilization\n(Container Insights)", fontsize=8)
-        ax.set_facecolor("0.8")
-        key = fig.colorbar(mesh, ax=ax, location="bottom", aspect=60, shrink=0.5, pad=0.02)
-        key.set_label("GPU utilization % (white: idle; grey: not reported)", fontsize=8)
-        key.ax.tick_params(labelsize=8)
-    marks: dict[datetime, list[str]] = {}  # scenarios that ended within a minute of each other share one mark
+        _utilization_panel(fig, axes[-1], {team: utilization[team] for team in used}, last)
+    _scenario_marks(axes, story)
+    axes[0].set_title("quotas per team over time (stacked) against healthy capacity", loc="left", fontsize=10)
+    figures.time_axis(axes[-1])
+    figures.legend_outside(fig, axes, last=("healthy capacity", "a scenario ends (its number)"))
+    return fig
+
+
+def _quota_panel(ax: Axes, story: Sequence[Stage], edges: Any, t: str, colours: dict[str, str]) -> None:
+    """Instance type t's panel: each team's quota stacked (in `colours`' order) and the healthy capacity dashed."""
+    bottom = [0.0] * len(story)
+    for team, colour in colours.items():
+        values = [float(s.quotas.get(team, {}).get(t, 0)) for s in story]
+        if not any(values):
+            continue  # a team that never held this type is not drawn in its panel
+        top = [b + v for b, v in zip(bottom, values, strict=True)]
+        ax.fill_between(edges, [*bottom, bottom[-1]], [*top, top[-1]], step="post", color=colour,
+                        alpha=0.85, linewidth=0, label=team)
+        bottom = top
+    capacity = [float(s.capacity.get(t, story[0].capacity.get(t, 0))) for s in story]
+    ax.step(edges, [*capacity, capacity[-1]], where="post", color="black", linestyle="--", linewidth=1.2,
+            label="healthy capacity")
+    ax.set_ylabel(f"{t.removeprefix('ml.')}\naccelerators", fontsize=8)
+    ax.set_ylim(0, max(capacity) * 1.12)  # room above the capacity for the scenarios' numbers
+
+
+def _utilization_panel(fig: Figure, ax: Axes, utilization: dict[str, list[tuple[datetime, float]]],
+                       last: datetime) -> None:
+    """The teams' GPU utilization up to `last`, one row per team (in `utilization`'s order) shaded by its
+    percentage, with its colour key below."""
+    import numpy as np
+    from matplotlib import dates
+
+    used = list(utilization)
+    start = min(p[0] for team in used for p in utilization[team][:1])
+    slots = -(-(last - start) // UTILIZATION_STEP)  # whole steps from the first reading to the end
+    shade = np.full((len(used), slots), np.nan)
+    for row, team in enumerate(used):
+        for at, value in utilization[team]:
+            shade[row, int((at - start) / UTILIZATION_STEP)] = value
+    xs = dates.date2num(  # type: ignore[no-untyped-call]  # matplotlib's stubs lack it
+        [start + k * UTILIZATION_STEP for k in range(slots + 1)])
+    mesh = ax.pcolormesh(xs, np.arange(len(used) + 1), np.ma.masked_invalid(shade), cmap="Greens", vmin=0,
+                         vmax=100, shading="flat", label="_keyed by its colorbar")
+    ax.set_yticks(np.arange(len(used)) + 0.5, used, fontsize=8)
+    ax.set_ylim(len(used), 0)
+    ax.set_ylabel("GPU utilization\n(Container Insights)", fontsize=8)
+    ax.set_facecolor("0.8")
+    key = fig.colorbar(mesh, ax=ax, location="bottom", aspect=60, shrink=0.5, pad=0.02)
+    key.set_label("GPU utilization % (white: idle; grey: not reported)", fontsize=8)
+    key.ax.tick_params(labelsize=8)
+
+
+def _scenario_marks(axes: Sequence[Axes], story: Sequence[Stage]) -> None:
+    """A dotted line across every panel where a scenario ended, numbered on the top panel; scenarios that ended
+    within a minute of each other share one mark."""
+    from matplotlib import dates
+
+    marks: dict[datetime, list[str]] = {}
     for s in story[1:]:
         near = next((at for at in marks if abs(at - s.at) < timedelta(minutes=1)), s.at)
         marks.setdefault(near, []).append(s.event)
@@ -136,10 +161,6 @@ def quotas_figure(story: Sequence[Stage], utilization: dict[str, list[tuple[date
             ax.axvline(x, color="0.3", linestyle=":", linewidth=1.0, label="a scenario ends (its number)")
         axes[0].annotate(", ".join(events), (x, 1.0), xycoords=("data", "axes fraction"),
                          xytext=(0, -2), textcoords="offset points", ha="center", va="top", fontsize=8)
-    axes[0].set_title("quotas per team over time (stacked) against healthy capacity", loc="left", fontsize=10)
-    figures.time_axis(axes[-1])
-    figures.legend_outside(fig, axes, last=("healthy capacity", "a scenario ends (its number)"))
-    return fig
 
 
 def write_report(results: Sequence[ScenarioResult], start: Stage,
