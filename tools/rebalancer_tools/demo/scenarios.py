@@ -445,33 +445,15 @@ def _scheduled_run(world: World, result: ScenarioResult, what: str, story: Story
 
 def budget_enforced(world: World, story: Story, workdir: Path,
                     cli: Callable[[list[str]], tuple[int, str]]) -> ScenarioResult:
-    story.chapter("5. A budget", f"The admin gives {BUDGET_TEAM} a monthly budget of H100-hours, to be held at its "
-                  f"guarantee ({BUDGET_GUARANTEE} H100s) once used up. Every run meters what each team runs, on its "
-                  "own quota and borrowed.")
+    _budget_introduced(world, story)
     rate = 8.0  # training's fine-tune keeps 8 H100s busy (demo cast)
-    world.stack.put_policy(world.cluster, budget_policy(world.policy_text, 1e6))
-    loosened = yaml.safe_load(budget_policy(world.policy_text, 1e6))["approval"]
-    story.say("The budget policy also lets budget cuts through without an admin: approval.moved_accelerators "
-              f"{_approval(world.policy_text, 'moved_accelerators')} → {loosened['moved_accelerators']}, "
-              f"max_decrease_percent {_approval(world.policy_text, 'max_decrease_percent')} → "
-              f"{loosened['max_decrease_percent']}. So a change the admin rejected before (chapter 3) can now apply "
-              "on its own: each run's plan is shown below.")
     world.clock.advance(1)
     before = world.quotas()
     result = ScenarioResult("budget", f"A budget: {BUDGET_TEAM} warned at 80 %, held at its guarantee past 100 %",
                             before, before, world.healthy_capacity())
     if _scheduled_run(world, result, "that starts the meter", story) is None:
         return result
-    used, period = _training_used(world, budget_policy(world.policy_text, 1.0))
-    # A budget that the next hour of use takes past 80 %, so the viewer sees both thresholds in two runs.
-    budget = (used + rate) / 0.85
-    text = budget_policy(world.policy_text, budget)
-    world.stack.put_policy(world.cluster, text)
-    (workdir / "budget-policy.yaml").write_text(text)
-    story.say(f"{BUDGET_TEAM} has used {used:,.0f} H100-hours of {period} so far; its budget: {budget:,.0f}.")
-    world.clock.advance(1)
-    story.say(f"An hour later, {rate:g} H100s busy all along, the next run meters {rate:g} more: "
-              f"{used + rate:,.0f} of {budget:,.0f}.")
+    budget, text = _budget_set(world, story, workdir, rate)
     world.stack.sns_messages()
     if _scheduled_run(world, result, "an hour later", story) is None:
         return result
@@ -495,6 +477,37 @@ def budget_enforced(world: World, story: Story, workdir: Path,
     story.quotas(before, result.after, result.capacity)
     story.verdict(result)
     return result
+
+
+def _budget_introduced(world: World, story: Story) -> None:
+    """The chapter opened and a budget too large to reach put in the policy, which starts the meter; said with the
+    approval limits the budget policy loosens."""
+    story.chapter("5. A budget", f"The admin gives {BUDGET_TEAM} a monthly budget of H100-hours, to be held at its "
+                  f"guarantee ({BUDGET_GUARANTEE} H100s) once used up. Every run meters what each team runs, on its "
+                  "own quota and borrowed.")
+    world.stack.put_policy(world.cluster, budget_policy(world.policy_text, 1e6))
+    loosened = yaml.safe_load(budget_policy(world.policy_text, 1e6))["approval"]
+    story.say("The budget policy also lets budget cuts through without an admin: approval.moved_accelerators "
+              f"{_approval(world.policy_text, 'moved_accelerators')} → {loosened['moved_accelerators']}, "
+              f"max_decrease_percent {_approval(world.policy_text, 'max_decrease_percent')} → "
+              f"{loosened['max_decrease_percent']}. So a change the admin rejected before (chapter 3) can now apply "
+              "on its own: each run's plan is shown below.")
+
+
+def _budget_set(world: World, story: Story, workdir: Path, rate: float) -> tuple[float, str]:
+    """The budget (H100-hours) and the policy text holding it, put in place and saved in workdir: one that the
+    next hour of use at `rate` takes past 80 %, so the viewer sees both thresholds in two runs. Then that hour
+    passes."""
+    used, period = _training_used(world, budget_policy(world.policy_text, 1.0))
+    budget = (used + rate) / 0.85
+    text = budget_policy(world.policy_text, budget)
+    world.stack.put_policy(world.cluster, text)
+    (workdir / "budget-policy.yaml").write_text(text)
+    story.say(f"{BUDGET_TEAM} has used {used:,.0f} H100-hours of {period} so far; its budget: {budget:,.0f}.")
+    world.clock.advance(1)
+    story.say(f"An hour later, {rate:g} H100s busy all along, the next run meters {rate:g} more: "
+              f"{used + rate:,.0f} of {budget:,.0f}.")
+    return budget, text
 
 
 def _warned_at_80_percent(world: World, result: ScenarioResult, story: Story) -> None:
