@@ -13,7 +13,7 @@ from rebalancer.domain.budget import BudgetUsage
 from rebalancer.domain.context import PlanningContext
 from rebalancer.domain.outlook import OUTCOMES_KEPT, TOLD_KEPT, Outcome, RunHistory, Seen, Told, WorkloadEta
 from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload, Snapshot
-from rebalancer.planning import eta
+from rebalancer.planning import eta, forecast_cluster
 from rebalancer.planning.planner import make_plan
 
 P5 = "ml.p5.48xlarge"
@@ -53,7 +53,7 @@ def test_the_cluster_is_the_snapshots_as_kueue_configures_it() -> None:
         quota("d", {P5: 4}, ComputeQuotaConfig={"ComputeQuotaResources": [{"InstanceType": P5, "Count": 1}],
                                                 "ResourceSharingConfig": {"Strategy": "DontLend"}})]
     snap = busy().model_copy(update={"quotas": (*busy().quotas, *snapshot({}, raw_quotas=raw).quotas)})
-    (pool,) = eta.cluster_of(snap).pools
+    (pool,) = forecast_cluster.cluster_of(snap).pools
     queues = {q.team: q for q in pool.queues}
     assert pool.capacity == 16
     assert (queues["a"].nominal, queues["a"].borrow_limit_percent, queues["a"].lend, queues["a"].borrow) == \
@@ -90,7 +90,7 @@ def test_the_likely_range_is_stretched_by_how_the_waits_turned_out_once_the_trac
 
 def test_use_the_snapshot_does_not_itemise_runs_as_one_workload_started_now() -> None:
     snap = busy().model_copy(update={"running_workloads": ()})
-    (pool,) = eta.cluster_of(snap).pools
+    (pool,) = forecast_cluster.cluster_of(snap).pools
     assert [(r.team, r.accelerators, r.started) for r in pool.running] == [(t, 8, T0.timestamp()) for t in "ab"]
 
 

@@ -1,6 +1,6 @@
 """The simulator applies everything a plan writes to a compute quota, not only its accelerators: FairShareWeight,
 the lending strategy, BorrowLimit and AbsoluteBorrowLimits, PreemptTeamTasks, each read into the simulated Kueue's
-ClusterQueue as the forecast reads a quota (rebalancer.planning.eta.queue_of)."""
+ClusterQueue as the forecast reads a quota (rebalancer.planning.forecast_cluster.queue_of)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rebalancer.domain.policy import Policy
 from rebalancer.forecast.kueue import borrowing_room
 from rebalancer.forecast.model import Queue
-from rebalancer.planning.eta import queue_of
+from rebalancer.planning.forecast_cluster import queue_of
 from rebalancer_tools.simulator.controller import PlannerController
 from rebalancer_tools.simulator.engine import ControllerView
 from rebalancer_tools.simulator.run import Scenario, run_strategy

@@ -3,9 +3,9 @@
 The snapshot is built in AWS shapes exactly as collect builds it (DescribeCluster, ListClusterNodes,
 DescribeComputeQuota, Kueue demand = in use + pending accelerators); the plan's UpdateComputeQuota and
 CreateComputeQuota requests are applied to the quotas read, as the service applies them, and the simulated Kueue takes
-each team's ClusterQueue from the quota written (rebalancer.planning.eta.queue_of, as the forecast reads one): nominal
-quotas, FairShareWeight, lending strategy, BorrowLimit and AbsoluteBorrowLimits, PreemptTeamTasks. No allocation
-logic lives here.
+each team's ClusterQueue from the quota written (rebalancer.planning.forecast_cluster.queue_of, as the forecast reads
+one): nominal quotas, FairShareWeight, lending strategy, BorrowLimit and AbsoluteBorrowLimits, PreemptTeamTasks. No
+allocation logic lives here.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rebalancer.domain.snapshot import (
 )
 from rebalancer.forecast import model as forecast
 from rebalancer.planning.context import planning_context
-from rebalancer.planning.eta import queue_of
+from rebalancer.planning.forecast_cluster import queue_of
 from rebalancer_tools.simulator.budget_meter import BudgetMeter
 from rebalancer_tools.simulator.engine import ControllerView, Decision, settings
 from rebalancer_tools.simulator.teams import TeamSpec

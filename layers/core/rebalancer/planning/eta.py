@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from rebalancer.domain.context import PlanningContext
@@ -38,7 +38,7 @@ from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import History
 from rebalancer.forecast.engine import Controller, Quotas
 from rebalancer.forecast.estimate import HORIZON_S, Estimate, estimate
-from rebalancer.planning.why import DEFAULT_BORROW_LIMIT, capacity
+from rebalancer.planning.forecast_cluster import cluster_of
 
 # Runs of the controller's planner in one forecast: the first hour of 15-minute runs, as the plan step runs on the
 # template's reconcile schedule; after them the quotas stay as the last plan left them.
@@ -162,60 +162,6 @@ def likely_range(e: Estimate, now: float, band: tuple[float, float]) -> tuple[fl
     earliest = e.earliest if e.earliest is not None else e.start
     low = now + min(earliest - now, wait * band[0])
     return max(now, low), None if e.latest is None else now + max(e.latest - now, wait * band[1])
-
-
-# --- the cluster as the forecast starts from it ---
-def queue_of(quota: ComputeQuota | None, team: str, pool: str) -> fc.Queue:
-    """The team's ClusterQueue in `pool` as its compute quota configures it (the simulator applies a plan's writes
-    by this too)."""
-    if quota is None:  # a team without a compute quota has no ClusterQueue: nothing of it is admitted
-        return fc.Queue(team, 0.0, lend=False, borrow=False)
-    cfg = quota.ComputeQuotaConfig
-    sharing = cfg.ResourceSharingConfig
-    strategy = sharing.Strategy if sharing is not None else "LendAndBorrow"
-    absolute = next((float(r.Accelerators) for r in (sharing.AbsoluteBorrowLimits or ()) if sharing is not None
-                     and r.InstanceType == pool and r.Accelerators is not None), None) if sharing else None
-    percent = (sharing.BorrowLimit if sharing is not None and sharing.BorrowLimit is not None
-               else DEFAULT_BORROW_LIMIT)
-    weight = quota.ComputeQuotaTarget.FairShareWeight
-    return fc.Queue(team, held(quota, pool), weight=float(weight) if weight is not None else 1.0,
-                    lend=strategy != "DontLend", borrow=strategy == "LendAndBorrow",
-                    borrow_limit_percent=None if absolute is not None else float(percent), borrow_limit=absolute,
-                    preempt_within=cfg.PreemptTeamTasks != "Never")
-
-
-def cluster_of(snapshot: Snapshot, only: Collection[str] | None = None) -> fc.Cluster:
-    """Every instance type with accelerators that a workload waits for or runs on (of `only`, when given); each
-    team's queue in it; what runs (what demand says is in use beyond the workloads listed counts as one workload
-    that started now)."""
-    quotas = {q.team: q for q in snapshot.quotas}
-    pools = sorted({w.pool for w in snapshot.pending_workloads} | {w.pool for w in snapshot.running_workloads})
-    if only is not None:
-        pools = [p for p in pools if p in only]
-    at = _t(snapshot.taken_at)
-    out = []
-    for pool in pools:
-        size = capacity(snapshot, pool)
-        running = [fc.Running(workload_key(w.team, w.name, w.pool), w.team, w.accelerators,
-                              _t(w.started or snapshot.taken_at), priority=w.priority or 0, declared=w.declared_s,
-                              limit=w.limit_s)
-                   for w in snapshot.running_workloads if w.pool == pool]
-        listed: dict[str, float] = {}
-        for r in running:
-            listed[r.team] = listed.get(r.team, 0.0) + r.accelerators
-        for team, by_pool in sorted(snapshot.demand.items()):
-            rest = by_pool.get(pool, Demand()).in_use.accelerators - listed.get(team, 0.0)
-            if rest >= 1:
-                running.append(fc.Running(workload_key(team, "(in use, not listed)", pool), team, rest, at))
-        waiting = [fc.Waiting(workload_key(w.team, w.name, w.pool), w.team, w.accelerators,
-                              _t(w.created or snapshot.taken_at), declared=w.declared_s, limit=w.limit_s)
-                   for w in snapshot.pending_workloads if w.pool == pool]
-        teams = sorted(set(quotas) | {r.team for r in running} | {w.team for w in waiting})
-        out.append(fc.Pool(pool, size, tuple(queue_of(quotas.get(t), t, pool) for t in teams), tuple(running),
-                           tuple(waiting)))
-    config = snapshot.scheduler_config.SchedulerConfig if snapshot.scheduler_config is not None else {}
-    return fc.Cluster(at, tuple(out), fair_share=config.get("FairShare", "Enabled") != "Disabled",
-                      share_unallocated=config.get("IdleResourceSharing", "Enabled") != "Disabled")
 
 
 # --- the controller in the forecast ---

@@ -12,6 +12,7 @@ from rebalancer.domain.outlook import workload_key
 from rebalancer.domain.plan import PREEMPTIONS_LISTED, Change, Preemption
 from rebalancer.domain.snapshot import Snapshot
 from rebalancer.forecast.engine import preempted
+from rebalancer.planning.forecast_cluster import cluster_of
 
 Allocations = Mapping[str, Mapping[str, Mapping[str, float]]]  # Plan.allocations
 
@@ -27,8 +28,6 @@ def preemptions(snapshot: Snapshot, allocations: Allocations,
               and c.mig_profile is None and (c.team, c.instance_type) in waiting}
     if not snapshot.running_workloads or not raised:
         return [], 0.0
-    from rebalancer.planning.eta import cluster_of  # the forecast's cluster: loaded only where a plan raises one
-
     cluster = cluster_of(snapshot, raised)
     pools = {p.name for p in cluster.pools}
     quotas = {team: {pool: amounts["accelerators"] for pool, amounts in by_pool.items()
