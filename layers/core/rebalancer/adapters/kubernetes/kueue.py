@@ -678,6 +678,20 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
     """Demand per team from the ClusterQueues and Workloads as listed (streams: each object is read once and only
     what is kept of it stays in memory). A malformed object is skipped with a warning naming it."""
     acc = _Accumulator()
+    queues = _read_cluster_queues(cluster_queues, acc)
+    for wl in workloads:
+        _read_workload(wl, acc, queues)
+    workloads_kept = acc.workloads()
+    return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
+                       warnings=tuple(acc.warnings.lines("… and {n} more Kueue warnings like these")),
+                       topology={t: tuple(v) for t, v in sorted(acc.topology.items()) if v},
+                       workloads=workloads_kept,
+                       topology_unlisted={t: n for t, n in sorted(acc.topology_unlisted.items()) if n},
+                       skipped=acc.skipped, running=acc.running_workloads())
+
+
+def _read_cluster_queues(cluster_queues: Iterable[Any], acc: _Accumulator) -> dict[str, dict[str, set[str]]]:
+    """Each team's ClusterQueue into `acc` (what it has in use); the flavors each offers per resource, by team."""
     queues: dict[str, dict[str, set[str]]] = {}  # team → the flavors its ClusterQueue offers per resource
     for cq in cluster_queues:
         name = dig(cq, "metadata", "name")
@@ -692,40 +706,37 @@ def demand_of(cluster_queues: Iterable[Any], workloads: Iterable[Any]) -> KueueD
             continue
         for flavor, resource, total in usage:
             acc.add(acc.in_use, team, flavor, resource, total, f"ClusterQueue {_named(name)}")
-    for wl in workloads:
-        namespace = dig(wl, "metadata", "namespace")
-        team = team_of_namespace(namespace) if isinstance(namespace, str) else None
-        if team is None:
-            continue
-        try:
-            pending = is_pending(wl)
-            if not pending and not is_running(wl):
-                continue
-            if len(namespace) > NAMESPACE_MAX or not NAMESPACE_NAME.fullmatch(namespace):
-                raise _Malformed("metadata.namespace is not a Kubernetes namespace name")
-            read = read_workload(wl)
-            admission = {} if pending else read_admission(wl)
-        except _Malformed as e:
-            acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
-            continue
-        for problem in read.run_time.problems:
-            acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {problem}")
-        if pending:
-            acc.add_pending(team, namespace, read, queues.get(team, {}))
-        else:
-            since, unreadable = admitted_at(wl)
-            priority, unread = priority_of(wl)
-            for said in (unreadable, unread):
-                if said is not None:
-                    acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {said}")
-            acc.add_running(team, read, admission, since, priority)
-    workloads_kept = acc.workloads()
-    return KueueDemand(demand=acc.result(), teams=tuple(sorted(queues)),
-                       warnings=tuple(acc.warnings.lines("… and {n} more Kueue warnings like these")),
-                       topology={t: tuple(v) for t, v in sorted(acc.topology.items()) if v},
-                       workloads=workloads_kept,
-                       topology_unlisted={t: n for t, n in sorted(acc.topology_unlisted.items()) if n},
-                       skipped=acc.skipped, running=acc.running_workloads())
+    return queues
+
+
+def _read_workload(wl: Any, acc: _Accumulator, queues: dict[str, dict[str, set[str]]]) -> None:
+    """A team's pending or running Workload into `acc`; any other, or one outside a team's namespace, is left out."""
+    namespace = dig(wl, "metadata", "namespace")
+    team = team_of_namespace(namespace) if isinstance(namespace, str) else None
+    if team is None:
+        return
+    try:
+        pending = is_pending(wl)
+        if not pending and not is_running(wl):
+            return
+        if len(namespace) > NAMESPACE_MAX or not NAMESPACE_NAME.fullmatch(namespace):
+            raise _Malformed("metadata.namespace is not a Kubernetes namespace name")
+        read = read_workload(wl)
+        admission = {} if pending else read_admission(wl)
+    except _Malformed as e:
+        acc.skip(f"Workload {_named(namespace)}/{_named(dig(wl, 'metadata', 'name'))}", e)
+        return
+    for problem in read.run_time.problems:
+        acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {problem}")
+    if pending:
+        acc.add_pending(team, namespace, read, queues.get(team, {}))
+    else:
+        since, unreadable = admitted_at(wl)
+        priority, unread = priority_of(wl)
+        for said in (unreadable, unread):
+            if said is not None:
+                acc.warnings.add(f"Workload {_named(namespace)}/{_named(read.name)}: {said}")
+        acc.add_running(team, read, admission, since, priority)
 
 
 class NodeReader:
