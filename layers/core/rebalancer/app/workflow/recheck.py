@@ -23,6 +23,7 @@ from rebalancer.app.workflow.stored_basis import load_basis
 from rebalancer.domain.frozen import Frozen
 from rebalancer.domain.plan import Plan, Preemption, preemption_line
 from rebalancer.domain.policy import Policy
+from rebalancer.domain.snapshot import Snapshot
 from rebalancer.planning.preemptions import listed, preemptions
 from rebalancer.planning.staleness import beyond_approval, stale_reasons
 
@@ -101,44 +102,64 @@ def recheck(run: RunRef, policy: Policy, now: datetime, *, store: run_plan.Recor
     max_age = timedelta(minutes=policy.approval.max_plan_age_minutes)
     stale = (stale_reasons(then, planned.basis, approved, now, max_age) if then is not None
              else ("the plan was stored without what it was made from",))
-    new = planned.plan
-    beyond: tuple[str, ...] = ()
-    if new.mode == "dry-run":
-        outcome: Outcome = "dry_run"
-    elif not stale:
-        outcome = "fresh"
-    elif new.is_empty:
-        outcome = "no_change"
-    else:
-        beyond = beyond_approval(approved, new) if new.requires_approval or not policy_may_approve else ()
-        outcome = "replanned" if not beyond else "gave_up" if approval_round >= MAX_APPROVAL_ROUNDS else "superseded"
-    written = approved if outcome == "fresh" else new
+    outcome, beyond = _outcome(approved, planned.plan, stale, approval_round, policy_may_approve)
+    written = approved if outcome == "fresh" else planned.plan
     missing: list[str] = []
+    preempting: tuple[Preemption, ...] = ()
     if outcome in ("fresh", "replanned"):
-        # What writing it now would preempt, on the cluster as it is: only what the run's notice named is written.
-        found, at_risk = preemptions(snapshot, written.allocations, written.changes)
-        told = load_notice(store.artifacts, run)
-        missing = [preemption_line(p) for p in unnoticed(told, found)]
-        if missing and told is not None and told.round >= MAX_NOTICE_ROUNDS:
-            outcome, written = "gave_up", approved
-        elif missing:
-            outcome = "notice"
-            named, unlisted = listed(found)
-            written = written.model_copy(update={"preemptions": named, "preemptions_unlisted": unlisted,
-                                                 "preempted_gpu_hours": at_risk})
+        outcome, written, missing, preempting = _against_the_notice(store, run, snapshot, outcome, approved, written)
     result = Rechecked(outcome=outcome, plan=written,
                        approval_round=approval_round + (outcome == "superseded"), stale=stale, beyond=beyond,
-                       unnoticed=tuple(missing[:MAX_STATE_LINES]),
-                       preempting=tuple(found) if outcome == "notice" else ())
-    if outcome not in ("fresh", "gave_up") and (stale or outcome != "notice"):
-        # the plan made again is the run's now, beside what it was made from
-        record_snapshot(store.artifacts, run, snapshot)
-        run_plan.record_plan(store, run, replace(planned, plan=written), decision=outcome)
-    elif outcome == "notice":  # the approved plan, naming what it would preempt on the cluster as it is now
-        store.artifacts.put(run.execution_name, "PLAN", written.model_dump(mode="json"))
+                       unnoticed=tuple(missing[:MAX_STATE_LINES]), preempting=preempting)
+    _record(store, run, snapshot, planned, result)
     if outcome == "superseded" and approvals is not None and approval_id is not None:
         why = [*stale, *beyond]
         approvals.supersede(approval_id, "; ".join(why))
         audit.approval_superseded(store.audit, run, approval_id, why)
     audit.rechecked(store.audit, run, outcome, stale=stale, beyond=beyond, approval_round=result.approval_round)
     return result
+
+
+def _outcome(approved: Plan, new: Plan, stale: tuple[str, ...], approval_round: int,
+             policy_may_approve: bool) -> tuple[Outcome, tuple[str, ...]]:
+    """What follows from the check, before any notice is looked at, and what the plan made again (`new`) does
+    beyond the approval."""
+    if new.mode == "dry-run":
+        return "dry_run", ()
+    if not stale:
+        return "fresh", ()
+    if new.is_empty:
+        return "no_change", ()
+    beyond = beyond_approval(approved, new) if new.requires_approval or not policy_may_approve else ()
+    outcome: Outcome = ("replanned" if not beyond else "gave_up" if approval_round >= MAX_APPROVAL_ROUNDS
+                        else "superseded")
+    return outcome, beyond
+
+
+def _against_the_notice(store: run_plan.RecordsAndSources, run: RunRef, snapshot: Snapshot, outcome: Outcome,
+                        approved: Plan, written: Plan) -> tuple[Outcome, Plan, list[str], tuple[Preemption, ...]]:
+    """What writing `written` now would preempt, on the cluster as it is: only what the run's notice named is
+    written. The outcome and plan that follow, what the notice did not name, and (with a notice to give) all that
+    writing it would preempt."""
+    found, at_risk = preemptions(snapshot, written.allocations, written.changes)
+    told = load_notice(store.artifacts, run)
+    missing = [preemption_line(p) for p in unnoticed(told, found)]
+    if missing and told is not None and told.round >= MAX_NOTICE_ROUNDS:
+        return "gave_up", approved, missing, ()
+    if missing:
+        named, unlisted = listed(found)
+        return "notice", written.model_copy(update={"preemptions": named, "preemptions_unlisted": unlisted,
+                                                    "preempted_gpu_hours": at_risk}), missing, tuple(found)
+    return outcome, written, missing, ()
+
+
+def _record(store: run_plan.RecordsAndSources, run: RunRef, snapshot: Snapshot, planned: run_plan.RunPlan,
+            result: Rechecked) -> None:
+    """The plan made again becomes the run's, beside what it was made from; with a notice to give, the approved
+    plan is stored naming what it would preempt on the cluster as it is now."""
+    outcome = result.outcome
+    if outcome not in ("fresh", "gave_up") and (result.stale or outcome != "notice"):
+        record_snapshot(store.artifacts, run, snapshot)
+        run_plan.record_plan(store, run, replace(planned, plan=result.plan), decision=outcome)
+    elif outcome == "notice":
+        store.artifacts.put(run.execution_name, "PLAN", result.plan.model_dump(mode="json"))
