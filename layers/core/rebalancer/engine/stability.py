@@ -586,22 +586,11 @@ def _pick(listed: Sequence[tuple[float, str, int, float]], gone: set[int], done:
 def _reclaim_pool(p: Working, budget: float, settings: Settings) -> float:
     """The reclaim in one pool, team by team (the one furthest below its fair share first), each served whole or
     not at all; returns the GPU-hours of run time it put at risk."""
-    claims, after, desired, holds = p.input.claims, p.after, p.desired, p.holds
+    claims, after, desired = p.input.claims, p.after, p.desired
     needs = _needs(p)
     if not any(needs):
         return 0.0
-    # Kueue reclaims from the teams above their nominal quota the newest admitted first: every young workload of
-    # the protected teams above their fair share, newest first over the pool, each team's taken whole and in order.
-    listed: list[tuple[float, str, int, float]] = []
-    for i in range(len(claims)):
-        hold = holds[i]
-        if hold is None or hold.rule != "protected" or after[i] <= desired[i]:
-            continue
-        work = p.input.admitted[i]
-        if any(w.minutes is None for w in work):
-            continue  # a workload of unknown age might be the one Kueue takes first
-        listed += [(w.minutes or 0.0, claims.team[i], i, w.accelerators) for w in work]
-    listed.sort()
+    listed = _reclaimable(p)
     room = [max(0, after[i] - desired[i]) for i in range(len(claims))]
     taken: dict[int, float] = {}  # team → the accelerators of its workloads taken
     served: dict[int, list[int]] = {}  # team served → the workloads of `listed` it takes
@@ -632,6 +621,33 @@ def _reclaim_pool(p: Working, budget: float, settings: Settings) -> float:
             spent += size * minutes / 60
         after[r] += need
         served[r] = picked
+    _hold_reclaims(p, listed, served, taken)
+    return spent
+
+
+def _reclaimable(p: Working) -> list[tuple[float, str, int, float]]:
+    """The work a reclaim may take in the pool, as (minutes since admitted, team, team's index, accelerators), in the
+    order Kueue reclaims it."""
+    # Kueue reclaims from the teams above their nominal quota the newest admitted first: every young workload of
+    # the protected teams above their fair share, newest first over the pool, each team's taken whole and in order.
+    claims, after, desired, holds = p.input.claims, p.after, p.desired, p.holds
+    listed: list[tuple[float, str, int, float]] = []
+    for i in range(len(claims)):
+        hold = holds[i]
+        if hold is None or hold.rule != "protected" or after[i] <= desired[i]:
+            continue
+        work = p.input.admitted[i]
+        if any(w.minutes is None for w in work):
+            continue  # a workload of unknown age might be the one Kueue takes first
+        listed += [(w.minutes or 0.0, claims.team[i], i, w.accelerators) for w in work]
+    listed.sort()
+    return listed
+
+
+def _hold_reclaims(p: Working, listed: list[tuple[float, str, int, float]], served: dict[int, list[int]],
+                   taken: dict[int, float]) -> None:
+    """Why each team served (the workloads of `listed` it takes) and each team taken from is held where it is."""
+    claims, holds = p.input.claims, p.holds
     for r, ks in served.items():
         names = list(dict.fromkeys(claims.team[listed[k][2]] for k in ks))
         holds[r] = Hold(rule="reclaim", text=f"reclaims {sum(listed[k][3] for k in ks):g} accelerators of work "
@@ -644,7 +660,6 @@ def _reclaim_pool(p: Working, budget: float, settings: Settings) -> float:
                         f"{sum(listed[k][3] for k in ks):g} accelerators of work admitted "
                         f"{_ages([listed[k][0] for k in ks])} for {_teams(teams)} waiting below "
                         f"{'its' if len(teams) == 1 else 'their'} fair share")
-    return spent
 
 
 def reclaim(pools: Sequence[Working], settings: Settings) -> None:
