@@ -126,6 +126,17 @@ class _Run:
         self.epoch = [0] * n
         self.events: list[tuple[float, int, int, int]] = []
         self.seq = 0
+        self._load(durations)
+        self.staged = controller.staged if controller else None
+        self.replans = 0
+        self.tick_at = (cluster.at + controller.interval_s
+                        if controller and (controller.max_replans or controller.staged) else math.inf)
+        self.plans: dict[float, Quotas] = {}
+        self.evicted: list[int] = []  # the workloads preempted, in the order Kueue took them
+
+    def _load(self, durations: Durations) -> None:
+        """The cluster as the forecast starts: each running workload placed with the run time it has left, each
+        waiting one queued."""
         for j, job in enumerate(self.jobs):
             if isinstance(job, Running):
                 self.work[j] = (self.now - job.started) + max(0.0, durations.remaining(job, self.now))
@@ -135,12 +146,6 @@ class _Run:
                 self.work[j] = max(0.0, durations.duration(job))
                 self.enq[j] = job.queued
                 self._enqueue(j)
-        self.staged = controller.staged if controller else None
-        self.replans = 0
-        self.tick_at = (cluster.at + controller.interval_s
-                        if controller and (controller.max_replans or controller.staged) else math.inf)
-        self.plans: dict[float, Quotas] = {}
-        self.evicted: list[int] = []  # the workloads preempted, in the order Kueue took them
 
     def _queue_index(self, p: int, team: str) -> int:
         try:
