@@ -8,8 +8,9 @@
    - botocore's (and boto3's) service data for every service but SERVICES: ~21 MB of the 23 MB of JSON models;
    - `kubernetes.aio`, the asyncio copy of the whole client (~20 MB), which the synchronous reader never imports
      (aiohttp, its only user, is not installed either);
-   - console scripts (`bin/`), tests shipped inside packages (`tests/`, `*_test.py`), type stubs, and botocore's
-     `examples-1.json` (documentation only).
+   - console scripts (`bin/`), tests shipped inside packages (`tests/`, `*_test.py`), type stubs, botocore's
+     `examples-1.json` (documentation only), and each dist-info's RECORD (the list pip uninstalls by; 0.6 MB, read
+     by nothing at run time: a version or an entry point comes from METADATA and entry_points.txt).
 4. compiles every module to unchecked-hash .pyc. The layer's /opt is read-only, so without them every cold start
    compiles what it imports from source: `import kubernetes.client` alone takes 4.2 s of CPU that way and 0.6 s from
    .pyc (measured on the dev machine). kubernetes.client's generated `api/` and `models/` (about 1,600 modules, 19.6
@@ -42,7 +43,7 @@ LEFT_OUT = {"aiohttp": "kubernetes requires it for kubernetes.aio only, which pr
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")  # the python3.13 runtime is Amazon Linux 2023
 PRUNED_PACKAGES = ("kubernetes/aio", "wrapt-stubs", "bin")  # bin: console scripts, never on a Lambda's PATH
 PRUNED_DIRS = ("tests", "test")
-PRUNED_FILES = ("examples-1.json",)
+PRUNED_FILES = ("examples-1.json", "RECORD")  # RECORD: the installed files, for pip to uninstall; nothing reads it
 SOURCELESS = ("kubernetes/client/api", "kubernetes/client/models")
 
 
