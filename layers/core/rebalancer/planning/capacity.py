@@ -127,13 +127,13 @@ def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[
     graces = timedelta(minutes=rules.unavailable_grace_minutes), timedelta(minutes=rules.repair_grace_minutes)
     horizon = snapshot.taken_at + timedelta(minutes=rules.run_interval_minutes)
     groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
+    ends = {name: _plan_end(snapshot, g, horizon) for name, g in groups.items()}  # once per group, not per node
     started = _operation_starts(snapshot)
     tally = _Tally()
     for n in snapshot.nodes:
         t = n.InstanceType
-        group = groups.get(n.InstanceGroupName)
         state = node_state(n.InstanceStatus.Status, snapshot.node_health.get(n.InstanceId))
-        ending = _plan_end(snapshot, group, horizon)
+        ending = ends.get(n.InstanceGroupName)
         if ending is not None:
             tally.lost[t] += 1
             tally.note(t, ending)
@@ -160,7 +160,7 @@ def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[
                 tally.note(t, state.what)
             continue
         tally.counted[t] += 1
-        if not rules.guarantees_on_spot and _spot(group):
+        if not rules.guarantees_on_spot and _spot(groups.get(n.InstanceGroupName)):
             tally.spot[t] += 1
     return tally
 
