@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+from click.testing import CliRunner, Result
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.sagemaker.cluster import SageMakerReader
 from rebalancer.adapters.sagemaker.quota_writer import Poller, QuotaWriter
 from rebalancer.domain.plan import QuotaRequest
 from rebalancer.domain.quotas import ComputeQuota
+from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator.control import Emulator
 from support.fake_clock import FakeClock
 from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
+from support.template import create_table
 
 P5 = "ml.p5.48xlarge"
 BEFORE = {"a": 10, "b": 8, "c": 6, "d": 4, "e": 4}
@@ -87,3 +92,17 @@ def queueing_kube() -> Iterator[str]:
 def raised(emu: Emulator, arn: str) -> list[Any]:
     """API writes that raised a pool of the cluster above its healthy capacity (whatever it held before)."""
     return [r for r in emu.monitor.raised_above_capacity() if r.cluster_arn == arn]
+
+
+def cli_table(emu: Emulator, aws: AwsClients) -> str:
+    """The five teams' cluster set up on the emulator, and the template's table made for the CLI to record in."""
+    setup_cluster(emu, aws.client("sagemaker"))
+    return create_table(aws.client("dynamodb"), "rebalancer-table")
+
+
+def cli_apply(tmp_path: Path, kube: str, policy: str, *extra: str) -> Result:
+    """`rebalancer apply` on c1 under `policy`, reading Kueue at `kube`, with `extra` options."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(policy)
+    return CliRunner().invoke(cli, ["apply", "--cluster", "c1", "--kube-url", kube, "--metrics-window", "0",
+                                    "--policy", str(path), "--poll-interval", "0.1", *extra])

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from support.five_teams import BEFORE, gpus, queueing_kube, setup_cluster
-from support.template import create_table
+from click.testing import CliRunner
+from support.five_teams import BEFORE, cli_apply, cli_table, gpus, queueing_kube
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.dynamodb.store import Store
@@ -40,15 +39,7 @@ def kube() -> Iterator[str]:
 @pytest.fixture
 def table(emu: Emulator, aws: AwsClients, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.delenv("REBALANCER_TABLE", raising=False)
-    setup_cluster(emu, aws.client("sagemaker"))
-    return create_table(aws.client("dynamodb"), "rebalancer-table")
-
-
-def apply(tmp_path: Path, kube: str, policy: str, *extra: str) -> Result:
-    path = tmp_path / "policy.yaml"
-    path.write_text(policy)
-    return CliRunner().invoke(cli, ["apply", "--cluster", "c1", "--kube-url", kube, "--metrics-window", "0",
-                                    "--policy", str(path), "--poll-interval", "0.1", *extra])
+    return cli_table(emu, aws)
 
 
 def records(aws: AwsClients, table: str) -> list[dict[str, object]]:
@@ -65,7 +56,7 @@ def caller_arn(aws: AwsClients) -> str:
 ])
 def test_yes_does_not_pass_the_gate(emu: Emulator, aws: AwsClients, kube: str, table: str, tmp_path: Path,
                                     policy: str, reason: str) -> None:
-    result = apply(tmp_path, kube, policy, "--yes", "--table", table)
+    result = cli_apply(tmp_path, kube, policy, "--yes", "--table", table)
     assert result.exit_code == 1, result.output
     [line] = result.stderr.strip().splitlines()[-1:]
     assert line.startswith("error: the plan needs approval (")
@@ -83,7 +74,7 @@ def test_yes_does_not_pass_the_gate(emu: Emulator, aws: AwsClients, kube: str, t
 @pytest.mark.parametrize("policy", [APPROVE, THRESHOLD])
 def test_approve_writes_the_plan_and_records_who_approved_it_and_why(
         emu: Emulator, aws: AwsClients, kube: str, table: str, tmp_path: Path, policy: str) -> None:
-    result = apply(tmp_path, kube, policy, "--yes", "--approve", f"  {REASON}\n", "--table", table)
+    result = cli_apply(tmp_path, kube, policy, "--yes", "--approve", f"  {REASON}\n", "--table", table)
     assert result.exit_code == 0, result.output
     me = caller_arn(aws)
     assert f"approved by {me}: {REASON}" in result.stdout
@@ -105,7 +96,7 @@ def test_approve_writes_the_plan_and_records_who_approved_it_and_why(
 
 def test_a_plan_that_needs_no_approval_is_written_with_yes_alone(
         emu: Emulator, aws: AwsClients, kube: str, table: str, tmp_path: Path) -> None:
-    result = apply(tmp_path, kube, AUTO, "--yes", "--approve", REASON, "--table", table)
+    result = cli_apply(tmp_path, kube, AUTO, "--yes", "--approve", REASON, "--table", table)
     assert result.exit_code == 0, result.output
     assert gpus(emu) != BEFORE
     assert "note: the plan needs no approval; --approve is not recorded" in result.stderr
@@ -114,7 +105,7 @@ def test_a_plan_that_needs_no_approval_is_written_with_yes_alone(
 
 def test_dry_run_is_honoured_whatever_is_given(emu: Emulator, aws: AwsClients, kube: str, table: str,
                                                tmp_path: Path) -> None:
-    result = apply(tmp_path, kube, DRY_RUN, "--yes", "--approve", REASON, "--table", table)
+    result = cli_apply(tmp_path, kube, DRY_RUN, "--yes", "--approve", REASON, "--table", table)
     assert result.exit_code == 0, result.output
     assert "the policy's mode is dry-run: nothing applied" in result.stdout
     assert gpus(emu) == BEFORE
@@ -123,7 +114,7 @@ def test_dry_run_is_honoured_whatever_is_given(emu: Emulator, aws: AwsClients, k
 
 def test_an_empty_reason_is_refused_before_anything_is_read(emu: Emulator, aws: AwsClients, kube: str, table: str,
                                                             tmp_path: Path) -> None:
-    result = apply(tmp_path, kube, APPROVE, "--yes", "--approve", " \t", "--table", table)
+    result = cli_apply(tmp_path, kube, APPROVE, "--yes", "--approve", " \t", "--table", table)
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == "error: --approve: give the reason for approving (one line)"
     assert gpus(emu) == BEFORE
@@ -131,7 +122,7 @@ def test_an_empty_reason_is_refused_before_anything_is_read(emu: Emulator, aws: 
 
 def test_without_a_table_an_approved_plan_is_written_and_says_who_approved(
         emu: Emulator, aws: AwsClients, kube: str, table: str, tmp_path: Path) -> None:
-    result = apply(tmp_path, kube, APPROVE, "--yes", "--approve", REASON)
+    result = cli_apply(tmp_path, kube, APPROVE, "--yes", "--approve", REASON)
     assert result.exit_code == 0, result.output
     assert f"approved by {caller_arn(aws)}: {REASON}" in result.stdout
     assert "this run is not recorded" in result.stderr

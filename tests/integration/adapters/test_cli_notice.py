@@ -10,14 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from support.five_teams import BEFORE, P5, gpus, setup_cluster
+from click.testing import Result
+from support.five_teams import BEFORE, P5, cli_apply, cli_table, gpus
 from support.kube_api import KubeState, cluster_queue, pod_set, serve, workload
-from support.template import create_table
 
 from rebalancer.adapters.aws import AwsClients
 from rebalancer.adapters.dynamodb.store import Store
-from rebalancer_tools.cli import cli
 from rebalancer_tools.emulator.control import Emulator
 
 GPU = "nvidia.com/gpu"
@@ -50,16 +48,11 @@ def kube() -> Iterator[str]:
 @pytest.fixture
 def table(emu: Emulator, aws: AwsClients, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.delenv("REBALANCER_TABLE", raising=False)
-    setup_cluster(emu, aws.client("sagemaker"))
-    return create_table(aws.client("dynamodb"), "rebalancer-table")
+    return cli_table(emu, aws)
 
 
 def apply(tmp_path: Path, kube: str, table: str, *extra: str) -> Result:
-    path = tmp_path / "policy.yaml"
-    path.write_text(POLICY)
-    return CliRunner().invoke(cli, ["apply", "--cluster", "c1", "--kube-url", kube, "--metrics-window", "0",
-                                    "--policy", str(path), "--poll-interval", "0.1", "--yes", "--table", table,
-                                    *extra])
+    return cli_apply(tmp_path, kube, POLICY, "--yes", "--table", table, *extra)
 
 
 def records(aws: AwsClients, table: str) -> list[dict[str, object]]:

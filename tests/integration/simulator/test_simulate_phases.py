@@ -9,11 +9,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from rich.console import Console
+from support.sim_results import strategy_result as _result
+from support.sim_results import team_result as _team
 
 from rebalancer_tools.cli import cli
 from rebalancer_tools.cli.simulate_cmd import Phases, _losers
-from rebalancer_tools.simulator import Scenario, StrategyResult
-from rebalancer_tools.simulator.metrics import TeamResult
+from rebalancer_tools.simulator import Scenario
 from rebalancer_tools.simulator.teams import TeamSpec
 from rebalancer_tools.simulator.trace import TraceJob
 
@@ -43,19 +44,6 @@ def test_the_estimated_starts_are_measured_only_when_asked(tmp_path: Path) -> No
     asked = _strategies(trace, "--eta")
     assert "eta" in asked["rebalancer"]
     assert {n: {k: v for k, v in r.items() if k != "eta"} for n, r in asked.items()} == default  # same allocation
-
-
-def _team(jobs: int, p95_h: float) -> TeamResult:
-    return TeamResult(jobs=jobs, jobs_completed=jobs, wait_p50_s=0, wait_p95_s=p95_h * 3600, wait_mean_s=0,
-                      preemptions=0, lost_gpu_hours=0, received_gpu_hours=0, entitled_gpu_hours=0,
-                      entitlement_deficit_gpu_hours=0, quota_changes=0)
-
-
-def _result(name: str, teams: dict[str, TeamResult]) -> StrategyResult:
-    return StrategyResult(name=name, utilization=1, wait_p50_s=0, wait_p95_s=0, wait_mean_s=0, preemptions=0,
-                          lost_gpu_hours=0, entitlement_deficit_gpu_hours=0, jain_index=1, quota_changes=0,
-                          jobs_completed=0, jobs_unfinished=0, failure_kills=0, failure_lost_gpu_hours=0,
-                          makespan_s=0, teams=teams)
 
 
 def test_remedies_are_searched_only_when_asked_and_the_bar_names_each_phase() -> None:

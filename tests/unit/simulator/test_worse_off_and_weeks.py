@@ -6,11 +6,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 from support.props import properties
+from support.sim_results import strategy_result as _result
+from support.sim_results import team_result as _team
 
 from rebalancer_tools.simulator import worse_off
 from rebalancer_tools.simulator.engine import SimConfig, Simulation
 from rebalancer_tools.simulator.kueue import QueueSpec
-from rebalancer_tools.simulator.metrics import WEEK_S, StrategyResult, TeamResult, summarize, weekly
+from rebalancer_tools.simulator.metrics import WEEK_S, StrategyResult, summarize, weekly
 from rebalancer_tools.simulator.run import Scenario
 from rebalancer_tools.simulator.teams import TeamSpec
 from rebalancer_tools.simulator.trace import TraceJob
@@ -55,19 +57,6 @@ def test_the_weeks_add_up_to_the_run(specs: list[tuple[str, float, float, int]])
         assert abs(sum(r for r, _ in rows) * 3600 - raw.received_gpu_s[i]) <= 1e-6 * max(1.0, raw.received_gpu_s[i])
         assert abs(sum(e for _, e in rows) * 3600 - raw.entitled_gpu_s[i]) <= 1e-6 * max(1.0, raw.entitled_gpu_s[i])
         assert all(r >= -1e-9 and e >= -1e-9 for r, e in rows)
-
-
-def _team(jobs: int, p95_h: float) -> TeamResult:
-    return TeamResult(jobs=jobs, jobs_completed=jobs, wait_p50_s=0, wait_p95_s=p95_h * 3600, wait_mean_s=0,
-                      preemptions=0, lost_gpu_hours=0, received_gpu_hours=0, entitled_gpu_hours=0,
-                      entitlement_deficit_gpu_hours=0, quota_changes=0)
-
-
-def _result(name: str, teams: dict[str, TeamResult]) -> StrategyResult:
-    return StrategyResult(name=name, utilization=1, wait_p50_s=0, wait_p95_s=0, wait_mean_s=0, preemptions=0,
-                          lost_gpu_hours=0, entitlement_deficit_gpu_hours=0, jain_index=1, quota_changes=0,
-                          jobs_completed=0, jobs_unfinished=0, failure_kills=0, failure_lost_gpu_hours=0,
-                          makespan_s=0, teams=teams)
 
 
 def test_worse_off_needs_more_than_ten_percent_plus_ten_minutes_and_twenty_jobs() -> None:
