@@ -123,6 +123,11 @@ def test_the_drive_commands_refuse_in_one_line(sandbox: Sandbox) -> None:
                            "--accelerators", "8")
     assert code == 2
     assert out.startswith("error: add-demand: no team 'nobody' in the sandbox (teams: ")
+    code, out = rebalancer("emulator", "add-demand", "--team", "reserch", "--instance-type", P5,
+                           "--accelerators", "8")
+    assert (code, out.strip().splitlines()[-1]) == (2, "error: add-demand: no team 'reserch' in the sandbox (did you "
+                                                        "mean research? teams: data-science, inference, platform, "
+                                                        "research, training)")
     code, out = rebalancer("emulator", "add-demand", "--team", "research", "--instance-type", P5,
                            "--accelerators", "8", "--runs-for", "1 day")
     assert code == 2

@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rebalancer.catalog import specs as catalog
+from rebalancer.spelling import nearest
 from rebalancer_tools.emulator import DEMO, Emulator, SeededDemo, seed_demo
 from rebalancer_tools.emulator.control import DEFAULT_ACCOUNT, DEFAULT_REGION
 from rebalancer_tools.emulator.server import EmulatorServer
@@ -163,7 +164,9 @@ class Sandbox:
         waiting there already asks for (Kueue lends a cohort's idle quota, first come first served); otherwise it
         waits. The sandbox schedules nothing later: a waiting workload stays waiting."""
         if team not in self.jobs:
-            raise LookupError(f"no team {team!r} in the sandbox (teams: {', '.join(sorted(self.jobs))})")
+            near = nearest(team, self.jobs, within=2)
+            raise LookupError(f"no team {team!r} in the sandbox ("
+                              + (f"did you mean {near}? " if near else "") + f"teams: {', '.join(sorted(self.jobs))})")
         resource = cast.NEURON if catalog.spec(instance_type).neuron_cores_per_device else cast.GPU
         taken = {job[0] for job in self.jobs[team]}
         if name in taken:  # a Workload's name is unique in its team's namespace, as Kubernetes keeps it
