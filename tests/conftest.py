@@ -39,6 +39,15 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _width_of_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI lays tables out at $COLUMNS when it is set (rebalancer_tools.cli.output.width): every test sees what
+    a pipe sees, whatever runs it (pytest-xdist's workers set COLUMNS=80, a developer's shell its own width). A test
+    about a width sets one itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_retry_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """botocore retries without its exponential back-off sleeps (up to 20 s a call in standard mode): a test that
     injects a server error waits for nothing, and still sees every attempt."""
