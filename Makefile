@@ -37,12 +37,13 @@ typecheck: $(STAMP) ## mypy on the package
 demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 only); report in demo-out/
 	$(PY) -m rebalancer_tools demo --out demo-out
 
-# Serial by default: on the shared 2-core dev box `-n 2` (pytest-xdist) was green but not faster (5m20 vs 5m00 wall,
-# +30% CPU: each worker starts its own emulator and stack). Try it elsewhere with `make test PYTEST_ARGS="-n 2"`.
-# `/usr/bin/time -v .venv/bin/python -m pytest -q -p no:randomly` (this target's suite, in file order) on that box,
-# 2,777 tests: 5:51 wall, 344 s CPU at load 0.0-1.0; lint and a cold mypy add 17 s (0.4 s warm).
+# Two processes where there are two cores (pytest-xdist, `-n auto`), a test file each (`--dist loadfile`): the
+# suite is CPU-bound (one process: 716 s wall, 644+64 s CPU on the shared 2-core dev box), and a file's module-scoped
+# fixtures (a deployed stack, a built layer) are then built once, not once per worker. No test depends on the
+# terminal's width (tests/conftest.py unsets COLUMNS, which the workers set). `make test PYTEST_ARGS="-n 0"` runs it
+# in one process.
 test: lint typecheck $(SAM_STAMP) $(COMPILED) browser ## lint, type-check and run every test (unit, integration, e2e)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n auto --dist loadfile $(PYTEST_ARGS)
 
 # Needs the package index (CI has it): the wheel with [tools] and the tested pins into fresh virtualenvs of each
 # supported Python, each running a plan, the sandbox (stopped by SIGINT) and the demo; `make test` checks the same
