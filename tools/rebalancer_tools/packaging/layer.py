@@ -50,18 +50,27 @@ class Size:
     by_entry: dict[str, int]
 
 
+def _files(layer: Path) -> list[Path]:
+    return [path for path in sorted(layer.rglob("*")) if path.is_file() and not path.is_symlink()]
+
+
+def unzipped_bytes(layer: Path) -> int:
+    """Bytes of the layer's files (layer: the built folder holding `python/`), what its 60 MB target counts: `size`'s
+    `unzipped` without the zip `size` makes too (seconds of deflate for the whole layer)."""
+    return sum(path.stat().st_size for path in _files(layer))
+
+
 def size(layer: Path) -> Size:
     """Bytes of the layer's files (layer: the built folder holding `python/`), and of the zip `sam deploy` would
     upload (deflate at zlib's default level); by_entry: bytes per top-level package of python/."""
     by_entry: dict[str, int] = {}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(layer.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                relative = path.relative_to(layer)
-                top = relative.parts[1] if len(relative.parts) > 1 else relative.parts[0]
-                by_entry[top] = by_entry.get(top, 0) + path.stat().st_size
-                zf.write(path, relative)
+        for path in _files(layer):
+            relative = path.relative_to(layer)
+            top = relative.parts[1] if len(relative.parts) > 1 else relative.parts[0]
+            by_entry[top] = by_entry.get(top, 0) + path.stat().st_size
+            zf.write(path, relative)
     return Size(sum(by_entry.values()), buffer.tell(), by_entry)
 
 
