@@ -17,6 +17,7 @@ from rebalancer_tools.backtest.policy_text import Edit, apply_edits, patch
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXTS = [p.read_text() for p in sorted((ROOT / "examples").glob("*policy*.yaml"))] + docs.policies()
+PARSED = {text: yaml.safe_load(text) for text in TEXTS}  # each text parsed once, not once per example and draw
 POOLS = ["ml.p5.48xlarge", "ml.g5.12xlarge", "ml.trn1.32xlarge", "ml.p5.48xlarge:mig-1g.10gb"]
 
 
@@ -28,8 +29,7 @@ def comments(text: str) -> list[str]:
 def edits_of(draw: st.DrawFn, text: str) -> list[Edit]:
     """The edits recommend makes: guarantees set or removed (a team of the policy or a new pool), stability and
     approval settings set (present or not)."""
-    doc = yaml.safe_load(text)
-    teams = sorted(doc["teams"])
+    teams = sorted(PARSED[text]["teams"])
     guarantee = st.tuples(st.just("teams"), st.sampled_from(teams), st.just("guarantee"), st.sampled_from(POOLS))
     setting = st.sampled_from([("stability", "cooldown_minutes"), ("stability", "min_step"),
                                ("approval", "moved_accelerators"), ("approval", "max_decrease_percent")])
@@ -43,7 +43,7 @@ def test_the_patched_text_reads_as_the_edits_and_keeps_comments_and_order(case: 
     text, edits = case
     out = patch(text, edits)
     assert out is not None, (text, edits)
-    before: dict[str, Any] = yaml.safe_load(text)
+    before: dict[str, Any] = PARSED[text]
     after = yaml.safe_load(out)
     assert after == apply_edits(before, edits)
     if all(value is not None for _, value in edits):  # nothing removed: every comment is still there

@@ -18,6 +18,9 @@ Keys = tuple[str, ...]
 Edit = tuple[Keys, Any]  # (keys from the root, new value); None removes the key
 
 PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+# libyaml's composer where PyYAML has it (the same nodes and character positions, about 10 × faster than PyYAML's
+# own, which is most of a patch's time); the read-back check stays on PyYAML's safe_load.
+_COMPOSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def apply_edits(doc: dict[str, Any], edits: Sequence[Edit]) -> dict[str, Any]:
@@ -98,7 +101,7 @@ def _nest(keys: Keys, value: Any) -> Any:
 def _patch_one(text: str, path: Keys, value: Any, json_style: bool) -> str:
     if value is None:
         return _delete(text, path)
-    node: yaml.Node | None = yaml.compose(text)
+    node: yaml.Node | None = yaml.compose(text, Loader=_COMPOSER)
     if node is None:
         raise ValueError("an empty document")
     key_node: yaml.Node | None = None
@@ -137,7 +140,7 @@ def _insert(text: str, mapping: yaml.MappingNode, key: str, value: Any, json_sty
 def _delete(text: str, path: Keys) -> str:
     """Removes the key's entry, as `_remove` does; a missing key: nothing to do."""
     chain: list[yaml.MappingNode] = []
-    node: yaml.Node | None = yaml.compose(text)
+    node: yaml.Node | None = yaml.compose(text, Loader=_COMPOSER)
     for key in path[:-1]:
         if not isinstance(node, yaml.MappingNode):
             return text
