@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rebalancer_tools.emulator.demo_cluster import DEMO
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
 
@@ -132,7 +134,8 @@ def test_the_sandbox_from_an_install_prints_commands_that_run_there_and_stops_on
             done = subprocess.run([str(rebalancer), *words[1:]], cwd=tmp_path, capture_output=True, text=True,
                                   timeout=120, env=env)
             assert done.returncode == 0, (words, done.stdout, done.stderr)
-        assert (tmp_path / "snap.json").is_file()
+        snapshot = json.loads((tmp_path / "snap.json").read_text())
+        assert {q["Name"] for q in snapshot["quotas"]} == {t.quota_name for t in DEMO.teams}  # the demo, seeded
     finally:
         sandbox.send_signal(signal.SIGINT)
         out, err = sandbox.communicate(timeout=60)

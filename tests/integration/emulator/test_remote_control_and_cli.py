@@ -62,26 +62,14 @@ def test_remote_errors_name_the_problem(emu: EmulatorHandle) -> None:
         remote.inject("meteor-strike")
 
 
-@pytest.mark.slow  # a fresh interpreter imports moto: about 4 s
-def test_cli_serves_a_seeded_emulator_until_stopped() -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "rebalancer_tools", "emulator", "--port", "0", "--seed-demo"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if "export AWS_ENDPOINT_URL=" in line:
-                break
-        endpoint = lines[-1].strip().removeprefix("export AWS_ENDPOINT_URL=")
-        assert endpoint.startswith("http://127.0.0.1:")
-        sm = boto3.client("sagemaker", endpoint_url=endpoint, region_name="us-east-1")
-        names = {q["Name"] for q in sm.list_compute_quotas()["ComputeQuotaSummaries"]}
-        assert names == {t.quota_name for t in DEMO.teams}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def test_the_package_runs_as_a_module_with_its_emulator_command() -> None:
+    """`python -m rebalancer_tools` is the command line. The sandbox it serves from a separate process is
+    tests/infra/test_wheel_install.py's: started by the installed command, its demo quotas read back through
+    `rebalancer snapshot`, stopped by Ctrl-C with exit 0 (a second sandbox process here cost 7 s)."""
+    done = subprocess.run([sys.executable, "-m", "rebalancer_tools", "emulator", "--help"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "--seed-demo" in done.stdout
 
 
 def test_remote_controls_address_one_region(emu: EmulatorHandle) -> None:
