@@ -258,3 +258,30 @@ def test_a_scaling_operation_holds_its_type_up_to_the_desired_target_it_names() 
     without = _with(snapshot({P5: 8}, quotas=big), group={"InstanceGroupName": "g0", "TargetCount": 8},
                     operations=[{**op, "TargetCounts": {}}])
     assert of_snapshot(without, TWO_TEAMS).of(P5).held_amount == 64
+
+
+STATUSES = ["Running", "SystemUpdating", "DeepHealthCheckInProgress", "Failure", "Pending"]
+LABELS = [None, "Schedulable", "Unschedulable", "UnschedulablePendingReplacement", "UnschedulablePendingReboot",
+          "UnschedulableOther"]
+GRACES = policy({"a": {}, "b": {}}, capacity={"unavailable_grace_minutes": 60, "repair_grace_minutes": 30})
+
+
+@properties(30)
+@given(nodes=st.lists(st.tuples(st.sampled_from(STATUSES), st.sampled_from(LABELS),
+                                st.one_of(st.none(), st.integers(0, 120))), min_size=1, max_size=12),
+       spot=st.booleans())
+def test_nodes_counted_together_count_as_each_counted_alone(nodes: list[tuple[str, str | None, int | None]],
+                                                            spot: bool) -> None:
+    """Nodes alike are counted once per kind (rebalancer.planning.capacity._count_nodes): the totals and the lines
+    for nodes past their grace are those of each node counted on its own, in the snapshot's order."""
+    snap = _with(snapshot({P5: len(nodes)}), nodes={i: {"InstanceStatus": {"Status": s}} for i, (s, _, _) in
+                                                    enumerate(nodes)},
+                 group={"CapacityRequirements": {"Spot": {}}} if spot else {},
+                 node_health={f"i-{i:08d}": label for i, (_, label, _) in enumerate(nodes) if label is not None})
+    seen = {f"i-{i:08d}": T0 - timedelta(minutes=m) for i, (_, _, m) in enumerate(nodes) if m is not None}
+    whole = of_snapshot(snap, GRACES, seen).of(P5)
+    alone = [of_snapshot(snap.model_copy(update={"nodes": (n,)}), GRACES, seen).of(P5) for n in snap.nodes]
+    assert (whole.now, whole.lasting, whole.unhealthy) == (sum(c.now for c in alone), sum(c.lasting for c in alone),
+                                                           sum(c.unhealthy for c in alone))
+    assert [n for n in whole.notes if n.startswith("node ")] == [n for c in alone for n in c.notes
+                                                                 if n.startswith("node ")]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from rebalancer.catalog import specs as catalog
-from rebalancer.domain.healthy import SCHEDULABLE_STATUS, counts, node_state
+from rebalancer.domain.healthy import SCHEDULABLE_STATUS, NodeState, counts, node_state
 from rebalancer.domain.policy import CapacityPolicy, Policy
 from rebalancer.domain.pools import PoolKey, holdings
 from rebalancer.domain.snapshot import InstanceGroup, Snapshot
@@ -96,15 +96,25 @@ def bound_guarantees(claims: Claims, limit: float) -> Claims:
                    notes=tuple([(*n, note) if g else n for n, g in zip(claims.notes, claims.guarantee, strict=True)]))
 
 
+_Kind = tuple[str, str, str, str | None]  # a node's (InstanceType, InstanceGroupName, status, health label)
+
+
+def _kinds(snapshot: Snapshot) -> Counter[_Kind]:
+    health = snapshot.node_health
+    return Counter((n.InstanceType, n.InstanceGroupName, n.InstanceStatus.Status, health.get(n.InstanceId))
+                   for n in snapshot.nodes)
+
+
 def of_snapshot(snapshot: Snapshot, policy: Policy, seen_since: Mapping[str, datetime] | None = None) -> Capacity:
     """Every instance type's capacity in the snapshot, with the notes that explain it: the nodes counted, then per
     type what counts now, what lasts, what the autoscaler can reach and what an operation holds. `seen_since`: by
     InstanceId, since when runs have seen the node unavailable for now in its present state
     (PlanningContext.unavailable_since)."""
-    tally = _count_nodes(snapshot, policy.capacity, seen_since or {})
+    kinds = _kinds(snapshot)
+    tally = _count_nodes(snapshot, kinds, policy.capacity, seen_since or {})
     held = _held_by_operations(snapshot, _busy_groups(snapshot))
     ceilings, source = _ceilings(snapshot, policy)
-    types = sorted({n.InstanceType for n in snapshot.nodes} | set(held) | set(ceilings))
+    types = sorted({t for t, _, _, _ in kinds} | set(held) | set(ceilings))
     return Capacity({t: _of_type(t, tally, held.get(t), ceilings.get(t), source) for t in types})
 
 
@@ -119,50 +129,75 @@ class _Tally:
     why: dict[str, Counter[str]] = field(default_factory=dict)
     expired: dict[str, list[str]] = field(default_factory=dict)  # per type, one line per node past the grace
 
-    def note(self, instance_type: str, what: str) -> None:
-        self.why.setdefault(instance_type, Counter())[what] += 1
+    def note(self, instance_type: str, what: str, k: int = 1) -> None:
+        self.why.setdefault(instance_type, Counter())[what] += k
 
 
-def _count_nodes(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[str, datetime]) -> _Tally:
+def _count_nodes(snapshot: Snapshot, kinds: Counter[_Kind], rules: CapacityPolicy,
+                 seen_since: Mapping[str, datetime]) -> _Tally:
+    """Nodes alike (type, group, status, label) count alike, so they are counted once per kind: only a node
+    unavailable for now or under repair is looked at on its own (its times). A plan step counts the 222,500 nodes of
+    10,000 teams × 15 types eleven times (its plan and the forecast's re-plans)."""
     graces = timedelta(minutes=rules.unavailable_grace_minutes), timedelta(minutes=rules.repair_grace_minutes)
     horizon = snapshot.taken_at + timedelta(minutes=rules.run_interval_minutes)
     groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
     ends = {name: _plan_end(snapshot, g, horizon) for name, g in groups.items()}  # once per group, not per node
-    started = _operation_starts(snapshot)
     tally = _Tally()
+    timed: dict[_Kind, NodeState] = {}
+    for kind, k in kinds.items():
+        t, group, status, label = kind
+        state = node_state(status, label)
+        ending = ends.get(group)
+        if ending is not None:
+            tally.lost[t] += k
+            tally.note(t, ending, k)
+        elif state.kind in ("for now", "repair"):
+            timed[kind] = state
+        elif state.kind == "lost":
+            tally.lost[t] += k
+            if state.what != "unhealthy":
+                tally.note(t, state.what, k)
+        else:
+            _add_counted(tally, t, k, rules.guarantees_on_spot or not _spot(groups.get(group)))
+    if timed:
+        _count_timed(snapshot, rules, seen_since, timed, graces, tally)
+    return tally
+
+
+def _add_counted(tally: _Tally, instance_type: str, k: int, lasting: bool) -> None:
+    tally.counted[instance_type] += k
+    if not lasting:
+        tally.spot[instance_type] += k
+
+
+def _count_timed(snapshot: Snapshot, rules: CapacityPolicy, seen_since: Mapping[str, datetime],
+                 timed: Mapping[_Kind, NodeState], graces: tuple[timedelta, timedelta], tally: _Tally) -> None:
+    """The nodes unavailable for now or under repair, in the snapshot's order: each counts while its grace lasts
+    from the start known of (its operation's, or the first run that saw it)."""
+    health = snapshot.node_health
+    groups = {g.InstanceGroupName: g for g in snapshot.cluster.InstanceGroups}
+    started = _operation_starts(snapshot)
     for n in snapshot.nodes:
         t = n.InstanceType
-        state = node_state(n.InstanceStatus.Status, snapshot.node_health.get(n.InstanceId))
-        ending = ends.get(n.InstanceGroupName)
-        if ending is not None:
-            tally.lost[t] += 1
-            tally.note(t, ending)
+        state = timed.get((t, n.InstanceGroupName, n.InstanceStatus.Status, health.get(n.InstanceId)))
+        if state is None:
             continue
-        if state.kind in ("for now", "repair"):
-            known = [started.get(n.InstanceId) or started.get(n.InstanceGroupName), seen_since.get(n.InstanceId)]
-            since = min((s for s in known if s is not None), default=None)
-            repair = state.kind == "repair"
-            minutes = rules.repair_grace_minutes if repair else rules.unavailable_grace_minutes
-            if not counts(state, None if since is None else snapshot.taken_at - since, *graces):
-                tally.lost[t] += 1
-                if since is None or not minutes:
-                    tally.note(t, state.what if repair else f"unavailable ({state.what}), no grace")
-                    continue
-                tally.expired.setdefault(t, []).append(
-                    f"node {n.InstanceId} {'' if repair else 'in '}{state.what} since {since.strftime('%H:%M')}, "
-                    f"past the {minutes:g} min {'repair ' if repair else ''}grace")
+        known = [started.get(n.InstanceId) or started.get(n.InstanceGroupName), seen_since.get(n.InstanceId)]
+        since = min((s for s in known if s is not None), default=None)
+        repair = state.kind == "repair"
+        minutes = rules.repair_grace_minutes if repair else rules.unavailable_grace_minutes
+        if not counts(state, None if since is None else snapshot.taken_at - since, *graces):
+            tally.lost[t] += 1
+            if since is None or not minutes:
+                tally.note(t, state.what if repair else f"unavailable ({state.what}), no grace")
                 continue
-            tally.note(t, f"under repair ({state.what}), counted for up to {minutes:g} min" if repair else
-                       f"unavailable for now ({state.what}), counted for up to {minutes:g} min")
-        elif state.kind == "lost":
-            tally.lost[t] += 1
-            if state.what != "unhealthy":
-                tally.note(t, state.what)
+            tally.expired.setdefault(t, []).append(
+                f"node {n.InstanceId} {'' if repair else 'in '}{state.what} since {since.strftime('%H:%M')}, "
+                f"past the {minutes:g} min {'repair ' if repair else ''}grace")
             continue
-        tally.counted[t] += 1
-        if not rules.guarantees_on_spot and _spot(groups.get(n.InstanceGroupName)):
-            tally.spot[t] += 1
-    return tally
+        tally.note(t, f"under repair ({state.what}), counted for up to {minutes:g} min" if repair else
+                   f"unavailable for now ({state.what}), counted for up to {minutes:g} min")
+        _add_counted(tally, t, 1, rules.guarantees_on_spot or not _spot(groups.get(n.InstanceGroupName)))
 
 
 def _of_type(t: str, tally: _Tally, held: tuple[float, str] | None, ceiling: int | None,

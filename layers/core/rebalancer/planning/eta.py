@@ -30,7 +30,7 @@ from rebalancer.domain.outlook import (
 )
 from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
-from rebalancer.domain.pools import held
+from rebalancer.domain.pools import holdings
 from rebalancer.domain.quotas import ComputeQuota, ComputeQuotaResource
 from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources, Snapshot
 from rebalancer.forecast import model as fc
@@ -187,7 +187,7 @@ def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
     names = {workload_key(w.team, w.name, w.pool): w.name for w in snapshot.running_workloads}
     demand = {t: dict(by_pool) for t, by_pool in snapshot.demand.items()}
     changed_quota: dict[str, dict[str, float]] = {}
-    quotas_now = {q.team: q for q in snapshot.quotas}
+    holding = {q.team: holdings(q) for q in snapshot.quotas}  # once per quota, not once per quota and pool
     for p in cluster.pools:
         use: dict[str, list[float]] = {}
         oldest: dict[str, float] = {}
@@ -197,8 +197,8 @@ def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
             use.setdefault(w.team, [0.0, 0.0])[1] += w.accelerators
             oldest[w.team] = min(w.queued, oldest.get(w.team, w.queued))
         for q in p.queues:
-            quota = quotas_now.get(q.team)
-            if quota is not None and held(quota, p.name) != q.nominal:
+            held = holding.get(q.team)
+            if held is not None and held.get(p.name, 0.0) != q.nominal:
                 changed_quota.setdefault(q.team, {})[p.name] = q.nominal
             u, pend = use.get(q.team, [0.0, 0.0])
             old = demand.get(q.team, {}).get(p.name, Demand())
