@@ -32,7 +32,7 @@ from rebalancer.domain.plan import Plan
 from rebalancer.domain.policy import Policy
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.quotas import ComputeQuota, ComputeQuotaResource
-from rebalancer.domain.snapshot import Demand, PendingWorkload, Resources, Snapshot
+from rebalancer.domain.snapshot import NO_DEMAND, PendingWorkload, Resources, Snapshot
 from rebalancer.forecast import model as fc
 from rebalancer.forecast.deadline import Deadline
 from rebalancer.forecast.durations import History
@@ -201,7 +201,7 @@ def snapshot_at(snapshot: Snapshot, cluster: fc.Cluster) -> Snapshot:
             if held is not None and held.get(p.name, 0.0) != q.nominal:
                 changed_quota.setdefault(q.team, {})[p.name] = q.nominal
             u, pend = use.get(q.team, [0.0, 0.0])
-            old = demand.get(q.team, {}).get(p.name, Demand())
+            old = demand.get(q.team, {}).get(p.name, NO_DEMAND)
             since = _at(oldest[q.team]) if q.team in oldest else None
             if (old.in_use.accelerators, old.pending.accelerators, old.oldest_pending) == (u, pend, since):
                 continue

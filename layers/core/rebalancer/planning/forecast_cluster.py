@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from rebalancer.domain.outlook import workload_key
 from rebalancer.domain.pools import holdings
 from rebalancer.domain.quotas import ComputeQuota
-from rebalancer.domain.snapshot import Demand, Snapshot
+from rebalancer.domain.snapshot import NO_DEMAND, Snapshot
 from rebalancer.forecast import model as fc
 from rebalancer.planning.why import DEFAULT_BORROW_LIMIT, capacity
 
@@ -55,7 +55,7 @@ def cluster_of(snapshot: Snapshot, only: Collection[str] | None = None) -> fc.Cl
         for r in running:
             listed[r.team] = listed.get(r.team, 0.0) + r.accelerators
         for team, by_pool in sorted(snapshot.demand.items()):
-            rest = by_pool.get(pool, Demand()).in_use.accelerators - listed.get(team, 0.0)
+            rest = by_pool.get(pool, NO_DEMAND).in_use.accelerators - listed.get(team, 0.0)
             if rest >= 1:
                 running.append(fc.Running(workload_key(team, "(in use, not listed)", pool), team, rest, at))
         waiting = [fc.Waiting(workload_key(w.team, w.name, w.pool), w.team, w.accelerators,
