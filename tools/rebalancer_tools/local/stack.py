@@ -134,6 +134,7 @@ class LocalStack:
         self.queue_url = ""
         self._ended: set[str] = set()
         self.appconfig: dict[str, str] = {}  # PolicyApplication, PolicyEnvironment, ... → its id (appconfig)
+        self._clients: dict[str, Any] = {}  # service → this stack's client (boto3's clients are thread-safe)
 
     # --- lifecycle -------------------------------------------------------------------------------------------------
     def __enter__(self) -> LocalStack:
@@ -145,10 +146,17 @@ class LocalStack:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._clients.clear()
         self._exit.close()
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=self.region)  # type: ignore[call-overload]
+        """One client per service for the stack's life: making one costs more CPU than most calls (botocore copies
+        its event hooks), and `wait` asks Step Functions every 50 ms while the state machine runs on another thread
+        of this process."""
+        made = self._clients.get(service)
+        if made is None:
+            made = self._clients[service] = boto3.client(service, region_name=self.region)  # type: ignore[call-overload]
+        return made
 
     def deploy(self) -> None:
         from moto.core.config import default_user_config
