@@ -35,6 +35,7 @@ from unittest import mock
 import boto3
 from botocore.credentials import Credentials
 
+from rebalancer.adapters.aws import botocore_session
 from rebalancer.app import wiring
 from rebalancer.domain.clock import Clock
 from rebalancer_tools.fakes.loopback import LoopbackServer, QuietHandler
@@ -161,6 +162,10 @@ class LocalStack:
     def deploy(self) -> None:
         from moto.core.config import default_user_config
 
+        # boto3.client() — the handlers' and this stack's — from a session made now, on the process's one botocore
+        # loader: a session of its own (mock_aws() starts one) would parse every service model again.
+        self._exit.enter_context(mock.patch.object(boto3, "DEFAULT_SESSION",
+                                                   boto3.Session(botocore_session=botocore_session())))
         self._exit.enter_context(mock.patch.dict(default_user_config,
                                                  {"stepfunctions": {"execute_state_machine": True}}))
         self._atomic_dynamodb_writes()

@@ -70,10 +70,8 @@ class AwsClients:
     @property
     def session(self) -> boto3.Session:
         if self._session is None:
-            core = botocore.session.get_session()
-            core.register_component("data_loader", _shared_loader())
             try:
-                self._session = boto3.Session(botocore_session=core, region_name=self.region,
+                self._session = boto3.Session(botocore_session=botocore_session(), region_name=self.region,
                                               profile_name=self.profile)
             except ProfileNotFound as e:
                 raise CredentialsError(credentials_problem(e) or str(e)) from e
@@ -97,10 +95,17 @@ class AwsClients:
         return self._clients[service]
 
 
+def botocore_session() -> botocore.session.Session:
+    """A new botocore session (its own credentials and configuration) on the process's one loader."""
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _shared_loader())
+    return core
+
+
 @cache
 def _shared_loader() -> botocore.loaders.Loader:
-    """One loader per process: the SageMaker service model is parsed once, not once per session (a warm Lambda
-    and the tests make many sessions)."""
+    """One loader per process: a service model (SageMaker's is megabytes) is parsed once, not once per session
+    (a warm Lambda and the tests make many sessions)."""
     return botocore.loaders.create_loader()
 
 
