@@ -168,6 +168,7 @@ class LocalStack:
                                                    boto3.Session(botocore_session=botocore_session())))
         self._exit.enter_context(mock.patch.dict(default_user_config,
                                                  {"stepfunctions": {"execute_state_machine": True}}))
+        self._exit.enter_context(parsed_once())
         self._atomic_dynamodb_writes()
         resources = self.template["Resources"]
         table = self.table_name or self._table(resources["Table"]["Properties"])
@@ -512,6 +513,30 @@ class LocalStack:
 
     def audit(self, cluster: str) -> list[dict[str, Any]]:
         return wiring.store().audit.records(cluster)
+
+
+@functools.cache
+def _asl_tree(parse: Callable[[str], tuple[Any, Any]], definition: str) -> Any:
+    return parse(definition)[1]
+
+
+@contextmanager
+def parsed_once() -> Iterator[None]:
+    """moto parses the definition (ANTLR in pure Python: a fifth of a second of CPU for ours) when the state machine
+    is created and again at every execution's start. The parse tree of a definition is kept for the process; the
+    program evaluated is still made afresh from it each time (moto's Preprocessor), so no execution shares state
+    with another."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    fresh = AmazonStateLanguageParser.parse
+
+    def parse(definition: str) -> tuple[Any, Any]:
+        tree = _asl_tree(fresh, definition)
+        return Preprocessor().visit(tree), tree
+
+    with mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(parse)):
+        yield
 
 
 @contextmanager
