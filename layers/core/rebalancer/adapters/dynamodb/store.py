@@ -44,5 +44,5 @@ class Store:
     def now(self) -> datetime:
         return self.table.now()
 
-    def idempotency_layer(self, function: str) -> DynamoDBPersistenceLayer:
-        return self.table.idempotency_layer(function)
+    def idempotency_layer(self, function: str, client: Any) -> DynamoDBPersistenceLayer:
+        return self.table.idempotency_layer(function, client)

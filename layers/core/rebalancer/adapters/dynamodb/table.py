@@ -214,8 +214,12 @@ class Table:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def idempotency_layer(self, function: str) -> DynamoDBPersistenceLayer:
+    def idempotency_layer(self, function: str, client: Any) -> DynamoDBPersistenceLayer:
+        """Powertools' idempotency records of `function` in this table, read and written with `client` (a low-level
+        DynamoDB client: a layer left to make its own opens a boto3 session per invocation, which parses the
+        DynamoDB service model again)."""
         from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # apply and rollback only
 
         return DynamoDBPersistenceLayer(table_name=self.name, key_attr=KEY, sort_key_attr=SORT,
-                                        static_pk_value=f"idempotency#{function}", expiry_attr=TTL)
+                                        static_pk_value=f"idempotency#{function}", expiry_attr=TTL,
+                                        boto3_client=client)

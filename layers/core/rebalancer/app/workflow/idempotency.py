@@ -15,8 +15,9 @@ def once(function: str, key: str, context: Any, work: Callable[[], dict[str, Any
     cfg = IdempotencyConfig(expires_after_seconds=24 * 3600)
     cfg.register_lambda_context(context)
 
-    @idempotent_function(data_keyword_argument="key", persistence_store=wiring.store().idempotency_layer(function),
-                         config=cfg)  # type: ignore[untyped-decorator]
+    layer = wiring.store().idempotency_layer(function, wiring.client("dynamodb"))
+
+    @idempotent_function(data_keyword_argument="key", persistence_store=layer, config=cfg)  # type: ignore[untyped-decorator]
     def run(key: str) -> dict[str, Any]:  # noqa: ARG001 (the idempotency key)
         return work()
 
