@@ -169,6 +169,7 @@ class LocalStack:
         self._exit.enter_context(mock.patch.dict(default_user_config,
                                                  {"stepfunctions": {"execute_state_machine": True}}))
         self._exit.enter_context(parsed_once())
+        self._exit.enter_context(one_sns_signing_key())
         self._atomic_dynamodb_writes()
         resources = self.template["Resources"]
         table = self.table_name or self._table(resources["Table"]["Properties"])
@@ -536,6 +537,27 @@ def parsed_once() -> Iterator[None]:
         return Preprocessor().visit(tree), tree
 
     with mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(parse)):
+        yield
+
+
+@functools.cache
+def _sns_signing_key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _subscription_key(_subscription: Any) -> Any:
+    return _sns_signing_key()
+
+
+@contextmanager
+def one_sns_signing_key() -> Iterator[None]:
+    """moto signs each SNS notification with a key of its subscription's, a new RSA 2048 key per subscription (30 to
+    120 ms of CPU each, a few per stack); one key per process signs them all here (nothing here checks them)."""
+    from moto.sns.models import Subscription
+
+    with mock.patch.object(Subscription, "private_key", _subscription_key):
         yield
 
 
