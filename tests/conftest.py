@@ -1,16 +1,16 @@
 """Shared fixtures. Tests are offline: sockets to anything but loopback are refused. No test sleeps through
-botocore's retry back-off: retries happen (and are counted) at once. Every botocore session of the test process
-shares one loader, so the service models are parsed once a process, not once a test."""
+botocore's retry back-off: retries happen (and are counted) at once. What botocore sets up for each new session
+(its loader, its event handlers) is set up once per test process (support.botocore_caches)."""
 
 from __future__ import annotations
 
-import functools
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import botocore_caches
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -27,16 +27,10 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _one_botocore_loader() -> Iterator[None]:
-    """moto's mock_aws() drops boto3's default session each time it starts, and each new session would parse the
-    service models, endpoints.json and the partitions again (~0.09 s of CPU a test that opens moto, two thirds of
-    what such a test costs to set up). The loader's data is read-only: sessions share it in production too
-    (rebalancer.adapters.aws._shared_loader); one loader per AWS_DATA_PATH, as botocore makes them."""
-    import botocore.loaders
-    import botocore.session
-
+def _botocore_caches() -> Iterator[None]:
+    """botocore's per-session set-up done once per process (support.botocore_caches says what and why)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(botocore.session, "create_loader", functools.cache(botocore.loaders.create_loader))
+        botocore_caches.install(mp)
         yield
 
 
