@@ -64,14 +64,12 @@ browser: ## install Debian's chromium for the browser tests if it is missing (ne
 
 # One process: the emulator, the backtest search and what spawns interpreters live in tests/integration and
 # tests/infra, and `-n 2` would pay the collecting and importing twice.
-# Plugins named, not autoloaded: pytest rewrites the asserts of every module in an autoloaded plugin's distribution
-# (all of hypothesis, pytest-benchmark and pytest-xdist), and where no bytecode is written (PYTHONDONTWRITEBYTECODE,
-# as on the dev box) it does so on every run; the unit tests need hypothesis' plugin alone. Examples at a tenth, 10
+# Plugins named, not autoloaded, as for every run (pyproject.toml's addopts says why). Examples at a tenth, 10
 # at least and never more than `make test` runs; whole simulations and multi-day replays are in tests/integration.
 # `/usr/bin/time -f '%e s wall, %U+%S s CPU' make test-fast` on the shared 2-core dev box, 1,845 tests: 28.0 s wall,
 # 27.9 s CPU at load 0.3-0.6; 28.2 s, 27.8 s at load 1.2-1.5.
 test-fast: $(COMPILED) ## unit tests only, property and fuzz tests at a tenth of their examples (make test runs all)
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q -p hypothesispytest tests/unit
+	PROPERTY_EXAMPLES_DIVISOR=10 $(PY) -m pytest -q tests/unit
 
 bench: $(STAMP) $(SAM_STAMP) ## planning, a plan's basis and recheck, the plan step's outlook, layer size and cold imports, `/rebalancer why` against Slack's 3 s, backtest, a burst of events, collect's calls, an alarm's metrics, the reservation check, `simulate`'s default run against the strategies' own simulations
 	$(PY) benchmarks/plan_bench.py
