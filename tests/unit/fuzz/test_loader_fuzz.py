@@ -6,6 +6,7 @@ throw arbitrary bytes, JSON and YAML at the CLI's loaders."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,58 @@ def test_a_snapshot_with_one_value_replaced(tmp_path: Path, doc: Any) -> None:
 @within_memory()
 def test_a_policy_with_one_value_replaced(tmp_path: Path, doc: Any) -> None:
     assert_clean(plan(tmp_path, policy=json.dumps(doc).encode()))
+
+
+def _first_refused(data: Any) -> tuple[str, str | None] | None:
+    """What check_values refuses first, by the plain walk it was (every value a path string, parents first, a
+    container's last entry first): (message, field), or None."""
+    stack: list[tuple[str, Any, int]] = [("", data, 1)]
+    while stack:
+        path, value, depth = stack.pop()
+        if depth > loading.MAX_DEPTH:
+            return "nested", path[:120] or None
+        if isinstance(value, float) and not math.isfinite(value):
+            return "finite", path[:120] or None
+        if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > loading.MAX_NUMBER:
+            return "out of range", path[:120] or None
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v, depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}.{i}" if path else str(i), v, depth + 1) for i, v in enumerate(value))
+    return None
+
+
+def _nested(levels: int, inner: Any) -> Any:
+    for level in range(levels):
+        inner = [inner, "x"] if level % 2 else {"k": inner, "s": None}
+    return inner
+
+
+# Documents near the depth limit too (64 levels): a value at the limit, text among them, is refused for its depth.
+NEAR_THE_LIMIT = st.builds(_nested, st.integers(60, 66), JSON)
+
+
+@fuzz(max_examples=100)
+@given(doc=JSON | NEAR_THE_LIMIT | st.lists(JSON | NEAR_THE_LIMIT, max_size=3))
+def test_check_values_refuses_what_a_plain_walk_finds_first(doc: Any) -> None:
+    """check_values skips what cannot be refused (text, nulls, numbers in range) without a call each; the value it
+    says is still the first a plain walk of every value refuses, named by the same path."""
+    expected = _first_refused(doc)
+    got = _error_and_field(lambda: loading.check_values(doc, "doc"))
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None, expected
+        assert expected[0] in got[0], (got, expected)
+        assert got[1] == expected[1], (got, expected)
+
+
+def _error_and_field(load: Any) -> tuple[str, str | None] | None:
+    try:
+        load()
+    except InvalidInput as e:
+        return str(e), e.field
+    return None
 
 
 def _error_of(load: Any) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -123,40 +123,60 @@ def parse_json(text: str, source: str) -> Any:
         raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
 
 
-def _walk(data: Any) -> Iterator[tuple[str, Any, int]]:
-    """(path, value, depth) of every value, without recursion."""
-    stack: list[tuple[str, Any, int]] = [("", data, 1)]
-    while stack:
-        path, value, depth = stack.pop()
-        yield path, value, depth
-        if isinstance(value, dict):
-            stack.extend((f"{path}.{k}" if path else str(k), v, depth + 1) for k, v in value.items())
-        elif isinstance(value, list | tuple):
-            stack.extend((f"{path}.{i}" if path else str(i), v, depth + 1) for i, v in enumerate(value))
+# Where a value is: (its key or index, where its parent is), None at the root; the dotted path is made from it only
+# for a value refused (_field), not for each of the hundreds of thousands a large snapshot holds.
+Where = tuple[Any, "Where"] | None
+
+
+def _field(where: Where) -> str | None:
+    """The dotted path to a value (cut to 120 characters), None for the document itself."""
+    keys: list[str] = []
+    while where is not None:
+        key, where = where
+        keys.append(str(key))
+    return ".".join(reversed(keys))[:120] or None
 
 
 def check_values(data: Any, source: str) -> Any:
-    """Depth, finite numbers in range, times with a zone; returns `data`."""
-    for path, value, depth in _walk(data):
-        field = path[:120] or None
-        if depth > MAX_DEPTH:
-            raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source, field=field)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidInput(f"must be a finite number (got {value!r})", source=source, field=field, value=value)
-        if isinstance(value, int | float) and abs(value) > MAX_NUMBER:
-            raise InvalidInput(f"out of range: at most {MAX_NUMBER:.0e} in size (got {short(value)})",
-                               source=source, field=field, value=value)
-        if isinstance(value, datetime) and value.tzinfo is None:
-            raise InvalidInput(f"a time needs a time zone, e.g. {value.isoformat()}Z (got {value.isoformat()})",
-                               source=source, field=field, value=value)
-        if isinstance(value, date) and not isinstance(value, datetime):
-            raise InvalidInput(f"a date alone is not a time; write {value.isoformat()}T00:00:00Z (got "
-                               f"{value.isoformat()})", source=source, field=field, value=value)
+    """Depth, finite numbers in range, times with a zone; returns `data`. Every value is visited, parents before
+    children and a container's last entry first; the first refused is said."""
+    _check(data, 1, None, source)
     return data
 
 
+def _check(value: Any, depth: int, where: Where, source: str) -> None:
+    if depth > MAX_DEPTH:
+        raise InvalidInput(f"nested more than {MAX_DEPTH} levels deep", source=source, field=_field(where))
+    if isinstance(value, dict):
+        entries: Iterable[tuple[Any, Any]] = reversed(value.items())
+    elif isinstance(value, list | tuple):
+        entries = ((i, value[i]) for i in range(len(value) - 1, -1, -1))
+    else:
+        _check_scalar(value, where, source)
+        return
+    deepest = depth == MAX_DEPTH  # its entries are too deep, whatever they are
+    for key, child in entries:
+        # Text, nulls and numbers in range (NaN is in no range), most of a document, have nothing to check: no call.
+        kind = child.__class__
+        if deepest or not (kind is str or child is None
+                           or ((kind is float or kind is int) and -MAX_NUMBER <= child <= MAX_NUMBER)):
+            _check(child, depth + 1, (key, where), source)
+
+
+def _check_scalar(value: Any, where: Where, source: str) -> None:
+    if isinstance(value, str | bool) or value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"must be a finite number (got {value!r})", source=source, field=_field(where), value=value)
+    if isinstance(value, int | float) and abs(value) > MAX_NUMBER:
+        raise InvalidInput(f"out of range: at most {MAX_NUMBER:.0e} in size (got {short(value)})",
+                           source=source, field=_field(where), value=value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise InvalidInput(f"a time needs a time zone, e.g. {value.isoformat()}Z (got {value.isoformat()})",
+                           source=source, field=_field(where), value=value)
+    if isinstance(value, date) and not isinstance(value, datetime):
+        raise InvalidInput(f"a date alone is not a time; write {value.isoformat()}T00:00:00Z (got "
+                           f"{value.isoformat()})", source=source, field=_field(where), value=value)
 
 
 def json_lines(stream: LineReader, source: str, *, max_line_bytes: int = LINE_MAX_BYTES,
