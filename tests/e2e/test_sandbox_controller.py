@@ -61,7 +61,6 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
         for name, value in sandbox.environment().items():  # what the sandbox prints to export, nothing else
             mp.setenv(name, value)
         mp.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
-        mp.setenv("COLUMNS", "80")  # a narrow terminal: links must still come out whole
         mp.chdir(here)
         yield Box(sandbox, heard)
     assert dict(os.environ) == before  # the tests after this module see no sandbox that has gone
@@ -85,7 +84,7 @@ def run_line(line: str, values: dict[str, str]) -> tuple[list[str], int, str]:
     """One line of the walk through the CLI: `VAR=value …` before it is its environment, placeholders filled in,
     `y` answered to a question."""
     words = shlex.split(line, comments=True)
-    env = {}
+    env = {"COLUMNS": "80"}  # a narrow terminal: links must still come out whole
     while "=" in words[0]:
         name, _, value = words.pop(0).partition("=")
         env[name] = value
