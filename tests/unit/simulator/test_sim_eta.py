@@ -6,12 +6,20 @@ finish changes."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.clock import T0
+from support.clusters import snapshot
 from support.props import properties
 
+from rebalancer.domain.outlook import RunHistory, workload_key
+from rebalancer.domain.outlook import Told as FirstTold
+from rebalancer.domain.snapshot import PendingWorkload, RunningWorkload
 from rebalancer.forecast.model import Running, Waiting
+from rebalancer.planning.eta import LEVELS, WAITED_S, history_after, inside
 from rebalancer_tools.simulator.bench import SCENARIOS, goal_table
 from rebalancer_tools.simulator.engine import SimConfig, Simulation
 from rebalancer_tools.simulator.eta import Estimator, EtaAccuracy, accuracy
@@ -22,6 +30,7 @@ from rebalancer_tools.simulator.results import RawResult, Timeline
 from rebalancer_tools.simulator.trace import TraceJob
 
 H = 3600.0
+P5 = "ml.p5.48xlarge"
 BASE = StrategyResult(name="x", utilization=0.9, wait_p50_s=0, wait_p95_s=100, wait_mean_s=0, preemptions=0,
                       lost_gpu_hours=10, entitlement_deficit_gpu_hours=1000, jain_index=0.8, quota_changes=0,
                       jobs_completed=1, jobs_unfinished=0, failure_kills=0, failure_lost_gpu_hours=0, makespan_s=1)
@@ -187,3 +196,34 @@ def test_the_rebalancer_strategys_forecast_plans_with_its_controller() -> None:
     assert result.eta is not None
     assert result.output()["eta"]["jobs"] == result.eta.jobs >= 1
     assert run_strategy(dataclasses.replace(sc, eta=False), "rebalancer").eta is None
+
+
+def test_the_simulator_moves_the_likely_ranges_levels_as_the_plan_step_does() -> None:
+    """The same starts against the same ranges move the levels the same way in the simulator as in the plan
+    step's run history (both call planning.eta.adapted): the simulator measures the controller's rule."""
+    warm = [TraceJob(f"w{i}", "a", 0.0, H, 8) for i in range(5)]
+    burst = [TraceJob(f"x{i}", "a", 10 * H, (4, 0.5, 3, 1)[i % 4] * H, 8) for i in range(10)]  # not a's hour
+    sim = run(warm + burst, capacity=16)
+    measured = sorted(j for j, span in enumerate(sim.likely)
+                      if span is not None and sim.first_start[j] - sim.submit[j] >= WAITED_S)
+    assert len(measured) >= 5
+    assert sim.levels != LEVELS
+    ranges = {j: sim.likely[j] for j in measured}
+    assert any(not inside(sim.first_start[j], span) for j, span in ranges.items() if span is not None)
+
+    def at(s: float) -> datetime:
+        return T0 + timedelta(seconds=s)
+
+    history = RunHistory(told={workload_key("a", f"x{j}", P5): FirstTold(
+        queued=at(sim.submit[j]), start=at(sim.estimated[j] or 0.0), earliest=at(span[0]),
+        latest=None if span[1] is None else at(span[1])) for j, span in ranges.items() if span is not None})
+    for when in sorted({sim.first_start[j] for j in measured}):
+        started = [RunningWorkload(name=f"x{j}", team="a", pool=P5, accelerators=8, pods=1, started=at(when))
+                   for j in measured if sim.first_start[j] == when]
+        waiting = [PendingWorkload(name=f"x{j}", team="a", pool=P5, accelerators=8, pods=1, created=at(sim.submit[j]))
+                   for j in measured if sim.first_start[j] > when]
+        history = history_after(history, snapshot({P5: 2}, taken_at=at(when)).model_copy(
+            update={"running_workloads": tuple(started), "pending_workloads": tuple(waiting)}))
+    assert history.levels == pytest.approx(sim.levels, abs=1e-12)
+    assert [o.in_range for o in history.outcomes] == [inside(sim.first_start[j], s) for j, s in ranges.items()
+                                                      if s is not None]

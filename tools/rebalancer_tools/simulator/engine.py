@@ -25,7 +25,7 @@ from rebalancer.forecast.durations import KEPT, History
 from rebalancer.forecast.estimate import Estimate
 from rebalancer.forecast.kueue import admission_limit, reclaim_victims
 from rebalancer.forecast.model import Cluster, Pool, Queue, Running, Waiting
-from rebalancer.planning.eta import WAITED_S, error_band, likely_range
+from rebalancer.planning.eta import LEVELS, WAITED_S, adapted, error_band, likely_range
 from rebalancer_tools.simulator.autoscaling import Autoscaling, node_seconds
 from rebalancer_tools.simulator.kueue import QueueSpec, cohort_room, fair_share_key
 from rebalancer_tools.simulator.metrics import WEEK_S, entitlements
@@ -281,6 +281,7 @@ class Simulation:
         # WAITED_S or more, and the jobs told an estimate that still wait (planning.eta.wait_ratios)
         self.outcomes: list[float] = []
         self.told_waiting: dict[int, None] = {}  # in the order told
+        self.levels = LEVELS  # the levels the likely range is taken at, as the outcomes moved them
         self.asked = [False] * n  # whether it was given an answer (an estimate or none)
         self.runs_done: dict[str, list[float]] = {}  # queue → run durations of its finished jobs, oldest first
         self.declared_done: dict[str, list[float]] = {}  # queue → of those that declared: ran ÷ declared
@@ -505,6 +506,9 @@ class Simulation:
                 self.told_waiting.pop(j, None)
                 if self.now - self.submit[j] >= WAITED_S and estimated > self.submit[j]:
                     self.outcomes.append((self.now - self.submit[j]) / (estimated - self.submit[j]))
+                span = self.likely[j]
+                if self.now - self.submit[j] >= WAITED_S and span is not None:
+                    self.levels = adapted(self.levels, self.now, span)
         self.used[p] += g
         self.team_run[p][t] += g
         self.running[p][q].add(j)
@@ -816,7 +820,7 @@ class Simulation:
         answers = self.eta(self.observed(at), history, tuple(targets), staged)
         waiting = [(at - self.submit[k]) / told for k in list(self.told_waiting)[-TOLD_KEPT:]
                    if at - self.submit[k] >= WAITED_S and (told := (self.estimated[k] or 0.0) - self.submit[k]) > 0]
-        band = error_band(self.outcomes[-OUTCOMES_KEPT:] + waiting)
+        band = error_band(self.outcomes[-OUTCOMES_KEPT:] + waiting, self.levels)
         for name, j in targets.items():
             e = answers.get(name)
             if e is not None and e.start is not None:

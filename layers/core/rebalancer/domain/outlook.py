@@ -86,18 +86,23 @@ class Seen(Frozen):
 
 
 class Told(Frozen):
-    """What a pending workload was told the first time a run saw it: since when it waits, and its estimated start
-    (None: it was given none)."""
+    """What a pending workload was told the first time a run saw it: since when it waits, its estimated start
+    (None: it was given none) and the likely range told with it (`earliest` None: none, as in a history written
+    before ranges were kept; `latest` None with an `earliest`: no later bound)."""
 
     queued: AwareDatetime
     start: AwareDatetime | None = None
+    earliest: AwareDatetime | None = None
+    latest: AwareDatetime | None = None
 
 
 class Outcome(Frozen):
-    """A workload that waited an hour or more: how long, and how long its first estimate said (None: none)."""
+    """A workload that waited an hour or more: how long, how long its first estimate said (None: none), and whether
+    it started within the likely range told with that estimate (None: it was told no range)."""
 
     waited_s: NonNegativeFloat
     estimated_s: float | None = None
+    in_range: bool | None = None
 
 
 class RunHistory(Frozen):
@@ -107,6 +112,9 @@ class RunHistory(Frozen):
     declared: dict[str, tuple[float, ...]] = Field(default_factory=dict)
     told: dict[str, Told] = Field(default_factory=dict)  # by workload_key: at most TOLD_KEPT, until they start
     outcomes: tuple[Outcome, ...] = ()  # newest last, at most OUTCOMES_KEPT
+    # the quantile levels the likely range's low and high ends are taken at, as the outcomes moved them
+    # (rebalancer.planning.eta.adapted); None: not moved yet, so those it starts from
+    levels: tuple[float, float] | None = None
 
     @model_validator(mode="before")
     @classmethod

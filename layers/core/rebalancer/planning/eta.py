@@ -53,11 +53,25 @@ WITHIN = 2.0
 # The likely range told with each estimate is meant to hold the actual start of LIKELY of the workloads that wait
 # WAITED_S or more: the span of the forecast's draws (what the history's durations can do), widened by the
 # track record's observed error (what they cannot: a waiting workload's own run time, work that arrives later).
-# Once RECORD_MIN outcomes are known, the wait the estimate gives is stretched by the (1 − LIKELY) / 2 and
-# (1 + LIKELY) / 2 quantiles of actual ÷ estimated wait; before that, by 1/WITHIN and WITHIN, the band within which
-# this project calls an estimate good (docs/simulation.md measures the coverage it gives).
+# Once RECORD_MIN outcomes are known, the wait the estimate gives is stretched by quantiles of actual ÷ estimated
+# wait; before that, by 1/WITHIN and WITHIN, the band within which this project calls an estimate good.
 LIKELY = 0.8
 RECORD_MIN = 20
+# The levels those quantiles are taken at adapt (adaptive conformal inference, Gibbs & Candès 2021, one level per
+# end): each outcome moves an end's level by GAMMA × (miss − SIDE_MISS), out when the start fell beyond that end,
+# in when not, so that over any T outcomes each end misses SIDE_MISS of them to within (1 + GAMMA) / (GAMMA × T)
+# however the errors drift (the errors of last hours are not those of the next: a fixed quantile falls short when
+# the load changes). They start at the LIKELY band's, (1 ∓ LIKELY) / 2. GAMMA: an end missed by every start moves
+# from its start to the extreme (0.9 → 1) in 0.1 / (0.9 × GAMMA) ≈ 22 outcomes, a tenth of the OUTCOMES_KEPT the
+# band is read from, and a level wanders by about √GAMMA ≈ 0.07 around where it settles.
+SIDE_MISS = (1 - LIKELY) / 2
+GAMMA = 0.005
+LEVELS = (SIDE_MISS, 1 - SIDE_MISS)
+# An end's level stays between the quartile (narrower, the range would claim more than the middle half of the
+# errors) and 2 (past 1, the extreme raised to the level: at most the square of the largest error seen; `latest`
+# None stays for a draw that did not start the workload at all).
+NARROWEST = (0.25, 0.75)
+WIDEST = (-1.0, 2.0)
 
 
 def _t(at: datetime) -> float:
@@ -86,14 +100,21 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
     waiting = {workload_key(w.team, w.name, w.pool) for w in snapshot.pending_workloads}
     told = {k: t for k, t in previous.told.items() if k in waiting}
     outcomes = list(previous.outcomes)
+    levels = previous.levels
     for key, t in sorted(previous.told.items(), key=lambda kv: kv[1].queued):
         seen = running.get(key)
         if seen is None:
             continue
         waited = (seen.started - t.queued).total_seconds()
-        if waited >= WAITED_S:
-            outcomes.append(Outcome(waited_s=waited, estimated_s=None if t.start is None else
-                                    (t.start - t.queued).total_seconds()))
+        if waited < WAITED_S:
+            continue
+        in_range = None
+        if t.earliest is not None:
+            span = (_t(t.earliest), None if t.latest is None else _t(t.latest))
+            in_range = inside(_t(seen.started), span)
+            levels = adapted(levels or LEVELS, _t(seen.started), span)
+        outcomes.append(Outcome(waited_s=waited, estimated_s=None if t.start is None else
+                                (t.start - t.queued).total_seconds(), in_range=in_range))
     finished = {t: list(d) for t, d in previous.finished.items()}
     declared = {t: list(d) for t, d in previous.declared.items()}
     for key, seen in sorted(previous.running.items(), key=lambda kv: kv[1].last_seen):
@@ -105,7 +126,7 @@ def history_after(previous: RunHistory, snapshot: Snapshot) -> RunHistory:
         if seen.declared_s is not None:
             declared.setdefault(seen.team, []).append(float(f"{ran / seen.declared_s:.3g}"))
     return RunHistory(running=running, finished=_newest(finished), declared=_newest(declared), told=told,
-                      outcomes=tuple(outcomes[-OUTCOMES_KEPT:]))
+                      outcomes=tuple(outcomes[-OUTCOMES_KEPT:]), levels=levels)
 
 
 def _newest(by_team: dict[str, list[float]]) -> dict[str, tuple[float, ...]]:
@@ -116,12 +137,14 @@ def told_after(history: RunHistory, estimates: Sequence[WorkloadEta], snapshot: 
     """The history with what this run tells the pending workloads it sees for the first time; of all the workloads
     told and waiting, the TOLD_KEPT whose names hash lowest are kept (a sample that does not depend on who waits
     longest or asks most)."""
-    given = {(e.team, e.name, e.pool): e.start for e in estimates}
+    given = {(e.team, e.name, e.pool): e for e in estimates}
     told = dict(history.told)
     for w in snapshot.pending_workloads:
         key = workload_key(w.team, w.name, w.pool)
         if key not in told:
-            told[key] = Told(queued=w.created or snapshot.taken_at, start=given.get((w.team, w.name, w.pool)))
+            e = given.get((w.team, w.name, w.pool))
+            told[key] = Told(queued=w.created or snapshot.taken_at, start=e.start if e else None,
+                             earliest=e.earliest if e else None, latest=e.latest if e else None)
     kept = sorted(told, key=lambda k: hashlib.blake2b(k.encode(), digest_size=8).digest())[:TOLD_KEPT]
     return history.model_copy(update={"told": {k: told[k] for k in sorted(kept)}})
 
@@ -143,15 +166,33 @@ def wait_ratios(outcomes: Iterable[Outcome], waiting: Iterable[tuple[float, floa
     return done + [so_far / told for so_far, told in waiting if so_far >= WAITED_S and told > 0]
 
 
-def error_band(ratios: Sequence[float]) -> tuple[float, float]:
-    """The factors (low ≤ 1 ≤ high) by which waits have differed from their estimates (`ratios`: wait_ratios): the
-    quantiles that hold LIKELY of them between, once RECORD_MIN are known; (1/WITHIN, WITHIN) before that."""
+def error_band(ratios: Sequence[float], levels: tuple[float, float] = LEVELS) -> tuple[float, float]:
+    """The factors (low ≤ 1 ≤ high) by which waits have differed from their estimates (`ratios`: wait_ratios): their
+    quantiles at `levels` (adapted), once RECORD_MIN are known; (1/WITHIN, WITHIN) before that. A level past 0 or 1
+    raises the extreme to 1 − level or to level."""
     if len(ratios) < RECORD_MIN:
         return 1 / WITHIN, WITHIN
     ordered = sorted(ratios)
-    low = ordered[int((1 - LIKELY) / 2 * (len(ordered) - 1))]
-    high = ordered[math.ceil((1 + LIKELY) / 2 * (len(ordered) - 1))]
+    at_low, at_high = levels
+    low = ordered[0] ** (1 - at_low) if at_low < 0 else ordered[int(at_low * (len(ordered) - 1))]
+    high = ordered[-1] ** at_high if at_high > 1 else ordered[math.ceil(at_high * (len(ordered) - 1))]
     return min(low, 1.0), max(high, 1.0)
+
+
+def inside(start: float, span: tuple[float, float | None]) -> bool:
+    """Whether `start` fell in a likely range (likely_range: `latest` None, no later bound)."""
+    return span[0] <= start and (span[1] is None or start <= span[1])
+
+
+def adapted(levels: tuple[float, float], start: float, span: tuple[float, float | None]) -> tuple[float, float]:
+    """The levels of error_band once a workload told the likely range `span` started at `start` (having waited
+    WAITED_S or more): each end's moved by GAMMA × (miss − SIDE_MISS), outward when the start fell beyond it, inward
+    a little when not, within NARROWEST and WIDEST. The plan step (history_after) and the simulator both call it."""
+    early = start < span[0]
+    late = span[1] is not None and start > span[1]
+    low = levels[0] - GAMMA * (early - SIDE_MISS)
+    high = levels[1] + GAMMA * (late - SIDE_MISS)
+    return min(max(low, WIDEST[0]), NARROWEST[0]), min(max(high, NARROWEST[1]), WIDEST[1])
 
 
 def likely_range(e: Estimate, now: float, band: tuple[float, float]) -> tuple[float, float | None]:
@@ -284,7 +325,8 @@ def estimates(snapshot: Snapshot, policy: Policy | None, plan: Plan | None, *, a
     spent = _budgets_spent(snapshot, policy, context)
     now = _t(snapshot.taken_at)
     band = error_band(wait_ratios(history.outcomes, [
-        (now - _t(t.queued), _t(t.start) - _t(t.queued)) for t in history.told.values() if t.start is not None]))
+        (now - _t(t.queued), _t(t.start) - _t(t.queued)) for t in history.told.values() if t.start is not None]),
+        history.levels or LEVELS)
     out = []
     for w in snapshot.pending_workloads:
         e = got.get(workload_key(w.team, w.name, w.pool), Estimate(None, unknown="never_admitted"))
