@@ -516,7 +516,7 @@ class LocalStack:
         return wiring.store().audit.records(cluster)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)  # a tree holds ~1.4 MB; definitions differ only by their approval URL's port
 def _asl_tree(parse: Callable[[str], tuple[Any, Any]], definition: str) -> Any:
     return parse(definition)[1]
 
