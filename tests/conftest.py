@@ -1,9 +1,11 @@
 """Shared fixtures. Tests are offline: sockets to anything but loopback are refused. No test sleeps through
 botocore's retry back-off: retries happen (and are counted) at once. What botocore sets up for each new session
-(its loader, its event handlers) is set up once per test process (support.botocore_caches)."""
+(its loader, its event handlers) is set up once per test process (support.botocore_caches). What collecting
+imported is kept out of the garbage collector's full passes."""
 
 from __future__ import annotations
 
+import gc
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,13 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     if loopback or self.family == socket.AF_UNIX:
         return _real_connect(self, address)
     raise ConnectionRefusedError(f"tests are offline: connection to {address!r} blocked")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collecting imports the product, botocore, moto, hypothesis and the test modules: ~190,000 objects that live as
+    long as the process. Each full pass of the garbage collector walked them all, for nothing; frozen, they are left
+    out (tests/unit/planning with test_cli_lease: the collector's CPU 3.0 -> 2.0 s, its full passes' 1.5 -> 0.5 s)."""
+    gc.freeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
