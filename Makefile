@@ -38,8 +38,10 @@ demo: $(STAMP) ## the whole controller end to end on the emulator (127.0.0.1 onl
 	$(PY) -m rebalancer_tools demo --out demo-out
 
 # Two processes where there are two cores (pytest-xdist, `-n auto`), a test file each (`--dist loadfile`): the
-# suite is CPU-bound (one process: 716 s wall, 644+64 s CPU on the shared 2-core dev box), and a file's module-scoped
-# fixtures (a deployed stack, a built layer) are then built once, not once per worker. No test depends on the
+# suite is CPU-bound, and a file's module-scoped fixtures (a deployed stack, a built layer) are then built once, not
+# once per worker. `/usr/bin/time .venv/bin/python -m pytest -q -n auto --dist loadfile` on the shared 2-core dev
+# box at load 0.9-2.9: 3,119 tests in 297 s wall, 478+33 s CPU (before this round's speed-ups, in one process:
+# 3,110 tests in 716 s wall, 644+64 s CPU at load 0-1); docs/internals/contributing.md names the slowest. No test depends on the
 # terminal's width (tests/conftest.py unsets COLUMNS, which the workers set). `make test PYTEST_ARGS="-n 0"` runs it
 # in one process.
 test: lint typecheck $(SAM_STAMP) $(COMPILED) browser ## lint, type-check and run every test (unit, integration, e2e)
