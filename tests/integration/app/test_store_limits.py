@@ -120,7 +120,7 @@ def test_an_audit_record_of_a_plan_too_big_even_compressed_keeps_each_item_withi
 def test_the_run_history_of_a_cluster_at_1000_teams_fits_one_item_keeping_each_teams_newest_runs(
         store: Store) -> None:
     """1,000 teams with 50 runs seen to finish each (and as many declared ratios), 10,000 workloads running, 1,000
-    first estimates and 200 outcomes: about 440 KB gzip'd whole, above the 400 KB DynamoDB takes; the plan step
+    first estimates (each with its likely range) and 200 outcomes: about 440 KB gzip'd whole, above the 400 KB DynamoDB takes; the plan step
     must not fail on it. Kept smaller: each team's newest runs."""
     rnd = random.Random(3)
     now = datetime(2026, 11, 30, 12, 0, 3, 123456, tzinfo=UTC)
@@ -131,15 +131,18 @@ def test_the_run_history_of_a_cluster_at_1000_teams_fits_one_item_keeping_each_t
         running={f"job-{rnd.getrandbits(48):012x}-{i}@ml.p5.48xlarge": Seen(
             team=teams[i % 1000], started=now - timedelta(seconds=rnd.randrange(10**6)), last_seen=now,
             declared_s=3600.0) for i in range(10_000)},
-        told={f"wait-{rnd.getrandbits(48):012x}@ml.p5.48xlarge": Told(queued=now, start=now + timedelta(hours=2))
-              for _ in range(1000)},
-        outcomes=tuple(Outcome(waited_s=rnd.random() * 1e5, estimated_s=rnd.random() * 1e5) for _ in range(200)))
+        told={f"wait-{rnd.getrandbits(48):012x}@ml.p5.48xlarge": Told(
+            queued=now, start=now + timedelta(hours=2), earliest=now + timedelta(minutes=rnd.randrange(120)),
+            latest=now + timedelta(minutes=rnd.randrange(120, 10**5))) for _ in range(1000)},
+        outcomes=tuple(Outcome(waited_s=rnd.random() * 1e5, estimated_s=rnd.random() * 1e5,
+                               in_range=rnd.random() < 0.8) for _ in range(200)),
+        levels=(rnd.uniform(-1, 0.25), rnd.uniform(0.75, 2)))
     assert len(pack(history.model_dump(mode="json"))) > ITEM_LIMIT  # what would have failed the plan step
     store.durations.record("c1", history)
     assert max(item_sizes()) < ITEM_LIMIT * 0.75
     kept = store.durations.history("c1")
     assert kept.running == history.running
-    assert (kept.told, kept.outcomes) == (history.told, history.outcomes)
+    assert (kept.told, kept.outcomes, kept.levels) == (history.told, history.outcomes, history.levels)
     for t in teams:  # each team's newest runs, the same number for every team, enough to draw from
         assert kept.finished[t] == history.finished[t][-len(kept.finished[t]):]
         assert kept.declared[t] == history.declared[t][-len(kept.declared[t]):]
@@ -163,8 +166,12 @@ def flooded_history(teams: int, rnd: random.Random) -> RunHistory:
         running={f"{names[0]}/w{text(252)}@ml.p5.48xlarge": Seen(team=names[0], started=now, last_seen=now,
                                                                   declared_s=float(rnd.randrange(1, 10**9)))
                  for _ in range(10_000)},
-        told={f"{names[0]}/w{text(252)}@ml.p5.48xlarge": Told(queued=now, start=now) for _ in range(1000)},
-        outcomes=tuple(Outcome(waited_s=rnd.random() * 1e5, estimated_s=rnd.random() * 1e5) for _ in range(200)))
+        told={f"{names[0]}/w{text(252)}@ml.p5.48xlarge": Told(
+            queued=now, start=now, earliest=now - timedelta(microseconds=rnd.randrange(10**12)),
+            latest=now + timedelta(microseconds=rnd.randrange(10**12))) for _ in range(1000)},
+        outcomes=tuple(Outcome(waited_s=rnd.random() * 1e5, estimated_s=rnd.random() * 1e5,
+                               in_range=rnd.random() < 0.8) for _ in range(200)),
+        levels=(rnd.uniform(-1, 0.25), rnd.uniform(0.75, 2)))
 
 
 @pytest.mark.slow
