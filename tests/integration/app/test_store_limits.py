@@ -120,8 +120,8 @@ def test_an_audit_record_of_a_plan_too_big_even_compressed_keeps_each_item_withi
 def test_the_run_history_of_a_cluster_at_1000_teams_fits_one_item_keeping_each_teams_newest_runs(
         store: Store) -> None:
     """1,000 teams with 50 runs seen to finish each (and as many declared ratios), 10,000 workloads running, 1,000
-    first estimates (each with its likely range) and 200 outcomes: about 440 KB gzip'd whole, above the 400 KB DynamoDB takes; the plan step
-    must not fail on it. Kept smaller: each team's newest runs."""
+    first estimates (each with its likely range) and 200 outcomes: about 440 KB gzip'd whole, above the 400 KB
+    DynamoDB takes; the plan step must not fail on it. Kept smaller: each team's newest runs."""
     rnd = random.Random(3)
     now = datetime(2026, 11, 30, 12, 0, 3, 123456, tzinfo=UTC)
     teams = [f"team-{t:04d}" for t in range(1000)]
