@@ -46,8 +46,10 @@ def _accepts_kwargs_once(accepts_kwargs: Callable[[Any], bool]) -> Callable[[Any
     cached = functools.cache(accepts_kwargs)
 
     def once(func: Any) -> bool:
+        # A bound method is judged by its function (binding drops `self` only, never **kwargs): the cache then holds
+        # no handler's instance, so no client a test made outlives the test.
         try:
-            return cached(func)
+            return cached(getattr(func, "__func__", func))
         except TypeError:  # an unhashable handler: inspected each time, as botocore does
             return accepts_kwargs(func)
 

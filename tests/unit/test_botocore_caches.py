@@ -4,6 +4,9 @@ on each handler's keyword arguments."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import botocore.compat
 import botocore.handlers
 import botocore.hooks
@@ -34,3 +37,18 @@ def test_each_handler_is_judged_on_its_keyword_arguments_as_botocore_judges_it()
                                                                     for h in handlers]
     assert not botocore.hooks.accepts_kwargs(no_kwargs)
     assert not botocore.hooks.accepts_kwargs(no_kwargs)  # the second answer, from the cache
+
+
+def test_judging_a_bound_handler_keeps_no_hold_on_its_instance() -> None:
+    class Handler:
+        def on(self, **kwargs: object) -> None: ...
+
+        def strict(self, a: int) -> None: ...
+
+    handler = Handler()
+    assert botocore.hooks.accepts_kwargs(handler.on)
+    assert not botocore.hooks.accepts_kwargs(handler.strict)
+    gone = weakref.ref(handler)
+    del handler
+    gc.collect()
+    assert gone() is None  # the cache holds the functions, not the client-like object they were bound to
